@@ -1,0 +1,482 @@
+"""Conversation input: message validation and exchange chunking.
+
+A conversation is a list of LangChain messages or plain dicts. It is validated as a whole
+(nothing of an invalid batch is stored), then cut into *exchanges*: a user turn plus every
+message that follows it up to the next user turn. No message is ever dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag.errors import (
+    DuplicateMessageIdError,
+    EmptyConversationError,
+    InvalidMessageError,
+)
+from langchain_session_rag.tokens import TokenCounter, tiktoken_counter
+
+__all__ = ["Chunk", "ExchangeChunker", "MessageLike", "Role", "Turn", "normalize_messages"]
+
+Role = Literal["user", "assistant", "system", "tool"]
+MessageLike = BaseMessage | Mapping[str, Any]
+
+_ROLE_ALIASES: dict[str, Role] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
+_LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+_TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One validated message."""
+
+    role: Role
+    text: str
+    id: str
+    name: str | None = None
+    timestamp: datetime | None = None
+    skipped_blocks: int = 0
+
+    @property
+    def label(self) -> str:
+        """The speaker label used in chunk text: the message ``name``, else the role."""
+        return self.name or _LABELS[self.role]
+
+
+@dataclass
+class Chunk:
+    """A piece of conversation text ready to embed, with the messages it covers."""
+
+    text: str
+    message_ids: list[str]
+    timestamp: datetime
+    token_count: int
+    part: int = 0
+    parts: int = 1
+    skipped_blocks: int = 0
+    roles: list[str] = field(default_factory=list)
+
+
+def _message_role(message: BaseMessage) -> Role:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    role = _ROLE_ALIASES.get(str(message.type))
+    if role is None:
+        msg = f"Unsupported message type {type(message).__name__} (type={message.type!r}); use Human/AI/System/ToolMessage."
+        raise InvalidMessageError(msg)
+    return role
+
+
+def _content_text(content: Any, where: str) -> tuple[str, int]:
+    """Return the text of a message content and the number of non-text blocks skipped."""
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        texts: list[str] = []
+        skipped = 0
+        for block in content:
+            if isinstance(block, str):
+                texts.append(block)
+            elif isinstance(block, Mapping) and block.get("type") in _TEXT_BLOCK_TYPES and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            else:
+                skipped += 1
+        return "\n".join(t for t in texts if t), skipped
+    msg = f"{where}: content must be a string or a list of content blocks, got {type(content).__name__} ({content!r:.60})."
+    raise InvalidMessageError(msg)
+
+
+def _tool_calls_text(tool_calls: Any) -> str:
+    parts = []
+    for call in tool_calls or []:
+        name = call.get("name", "tool") if isinstance(call, Mapping) else "tool"
+        args = call.get("args", {}) if isinstance(call, Mapping) else {}
+        parts.append(f"[called {name}({json.dumps(args, sort_keys=True, default=str)})]")
+    return " ".join(parts)
+
+
+def _generated_id(session_id: str, index: int, role: str, text: str) -> str:
+    digest = hashlib.sha256(f"{session_id}\x1f{index}\x1f{role}\x1f{text}".encode()).hexdigest()
+    return f"m-{digest[:16]}"
+
+
+def _one_turn(message: Any, index: int, session_id: str) -> Turn:  # noqa: C901
+    where = f"message {index}"
+    tool_calls: Any = None
+    if isinstance(message, BaseMessage):
+        role = _message_role(message)
+        content: Any = message.content
+        msg_id = message.id
+        name = message.name
+        raw_ts = message.additional_kwargs.get("timestamp") or message.response_metadata.get("timestamp")
+        tool_calls = getattr(message, "tool_calls", None)
+    elif isinstance(message, Mapping):
+        raw_role = message.get("role")
+        if not isinstance(raw_role, str) or raw_role.lower() not in _ROLE_ALIASES:
+            msg = f"{where}: unknown role {raw_role!r}; expected one of user, assistant, system, tool (or human, ai)."
+            raise InvalidMessageError(msg)
+        role = _ROLE_ALIASES[raw_role.lower()]
+        if "content" not in message or message["content"] is None:
+            msg = f"{where} (role {raw_role!r}) has no 'content'."
+            raise InvalidMessageError(msg)
+        content = message["content"]
+        msg_id = message.get("id")
+        name = message.get("name")
+        raw_ts = message.get("timestamp")
+        tool_calls = message.get("tool_calls")
+    else:
+        msg = f"{where}: expected a LangChain message or a dict with 'role' and 'content', got {type(message).__name__}."
+        raise InvalidMessageError(msg)
+    text, skipped = _content_text(content, where)
+    text = text.strip()
+    calls = _tool_calls_text(tool_calls)
+    if calls:
+        text = f"{text}\n{calls}".strip()
+    if not text:
+        if skipped:
+            text = f"[{skipped} non-text content block{'s' if skipped > 1 else ''}]"
+        else:
+            msg = f"{where} (role {role!r}) has empty text content; remove it or give it text."
+            raise InvalidMessageError(msg)
+    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id):
+        msg = f"{where}: id must be a non-empty string, got {msg_id!r}."
+        raise InvalidMessageError(msg)
+    if name is not None and not isinstance(name, str):
+        msg = f"{where}: name must be a string, got {name!r}."
+        raise InvalidMessageError(msg)
+    timestamp = None if raw_ts is None else parse_timestamp(raw_ts, what=f"{where} timestamp")
+    return Turn(
+        role=role,
+        text=text,
+        id=msg_id or _generated_id(session_id, index, role, text),
+        name=name or None,
+        timestamp=timestamp,
+        skipped_blocks=skipped,
+    )
+
+
+def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> list[Turn]:
+    """Validate a conversation batch and return its turns.
+
+    Messages may be LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
+    A message timestamp may also be given in ``additional_kwargs["timestamp"]``. Ids that are not
+    given are generated deterministically from the session, position and text.
+
+    Raises:
+        EmptyConversationError: No messages.
+        InvalidMessageError: Unknown role, missing or non-text content, bad types.
+        InvalidTimestampError: A timestamp that does not parse.
+        DuplicateMessageIdError: Two messages with the same id.
+    """
+    if isinstance(messages, str | bytes | Mapping | BaseMessage):
+        msg = f"messages must be a list of messages, got a single {type(messages).__name__}; wrap it in a list."
+        raise InvalidMessageError(msg)
+    if not messages:
+        msg = f"Empty conversation for session {session_id!r}: nothing to store."
+        raise EmptyConversationError(msg)
+    turns = [_one_turn(m, i, session_id) for i, m in enumerate(messages)]
+    seen: dict[str, int] = {}
+    for i, turn in enumerate(turns):
+        if turn.id in seen:
+            msg = f"Duplicate message id {turn.id!r} at messages {seen[turn.id]} and {i}; ids must be unique in a batch."
+            raise DuplicateMessageIdError(msg)
+        seen[turn.id] = i
+    return turns
+
+
+# ---------------------------------------------------------------------------------------------
+# Chunking
+
+_FENCE = re.compile(r"(```.*?(?:```|\Z))", re.DOTALL)
+_STEP = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+
+
+def _blocks(text: str) -> list[str]:
+    """Split text at logical breaks: fenced code blocks, paragraphs, numbered or bulleted steps."""
+    blocks: list[str] = []
+    for piece in _FENCE.split(text):
+        if not piece.strip():
+            continue
+        if piece.startswith("```"):
+            blocks.append(piece.strip("\n"))
+            continue
+        for para in re.split(r"\n\s*\n", piece):
+            if not para.strip():
+                continue
+            current: list[str] = []
+            for line in para.strip("\n").split("\n"):
+                if _STEP.match(line) and current:
+                    blocks.append("\n".join(current))
+                    current = []
+                current.append(line)
+            if current:
+                blocks.append("\n".join(current))
+    return blocks
+
+
+class ExchangeChunker(BaseModel):
+    """Cuts a conversation into exchange chunks: a user turn plus the replies that follow it.
+
+    Rules:
+        * Messages before the first user turn (a system prompt, a greeting) join the first exchange.
+        * Consecutive user turns with no reply between them form one exchange.
+        * An exchange under ``min_tokens`` merges with its previous neighbour (the next one if it is
+          first), as long as the result stays within ``max_tokens``.
+        * An exchange over ``max_tokens`` is split at fenced code blocks, numbered steps and
+          paragraphs (then lines, then words); each later part starts with the user question again.
+        * System messages are kept unless ``include_system=False``.
+
+    Token counts use ``token_counter`` (tiktoken ``cl100k_base`` by default).
+
+    Example:
+        .. code-block:: python
+
+            from langchain_session_rag import ExchangeChunker
+            from langchain_session_rag.conversation import normalize_messages
+
+            turns = normalize_messages(
+                [{"role": "user", "content": "Hi, how do I persist Chroma?"},
+                 {"role": "assistant", "content": "Use chromadb.PersistentClient(path=...)."}],
+                session_id="s1",
+            )
+            chunks = ExchangeChunker().chunk(turns)
+            assert chunks[0].text.startswith("User: Hi")
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    min_tokens: int = Field(default=24, ge=0)
+    """Exchanges shorter than this merge with a neighbour."""
+    max_tokens: int = Field(default=256, ge=32)
+    """Exchanges longer than this are split into parts (all-MiniLM reads about 256 word pieces)."""
+    include_system: bool = True
+    """Whether system messages are stored. With ``False`` they are left out on purpose."""
+    token_counter: TokenCounter | None = None
+    """Counts tokens of a text; defaults to tiktoken ``cl100k_base``."""
+    _count: TokenCounter = PrivateAttr()
+
+    @model_validator(mode="after")
+    def _validate(self) -> ExchangeChunker:
+        if self.min_tokens >= self.max_tokens:
+            msg = f"min_tokens ({self.min_tokens}) must be smaller than max_tokens ({self.max_tokens})."
+            raise ValueError(msg)
+        self._count = self.token_counter or tiktoken_counter()
+        return self
+
+    @property
+    def count(self) -> TokenCounter:
+        """The token counter in use."""
+        return self._count
+
+    # -- grouping ------------------------------------------------------------------------------
+    def group(self, turns: Sequence[Turn]) -> list[list[Turn]]:
+        """Group turns into exchanges (before merging or splitting)."""
+        groups: list[list[Turn]] = []
+        for turn in turns:
+            if turn.role == "system" and not self.include_system:
+                continue
+            starts_new = turn.role == "user" and bool(groups) and any(t.role != "user" for t in groups[-1])
+            if not groups or starts_new:
+                # Leading non-user messages open the first group; the next user turn joins it.
+                if groups and not any(t.role == "user" for t in groups[-1]):
+                    groups[-1].append(turn)
+                    continue
+                groups.append([turn])
+            else:
+                groups[-1].append(turn)
+        return groups
+
+    @staticmethod
+    def render(turns: Sequence[Turn]) -> str:
+        """Render turns as ``"User: …\\nAssistant: …"`` text."""
+        return "\n".join(f"{t.label}: {t.text}" for t in turns)
+
+    def _merge_short(self, groups: list[list[Turn]]) -> list[list[Turn]]:
+        merged: list[list[Turn]] = []
+        sizes: list[int] = []
+        for group in groups:
+            size = self._count(self.render(group))
+            if merged and (size < self.min_tokens or sizes[-1] < self.min_tokens):
+                combined = merged[-1] + group
+                combined_size = self._count(self.render(combined))
+                if combined_size <= self.max_tokens:
+                    merged[-1] = combined
+                    sizes[-1] = combined_size
+                    continue
+            merged.append(list(group))
+            sizes.append(size)
+        return merged
+
+    # -- splitting -----------------------------------------------------------------------------
+    def _split_hard(self, text: str, budget: int) -> list[str]:
+        """Split one block that exceeds ``budget`` by lines, then by words."""
+        pieces: list[str] = []
+        current = ""
+        units = text.split("\n") if "\n" in text else text.split(" ")
+        sep = "\n" if "\n" in text else " "
+        for unit in units:
+            candidate = f"{current}{sep}{unit}" if current else unit
+            if self._count(candidate) <= budget:
+                current = candidate
+                continue
+            if current:
+                pieces.append(current)
+            if self._count(unit) <= budget:
+                current = unit
+            else:
+                sub = self._split_hard(unit, budget) if sep == "\n" else self._split_chars(unit, budget)
+                pieces.extend(sub[:-1])
+                current = sub[-1]
+        if current:
+            pieces.append(current)
+        return pieces
+
+    def _split_chars(self, word: str, budget: int) -> list[str]:
+        pieces: list[str] = []
+        current = ""
+        for ch in word:
+            if current and self._count(current + ch) > budget:
+                pieces.append(current)
+                current = ""
+            current += ch
+        return [*pieces, current] if current else pieces
+
+    def _head(self, turns: Sequence[Turn]) -> tuple[str, str | None]:
+        question = next((t for t in turns if t.role == "user"), None)
+        if question is None:
+            return "", None
+        budget = self.max_tokens // 4
+        text = f"{question.label}: {question.text}"
+        if self._count(text) > budget:
+            text = self._split_hard(text, budget - 2)[0] + " …"
+        return text, question.id
+
+    def _split_long(self, turns: list[Turn]) -> list[tuple[str, list[str]]]:
+        head, head_id = self._head(turns)
+        head_cost = self._count(head) + 1 if head else 0
+        body_budget = self.max_tokens - head_cost
+        # (turn index, block text) units, each within the per-part body budget.
+        units: list[tuple[int, str]] = []
+        for i, turn in enumerate(turns):
+            label_cost = self._count(f"{turn.label}: ") + 1
+            for block in _blocks(turn.text) or [turn.text]:
+                if self._count(block) + label_cost <= body_budget:
+                    units.append((i, block))
+                else:
+                    units.extend((i, piece) for piece in self._split_hard(block, body_budget - label_cost))
+        parts: list[list[tuple[int, str]]] = [[]]
+        for unit in units:
+            candidate = [*parts[-1], unit]
+            first = len(parts) == 1
+            text = self._render_units(turns, candidate, "" if first else head)
+            if parts[-1] and self._count(text) > self.max_tokens:
+                parts.append([unit])
+            else:
+                parts[-1] = candidate
+        result = []
+        for n, part in enumerate(parts):
+            text = self._render_units(turns, part, "" if n == 0 else head)
+            ids = [turns[i].id for i in dict.fromkeys(i for i, _ in part)]
+            if n > 0 and head_id is not None and head_id not in ids:
+                ids.insert(0, head_id)
+            result.append((text, ids))
+        return result
+
+    @staticmethod
+    def _render_units(turns: Sequence[Turn], units: Sequence[tuple[int, str]], head: str) -> str:
+        lines: list[str] = [head] if head else []
+        last = -1
+        for i, block in units:
+            if i == last:
+                lines[-1] = f"{lines[-1]}\n\n{block}"
+            else:
+                lines.append(f"{turns[i].label}: {block}")
+                last = i
+        return "\n".join(lines)
+
+    # -- public --------------------------------------------------------------------------------
+    def split_text(self, text: str) -> list[str]:
+        """Split plain text (a reference document) into pieces of at most ``max_tokens``.
+
+        Pieces break at fenced code blocks, paragraphs and list items, then lines, then words.
+        """
+        pieces: list[str] = []
+        current = ""
+        for block in _blocks(text) or [text]:
+            for unit in [block] if self._count(block) <= self.max_tokens else self._split_hard(block, self.max_tokens):
+                candidate = f"{current}\n\n{unit}" if current else unit
+                if current and self._count(candidate) > self.max_tokens:
+                    pieces.append(current)
+                    current = unit
+                else:
+                    current = candidate
+        if current:
+            pieces.append(current)
+        return pieces
+
+    def chunk(self, turns: Sequence[Turn], *, default_timestamp: datetime | None = None) -> list[Chunk]:
+        """Cut validated turns into exchange chunks.
+
+        Args:
+            turns: The turns of one session, in order.
+            default_timestamp: The time of chunks whose messages (and all earlier ones) carry
+                none; usually the ingest time.
+
+        Returns:
+            Chunks in conversation order. Every turn (but system turns when
+            ``include_system=False``) is covered by at least one chunk.
+        """
+        from langchain_session_rag._time import utcnow  # noqa: PLC0415
+
+        fallback = default_timestamp or utcnow()
+        # A message with no timestamp inherits the latest earlier one of the batch.
+        stamped: dict[str, datetime] = {}
+        last: datetime | None = None
+        for turn in turns:
+            last = turn.timestamp or last
+            if last is not None:
+                stamped[turn.id] = last
+        chunks: list[Chunk] = []
+        for group in self._merge_short(self.group(turns)):
+            text = self.render(group)
+            size = self._count(text)
+            pieces = [(text, [t.id for t in group])] if size <= self.max_tokens else self._split_long(group)
+            by_id = {t.id: t for t in group}
+            for n, (piece, ids) in enumerate(pieces):
+                first = by_id[ids[0]]
+                chunks.append(
+                    Chunk(
+                        text=piece,
+                        message_ids=ids,
+                        timestamp=stamped.get(first.id, fallback),
+                        token_count=size if len(pieces) == 1 else self._count(piece),
+                        part=n,
+                        parts=len(pieces),
+                        skipped_blocks=sum(by_id[i].skipped_blocks for i in ids),
+                        roles=[by_id[i].role for i in ids],
+                    )
+                )
+        return chunks

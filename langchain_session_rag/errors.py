@@ -1,0 +1,57 @@
+"""Exception types raised by ``langchain-session-rag``.
+
+Every error says what was wrong, shows the offending value, and says what to do.
+They subclass the built-in ``ValueError`` / ``RuntimeError`` / ``ImportError`` so that
+code catching those keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DuplicateMessageIdError",
+    "EmbeddingModelMismatchError",
+    "EmptyConversationError",
+    "InvalidMessageError",
+    "InvalidTimestampError",
+    "MissingDependencyError",
+    "SessionRAGError",
+    "UnsupportedOperationError",
+]
+
+
+class SessionRAGError(Exception):
+    """Base class of every error raised by this package."""
+
+
+class InvalidMessageError(SessionRAGError, ValueError):
+    """A message of a conversation batch is malformed (role, content, type).
+
+    Nothing of the batch that contained it was stored.
+    """
+
+
+class EmptyConversationError(InvalidMessageError):
+    """A conversation batch holds no message, or no message with text."""
+
+
+class DuplicateMessageIdError(InvalidMessageError):
+    """Two messages of one batch carry the same ``id``."""
+
+
+class InvalidTimestampError(InvalidMessageError):
+    """A timestamp could not be parsed as ISO 8601, a ``datetime`` or epoch seconds."""
+
+
+class EmbeddingModelMismatchError(SessionRAGError, RuntimeError):
+    """The store was written by a different embedding model than the one in use.
+
+    Vectors of different models are incompatible: similarity between them is noise.
+    """
+
+
+class UnsupportedOperationError(SessionRAGError, RuntimeError):
+    """The configured vector store cannot perform the requested operation."""
+
+
+class MissingDependencyError(SessionRAGError, ImportError):
+    """An optional dependency is not installed; the message names the install command."""

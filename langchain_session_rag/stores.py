@@ -1,0 +1,452 @@
+"""Vector-store back ends: user-partitioned Chroma collections, and any LangChain ``VectorStore``.
+
+Chroma layout (the default): a store named ``NAME`` is a manifest collection ``NAME-manifest``
+(which embedding model wrote the store, its dimension, the shard count) and ``shards`` collections
+``NAME-u00`` … each holding the chunks of the users whose id hashes to it. A scoped search reads
+one shard with a ``user_id`` filter: at 100k chunks that costs a few milliseconds, where one big
+collection with a ``where`` filter costs about 60 ms, and one collection per user does not scale to
+thousands of users in one process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from langchain_core.documents import Document
+
+from langchain_session_rag.errors import EmbeddingModelMismatchError, UnsupportedOperationError
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+    from langchain_core.vectorstores import VectorStore
+
+__all__ = ["ChromaBackend", "MemoryBackend", "Record", "VectorStoreBackend", "Where", "shard_of"]
+
+Where = dict[str, Any]
+"""Equality / range conditions: ``{"key": value}`` or ``{"key": {"$in" | "$nin" | "$gte" | "$lte": v}}``."""
+
+MANIFEST_VERSION = 1
+
+
+@dataclass
+class Record:
+    """A stored chunk."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    embedding: list[float] | None = None
+
+
+def shard_of(user_id: str, shards: int) -> int:
+    """Return the shard index of a user (stable across processes and versions)."""
+    return int(hashlib.sha256(user_id.encode()).hexdigest()[:8], 16) % shards
+
+
+def matches(metadata: dict[str, Any], where: Where) -> bool:
+    """Check a metadata dict against conditions in memory (the fail-closed post-filter)."""
+    for key, cond in where.items():
+        value = metadata.get(key)
+        if isinstance(cond, dict):
+            for op, arg in cond.items():
+                ok = {
+                    "$eq": lambda v, a: v == a,
+                    "$ne": lambda v, a: v != a,
+                    "$in": lambda v, a: v in a,
+                    "$nin": lambda v, a: v not in a,
+                    "$gte": lambda v, a: v is not None and v >= a,
+                    "$lte": lambda v, a: v is not None and v <= a,
+                    "$gt": lambda v, a: v is not None and v > a,
+                    "$lt": lambda v, a: v is not None and v < a,
+                }[op](value, arg)
+                if not ok:
+                    return False
+        elif value != cond:
+            return False
+    return True
+
+
+def to_chroma_where(where: Where) -> dict[str, Any]:
+    """Turn flat conditions into Chroma's ``where`` syntax (``$and`` of single-key clauses)."""
+    clauses: list[dict[str, Any]] = []
+    for key, cond in where.items():
+        if isinstance(cond, dict):
+            clauses.extend({key: {op: arg}} for op, arg in cond.items())
+        else:
+            clauses.append({key: cond})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+class MemoryBackend(Protocol):
+    """What :class:`~langchain_session_rag.SessionVectorMemory` needs from a store.
+
+    Every method takes the ``user_id`` it acts for; implementations touch nothing else.
+    """
+
+    embeds_itself: bool
+    """True when the store embeds texts itself (``add`` then ignores ``embeddings``)."""
+
+    def check_model(self, model_id: str, dimension: int | None) -> None:
+        """Raise :class:`EmbeddingModelMismatchError` if the store was written by another model."""
+
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Return which of ``ids`` are stored."""
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        """Store records (their ``embedding`` set unless ``embeds_itself``)."""
+
+    def query(self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where) -> list[tuple[Record, float]]:
+        """Return up to ``k`` records of the user matching ``where``, with cosine similarity."""
+
+    def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
+        """Return every record of the user that matches ``where``."""
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete records of the user."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Chroma
+
+
+def _distance_to_similarity(space: str) -> Callable[[float], float]:
+    if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
+        return lambda d: 1.0 - d / 2.0
+    return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
+
+
+class ChromaBackend:
+    """Chroma collections partitioned by user (or one given collection), with a model manifest."""
+
+    embeds_itself = False
+
+    def __init__(
+        self,
+        client: ClientAPI,
+        *,
+        name: str = "session_memory",
+        shards: int = 32,
+        collection: Collection | None = None,
+    ) -> None:
+        """Open (or create lazily) a partitioned store.
+
+        Args:
+            client: A chromadb client (``PersistentClient``, ``HttpClient``, ...).
+            name: The store name; collections are ``{name}-manifest`` and ``{name}-uNN``.
+            shards: Shard count for a new store; an existing store keeps its own.
+            collection: Use this single collection instead of shards (e.g. a ``langchain_chroma.Chroma``'s).
+        """
+        if not 3 <= len(name) <= 500:  # noqa: PLR2004 - Chroma's collection name limits, minus suffixes
+            msg = f"Store name must be 3-500 characters, got {name!r}."
+            raise ValueError(msg)
+        if shards < 1:
+            msg = f"shards must be >= 1, got {shards!r}."
+            raise ValueError(msg)
+        self.client = client
+        self.name = name
+        self._single = collection
+        self._collections: dict[int, Collection] = {}
+        self._manifest = client.get_or_create_collection(
+            f"{collection.name if collection is not None else name}-manifest",
+            metadata={"store_version": MANIFEST_VERSION, "shards": 1 if collection is not None else shards},
+        )
+        meta = dict(self._manifest.metadata or {})
+        self.shards = int(meta.get("shards", shards))
+
+    # -- manifest -------------------------------------------------------------------------------
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest: ``embedding_model``, ``embedding_dim``, ``shards``, ``store_version``."""
+        return dict(self._manifest.metadata or {})
+
+    def check_model(self, model_id: str, dimension: int | None) -> None:
+        """Record the model on first write; refuse a different one afterwards."""
+        meta = self.manifest
+        stored_model = meta.get("embedding_model")
+        stored_dim = int(meta.get("embedding_dim", -1))
+        if stored_model is not None and stored_model != model_id:
+            msg = (
+                f"Store {self.name!r} was written by embedding model {stored_model!r} "
+                f"(dimension {stored_dim}), but {model_id!r} is in use: their vectors are incompatible. "
+                f"Open it with the model that wrote it, or re-embed it once with "
+                f"SessionVectorMemory.reembed(client_or_path, embeddings=<new model>, collection_name={self.name!r})."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        if dimension is not None and stored_dim not in (-1, dimension):
+            msg = (
+                f"Store {self.name!r} holds {stored_dim}-dimensional vectors from {stored_model!r}, "
+                f"but the model in use returned {dimension} dimensions. Re-embed the store with "
+                f"SessionVectorMemory.reembed(...) or use the original model."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        if stored_model is None or (dimension is not None and stored_dim == -1):
+            meta.update({"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim})
+            self._manifest.modify(metadata=meta)
+
+    def set_model(self, model_id: str, dimension: int) -> None:
+        """Overwrite the recorded model (after a re-embedding)."""
+        meta = self.manifest
+        meta.update({"embedding_model": model_id, "embedding_dim": dimension})
+        self._manifest.modify(metadata=meta)
+
+    # -- collections ----------------------------------------------------------------------------
+    def shard_name(self, index: int) -> str:
+        """The collection name of a shard."""
+        return f"{self.name}-u{index:02d}"
+
+    def _collection(self, user_id: str) -> Collection:
+        if self._single is not None:
+            return self._single
+        index = shard_of(user_id, self.shards)
+        col = self._collections.get(index)
+        if col is None:
+            col = self.client.get_or_create_collection(self.shard_name(index), configuration={"hnsw": {"space": "cosine"}})
+            self._collections[index] = col
+        return col
+
+    def all_collections(self) -> Iterator[Collection]:
+        """Every data collection that exists (shards never written are skipped)."""
+        if self._single is not None:
+            yield self._single
+            return
+        existing = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        for index in range(self.shards):
+            if self.shard_name(index) in existing:
+                yield self.client.get_collection(self.shard_name(index))
+
+    @staticmethod
+    def _space(col: Collection) -> str:
+        config: Any = col.configuration or {}
+        hnsw = config.get("hnsw") or {}
+        space = hnsw.get("space") or (col.metadata or {}).get("hnsw:space") or "l2"
+        return str(space)
+
+    # -- data -----------------------------------------------------------------------------------
+    @staticmethod
+    def _scoped(user_id: str, where: Where) -> dict[str, Any]:
+        return to_chroma_where({**where, "user_id": user_id})
+
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids among ``ids`` stored for this user."""
+        if not ids:
+            return set()
+        got = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=[])
+        return set(got["ids"])
+
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids among ``ids`` stored for *another* user of the same collection."""
+        if not ids:
+            return set()
+        got = self._collection(user_id).get(ids=list(ids), where={"user_id": {"$ne": user_id}}, include=[])
+        return set(got["ids"])
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        """Upsert records of one user in batches of the client's maximum size."""
+        col = self._collection(user_id)
+        batch = max(1, self.client.get_max_batch_size())
+        for start in range(0, len(records), batch):
+            part = records[start : start + batch]
+            col.upsert(
+                ids=[r.id for r in part],
+                documents=[r.text for r in part],
+                metadatas=[r.metadata for r in part],
+                embeddings=[r.embedding or [] for r in part],
+            )
+
+    def query(self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where) -> list[tuple[Record, float]]:  # noqa: ARG002
+        """Nearest records of the user, with cosine similarity."""
+        if vector is None:
+            msg = "ChromaBackend.query needs a query vector."
+            raise ValueError(msg)
+        col = self._collection(user_id)
+        res: Any = col.query(
+            query_embeddings=[vector],
+            n_results=k,
+            where=self._scoped(user_id, where),
+            include=["documents", "metadatas", "distances"],
+        )
+        to_sim = _distance_to_similarity(self._space(col))
+        return [
+            (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
+            for i, t, m, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True)
+        ]
+
+    def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
+        """Every record of the user matching ``where``."""
+        include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
+        res: Any = self._collection(user_id).get(where=self._scoped(user_id, where), include=include)
+        embeddings = res.get("embeddings") if with_embeddings else None
+        return [
+            Record(
+                id=res["ids"][n],
+                text=res["documents"][n] or "",
+                metadata=dict(res["metadatas"][n] or {}),
+                embedding=[float(x) for x in embeddings[n]] if embeddings is not None else None,
+            )
+            for n in range(len(res["ids"]))
+        ]
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete the user's records among ``ids`` (others' records are never touched)."""
+        if ids:
+            self._collection(user_id).delete(ids=list(ids), where={"user_id": user_id})
+
+    def count(self) -> int:
+        """Number of chunks in the whole store (all users)."""
+        return sum(c.count() for c in self.all_collections())
+
+    def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str, *, batch_size: int = 256) -> int:
+        """Re-embed every chunk of every user with a new model; return how many were re-embedded.
+
+        Each collection is rebuilt under a temporary name and swapped in only when complete, so an
+        interruption leaves the old collection intact.
+        """
+        total = 0
+        dimension: int | None = None
+        for col in list(self.all_collections()):
+            res: Any = col.get(include=["documents", "metadatas"])
+            tmp_name = f"{col.name}-reembed"
+            try:
+                self.client.delete_collection(tmp_name)
+            except Exception:  # noqa: BLE001, S110 - no leftover from an interrupted run
+                pass
+            tmp = self.client.create_collection(tmp_name, configuration={"hnsw": {"space": "cosine"}})
+            ids, docs, metas = res["ids"], res["documents"], res["metadatas"]
+            for start in range(0, len(ids), batch_size):
+                vectors = embed([d or "" for d in docs[start : start + batch_size]])
+                dimension = len(vectors[0]) if vectors else dimension
+                for m in metas[start : start + batch_size]:
+                    m["embedding_model"] = model_id
+                tmp.add(
+                    ids=ids[start : start + batch_size],
+                    documents=docs[start : start + batch_size],
+                    metadatas=metas[start : start + batch_size],
+                    embeddings=vectors,
+                )
+            name = col.name
+            self.client.delete_collection(name)
+            tmp.modify(name=name)
+            total += len(ids)
+        self._collections.clear()
+        if self._single is not None:
+            self._single = self.client.get_collection(self._single.name)
+        self.set_model(model_id, dimension if dimension is not None else -1)
+        return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Any LangChain VectorStore
+
+
+class VectorStoreBackend:
+    """Any LangChain ``VectorStore``: the store embeds texts itself.
+
+    Scoping: a ``filter`` on ``user_id`` is passed to the store as a speed hint (a callable for
+    ``InMemoryVectorStore``, ``{"user_id": ...}`` otherwise), and every result is checked again
+    here, so a store that ignores the filter can return fewer results but never another user's.
+    Listing (``forget`` by session or date, export) works for stores that expose their records
+    (Chroma, ``InMemoryVectorStore``); others support ``forget(ids=...)`` only.
+    """
+
+    embeds_itself = True
+
+    def __init__(self, vectorstore: VectorStore, *, fetch_factor: int = 4) -> None:
+        """Wrap a vector store; ``fetch_factor`` over-fetches to survive the post-filter."""
+        self.vectorstore = vectorstore
+        self.fetch_factor = fetch_factor
+
+    def check_model(self, model_id: str, dimension: int | None) -> None:  # noqa: ARG002
+        """Refuse when stored chunks name another embedding model (checked on a sample)."""
+        for record in self._all()[:1] if self._listable() else []:
+            stored = record.metadata.get("embedding_model")
+            if stored and stored != model_id:
+                msg = (
+                    f"This vector store holds chunks written by embedding model {stored!r}, but {model_id!r} "
+                    "is in use: their vectors are incompatible. Use the original model or re-embed the store."
+                )
+                raise EmbeddingModelMismatchError(msg)
+
+    def _listable(self) -> bool:
+        return hasattr(self.vectorstore, "store") and isinstance(getattr(self.vectorstore, "store", None), dict)
+
+    def _all(self) -> list[Record]:
+        if not self._listable():
+            msg = (
+                f"{type(self.vectorstore).__name__} cannot list its records, which this operation needs. "
+                "Use forget(ids=...), or a Chroma store (SessionVectorMemory.local / .server)."
+            )
+            raise UnsupportedOperationError(msg)
+        store: dict[str, dict[str, Any]] = self.vectorstore.store  # type: ignore[attr-defined]
+        return [
+            Record(id=key, text=str(v.get("text", "")), metadata=dict(v.get("metadata") or {}), embedding=v.get("vector"))
+            for key, v in store.items()
+        ]
+
+    def _filter(self, user_id: str) -> Any:
+        if self._listable():
+            return lambda doc: doc.metadata.get("user_id") == user_id
+        return {"user_id": user_id}
+
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids among ``ids`` stored for this user."""
+        found = self.vectorstore.get_by_ids(list(ids)) if ids else []
+        return {d.id for d in found if d.id is not None and d.metadata.get("user_id") == user_id}
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        """Add records; the store embeds each text once."""
+        if any(r.metadata.get("user_id") != user_id for r in records):
+            msg = "Refusing to store a record whose user_id differs from the memory's user."
+            raise ValueError(msg)
+        self.vectorstore.add_documents(
+            [Document(page_content=r.text, metadata=r.metadata, id=r.id) for r in records], ids=[r.id for r in records]
+        )
+
+    def query(self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where) -> list[tuple[Record, float]]:  # noqa: ARG002
+        """Nearest records of the user (post-filtered), with the store's relevance score."""
+        scoped = {**where, "user_id": user_id}
+        hits = self.vectorstore.similarity_search_with_relevance_scores(
+            query, k=k * self.fetch_factor, filter=self._filter(user_id)
+        )
+        out = [
+            (Record(id=d.id or "", text=d.page_content, metadata=dict(d.metadata)), float(s))
+            for d, s in hits
+            if matches(d.metadata, scoped)
+        ]
+        return out[:k]
+
+    def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
+        """Every record of the user matching ``where`` (listable stores only)."""
+        scoped = {**where, "user_id": user_id}
+        records = [r for r in self._all() if matches(r.metadata, scoped)]
+        if not with_embeddings:
+            for r in records:
+                r.embedding = None
+        return records
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete the user's records among ``ids``."""
+        owned = sorted(self.existing_ids(user_id, ids))
+        if owned:
+            self.vectorstore.delete(ids=owned)
+
+
+def decode_message_ids(value: Any) -> list[str]:
+    """Decode ``message_ids`` from whatever the store returned (JSON text, list, comma text)."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    text = str(value)
+    if text.startswith("["):
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError:
+            decoded = None
+        if isinstance(decoded, list):
+            return [str(v) for v in decoded]
+    return [part for part in text.split(",") if part]
