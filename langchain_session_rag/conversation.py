@@ -295,18 +295,17 @@ class ExchangeChunker(BaseModel):
     def group(self, turns: Sequence[Turn]) -> list[list[Turn]]:
         """Group turns into exchanges (before merging or splitting)."""
         groups: list[list[Turn]] = []
+        answered = False  # the current group has a user turn followed by a reply
         for turn in turns:
             if turn.role == "system" and not self.include_system:
                 continue
-            starts_new = turn.role == "user" and bool(groups) and any(t.role != "user" for t in groups[-1])
-            if not groups or starts_new:
-                # Leading non-user messages open the first group; the next user turn joins it.
-                if groups and not any(t.role == "user" for t in groups[-1]):
-                    groups[-1].append(turn)
-                    continue
+            if not groups or (turn.role == "user" and answered):
                 groups.append([turn])
-            else:
-                groups[-1].append(turn)
+                answered = False
+                continue
+            has_user = any(t.role == "user" for t in groups[-1])
+            groups[-1].append(turn)
+            answered = answered or (has_user and turn.role != "user")
         return groups
 
     @staticmethod

@@ -69,6 +69,7 @@ class _Query:
     where: Where
     threshold: float | None
     half_life_days: float | None
+    recency_weight: float
     now: datetime
 
 
@@ -121,7 +122,8 @@ class SessionVectorMemory(BaseRetriever):
     Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
     ``k``, ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until``, ``source_type``,
     ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity) and
-    ``half_life_days`` (recency decay: ``score = similarity × 0.5 ** (age_days / half_life_days)``).
+    ``half_life_days`` with ``recency_weight`` (recency decay:
+    ``score = similarity × ((1 − w) + w × 0.5 ** (age_days / half_life_days))``, ``w = recency_weight``).
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -148,6 +150,8 @@ class SessionVectorMemory(BaseRetriever):
     """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
     half_life_days: float | None = Field(default=None, gt=0)
     """Recency decay half-life in days; ``None`` (default) turns decay off."""
+    recency_weight: float = Field(default=0.5, ge=0, le=1)
+    """Share of the score that decays with age (see :func:`~langchain_session_rag.ranking.decayed_score`)."""
     session_ids: list[str] | None = None
     """Restrict retrieval to these sessions."""
     exclude_session_ids: list[str] | None = None
@@ -446,7 +450,7 @@ class SessionVectorMemory(BaseRetriever):
     def _query(self, kwargs: dict[str, Any]) -> _Query:  # noqa: C901
         unknown = set(kwargs) - {
             "k", "session_ids", "exclude_session_ids", "since", "until", "source_type",
-            "filter", "score_threshold", "half_life_days", "now",
+            "filter", "score_threshold", "half_life_days", "recency_weight", "now",
         }  # fmt: skip
         if unknown:
             msg = f"Unknown retrieval option(s) {sorted(unknown)}."
@@ -487,9 +491,15 @@ class SessionVectorMemory(BaseRetriever):
         if half_life is not None and half_life <= 0:
             msg = f"half_life_days must be > 0, got {half_life!r}."
             raise ValueError(msg)
+        weight = kwargs.get("recency_weight", self.recency_weight)
+        if not 0 <= weight <= 1:
+            msg = f"recency_weight must lie in [0, 1], got {weight!r}."
+            raise ValueError(msg)
         now = parse_timestamp(kwargs["now"]) if kwargs.get("now") is not None else utcnow()
         fetch = max(k, self.fetch_k) if half_life is not None else k
-        return _Query(k=k, fetch=fetch, where=where, threshold=threshold, half_life_days=half_life, now=now)
+        return _Query(
+            k=k, fetch=fetch, where=where, threshold=threshold, half_life_days=half_life, recency_weight=weight, now=now
+        )
 
     def _rank(self, q: _Query, hits: list[tuple[Record, float]]) -> list[Document]:
         scored: list[tuple[float, Document]] = []
@@ -501,7 +511,9 @@ class SessionVectorMemory(BaseRetriever):
                 continue
             ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
             age = (q.now - ts).total_seconds() / SECONDS_PER_DAY if ts else 0.0
-            score = decayed_score(similarity, age_days=age, half_life_days=q.half_life_days)
+            score = decayed_score(
+                similarity, age_days=age, half_life_days=q.half_life_days, recency_weight=q.recency_weight
+            )
             out = {
                 **meta,
                 "message_ids": decode_message_ids(meta.get("message_ids")),

@@ -10,16 +10,23 @@ __all__ = ["SECONDS_PER_DAY", "decayed_score", "marker"]
 SECONDS_PER_DAY = 86_400.0
 
 
-def decayed_score(similarity: float, *, age_days: float, half_life_days: float | None) -> float:
+def decayed_score(
+    similarity: float, *, age_days: float, half_life_days: float | None, recency_weight: float = 0.5
+) -> float:
     """Apply recency decay to a similarity.
 
-    ``score = similarity × 0.5 ** (age_days / half_life_days)``: a memory one half-life old counts
-    half as much as an identical memory from now. Ages below zero (future timestamps) count as zero.
-    With ``half_life_days=None`` the similarity is returned unchanged.
+    ``score = similarity × ((1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days))``
+
+    With ``recency_weight=1`` a memory one half-life old counts half as much as an identical memory
+    from now; with the default ``0.5`` an old memory keeps at least half of its similarity, so
+    recency breaks ties between similar memories without burying a clearly relevant old one.
+    Ages below zero (future timestamps) count as zero. With ``half_life_days=None`` the similarity
+    is returned unchanged.
     """
     if half_life_days is None:
         return similarity
-    return similarity * math.pow(0.5, max(age_days, 0.0) / half_life_days)
+    decay = math.pow(0.5, max(age_days, 0.0) / half_life_days)
+    return similarity * ((1.0 - recency_weight) + recency_weight * decay)
 
 
 def marker(source_type: str, *, timestamp: datetime | None = None, name: str | None = None) -> str:

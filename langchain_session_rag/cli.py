@@ -1,0 +1,83 @@
+"""Command line: ``session-rag demo`` ingests a bundled multi-session sample and answers recall questions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+import time
+from datetime import timedelta
+from importlib import resources
+from typing import Any
+
+from langchain_session_rag._time import parse_timestamp
+
+__all__ = ["load_sample", "main", "run_demo"]
+
+
+def load_sample() -> dict[str, Any]:
+    """Return the bundled sample: six sessions over two months, with a decision that changes."""
+    text = resources.files("langchain_session_rag").joinpath("data/sample_sessions.json").read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _show(docs: list[Any], width: int) -> None:
+    if not docs:
+        print("    (nothing retrieved)")
+    for doc in docs:
+        meta = doc.metadata
+        print(f"    {meta['marker']}  score={meta['score']:.3f}  similarity={meta['similarity']:.3f}  session={meta['session_id']}")
+        for line in doc.page_content.splitlines()[:2]:
+            print(textwrap.indent(textwrap.shorten(line, width=width, placeholder=" …"), "      "))
+
+
+def run_demo(
+    path: str, *, k: int = 3, half_life_days: float = 30.0, score_threshold: float = 0.3, width: int = 110
+) -> None:
+    """Ingest the sample conversations into an embedded store at ``path`` and query them."""
+    from langchain_session_rag.memory import SessionVectorMemory  # noqa: PLC0415
+
+    sample = load_sample()
+    started = time.perf_counter()
+    memory = SessionVectorMemory.local(
+        path=path, user_id=sample["user_id"], k=k, half_life_days=half_life_days, score_threshold=score_threshold
+    )
+    chunks = 0
+    for session in sample["sessions"]:
+        ts = parse_timestamp(session["date"])
+        messages = [
+            {**m, "timestamp": (ts + timedelta(minutes=2 * i)).isoformat()} for i, m in enumerate(session["messages"])
+        ]
+        chunks += len(memory.add_messages(messages, session_id=session["session_id"]))
+    elapsed = time.perf_counter() - started
+    as_of = parse_timestamp(sample["sessions"][-1]["date"]) + timedelta(days=1)
+    print(f"Stored {len(sample['sessions'])} sessions as {chunks} exchange chunks for user {sample['user_id']!r} "
+          f"in {path} ({elapsed:.1f} s, embedding model {memory.model_id}).")
+    print(f"Retrieval: top {k} with similarity >= {score_threshold:g}, recency half-life {half_life_days:g} days "
+          f"(weight {memory.recency_weight:g}), as of {as_of.date()}:\n"
+          "  score = similarity x ((1 - weight) + weight x 0.5 ** (age_days / half_life_days))\n")
+    for question in sample["questions"]:
+        print(f"Q: {question}")
+        _show(memory.invoke(question, now=as_of), width)
+        print()
+    stranger = memory.for_user("bob")
+    print(f"Scoping: user 'bob' asks the first question and gets {len(stranger.invoke(sample['questions'][0]))} results.")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``session-rag`` command."""
+    parser = argparse.ArgumentParser(prog="session-rag", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="ingest a bundled multi-session sample and answer recall questions")
+    demo.add_argument("--path", default=".demo_memory", help="store folder (default: .demo_memory)")
+    demo.add_argument("--k", type=int, default=3, help="memories per question (default: 3)")
+    demo.add_argument("--half-life-days", type=float, default=30.0, help="recency half-life (default: 30)")
+    demo.add_argument("--threshold", type=float, default=0.3, help="minimum cosine similarity (default: 0.3)")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        run_demo(args.path, k=args.k, half_life_days=args.half_life_days, score_threshold=args.threshold)
+
+
+if __name__ == "__main__":
+    main()

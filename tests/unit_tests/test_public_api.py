@@ -1,0 +1,10 @@
+import langchain_session_rag
+
+
+def test_all_is_pinned() -> None:
+    assert sorted(langchain_session_rag.__all__) == [
+        "ExchangeChunker",
+        "LocalEmbeddings",
+        "SessionVectorMemory",
+        "get_default_embeddings",
+    ]
