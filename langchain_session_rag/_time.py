@@ -44,7 +44,10 @@ def parse_timestamp(value: TimestampLike, *, what: str = "timestamp") -> datetim
             )
             raise InvalidTimestampError(msg) from exc
     else:
-        msg = f"Invalid {what} {value!r} of type {type(value).__name__}: expected ISO 8601 text, a datetime or epoch seconds."
+        msg = (
+            f"Invalid {what} {value!r} of type {type(value).__name__}: "
+            "expected ISO 8601 text, a datetime or epoch seconds."
+        )
         raise InvalidTimestampError(msg)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)

@@ -27,7 +27,8 @@ def _show(docs: list[Any], width: int) -> None:
         print("    (nothing retrieved)")
     for doc in docs:
         meta = doc.metadata
-        print(f"    {meta['marker']}  score={meta['score']:.3f}  similarity={meta['similarity']:.3f}  session={meta['session_id']}")
+        scores = f"score={meta['score']:.3f}  similarity={meta['similarity']:.3f}"
+        print(f"    {meta['marker']}  {scores}  session={meta['session_id']}")
         for line in doc.page_content.splitlines()[:2]:
             print(textwrap.indent(textwrap.shorten(line, width=width, placeholder=" …"), "      "))
 
@@ -52,17 +53,23 @@ def run_demo(
         chunks += len(memory.add_messages(messages, session_id=session["session_id"]))
     elapsed = time.perf_counter() - started
     as_of = parse_timestamp(sample["sessions"][-1]["date"]) + timedelta(days=1)
-    print(f"Stored {len(sample['sessions'])} sessions as {chunks} exchange chunks for user {sample['user_id']!r} "
-          f"in {path} ({elapsed:.1f} s, embedding model {memory.model_id}).")
-    print(f"Retrieval: top {k} with similarity >= {score_threshold:g}, recency half-life {half_life_days:g} days "
-          f"(weight {memory.recency_weight:g}), as of {as_of.date()}:\n"
-          "  score = similarity x ((1 - weight) + weight x 0.5 ** (age_days / half_life_days))\n")
+    print(
+        f"Stored {len(sample['sessions'])} sessions as {chunks} exchange chunks for user {sample['user_id']!r} "
+        f"in {path} ({elapsed:.1f} s, embedding model {memory.model_id})."
+    )
+    print(
+        f"Retrieval: top {k} with similarity >= {score_threshold:g}, recency half-life {half_life_days:g} days "
+        f"(weight {memory.recency_weight:g}), as of {as_of.date()}:\n"
+        "  score = similarity x ((1 - weight) + weight x 0.5 ** (age_days / half_life_days))\n"
+    )
     for question in sample["questions"]:
         print(f"Q: {question}")
         _show(memory.invoke(question, now=as_of), width)
         print()
     stranger = memory.for_user("bob")
-    print(f"Scoping: user 'bob' asks the first question and gets {len(stranger.invoke(sample['questions'][0]))} results.")
+    print(
+        f"Scoping: user 'bob' asks the first question and gets {len(stranger.invoke(sample['questions'][0]))} results."
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -85,7 +85,10 @@ def _message_role(message: BaseMessage) -> Role:
         return "tool"
     role = _ROLE_ALIASES.get(str(message.type))
     if role is None:
-        msg = f"Unsupported message type {type(message).__name__} (type={message.type!r}); use Human/AI/System/ToolMessage."
+        msg = (
+            f"Unsupported message type {type(message).__name__} (type={message.type!r}); "
+            "use Human/AI/System/ToolMessage."
+        )
         raise InvalidMessageError(msg)
     return role
 
@@ -100,12 +103,19 @@ def _content_text(content: Any, where: str) -> tuple[str, int]:
         for block in content:
             if isinstance(block, str):
                 texts.append(block)
-            elif isinstance(block, Mapping) and block.get("type") in _TEXT_BLOCK_TYPES and isinstance(block.get("text"), str):
+            elif (
+                isinstance(block, Mapping)
+                and block.get("type") in _TEXT_BLOCK_TYPES
+                and isinstance(block.get("text"), str)
+            ):
                 texts.append(block["text"])
             else:
                 skipped += 1
         return "\n".join(t for t in texts if t), skipped
-    msg = f"{where}: content must be a string or a list of content blocks, got {type(content).__name__} ({content!r:.60})."
+    msg = (
+        f"{where}: content must be a string or a list of content blocks, "
+        f"got {type(content).__name__} ({content!r:.60})."
+    )
     raise InvalidMessageError(msg)
 
 
@@ -123,7 +133,7 @@ def _generated_id(session_id: str, index: int, role: str, text: str) -> str:
     return f"m-{digest[:16]}"
 
 
-def _one_turn(message: Any, index: int, session_id: str) -> Turn:  # noqa: C901
+def _one_turn(message: Any, index: int, session_id: str) -> Turn:
     where = f"message {index}"
     tool_calls: Any = None
     if isinstance(message, BaseMessage):
@@ -148,7 +158,9 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:  # noqa: C901
         raw_ts = message.get("timestamp")
         tool_calls = message.get("tool_calls")
     else:
-        msg = f"{where}: expected a LangChain message or a dict with 'role' and 'content', got {type(message).__name__}."
+        msg = (
+            f"{where}: expected a LangChain message or a dict with 'role' and 'content', got {type(message).__name__}."
+        )
         raise InvalidMessageError(msg)
     text, skipped = _content_text(content, where)
     text = text.strip()
@@ -201,7 +213,9 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> l
     seen: dict[str, int] = {}
     for i, turn in enumerate(turns):
         if turn.id in seen:
-            msg = f"Duplicate message id {turn.id!r} at messages {seen[turn.id]} and {i}; ids must be unique in a batch."
+            msg = (
+                f"Duplicate message id {turn.id!r} at messages {seen[turn.id]} and {i}; ids must be unique in a batch."
+            )
             raise DuplicateMessageIdError(msg)
         seen[turn.id] = i
     return turns
@@ -310,7 +324,7 @@ class ExchangeChunker(BaseModel):
 
     @staticmethod
     def render(turns: Sequence[Turn]) -> str:
-        """Render turns as ``"User: …\\nAssistant: …"`` text."""
+        """Render turns as ``User: …`` / ``Assistant: …`` lines."""
         return "\n".join(f"{t.label}: {t.text}" for t in turns)
 
     def _merge_short(self, groups: list[list[Turn]]) -> list[list[Turn]]:

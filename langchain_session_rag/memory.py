@@ -25,7 +25,14 @@ from langchain_session_rag.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.embeddings import get_default_embeddings
 from langchain_session_rag.errors import InvalidMessageError, UnsupportedOperationError
 from langchain_session_rag.ranking import SECONDS_PER_DAY, decayed_score, marker
-from langchain_session_rag.stores import ChromaBackend, MemoryBackend, Record, VectorStoreBackend, Where, decode_message_ids
+from langchain_session_rag.stores import (
+    ChromaBackend,
+    MemoryBackend,
+    Record,
+    VectorStoreBackend,
+    Where,
+    decode_message_ids,
+)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -34,8 +41,20 @@ __all__ = ["SessionVectorMemory"]
 
 SourceType = Literal["session", "document"]
 _RESERVED_KEYS = frozenset(
-    {"user_id", "session_id", "timestamp", "timestamp_epoch", "message_ids", "source_type", "chunk_index",
-     "chunk_part", "token_count", "embedding_model", "source_name", "skipped_blocks"}
+    {
+        "user_id",
+        "session_id",
+        "timestamp",
+        "timestamp_epoch",
+        "message_ids",
+        "source_type",
+        "chunk_index",
+        "chunk_part",
+        "token_count",
+        "embedding_model",
+        "source_name",
+        "skipped_blocks",
+    }
 )
 
 
@@ -262,7 +281,9 @@ class SessionVectorMemory(BaseRetriever):
         return self._model_id
 
     # -- ingest ----------------------------------------------------------------------------------
-    def _session_records(self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]) -> tuple[list[Record], list[str]]:
+    def _session_records(
+        self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]
+    ) -> tuple[list[Record], list[str]]:
         """Build the records of a session batch and find stored chunks it supersedes."""
         try:
             stored = self._backend.get(self.user_id, {"session_id": session_id, "source_type": "session"})
@@ -394,7 +415,9 @@ class SessionVectorMemory(BaseRetriever):
             if not isinstance(doc, Document) or not doc.page_content.strip():
                 msg = f"documents[{n}] must be a Document with text, got {doc!r:.80}."
                 raise InvalidMessageError(msg)
-            raw_name = doc.metadata.get("name") or doc.metadata.get("source") or doc.metadata.get("title") or f"document-{n}"
+            raw_name = (
+                doc.metadata.get("name") or doc.metadata.get("source") or doc.metadata.get("title") or f"document-{n}"
+            )
             name = Path(str(raw_name)).name or str(raw_name)
             ts = parse_timestamp(doc.metadata["timestamp"]) if "timestamp" in doc.metadata else now
             extra = {k: v for k, v in doc.metadata.items() if k not in _RESERVED_KEYS}
@@ -447,7 +470,7 @@ class SessionVectorMemory(BaseRetriever):
         return ids
 
     # -- retrieval -------------------------------------------------------------------------------
-    def _query(self, kwargs: dict[str, Any]) -> _Query:  # noqa: C901
+    def _query(self, kwargs: dict[str, Any]) -> _Query:  # noqa: C901, PLR0912 - one branch per option
         unknown = set(kwargs) - {
             "k", "session_ids", "exclude_session_ids", "since", "until", "source_type",
             "filter", "score_threshold", "half_life_days", "recency_weight", "now",
@@ -531,14 +554,22 @@ class SessionVectorMemory(BaseRetriever):
         return self._backend.query(self.user_id, query, vector, q.fetch, q.where)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
+        **kwargs: Any,
     ) -> list[Document]:
         q = self._query(kwargs)
         vector = None if self._backend.embeds_itself else self.embeddings.embed_query(query)  # type: ignore[union-attr]
         return self._rank(q, self._search(query, vector, q))
 
     async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
+        **kwargs: Any,
     ) -> list[Document]:
         q = self._query(kwargs)
         vector = None if self._backend.embeds_itself else await self.embeddings.aembed_query(query)  # type: ignore[union-attr]
@@ -616,7 +647,13 @@ class SessionVectorMemory(BaseRetriever):
         with Path(path).open("w", encoding="utf-8") as fh:
             for r in records:
                 meta = {**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))}
-                line = {"id": r.id, "text": r.text, "metadata": meta, "embedding": r.embedding, "embedding_model": meta.get("embedding_model")}
+                line = {
+                    "id": r.id,
+                    "text": r.text,
+                    "metadata": meta,
+                    "embedding": r.embedding,
+                    "embedding_model": meta.get("embedding_model"),
+                }
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         return len(records)
 
@@ -633,14 +670,28 @@ class SessionVectorMemory(BaseRetriever):
                     raise InvalidMessageError(msg) from exc
                 if not (isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("text"), str)
                         and isinstance(item.get("metadata"), dict)):  # fmt: skip
-                    msg = f"{path}:{lineno}: each line needs string 'id', string 'text' and object 'metadata'; nothing was imported."
+                    msg = (
+                        f"{path}:{lineno}: each line needs string 'id', string 'text' and object 'metadata'; "
+                        "nothing was imported."
+                    )
                     raise InvalidMessageError(msg)
-                meta = {k: _metadata_value(v) for k, v in item["metadata"].items() if k not in {"score", "similarity", "marker"}}
+                meta = {
+                    k: _metadata_value(v)
+                    for k, v in item["metadata"].items()
+                    if k not in {"score", "similarity", "marker"}
+                }
                 meta["message_ids"] = json.dumps(decode_message_ids(item["metadata"].get("message_ids")))
                 meta["user_id"] = self.user_id
                 same_model = item.get("embedding_model") == self._model_id and isinstance(item.get("embedding"), list)
                 meta["embedding_model"] = self._model_id
-                records.append(Record(id=item["id"], text=item["text"], metadata=meta, embedding=item["embedding"] if same_model else None))
+                records.append(
+                    Record(
+                        id=item["id"],
+                        text=item["text"],
+                        metadata=meta,
+                        embedding=item["embedding"] if same_model else None,
+                    )
+                )
         return records
 
     def import_jsonl(self, path: str | os.PathLike[str]) -> int:
@@ -659,7 +710,10 @@ class SessionVectorMemory(BaseRetriever):
         if isinstance(self._backend, ChromaBackend):
             foreign = self._backend.foreign_ids(self.user_id, ids)
             if foreign:
-                msg = f"{len(foreign)} id(s) in {path} belong to another user of this store (e.g. {sorted(foreign)[0]!r}); nothing was imported."
+                msg = (
+                    f"{len(foreign)} id(s) in {path} belong to another user of this store "
+                    f"(e.g. {min(foreign)!r}); nothing was imported."
+                )
                 raise ValueError(msg)
         stored = self._backend.existing_ids(self.user_id, ids)
         new = [r for r in records if r.id not in stored]
@@ -705,4 +759,3 @@ class SessionVectorMemory(BaseRetriever):
         backend = ChromaBackend(client, name=collection_name)
         model_id = embedding_model_id or model_id_of(embeddings)
         return backend.reembed(embeddings.embed_documents, model_id)
-

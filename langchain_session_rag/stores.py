@@ -10,8 +10,10 @@ thousands of users in one process.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -48,24 +50,29 @@ def shard_of(user_id: str, shards: int) -> int:
     return int(hashlib.sha256(user_id.encode()).hexdigest()[:8], 16) % shards
 
 
+def _defined(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    return lambda value, arg: value is not None and test(value, arg)
+
+
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "$eq": operator.eq,
+    "$ne": operator.ne,
+    "$in": lambda value, arg: value in arg,
+    "$nin": lambda value, arg: value not in arg,
+    "$gte": _defined(operator.ge),
+    "$lte": _defined(operator.le),
+    "$gt": _defined(operator.gt),
+    "$lt": _defined(operator.lt),
+}
+
+
 def matches(metadata: dict[str, Any], where: Where) -> bool:
     """Check a metadata dict against conditions in memory (the fail-closed post-filter)."""
     for key, cond in where.items():
         value = metadata.get(key)
         if isinstance(cond, dict):
-            for op, arg in cond.items():
-                ok = {
-                    "$eq": lambda v, a: v == a,
-                    "$ne": lambda v, a: v != a,
-                    "$in": lambda v, a: v in a,
-                    "$nin": lambda v, a: v not in a,
-                    "$gte": lambda v, a: v is not None and v >= a,
-                    "$lte": lambda v, a: v is not None and v <= a,
-                    "$gt": lambda v, a: v is not None and v > a,
-                    "$lt": lambda v, a: v is not None and v < a,
-                }[op](value, arg)
-                if not ok:
-                    return False
+            if not all(_OPS[op](value, arg) for op, arg in cond.items()):
+                return False
         elif value != cond:
             return False
     return True
@@ -100,7 +107,9 @@ class MemoryBackend(Protocol):
     def add(self, user_id: str, records: Sequence[Record]) -> None:
         """Store records (their ``embedding`` set unless ``embeds_itself``)."""
 
-    def query(self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where) -> list[tuple[Record, float]]:
+    def query(
+        self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where
+    ) -> list[tuple[Record, float]]:
         """Return up to ``k`` records of the user matching ``where``, with cosine similarity."""
 
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
@@ -185,7 +194,9 @@ class ChromaBackend:
             )
             raise EmbeddingModelMismatchError(msg)
         if stored_model is None or (dimension is not None and stored_dim == -1):
-            meta.update({"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim})
+            meta.update(
+                {"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim}
+            )
             self._manifest.modify(metadata=meta)
 
     def set_model(self, model_id: str, dimension: int) -> None:
@@ -205,7 +216,9 @@ class ChromaBackend:
         index = shard_of(user_id, self.shards)
         col = self._collections.get(index)
         if col is None:
-            col = self.client.get_or_create_collection(self.shard_name(index), configuration={"hnsw": {"space": "cosine"}})
+            col = self.client.get_or_create_collection(
+                self.shard_name(index), configuration={"hnsw": {"space": "cosine"}}
+            )
             self._collections[index] = col
         return col
 
@@ -242,7 +255,8 @@ class ChromaBackend:
         """Ids among ``ids`` stored for *another* user of the same collection."""
         if not ids:
             return set()
-        got = self._collection(user_id).get(ids=list(ids), where={"user_id": {"$ne": user_id}}, include=[])
+        not_mine: Any = {"user_id": {"$ne": user_id}}
+        got = self._collection(user_id).get(ids=list(ids), where=not_mine, include=[])
         return set(got["ids"])
 
     def add(self, user_id: str, records: Sequence[Record]) -> None:
@@ -251,21 +265,30 @@ class ChromaBackend:
         batch = max(1, self.client.get_max_batch_size())
         for start in range(0, len(records), batch):
             part = records[start : start + batch]
+            vectors: Any = [r.embedding or [] for r in part]
             col.upsert(
                 ids=[r.id for r in part],
                 documents=[r.text for r in part],
                 metadatas=[r.metadata for r in part],
-                embeddings=[r.embedding or [] for r in part],
+                embeddings=vectors,
             )
 
-    def query(self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where) -> list[tuple[Record, float]]:  # noqa: ARG002
+    def query(
+        self,
+        user_id: str,
+        query: str,  # noqa: ARG002 - part of the MemoryBackend protocol
+        vector: list[float] | None,
+        k: int,
+        where: Where,
+    ) -> list[tuple[Record, float]]:
         """Nearest records of the user, with cosine similarity."""
         if vector is None:
             msg = "ChromaBackend.query needs a query vector."
             raise ValueError(msg)
         col = self._collection(user_id)
+        query_vectors: Any = [vector]
         res: Any = col.query(
-            query_embeddings=[vector],
+            query_embeddings=query_vectors,
             n_results=k,
             where=self._scoped(user_id, where),
             include=["documents", "metadatas", "distances"],
@@ -273,7 +296,9 @@ class ChromaBackend:
         to_sim = _distance_to_similarity(self._space(col))
         return [
             (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
-            for i, t, m, d in zip(res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True)
+            for i, t, m, d in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
+            )
         ]
 
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
@@ -311,14 +336,12 @@ class ChromaBackend:
         for col in list(self.all_collections()):
             res: Any = col.get(include=["documents", "metadatas"])
             tmp_name = f"{col.name}-reembed"
-            try:
+            with contextlib.suppress(Exception):  # a leftover of an interrupted run
                 self.client.delete_collection(tmp_name)
-            except Exception:  # noqa: BLE001, S110 - no leftover from an interrupted run
-                pass
             tmp = self.client.create_collection(tmp_name, configuration={"hnsw": {"space": "cosine"}})
             ids, docs, metas = res["ids"], res["documents"], res["metadatas"]
             for start in range(0, len(ids), batch_size):
-                vectors = embed([d or "" for d in docs[start : start + batch_size]])
+                vectors: Any = embed([d or "" for d in docs[start : start + batch_size]])
                 dimension = len(vectors[0]) if vectors else dimension
                 for m in metas[start : start + batch_size]:
                     m["embedding_model"] = model_id
@@ -383,7 +406,9 @@ class VectorStoreBackend:
             raise UnsupportedOperationError(msg)
         store: dict[str, dict[str, Any]] = self.vectorstore.store  # type: ignore[attr-defined]
         return [
-            Record(id=key, text=str(v.get("text", "")), metadata=dict(v.get("metadata") or {}), embedding=v.get("vector"))
+            Record(
+                id=key, text=str(v.get("text", "")), metadata=dict(v.get("metadata") or {}), embedding=v.get("vector")
+            )
             for key, v in store.items()
         ]
 
@@ -406,7 +431,14 @@ class VectorStoreBackend:
             [Document(page_content=r.text, metadata=r.metadata, id=r.id) for r in records], ids=[r.id for r in records]
         )
 
-    def query(self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where) -> list[tuple[Record, float]]:  # noqa: ARG002
+    def query(
+        self,
+        user_id: str,
+        query: str,
+        vector: list[float] | None,  # noqa: ARG002 - part of the MemoryBackend protocol
+        k: int,
+        where: Where,
+    ) -> list[tuple[Record, float]]:
         """Nearest records of the user (post-filtered), with the store's relevance score."""
         scoped = {**where, "user_id": user_id}
         hits = self.vectorstore.similarity_search_with_relevance_scores(

@@ -63,17 +63,31 @@ def make_memory(tmp_path: Path, real_embeddings: LocalEmbeddings) -> Callable[..
 
 def chroma_session() -> list[dict[str, Any]]:
     return [
-        {"role": "user", "id": "u1", "timestamp": "2026-02-06T10:00:00",
-         "content": "ChromaDB keeps throwing 'collection not found' after restart"},
-        {"role": "assistant", "id": "a1",
-         "content": "Your client is EphemeralClient; switch to chromadb.PersistentClient(path='./chroma_db')."},
+        {
+            "role": "user",
+            "id": "u1",
+            "timestamp": "2026-02-06T10:00:00",
+            "content": "ChromaDB keeps throwing 'collection not found' after restart",
+        },
+        {
+            "role": "assistant",
+            "id": "a1",
+            "content": "Your client is EphemeralClient; switch to chromadb.PersistentClient(path='./chroma_db').",
+        },
     ]
 
 
 def cooking_session() -> list[dict[str, Any]]:
     return [
-        {"role": "user", "id": "c1", "timestamp": "2026-03-01T18:00:00",
-         "content": "How long should I bake a sourdough loaf at 230 degrees?"},
-        {"role": "assistant", "id": "c2",
-         "content": "Bake it covered for 20 minutes, then uncovered for another 20 to 25 minutes until deep brown."},
+        {
+            "role": "user",
+            "id": "c1",
+            "timestamp": "2026-03-01T18:00:00",
+            "content": "How long should I bake a sourdough loaf at 230 degrees?",
+        },
+        {
+            "role": "assistant",
+            "id": "c2",
+            "content": "Bake it covered for 20 minutes, then uncovered for another 20 to 25 minutes until deep brown.",
+        },
     ]

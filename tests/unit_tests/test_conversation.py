@@ -46,7 +46,12 @@ def test_generated_ids_are_deterministic() -> None:
 
 def test_content_blocks_keep_text_and_count_the_rest() -> None:
     (turn,) = normalize_messages(
-        [{"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": "x"}, "here"]}],
+        [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": "x"}, "here"],
+            }
+        ],
         session_id="s",
     )
     assert turn.text == "look\nhere"
@@ -68,8 +73,11 @@ def test_tool_calls_are_rendered() -> None:
         ([{"role": "user", "content": 42}], InvalidMessageError, "got int"),
         ([{"role": "user", "content": "  "}], InvalidMessageError, "empty text"),
         ([{"role": "user", "content": "x", "timestamp": "yesterday"}], InvalidTimestampError, "'yesterday'"),
-        ([{"role": "user", "content": "x", "id": "1"}, {"role": "assistant", "content": "y", "id": "1"}],
-         DuplicateMessageIdError, "'1'"),
+        (
+            [{"role": "user", "content": "x", "id": "1"}, {"role": "assistant", "content": "y", "id": "1"}],
+            DuplicateMessageIdError,
+            "'1'",
+        ),
         ([42], InvalidMessageError, "got int"),
     ],
 )
@@ -143,8 +151,13 @@ def test_long_exchange_splits_at_logical_breaks_and_repeats_the_question() -> No
     code = "```python\nimport chromadb\nclient = chromadb.PersistentClient(path='db')\n```"
     steps = "\n".join(f"{i}. Step number {i} does something useful here." for i in range(1, 7))
     reply = f"First, install it.\n\n{code}\n\nThen:\n{steps}\n\nThat is all."
-    turns = normalize_messages([{"role": "user", "content": "How to set up Chroma?", "id": "q"},
-                                {"role": "assistant", "content": reply, "id": "r"}], session_id="s")
+    turns = normalize_messages(
+        [
+            {"role": "user", "content": "How to set up Chroma?", "id": "q"},
+            {"role": "assistant", "content": reply, "id": "r"},
+        ],
+        session_id="s",
+    )
     chunker = ExchangeChunker(token_counter=len, min_tokens=0, max_tokens=160)
     chunks = chunker.chunk(turns)
     assert len(chunks) > 1
@@ -171,7 +184,9 @@ def test_chunk_timestamps_use_the_first_message_then_inherit() -> None:
     ingest = datetime(2030, 1, 1, tzinfo=timezone.utc)
     chunks = LEN.chunk(turns, default_timestamp=ingest)
     assert [c.timestamp.isoformat() for c in chunks] == ["2026-02-06T10:00:00+00:00"] * 2
-    (lone,) = LEN.chunk(normalize_messages([{"role": "user", "content": "x"}], session_id="s"), default_timestamp=ingest)
+    (lone,) = LEN.chunk(
+        normalize_messages([{"role": "user", "content": "x"}], session_id="s"), default_timestamp=ingest
+    )
     assert lone.timestamp == ingest
 
 

@@ -80,7 +80,9 @@ def test_trailing_question_is_replaced_when_its_reply_arrives(make_memory: Facto
     m = make_memory()
     q = {"role": "user", "id": "q", "content": "What port does the Chroma server listen on by default?"}
     m.add_messages([q], session_id="s")
-    m.add_messages([q, {"role": "assistant", "id": "r", "content": "Port 8000 unless you pass --port."}], session_id="s")
+    m.add_messages(
+        [q, {"role": "assistant", "id": "r", "content": "Port 8000 unless you pass --port."}], session_id="s"
+    )
     docs = m.invoke("chroma port", k=5)
     assert [d.metadata["message_ids"] for d in docs] == [["q", "r"]]
 
@@ -127,10 +129,14 @@ def test_session_time_source_and_threshold_filters(make_memory: Factory) -> None
 
 def test_recency_decay_prefers_newer_memories_and_is_off_by_default(make_memory: Factory) -> None:
     m = make_memory()
-    old = [{"role": "user", "content": "Our staging database is PostgreSQL 14.", "timestamp": "2025-01-01T00:00:00"},
-           {"role": "assistant", "content": "Noted: staging runs PostgreSQL 14."}]
-    new = [{"role": "user", "content": "Our staging database is now PostgreSQL 16.", "timestamp": "2026-06-01T00:00:00"},
-           {"role": "assistant", "content": "Noted: staging now runs PostgreSQL 16."}]
+    old = [
+        {"role": "user", "content": "Our staging database is PostgreSQL 14.", "timestamp": "2025-01-01T00:00:00"},
+        {"role": "assistant", "content": "Noted: staging runs PostgreSQL 14."},
+    ]
+    new = [
+        {"role": "user", "content": "Our staging database is now PostgreSQL 16.", "timestamp": "2026-06-01T00:00:00"},
+        {"role": "assistant", "content": "Noted: staging now runs PostgreSQL 16."},
+    ]
     m.add_messages(old, session_id="old")
     m.add_messages(new, session_id="new")
     query = "which PostgreSQL version is staging on? 14"

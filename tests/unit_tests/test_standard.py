@@ -26,8 +26,10 @@ class TestSessionVectorMemoryOnChroma(RetrieversIntegrationTests):
         memory = SessionVectorMemory(vectorstore=store, user_id="alice")
         for n, topic in enumerate(["Chroma persistence", "sourdough baking", "Python packaging", "Fly.io deploys"]):
             memory.add_messages(
-                [{"role": "user", "content": f"Tell me about {topic}, in detail please."},
-                 {"role": "assistant", "content": f"Here is what matters about {topic}: it takes some practice."}],
+                [
+                    {"role": "user", "content": f"Tell me about {topic}, in detail please."},
+                    {"role": "assistant", "content": f"Here is what matters about {topic}: it takes some practice."},
+                ],
                 session_id=f"s{n}",
             )
         return store
@@ -56,8 +58,10 @@ class TestSessionVectorMemoryLocal(RetrieversIntegrationTests):
         memory = SessionVectorMemory(chroma_client=client, user_id="alice")
         for n in range(4):
             memory.add_messages(
-                [{"role": "user", "content": f"Question number {n} about vector databases and their indexes?"},
-                 {"role": "assistant", "content": f"Answer number {n}: HNSW indexes trade memory for speed."}],
+                [
+                    {"role": "user", "content": f"Question number {n} about vector databases and their indexes?"},
+                    {"role": "assistant", "content": f"Answer number {n}: HNSW indexes trade memory for speed."},
+                ],
                 session_id=f"s{n}",
             )
         return client

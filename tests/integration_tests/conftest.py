@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A real Chroma server (``chroma run``) on a free loopback port, stopped by its PID."""
+    chroma = Path(sys.executable).parent / "chroma"
+    port = _free_port()
+    data = tmp_path_factory.mktemp("chroma-server")
+    log = (data / "server.log").open("w")
+    proc = subprocess.Popen(
+        [str(chroma), "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"chroma server did not start; see {data / 'server.log'}")
+                time.sleep(0.1)
+        yield "127.0.0.1", port
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def ollama_host() -> str:
+    return os.environ.get("OLLAMA_HOST", "http://localhost:11434")
+
+
+def ollama_answers() -> bool:
+    try:
+        with urllib.request.urlopen(f"{ollama_host().rstrip('/')}/api/tags", timeout=1):
+            return True
+    except OSError:
+        return False

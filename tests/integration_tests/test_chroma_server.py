@@ -1,0 +1,52 @@
+"""SessionVectorMemory against a real Chroma server, as several processes would use it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from langchain_session_rag import SessionVectorMemory
+from tests.conftest import chroma_session, cooking_session
+
+
+def test_server_store_is_shared_and_scoped(chroma_server: tuple[str, int], real_embeddings) -> None:
+    host, port = chroma_server
+    writer = SessionVectorMemory.server(
+        host, port, user_id="alice", embeddings=real_embeddings, collection_name="shared"
+    )
+    writer.add_messages(chroma_session(), session_id="s1")
+    writer.for_user("bob").add_messages(cooking_session(), session_id="s1")
+
+    # A second client object, as another process would open it.
+    reader = SessionVectorMemory.server(
+        host, port, user_id="alice", embeddings=real_embeddings, collection_name="shared"
+    )
+    docs = reader.invoke("chroma collection lost after restart", k=5)
+    assert [d.metadata["message_ids"] for d in docs] == [["u1", "a1"]]
+    assert docs[0].metadata["marker"] == "[S: 2026-02-06]"
+    assert [d.metadata["user_id"] for d in reader.for_user("bob").invoke("bread", k=5)] == ["bob"]
+    assert reader.for_user("bob").forget_all() == 1
+    assert reader.count() == 1
+
+
+def test_another_process_reads_what_this_one_wrote(chroma_server: tuple[str, int], real_embeddings) -> None:
+    host, port = chroma_server
+    SessionVectorMemory.server(
+        host, port, user_id="dora", embeddings=real_embeddings, collection_name="xproc"
+    ).add_messages(cooking_session(), session_id="s9")
+    code = textwrap.dedent(f"""
+        from langchain_session_rag import SessionVectorMemory
+        m = SessionVectorMemory.server({host!r}, {port}, user_id="dora", collection_name="xproc")
+        print(m.invoke("how long to bake bread", k=1)[0].metadata["session_id"])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "s9"
+
+
+async def test_server_async(chroma_server: tuple[str, int], real_embeddings) -> None:
+    host, port = chroma_server
+    m = SessionVectorMemory.server(host, port, user_id="erin", embeddings=real_embeddings, collection_name="asyncsrv")
+    await m.aadd_messages(chroma_session(), session_id="s1")
+    docs = await m.ainvoke("chroma", k=2)
+    assert docs[0].metadata["user_id"] == "erin"
