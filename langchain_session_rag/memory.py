@@ -135,7 +135,9 @@ class SessionVectorMemory(BaseRetriever):
     Async:
         .. code-block:: python
 
-            await memory.aadd_messages(messages, session_id="s2")
+            await memory.aadd_messages(
+                [{"role": "user", "content": "We also keep a staging app on Fly.io."}], session_id="s2"
+            )
             docs = await memory.ainvoke("where do we deploy?")
 
     Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
