@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import statistics
@@ -95,16 +96,21 @@ def main() -> None:
             t0 = time.perf_counter()
             docs = view.invoke(question, k=5)
             with_embedding.append(time.perf_counter() - t0)
-            assert all(d.metadata["user_id"] == uid for d in docs)
+            if any(d.metadata["user_id"] != uid for d in docs):
+                msg = f"scope violated for {uid}"
+                raise RuntimeError(msg)
             t0 = time.perf_counter()
             view.backend.query(uid, question, vector, 5, {})
             store_only.append(time.perf_counter() - t0)
-        layouts[name] = {"invoke_with_query_embedding": percentiles(with_embedding), "store_query_only": percentiles(store_only)}
+        layouts[name] = {
+            "invoke_with_query_embedding": percentiles(with_embedding),
+            "store_query_only": percentiles(store_only),
+        }
 
     result = {
         "benchmark": "memory_scale",
         "date": time.strftime("%Y-%m-%d"),
-        "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "versions": {p: version(p) for p in ("chromadb", "langchain-core", "sentence-transformers", "torch")},
         "embedding_model": memory.model_id,
         "stored_chunks": stored,

@@ -419,7 +419,12 @@ class VectorStoreBackend:
 
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
-        found = self.vectorstore.get_by_ids(list(ids)) if ids else []
+        if not ids:
+            return set()
+        try:
+            found = self.vectorstore.get_by_ids(list(ids))
+        except NotImplementedError:  # the store cannot look ids up; adds then rely on its upsert
+            return set()
         return {d.id for d in found if d.id is not None and d.metadata.get("user_id") == user_id}
 
     def add(self, user_id: str, records: Sequence[Record]) -> None:
@@ -441,9 +446,11 @@ class VectorStoreBackend:
     ) -> list[tuple[Record, float]]:
         """Nearest records of the user (post-filtered), with the store's relevance score."""
         scoped = {**where, "user_id": user_id}
-        hits = self.vectorstore.similarity_search_with_relevance_scores(
-            query, k=k * self.fetch_factor, filter=self._filter(user_id)
-        )
+        n, filt = k * self.fetch_factor, self._filter(user_id)
+        try:
+            hits = self.vectorstore.similarity_search_with_relevance_scores(query, k=n, filter=filt)
+        except NotImplementedError:  # e.g. InMemoryVectorStore, whose raw score is already cosine similarity
+            hits = self.vectorstore.similarity_search_with_score(query, k=n, filter=filt)
         out = [
             (Record(id=d.id or "", text=d.page_content, metadata=dict(d.metadata)), float(s))
             for d, s in hits
