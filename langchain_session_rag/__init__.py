@@ -2,6 +2,15 @@
 
 from langchain_session_rag.conversation import ExchangeChunker
 from langchain_session_rag.embeddings import LocalEmbeddings, get_default_embeddings
-from langchain_session_rag.memory import SessionVectorMemory
+from langchain_session_rag.memory import Consolidation, SessionVectorMemory
+from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
 
-__all__ = ["ExchangeChunker", "LocalEmbeddings", "SessionVectorMemory", "get_default_embeddings"]
+__all__ = [
+    "Consolidation",
+    "ExchangeChunker",
+    "LocalEmbeddings",
+    "SessionVectorMemory",
+    "SimilarityProfile",
+    "TopicSegmenter",
+    "get_default_embeddings",
+]

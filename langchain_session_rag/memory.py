@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -19,54 +14,28 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
-from langchain_session_rag.conversation import Chunk, ExchangeChunker, MessageLike, normalize_messages
+from langchain_session_rag._time import TimestampLike, parse_timestamp
+from langchain_session_rag.conversation import ExchangeChunker, MessageLike
 from langchain_session_rag.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.embeddings import get_default_embeddings
-from langchain_session_rag.errors import InvalidMessageError, UnsupportedOperationError
-from langchain_session_rag.ranking import SECONDS_PER_DAY, decayed_score, marker
+from langchain_session_rag.ingest import Chunking, Consolidation, SessionWriter
+from langchain_session_rag.portability import read_jsonl, write_jsonl
+from langchain_session_rag.retrieval import RetrievalQuery, build_query, rank
+from langchain_session_rag.segmentation import TopicSegmenter
 from langchain_session_rag.stores import (
     ChromaBackend,
     MemoryBackend,
     Record,
     VectorStoreBackend,
     Where,
-    decode_message_ids,
 )
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
-__all__ = ["SessionVectorMemory"]
+__all__ = ["Consolidation", "SessionVectorMemory"]
 
 SourceType = Literal["session", "document"]
-_RESERVED_KEYS = frozenset(
-    {
-        "user_id",
-        "session_id",
-        "timestamp",
-        "timestamp_epoch",
-        "message_ids",
-        "source_type",
-        "chunk_index",
-        "chunk_part",
-        "token_count",
-        "embedding_model",
-        "source_name",
-        "skipped_blocks",
-    }
-)
-
-
-def _chunk_id(user_id: str, session_id: str, source_type: str, key: Sequence[str], part: int) -> str:
-    raw = "\x1f".join([user_id, session_id, source_type, "\x1e".join(key), str(part)])
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
-def _metadata_value(value: Any) -> str | int | float | bool:
-    if isinstance(value, str | int | float | bool):
-        return value
-    return json.dumps(value, default=str, sort_keys=True)
 
 
 def _chroma_client(path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000) -> ClientAPI:
@@ -77,19 +46,6 @@ def _chroma_client(path: str | os.PathLike[str] | None = None, host: str | None 
     if host is not None:
         return chromadb.HttpClient(host=host, port=port, settings=settings)
     return chromadb.PersistentClient(path=str(path), settings=settings)
-
-
-@dataclass
-class _Query:
-    """A validated retrieval request (the pure part shared by sync and async)."""
-
-    k: int
-    fetch: int
-    where: Where
-    threshold: float | None
-    half_life_days: float | None
-    recency_weight: float
-    now: datetime
 
 
 class SessionVectorMemory(BaseRetriever):
@@ -181,6 +137,10 @@ class SessionVectorMemory(BaseRetriever):
     """Return only ``"session"`` memories or only ``"document"`` chunks."""
     chunker: ExchangeChunker = Field(default_factory=ExchangeChunker)
     """How conversations are cut into exchange chunks."""
+    chunking: Chunking = "exchange"
+    """How ``add_messages`` stores a batch: one chunk per ``"exchange"``, or ``"topic"`` segments."""
+    segmenter: TopicSegmenter | None = None
+    """Groups exchanges into topics (``chunking="topic"`` and :meth:`consolidate`); default threshold 0.7."""
 
     _backend: MemoryBackend = PrivateAttr()
     _model_id: str = PrivateAttr()
@@ -213,6 +173,8 @@ class SessionVectorMemory(BaseRetriever):
             raise ValueError(msg)
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
+        if self.segmenter is None:
+            self.segmenter = TopicSegmenter(self.embeddings, token_counter=self.chunker.count)
         self._model_id = self.embedding_model_id or model_id_of(self.embeddings)
         backend.check_model(self._model_id, None)
         self._backend = backend
@@ -240,12 +202,9 @@ class SessionVectorMemory(BaseRetriever):
         The embedding model defaults to the bundled all-MiniLM-L6-v2, loaded on first use.
         Other keyword arguments are the constructor's (``k``, ``half_life_days``, ...).
         """
+        client = _chroma_client(path=path)
         return cls(
-            chroma_client=_chroma_client(path=path),
-            user_id=user_id,
-            embeddings=embeddings,
-            collection_name=collection_name,
-            **kwargs,
+            chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )
 
     @classmethod
@@ -260,12 +219,9 @@ class SessionVectorMemory(BaseRetriever):
         **kwargs: Any,
     ) -> SessionVectorMemory:
         """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes."""
+        client = _chroma_client(host=host, port=port)
         return cls(
-            chroma_client=_chroma_client(host=host, port=port),
-            user_id=user_id,
-            embeddings=embeddings,
-            collection_name=collection_name,
-            **kwargs,
+            chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )
 
     def for_user(self, user_id: str) -> SessionVectorMemory:
@@ -282,91 +238,38 @@ class SessionVectorMemory(BaseRetriever):
         """The embedding model identity recorded in the store."""
         return self._model_id
 
+    @property
+    def _embeddings(self) -> Embeddings:
+        if self.embeddings is None:  # pragma: no cover - set by the validator
+            msg = "no embeddings configured"
+            raise RuntimeError(msg)
+        return self.embeddings
+
+    @property
+    def _segmenter(self) -> TopicSegmenter:
+        if self.segmenter is None:  # pragma: no cover - set by the validator
+            msg = "no segmenter configured"
+            raise RuntimeError(msg)
+        return self.segmenter
+
     # -- ingest ----------------------------------------------------------------------------------
-    def _session_records(
-        self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]
-    ) -> tuple[list[Record], list[str]]:
-        """Build the records of a session batch and find stored chunks it supersedes."""
-        try:
-            stored = self._backend.get(self.user_id, {"session_id": session_id, "source_type": "session"})
-        except UnsupportedOperationError:
-            stored = []
-        stored_ids = {r.id for r in stored}
-        covered = {mid for c in chunks for mid in c.message_ids}
-        next_index = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
-        records: list[Record] = []
-        for chunk in chunks:
-            cid = _chunk_id(self.user_id, session_id, "session", chunk.message_ids, chunk.part)
-            index = next_index
-            if cid not in stored_ids:
-                next_index += 1
-            records.append(
-                Record(
-                    id=cid,
-                    text=chunk.text,
-                    metadata={
-                        **extra,
-                        "user_id": self.user_id,
-                        "session_id": session_id,
-                        "source_type": "session",
-                        "timestamp": chunk.timestamp.isoformat(),
-                        "timestamp_epoch": chunk.timestamp.timestamp(),
-                        "message_ids": json.dumps(chunk.message_ids),
-                        "chunk_index": index,
-                        "chunk_part": chunk.part,
-                        "token_count": chunk.token_count,
-                        "skipped_blocks": chunk.skipped_blocks,
-                        "embedding_model": self._model_id,
-                    },
-                )
-            )
-        new_ids = {r.id for r in records}
-        superseded = [
-            r.id
-            for r in stored
-            if r.id not in new_ids and set(decode_message_ids(r.metadata.get("message_ids"))) <= covered
-        ]
-        return [r for r in records if r.id not in stored_ids], superseded
+    def _writer(self) -> SessionWriter:
+        return SessionWriter(self._backend, self.user_id, self._model_id, self.chunker, self._segmenter)
 
-    def _prepare_session(
-        self, messages: Sequence[MessageLike], session_id: str, metadata: dict[str, Any] | None
-    ) -> tuple[list[str], list[Record], list[str]]:
-        if not isinstance(session_id, str) or not session_id:
-            msg = f"session_id must be a non-empty string, got {session_id!r}."
-            raise InvalidMessageError(msg)
-        extra = self._user_metadata(metadata)
-        turns = normalize_messages(messages, session_id=session_id)
-        chunks = self.chunker.chunk(turns, default_timestamp=utcnow())
-        all_ids = [_chunk_id(self.user_id, session_id, "session", c.message_ids, c.part) for c in chunks]
-        to_store, superseded = self._session_records(chunks, session_id, extra)
-        return all_ids, to_store, superseded
+    def _embed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
+        pending = writer.pending(records)
+        if pending:
+            for record, vector in zip(
+                pending, self._embeddings.embed_documents([r.text for r in pending]), strict=True
+            ):
+                record.embedding = vector
 
-    @staticmethod
-    def _user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-        if not metadata:
-            return {}
-        clash = sorted(_RESERVED_KEYS & metadata.keys())
-        if clash:
-            msg = f"metadata keys {clash} are reserved by SessionVectorMemory; rename them."
-            raise ValueError(msg)
-        return {str(k): _metadata_value(v) for k, v in metadata.items()}
-
-    def _attach(self, records: list[Record], vectors: list[list[float]] | None) -> None:
-        if vectors is None:
-            return
-        if vectors:
-            self._backend.check_model(self._model_id, len(vectors[0]))
-        for record, vector in zip(records, vectors, strict=True):
-            record.embedding = vector
-
-    def _store(self, records: list[Record], superseded: list[str]) -> None:
-        if records:
-            self._backend.add(self.user_id, records)
-        if superseded:  # only after the replacement is stored: a crash never loses coverage
-            self._backend.delete(self.user_id, superseded)
-
-    def _needs_vectors(self, records: list[Record]) -> bool:
-        return bool(records) and not self._backend.embeds_itself
+    async def _aembed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
+        pending = writer.pending(records)
+        if pending:
+            vectors = await self._embeddings.aembed_documents([r.text for r in pending])
+            for record, vector in zip(pending, vectors, strict=True):
+                record.embedding = vector
 
     def add_messages(
         self,
@@ -374,27 +277,35 @@ class SessionVectorMemory(BaseRetriever):
         *,
         session_id: str,
         metadata: dict[str, Any] | None = None,
+        chunking: Chunking | None = None,
     ) -> list[str]:
-        """Store a conversation (or the new part of one) as exchange chunks.
+        """Store a conversation (or the new part of one).
 
         The whole batch is validated first: on any error nothing is stored. Chunk ids are
         deterministic, so ingesting the same messages again stores nothing new; stored chunks whose
         messages are all covered again (a trailing question that now has its reply) are replaced.
-        Each new chunk is embedded exactly once, in one batch.
+
+        With ``chunking="exchange"`` each new exchange chunk is embedded exactly once, in one batch.
+        With ``chunking="topic"`` the exchanges are embedded to find topic boundaries and only
+        segments of several exchanges are embedded again: at most N + S texts for N exchanges and S
+        segments.
 
         Args:
             messages: LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
             session_id: The session these messages belong to.
             metadata: Extra metadata stored on every chunk (scalar values; others are JSON-encoded).
+            chunking: Overrides the memory's ``chunking`` for this call.
 
         Returns:
             The ids of the chunks covering the batch, in conversation order.
         """
-        ids, records, superseded = self._prepare_session(messages, session_id, metadata)
-        if self._needs_vectors(records):
-            self._attach(records, self.embeddings.embed_documents([r.text for r in records]))  # type: ignore[union-attr]
-        self._store(records, superseded)
-        return ids
+        writer = self._writer()
+        batch = writer.prepare_session(messages, session_id, metadata, chunking or self.chunking)
+        if batch.exchanges:
+            writer.finish_topics(batch, self._segmenter.segment(writer.as_documents(batch.exchanges)), session_id)
+        self._embed_pending(writer, batch.records)
+        writer.store(batch.records, batch.superseded)
+        return batch.ids
 
     async def aadd_messages(
         self,
@@ -402,158 +313,82 @@ class SessionVectorMemory(BaseRetriever):
         *,
         session_id: str,
         metadata: dict[str, Any] | None = None,
+        chunking: Chunking | None = None,
     ) -> list[str]:
         """Async :meth:`add_messages`."""
-        ids, records, superseded = await asyncio.to_thread(self._prepare_session, messages, session_id, metadata)
-        if self._needs_vectors(records):
-            self._attach(records, await self.embeddings.aembed_documents([r.text for r in records]))  # type: ignore[union-attr]
-        await asyncio.to_thread(self._store, records, superseded)
-        return ids
+        writer = self._writer()
+        batch = await asyncio.to_thread(
+            writer.prepare_session, messages, session_id, metadata, chunking or self.chunking
+        )
+        if batch.exchanges:
+            segments = await self._segmenter.asegment(writer.as_documents(batch.exchanges))
+            await asyncio.to_thread(writer.finish_topics, batch, segments, session_id)
+        await self._aembed_pending(writer, batch.records)
+        await asyncio.to_thread(writer.store, batch.records, batch.superseded)
+        return batch.ids
 
-    def _prepare_documents(self, documents: Sequence[Document], session_id: str) -> tuple[list[str], list[Record]]:
-        now = utcnow()
-        records: list[Record] = []
-        for n, doc in enumerate(documents):
-            if not isinstance(doc, Document) or not doc.page_content.strip():
-                msg = f"documents[{n}] must be a Document with text, got {doc!r:.80}."
-                raise InvalidMessageError(msg)
-            raw_name = (
-                doc.metadata.get("name") or doc.metadata.get("source") or doc.metadata.get("title") or f"document-{n}"
-            )
-            name = Path(str(raw_name)).name or str(raw_name)
-            ts = parse_timestamp(doc.metadata["timestamp"]) if "timestamp" in doc.metadata else now
-            extra = {k: v for k, v in doc.metadata.items() if k not in _RESERVED_KEYS}
-            digest = hashlib.sha256(doc.page_content.encode()).hexdigest()[:16]
-            pieces = self.chunker.split_text(doc.page_content)
-            for part, piece in enumerate(pieces):
-                records.append(
-                    Record(
-                        id=_chunk_id(self.user_id, session_id, "document", [str(raw_name), digest], part),
-                        text=piece,
-                        metadata={
-                            **self._user_metadata(extra),
-                            "user_id": self.user_id,
-                            "session_id": session_id,
-                            "source_type": "document",
-                            "source_name": name,
-                            "timestamp": ts.isoformat(),
-                            "timestamp_epoch": ts.timestamp(),
-                            "message_ids": "[]",
-                            "chunk_index": part,
-                            "chunk_part": part,
-                            "token_count": self.chunker.count(piece),
-                            "skipped_blocks": 0,
-                            "embedding_model": self._model_id,
-                        },
-                    )
-                )
-        ids = [r.id for r in records]
-        stored = self._backend.existing_ids(self.user_id, ids)
-        return ids, [r for r in records if r.id not in stored]
+    # -- consolidation ---------------------------------------------------------------------------
+    def consolidate(self, session_id: str) -> Consolidation:
+        """Replace a session's exchange chunks by topic segments (at the end of a live session).
 
+        Stored exchange vectors are reused: only segments of several exchanges are embedded. Segments
+        are written before the exchanges are deleted, with deterministic ids, so running it twice, or
+        again after an interruption, leaves every message covered exactly once.
+        """
+        writer = self._writer()
+        stored, exchanges = writer.consolidation_input(session_id)
+        if not exchanges:
+            return Consolidation(session_id, 0, 0, 0)
+        segments = self._segmenter.segment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
+        return writer.consolidation_output(session_id, stored, exchanges, segments)
+
+    async def aconsolidate(self, session_id: str) -> Consolidation:
+        """Async :meth:`consolidate`."""
+        writer = self._writer()
+        stored, exchanges = await asyncio.to_thread(writer.consolidation_input, session_id)
+        if not exchanges:
+            return Consolidation(session_id, 0, 0, 0)
+        segments = await self._segmenter.asegment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
+        return await asyncio.to_thread(writer.consolidation_output, session_id, stored, exchanges, segments)
+
+    # -- documents -------------------------------------------------------------------------------
     def add_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
         """Store reference documents (``source_type="document"``), returned with ``[D: name]`` markers.
 
         The name is the basename of ``metadata["name"]``, ``["source"]`` or ``["title"]``. Long
         documents are split at paragraphs to the chunker's ``max_tokens``.
         """
-        ids, records = self._prepare_documents(documents, session_id)
-        if self._needs_vectors(records):
-            self._attach(records, self.embeddings.embed_documents([r.text for r in records]))  # type: ignore[union-attr]
-        self._store(records, [])
+        writer = self._writer()
+        ids, records = writer.prepare_documents(documents, session_id)
+        self._embed_pending(writer, records)
+        writer.store(records, [])
         return ids
 
     async def aadd_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
         """Async :meth:`add_documents`."""
-        ids, records = await asyncio.to_thread(self._prepare_documents, documents, session_id)
-        if self._needs_vectors(records):
-            self._attach(records, await self.embeddings.aembed_documents([r.text for r in records]))  # type: ignore[union-attr]
-        await asyncio.to_thread(self._store, records, [])
+        writer = self._writer()
+        ids, records = await asyncio.to_thread(writer.prepare_documents, documents, session_id)
+        await self._aembed_pending(writer, records)
+        await asyncio.to_thread(writer.store, records, [])
         return ids
 
     # -- retrieval -------------------------------------------------------------------------------
-    def _query(self, kwargs: dict[str, Any]) -> _Query:  # noqa: C901, PLR0912 - one branch per option
-        unknown = set(kwargs) - {
-            "k", "session_ids", "exclude_session_ids", "since", "until", "source_type",
-            "filter", "score_threshold", "half_life_days", "recency_weight", "now",
-        }  # fmt: skip
-        if unknown:
-            msg = f"Unknown retrieval option(s) {sorted(unknown)}."
-            raise TypeError(msg)
-        k = kwargs.get("k", self.k)
-        if not isinstance(k, int) or k < 1:
-            msg = f"k must be a positive integer, got {k!r}."
-            raise ValueError(msg)
-        where: Where = {}
-        filt = kwargs.get("filter") or {}
-        if "user_id" in filt:
-            msg = "filter may not name user_id: a memory is bound to its user; use memory.for_user(...)."
-            raise ValueError(msg)
-        where.update(filt)
-        sessions = kwargs.get("session_ids", self.session_ids)
-        if sessions is not None:
-            where["session_id"] = {"$in": list(sessions)}
-        excluded = kwargs.get("exclude_session_ids", self.exclude_session_ids)
-        if excluded:
-            where.setdefault("session_id", {})
-            if isinstance(where["session_id"], dict):
-                where["session_id"]["$nin"] = list(excluded)
-        span: dict[str, float] = {}
-        if kwargs.get("since") is not None:
-            span["$gte"] = parse_timestamp(kwargs["since"], what="since").timestamp()
-        if kwargs.get("until") is not None:
-            span["$lte"] = parse_timestamp(kwargs["until"], what="until").timestamp()
-        if span:
-            where["timestamp_epoch"] = span
-        source_type = kwargs.get("source_type", self.source_type)
-        if source_type is not None:
-            if source_type not in ("session", "document"):
-                msg = f"source_type must be 'session' or 'document', got {source_type!r}."
-                raise ValueError(msg)
-            where["source_type"] = source_type
-        threshold = kwargs.get("score_threshold", self.score_threshold)
-        half_life = kwargs.get("half_life_days", self.half_life_days)
-        if half_life is not None and half_life <= 0:
-            msg = f"half_life_days must be > 0, got {half_life!r}."
-            raise ValueError(msg)
-        weight = kwargs.get("recency_weight", self.recency_weight)
-        if not 0 <= weight <= 1:
-            msg = f"recency_weight must lie in [0, 1], got {weight!r}."
-            raise ValueError(msg)
-        now = parse_timestamp(kwargs["now"]) if kwargs.get("now") is not None else utcnow()
-        fetch = max(k, self.fetch_k) if half_life is not None else k
-        return _Query(
-            k=k, fetch=fetch, where=where, threshold=threshold, half_life_days=half_life, recency_weight=weight, now=now
-        )
+    def _query(self, options: dict[str, Any]) -> RetrievalQuery:
+        defaults = {
+            "k": self.k,
+            "session_ids": self.session_ids,
+            "exclude_session_ids": self.exclude_session_ids,
+            "source_type": self.source_type,
+            "score_threshold": self.score_threshold,
+            "half_life_days": self.half_life_days,
+            "recency_weight": self.recency_weight,
+        }
+        return build_query(options, defaults, fetch_k=self.fetch_k)
 
-    def _rank(self, q: _Query, hits: list[tuple[Record, float]]) -> list[Document]:
-        scored: list[tuple[float, Document]] = []
-        for record, similarity in hits:
-            meta = record.metadata
-            if meta.get("user_id") != self.user_id:  # fail closed, whatever the store did
-                continue
-            if q.threshold is not None and similarity < q.threshold:
-                continue
-            ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
-            age = (q.now - ts).total_seconds() / SECONDS_PER_DAY if ts else 0.0
-            score = decayed_score(
-                similarity, age_days=age, half_life_days=q.half_life_days, recency_weight=q.recency_weight
-            )
-            out = {
-                **meta,
-                "message_ids": decode_message_ids(meta.get("message_ids")),
-                "similarity": similarity,
-                "score": score,
-                "marker": marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name")),
-            }
-            scored.append((score, Document(page_content=record.text, metadata=out, id=record.id)))
-        scored.sort(key=lambda pair: pair[0], reverse=True)
-        return [doc for _, doc in scored[: q.k]]
-
-    def _search(self, query: str, vector: list[float] | None, q: _Query) -> list[tuple[Record, float]]:
+    def _search(self, query: str, vector: list[float] | None, q: RetrievalQuery) -> list[Document]:
         if vector is not None:
             self._backend.check_model(self._model_id, len(vector))
-        return self._backend.query(self.user_id, query, vector, q.fetch, q.where)
+        return rank(q, self._backend.query(self.user_id, query, vector, q.fetch, q.where), user_id=self.user_id)
 
     def _get_relevant_documents(
         self,
@@ -563,8 +398,8 @@ class SessionVectorMemory(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         q = self._query(kwargs)
-        vector = None if self._backend.embeds_itself else self.embeddings.embed_query(query)  # type: ignore[union-attr]
-        return self._rank(q, self._search(query, vector, q))
+        vector = None if self._backend.embeds_itself else self._embeddings.embed_query(query)
+        return self._search(query, vector, q)
 
     async def _aget_relevant_documents(
         self,
@@ -574,8 +409,8 @@ class SessionVectorMemory(BaseRetriever):
         **kwargs: Any,
     ) -> list[Document]:
         q = self._query(kwargs)
-        vector = None if self._backend.embeds_itself else await self.embeddings.aembed_query(query)  # type: ignore[union-attr]
-        return self._rank(q, await asyncio.to_thread(self._search, query, vector, q))
+        vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
+        return await asyncio.to_thread(self._search, query, vector, q)
 
     # -- forgetting ------------------------------------------------------------------------------
     def forget(
@@ -642,59 +477,11 @@ class SessionVectorMemory(BaseRetriever):
         Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
         and ``embedding_model``.
         """
-        records = sorted(
-            self._backend.get(self.user_id, {}, with_embeddings=True),
-            key=lambda r: (str(r.metadata.get("session_id")), float(r.metadata.get("timestamp_epoch", 0)), r.id),
-        )
-        with Path(path).open("w", encoding="utf-8") as fh:
-            for r in records:
-                meta = {**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))}
-                line = {
-                    "id": r.id,
-                    "text": r.text,
-                    "metadata": meta,
-                    "embedding": r.embedding,
-                    "embedding_model": meta.get("embedding_model"),
-                }
-                fh.write(json.dumps(line, ensure_ascii=False) + "\n")
-        return len(records)
+        return write_jsonl(self._backend.get(self.user_id, {}, with_embeddings=True), path)
 
-    def _read_export(self, path: str | os.PathLike[str]) -> list[Record]:
-        records: list[Record] = []
-        with Path(path).open(encoding="utf-8") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
-                    continue
-                try:
-                    item = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    msg = f"{path}:{lineno}: not valid JSON ({exc.msg}); nothing was imported."
-                    raise InvalidMessageError(msg) from exc
-                if not (isinstance(item, dict) and isinstance(item.get("id"), str) and isinstance(item.get("text"), str)
-                        and isinstance(item.get("metadata"), dict)):  # fmt: skip
-                    msg = (
-                        f"{path}:{lineno}: each line needs string 'id', string 'text' and object 'metadata'; "
-                        "nothing was imported."
-                    )
-                    raise InvalidMessageError(msg)
-                meta = {
-                    k: _metadata_value(v)
-                    for k, v in item["metadata"].items()
-                    if k not in {"score", "similarity", "marker"}
-                }
-                meta["message_ids"] = json.dumps(decode_message_ids(item["metadata"].get("message_ids")))
-                meta["user_id"] = self.user_id
-                same_model = item.get("embedding_model") == self._model_id and isinstance(item.get("embedding"), list)
-                meta["embedding_model"] = self._model_id
-                records.append(
-                    Record(
-                        id=item["id"],
-                        text=item["text"],
-                        metadata=meta,
-                        embedding=item["embedding"] if same_model else None,
-                    )
-                )
-        return records
+    async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Async :meth:`export_jsonl`."""
+        return await asyncio.to_thread(self.export_jsonl, path)
 
     def import_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Import an :meth:`export_jsonl` file into this user's memory; return how many chunks were added.
@@ -707,7 +494,7 @@ class SessionVectorMemory(BaseRetriever):
             InvalidMessageError: A malformed line (nothing is imported).
             ValueError: An id in the file belongs to another user of the same collection.
         """
-        records = self._read_export(path)
+        records = read_jsonl(path, user_id=self.user_id, model_id=self._model_id)
         ids = [r.id for r in records]
         if isinstance(self._backend, ChromaBackend):
             foreign = self._backend.foreign_ids(self.user_id, ids)
@@ -719,23 +506,14 @@ class SessionVectorMemory(BaseRetriever):
                 raise ValueError(msg)
         stored = self._backend.existing_ids(self.user_id, ids)
         new = [r for r in records if r.id not in stored]
-        if self._needs_vectors(new):
-            missing = [r for r in new if r.embedding is None]
-            if missing:
-                vectors = self.embeddings.embed_documents([r.text for r in missing])  # type: ignore[union-attr]
-                self._attach(missing, vectors)
-            elif new[0].embedding is not None:
-                self._backend.check_model(self._model_id, len(new[0].embedding))
-        self._store(new, [])
+        writer = self._writer()
+        self._embed_pending(writer, new)
+        writer.store(new, [])
         return len(new)
 
     async def aimport_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Async :meth:`import_jsonl`."""
         return await asyncio.to_thread(self.import_jsonl, path)
-
-    async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Async :meth:`export_jsonl`."""
-        return await asyncio.to_thread(self.export_jsonl, path)
 
     @classmethod
     def reembed(
@@ -759,5 +537,4 @@ class SessionVectorMemory(BaseRetriever):
         """
         client = _chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
         backend = ChromaBackend(client, name=collection_name)
-        model_id = embedding_model_id or model_id_of(embeddings)
-        return backend.reembed(embeddings.embed_documents, model_id)
+        return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))

@@ -3,8 +3,11 @@ import langchain_session_rag
 
 def test_all_is_pinned() -> None:
     assert sorted(langchain_session_rag.__all__) == [
+        "Consolidation",
         "ExchangeChunker",
         "LocalEmbeddings",
         "SessionVectorMemory",
+        "SimilarityProfile",
+        "TopicSegmenter",
         "get_default_embeddings",
     ]

@@ -1,0 +1,102 @@
+"""Building stored records: ids, reserved metadata keys, metadata encoding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_session_rag.stores import Record
+
+RESERVED_KEYS = frozenset(
+    {
+        "user_id",
+        "session_id",
+        "timestamp",
+        "timestamp_epoch",
+        "message_ids",
+        "source_type",
+        "chunking",
+        "chunk_index",
+        "chunk_part",
+        "token_count",
+        "embedding_model",
+        "source_name",
+        "skipped_blocks",
+        "topic_index",
+        "exchange_count",
+        "boundary_similarity",
+    }
+)
+"""Metadata keys the memory writes itself; user metadata may not use them."""
+
+RESULT_KEYS = frozenset({"score", "similarity", "marker"})
+"""Keys added to returned documents, never stored."""
+
+
+def chunk_id(user_id: str, session_id: str, kind: str, key: Sequence[str], part: int) -> str:
+    """Deterministic id of a chunk: the same content key always gives the same id."""
+    raw = "\x1f".join([user_id, session_id, kind, "\x1e".join(key), str(part)])
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def metadata_value(value: Any) -> str | int | float | bool:
+    """A value a vector store accepts as metadata: scalars as they are, others as JSON text."""
+    if isinstance(value, str | int | float | bool):
+        return value
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Validate and encode caller metadata.
+
+    Raises:
+        ValueError: If a key is reserved by the memory.
+    """
+    if not metadata:
+        return {}
+    clash = sorted(RESERVED_KEYS & metadata.keys())
+    if clash:
+        msg = f"metadata keys {clash} are reserved by SessionVectorMemory; rename them."
+        raise ValueError(msg)
+    return {str(k): metadata_value(v) for k, v in metadata.items()}
+
+
+def session_record(
+    *,
+    user_id: str,
+    session_id: str,
+    kind: str,
+    text: str,
+    message_ids: list[str],
+    timestamp: datetime,
+    token_count: int,
+    model_id: str,
+    part: int = 0,
+    skipped_blocks: int = 0,
+    extra: dict[str, Any] | None = None,
+    vector: list[float] | None = None,
+) -> Record:
+    """A session chunk (``kind`` ``"exchange"`` or ``"topic"``); ``chunk_index`` is set by the caller."""
+    return Record(
+        id=chunk_id(user_id, session_id, kind, message_ids, part),
+        text=text,
+        metadata={
+            **(extra or {}),
+            "user_id": user_id,
+            "session_id": session_id,
+            "source_type": "session",
+            "chunking": kind,
+            "timestamp": timestamp.isoformat(),
+            "timestamp_epoch": timestamp.timestamp(),
+            "message_ids": json.dumps(message_ids),
+            "chunk_index": -1,
+            "chunk_part": part,
+            "token_count": token_count,
+            "skipped_blocks": skipped_blocks,
+            "embedding_model": model_id,
+        },
+        embedding=vector,
+    )

@@ -1,0 +1,262 @@
+"""Writing sessions and documents: records, ids, supersession, topic segmentation, consolidation.
+
+The pure preparation shared by the sync and async methods of
+:class:`~langchain_session_rag.SessionVectorMemory` lives here; the memory only embeds and awaits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.documents import Document
+
+from langchain_session_rag._records import RESERVED_KEYS, chunk_id, session_record, user_metadata
+from langchain_session_rag._time import parse_timestamp, utcnow
+from langchain_session_rag.conversation import Chunk, ExchangeChunker, MessageLike, normalize_messages
+from langchain_session_rag.errors import InvalidMessageError, UnsupportedOperationError
+from langchain_session_rag.segmentation import Segment, TopicSegmenter
+from langchain_session_rag.stores import MemoryBackend, Record, decode_message_ids
+
+__all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
+
+Chunking = Literal["exchange", "topic"]
+
+
+@dataclass
+class Consolidation:
+    """What :meth:`SessionVectorMemory.consolidate` did."""
+
+    session_id: str
+    exchanges: int
+    """Exchange chunks replaced."""
+    segments: int
+    """Topic segments now covering them."""
+    texts_embedded: int
+    """Texts embedded (only segments of several exchanges; exchange vectors are reused)."""
+
+
+@dataclass
+class Batch:
+    """A prepared write: records to store (vectors possibly pending) and stored ids it replaces."""
+
+    ids: list[str]
+    records: list[Record]
+    superseded: list[str]
+    exchanges: list[Record]
+    """Topic mode: the exchange records still to segment."""
+
+
+@dataclass
+class SessionWriter:
+    """Prepares and stores one user's writes; holds no state of its own."""
+
+    backend: MemoryBackend
+    user_id: str
+    model_id: str
+    chunker: ExchangeChunker
+    segmenter: TopicSegmenter
+
+    def stored_session(self, session_id: str, *, with_embeddings: bool = False) -> list[Record]:
+        """The session chunks already stored for the user (empty for stores that cannot list)."""
+        try:
+            return self.backend.get(
+                self.user_id, {"session_id": session_id, "source_type": "session"}, with_embeddings=with_embeddings
+            )
+        except UnsupportedOperationError:
+            return []
+
+    def exchange_records(self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]) -> list[Record]:
+        """Records of exchange chunks (``chunk_index`` still unset)."""
+        return [
+            session_record(
+                user_id=self.user_id,
+                session_id=session_id,
+                kind="exchange",
+                text=c.text,
+                message_ids=c.message_ids,
+                timestamp=c.timestamp,
+                token_count=c.token_count,
+                model_id=self.model_id,
+                part=c.part,
+                skipped_blocks=c.skipped_blocks,
+                extra=extra,
+            )
+            for c in chunks
+        ]
+
+    def prepare_session(
+        self, messages: Sequence[MessageLike], session_id: str, metadata: dict[str, Any] | None, chunking: Chunking
+    ) -> Batch:
+        """Validate a batch and plan its write (nothing is written here)."""
+        if not isinstance(session_id, str) or not session_id:
+            msg = f"session_id must be a non-empty string, got {session_id!r}."
+            raise InvalidMessageError(msg)
+        if chunking not in ("exchange", "topic"):
+            msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."
+            raise ValueError(msg)
+        extra = user_metadata(metadata)
+        turns = normalize_messages(messages, session_id=session_id)
+        exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=utcnow()), session_id, extra)
+        stored = self.stored_session(session_id)
+        batch_ids = {t.id for t in turns}
+        stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
+        if chunking == "topic":
+            if batch_ids <= stored_cover:  # all known already: nothing to embed or store
+                ids = [r.id for r in stored if batch_ids & set(decode_message_ids(r.metadata.get("message_ids")))]
+                return Batch(ids=ids, records=[], superseded=[], exchanges=[])
+            return Batch(ids=[], records=[], superseded=self.superseded(stored, batch_ids), exchanges=exchanges)
+        stored_ids = {r.id for r in stored}
+        new = [r for r in exchanges if r.id not in stored_ids]
+        self.index(new, stored)
+        new_ids = {r.id for r in exchanges}
+        superseded = [i for i in self.superseded(stored, batch_ids) if i not in new_ids]
+        return Batch(ids=[r.id for r in exchanges], records=new, superseded=superseded, exchanges=[])
+
+    @staticmethod
+    def superseded(stored: Sequence[Record], covered: set[str]) -> list[str]:
+        """Stored session chunks whose messages are all covered again by the new batch."""
+        return [r.id for r in stored if set(decode_message_ids(r.metadata.get("message_ids"))) <= covered]
+
+    @staticmethod
+    def index(records: Sequence[Record], stored: Sequence[Record]) -> None:
+        """Number new chunks after the session's stored ones."""
+        start = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
+        for n, record in enumerate(records):
+            record.metadata["chunk_index"] = start + n
+
+    def segment_records(self, segments: Sequence[Segment], stored: Sequence[Record]) -> list[Record]:
+        """Records of topic segments not stored yet, numbered after the stored ones."""
+        records = []
+        for segment in segments:
+            meta = segment.document.metadata
+            first = dict(meta)
+            record = session_record(
+                user_id=self.user_id,
+                session_id=str(meta["session_id"]),
+                kind="topic",
+                text=segment.document.page_content,
+                message_ids=list(meta["message_ids"]),
+                timestamp=parse_timestamp(first["timestamp"]),
+                token_count=int(meta["token_count"]),
+                model_id=self.model_id,
+                skipped_blocks=int(meta.get("skipped_blocks", 0)),
+                extra={k: v for k, v in meta.items() if k not in RESERVED_KEYS},
+                vector=segment.vector,
+            )
+            record.metadata["topic_index"] = int(meta["topic_index"])
+            record.metadata["exchange_count"] = int(meta["exchange_count"])
+            if segment.boundary_similarity is not None:
+                record.metadata["boundary_similarity"] = float(segment.boundary_similarity)
+            records.append(record)
+        existing = {r.id for r in stored}
+        new = [r for r in records if r.id not in existing]
+        self.index(new, stored)
+        return new
+
+    @staticmethod
+    def as_documents(records: Sequence[Record]) -> list[Document]:
+        """Stored records as documents (``message_ids`` decoded), the segmenter's input."""
+        return [
+            Document(
+                page_content=r.text,
+                metadata={**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))},
+            )
+            for r in records
+        ]
+
+    def finish_topics(self, batch: Batch, segments: list[Segment], session_id: str) -> None:
+        """Complete a topic-mode batch with its segments."""
+        stored = self.stored_session(session_id)
+        records = self.segment_records(segments, stored)
+        all_ids = [
+            chunk_id(self.user_id, session_id, "topic", list(s.document.metadata["message_ids"]), 0) for s in segments
+        ]
+        batch.ids = all_ids
+        batch.records = records
+        batch.superseded = [i for i in batch.superseded if i not in set(all_ids)]
+
+    def check_vectors(self, records: Sequence[Record]) -> None:
+        """Refuse vectors of another dimension than the store holds."""
+        vector = next((r.embedding for r in records if r.embedding is not None), None)
+        if vector is not None:
+            self.backend.check_model(self.model_id, len(vector))
+
+    def store(self, records: list[Record], superseded: list[str]) -> None:
+        """Write records, then delete what they replace (so a crash never loses coverage)."""
+        self.check_vectors(records)
+        if records:
+            self.backend.add(self.user_id, records)
+        if superseded:  # only after the replacement is stored: a crash never loses coverage
+            self.backend.delete(self.user_id, superseded)
+
+    def pending(self, records: list[Record]) -> list[Record]:
+        """Records still needing a vector (none when the store embeds itself)."""
+        if self.backend.embeds_itself:
+            return []
+        return [r for r in records if r.embedding is None]
+
+    def consolidation_input(self, session_id: str) -> tuple[list[Record], list[Record]]:
+        """The session's stored chunks and its exchange chunks in order, with vectors."""
+        stored = self.stored_session(session_id, with_embeddings=True)
+        exchanges = sorted(
+            (r for r in stored if r.metadata.get("chunking", "exchange") == "exchange"),
+            key=lambda r: (int(r.metadata.get("chunk_index", 0)), float(r.metadata.get("timestamp_epoch", 0))),
+        )
+        return stored, exchanges
+
+    def consolidation_output(
+        self, session_id: str, stored: list[Record], exchanges: list[Record], segments: list[Segment]
+    ) -> Consolidation:
+        """Store the segments and delete the exchanges they replace."""
+        records = self.segment_records(segments, stored)
+        keep = {r.id for r in records}
+        self.store(records, [r.id for r in exchanges if r.id not in keep])
+        embedded = segments[0].texts_embedded if segments else 0
+        return Consolidation(session_id, len(exchanges), len(segments), embedded)
+
+    @staticmethod
+    def vectors_of(records: Sequence[Record]) -> list[list[float]] | None:
+        """The stored vectors of records, or ``None`` when the store did not return them all."""
+        vectors = [r.embedding for r in records]
+        if any(v is None for v in vectors):
+            return None  # a store that does not return vectors: the segmenter embeds
+        return [v for v in vectors if v is not None]
+
+    def prepare_documents(self, documents: Sequence[Document], session_id: str) -> tuple[list[str], list[Record]]:
+        """Validate reference documents and build their records (not stored yet)."""
+        now = utcnow()
+        records: list[Record] = []
+        for n, doc in enumerate(documents):
+            if not isinstance(doc, Document) or not doc.page_content.strip():
+                msg = f"documents[{n}] must be a Document with text, got {doc!r:.80}."
+                raise InvalidMessageError(msg)
+            meta = doc.metadata
+            raw_name = meta.get("name") or meta.get("source") or meta.get("title") or f"document-{n}"
+            name = Path(str(raw_name)).name or str(raw_name)
+            ts = parse_timestamp(meta["timestamp"]) if "timestamp" in meta else now
+            extra = user_metadata({k: v for k, v in meta.items() if k not in RESERVED_KEYS})
+            digest = hashlib.sha256(doc.page_content.encode()).hexdigest()[:16]
+            for part, piece in enumerate(self.chunker.split_text(doc.page_content)):
+                record = session_record(
+                    user_id=self.user_id,
+                    session_id=session_id,
+                    kind="document",
+                    text=piece,
+                    message_ids=[str(raw_name), digest],
+                    timestamp=ts,
+                    token_count=self.chunker.count(piece),
+                    model_id=self.model_id,
+                    part=part,
+                    extra=extra,
+                )
+                record.metadata.update(
+                    {"source_type": "document", "source_name": name, "message_ids": "[]", "chunk_index": part}
+                )
+                records.append(record)
+        ids = [r.id for r in records]
+        stored = self.backend.existing_ids(self.user_id, ids)
+        return ids, [r for r in records if r.id not in stored]

@@ -1,0 +1,137 @@
+"""Retrieval requests: option validation into store conditions, and ranking of the hits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_session_rag._time import parse_timestamp, utcnow
+from langchain_session_rag.ranking import SECONDS_PER_DAY, decayed_score, marker
+from langchain_session_rag.stores import Record, Where, decode_message_ids
+
+__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "rank"]
+
+OPTIONS = frozenset(
+    {
+        "k",
+        "session_ids",
+        "exclude_session_ids",
+        "since",
+        "until",
+        "source_type",
+        "filter",
+        "score_threshold",
+        "half_life_days",
+        "recency_weight",
+        "now",
+    }
+)
+"""Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
+
+
+@dataclass
+class RetrievalQuery:
+    """A validated retrieval request."""
+
+    k: int
+    fetch: int
+    where: Where
+    threshold: float | None
+    half_life_days: float | None
+    recency_weight: float
+    now: datetime
+
+
+def _session_conditions(sessions: Any, excluded: Any) -> dict[str, Any]:
+    cond: dict[str, Any] = {}
+    if sessions is not None:
+        cond["$in"] = list(sessions)
+    if excluded:
+        cond["$nin"] = list(excluded)
+    return cond
+
+
+def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901
+    """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery`.
+
+    Raises:
+        TypeError: An unknown option.
+        ValueError: A value out of range, or a filter naming ``user_id``.
+    """
+    unknown = set(options) - OPTIONS
+    if unknown:
+        msg = f"Unknown retrieval option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}."
+        raise TypeError(msg)
+    opt = {**defaults, **options}
+    k = opt["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        msg = f"k must be a positive integer, got {k!r}."
+        raise ValueError(msg)
+    filt = dict(opt.get("filter") or {})
+    if "user_id" in filt:
+        msg = "filter may not name user_id: a memory is bound to its user; use memory.for_user(...)."
+        raise ValueError(msg)
+    where: Where = filt
+    sessions = _session_conditions(opt.get("session_ids"), opt.get("exclude_session_ids"))
+    if sessions:
+        where["session_id"] = sessions
+    span: dict[str, float] = {}
+    if opt.get("since") is not None:
+        span["$gte"] = parse_timestamp(opt["since"], what="since").timestamp()
+    if opt.get("until") is not None:
+        span["$lte"] = parse_timestamp(opt["until"], what="until").timestamp()
+    if span:
+        where["timestamp_epoch"] = span
+    source_type = opt.get("source_type")
+    if source_type is not None:
+        if source_type not in ("session", "document"):
+            msg = f"source_type must be 'session' or 'document', got {source_type!r}."
+            raise ValueError(msg)
+        where["source_type"] = source_type
+    half_life = opt.get("half_life_days")
+    if half_life is not None and half_life <= 0:
+        msg = f"half_life_days must be > 0, got {half_life!r}."
+        raise ValueError(msg)
+    weight = opt.get("recency_weight", 0.5)
+    if not 0 <= weight <= 1:
+        msg = f"recency_weight must lie in [0, 1], got {weight!r}."
+        raise ValueError(msg)
+    now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
+    return RetrievalQuery(
+        k=k,
+        fetch=max(k, fetch_k) if half_life is not None else k,
+        where=where,
+        threshold=opt.get("score_threshold"),
+        half_life_days=half_life,
+        recency_weight=weight,
+        now=now,
+    )
+
+
+def rank(query: RetrievalQuery, hits: list[tuple[Record, float]], *, user_id: str) -> list[Document]:
+    """Drop other users' and sub-threshold hits, apply decay, and return the top ``k`` documents."""
+    scored: list[tuple[float, Document]] = []
+    for record, similarity in hits:
+        meta = record.metadata
+        if meta.get("user_id") != user_id:  # fail closed, whatever the store did
+            continue
+        if query.threshold is not None and similarity < query.threshold:
+            continue
+        ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+        age = (query.now - ts).total_seconds() / SECONDS_PER_DAY if ts else 0.0
+        score = decayed_score(
+            similarity, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
+        )
+        out = {
+            **meta,
+            "message_ids": decode_message_ids(meta.get("message_ids")),
+            "similarity": similarity,
+            "score": score,
+            "marker": marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name")),
+        }
+        scored.append((score, Document(page_content=record.text, metadata=out, id=record.id)))
+    scored.sort(key=lambda pair: pair[0], reverse=True)
+    return [doc for _, doc in scored[: query.k]]
