@@ -175,6 +175,12 @@ class SessionVectorMemory(BaseRetriever):
             self.embeddings = get_default_embeddings()
         if self.segmenter is None:
             self.segmenter = TopicSegmenter(self.embeddings, token_counter=self.chunker.count)
+        elif self.segmenter.embeddings is not self.embeddings:
+            msg = (
+                "The segmenter must use the memory's embedding model (its vectors are stored): "
+                "build it as TopicSegmenter(memory_embeddings, ...) with the same object as embeddings=."
+            )
+            raise ValueError(msg)
         self._model_id = self.embedding_model_id or model_id_of(self.embeddings)
         backend.check_model(self._model_id, None)
         self._backend = backend

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, get_default_embeddings
+from langchain_session_rag import ExchangeChunker, LocalEmbeddings, SessionVectorMemory, get_default_embeddings
 
 
 class CountingEmbeddings(Embeddings):
@@ -53,8 +53,10 @@ _names = itertools.count()
 def make_memory(tmp_path: Path, real_embeddings: LocalEmbeddings) -> Callable[..., SessionVectorMemory]:
     """Open a memory on an embedded Chroma in a temp dir, with a unique store name per call."""
 
-    def make(user_id: str = "alice", **kwargs: Any) -> SessionVectorMemory:
+    def make(user_id: str = "alice", *, chunker_min: int | None = None, **kwargs: Any) -> SessionVectorMemory:
         kwargs.setdefault("embeddings", real_embeddings)
+        if chunker_min is not None:
+            kwargs["chunker"] = ExchangeChunker(min_tokens=chunker_min)
         kwargs.setdefault("collection_name", f"mem{next(_names):04d}")
         return SessionVectorMemory.local(path=tmp_path / "store", user_id=user_id, **kwargs)
 
