@@ -32,7 +32,7 @@ RESERVED_KEYS = frozenset(
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""
 
-RESULT_KEYS = frozenset({"score", "similarity", "marker"})
+RESULT_KEYS = frozenset({"score", "similarity", "lexical", "marker"})
 """Keys added to returned documents, never stored."""
 
 

@@ -224,7 +224,7 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> l
 # ---------------------------------------------------------------------------------------------
 # Chunking
 
-_FENCE = re.compile(r"(```.*?(?:```|\Z))", re.DOTALL)
+_FENCE = re.compile(r"(^```.*?(?:\n```[^\n]*|\Z))", re.DOTALL | re.MULTILINE)
 _STEP = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 
 

@@ -18,8 +18,11 @@ from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.conversation import ExchangeChunker, MessageLike
 from langchain_session_rag.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.embeddings import get_default_embeddings
+from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.ingest import Chunking, Consolidation, SessionWriter
+from langchain_session_rag.lexical import LexicalCache
 from langchain_session_rag.portability import read_jsonl, write_jsonl
+from langchain_session_rag.ranking import cosine
 from langchain_session_rag.retrieval import RetrievalQuery, build_query, rank
 from langchain_session_rag.segmentation import TopicSegmenter
 from langchain_session_rag.stores import (
@@ -28,6 +31,7 @@ from langchain_session_rag.stores import (
     Record,
     VectorStoreBackend,
     Where,
+    matches,
 )
 
 if TYPE_CHECKING:
@@ -121,8 +125,10 @@ class SessionVectorMemory(BaseRetriever):
     """The identity recorded in the store for ``embeddings``; derived from the model when not given."""
     k: int = Field(default=4, ge=1)
     """How many memories to return."""
-    fetch_k: int = Field(default=20, ge=1)
-    """Candidates read before recency decay re-ranks them."""
+    fetch_k: int = Field(default=50, ge=1)
+    """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
+    lexical_weight: float = Field(default=0.3, ge=0, le=1)
+    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only."""
     score_threshold: float | None = None
     """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
     half_life_days: float | None = Field(default=None, gt=0)
@@ -143,6 +149,7 @@ class SessionVectorMemory(BaseRetriever):
     """Groups exchanges into topics (``chunking="topic"`` and :meth:`consolidate`); default threshold 0.7."""
 
     _backend: MemoryBackend = PrivateAttr()
+    _lexical: LexicalCache = PrivateAttr(default_factory=LexicalCache)
     _model_id: str = PrivateAttr()
 
     @field_validator("user_id")
@@ -388,13 +395,43 @@ class SessionVectorMemory(BaseRetriever):
             "score_threshold": self.score_threshold,
             "half_life_days": self.half_life_days,
             "recency_weight": self.recency_weight,
+            "lexical_weight": self.lexical_weight,
         }
         return build_query(options, defaults, fetch_k=self.fetch_k)
 
     def _search(self, query: str, vector: list[float] | None, q: RetrievalQuery) -> list[Document]:
         if vector is not None:
             self._backend.check_model(self._model_id, len(vector))
-        return rank(q, self._backend.query(self.user_id, query, vector, q.fetch, q.where), user_id=self.user_id)
+        hits = self._backend.query(self.user_id, query, vector, q.fetch, q.where)
+        lexical: dict[str, float] | None = None
+        if q.lexical_weight > 0:
+            lexical = self._lexical_hits(query, vector, q, hits)
+        return rank(q, hits, user_id=self.user_id, lexical=lexical)
+
+    def _lexical_hits(
+        self, query: str, vector: list[float] | None, q: RetrievalQuery, hits: list[tuple[Record, float]]
+    ) -> dict[str, float] | None:
+        """BM25 candidates of the query; those the vector search missed join ``hits`` with their similarity."""
+        try:
+            current = self._backend.all_ids(self.user_id)
+        except UnsupportedOperationError:
+            return None  # the store cannot list its records: dense ranking only (documented)
+        index = self._lexical.get(self.user_id)
+
+        def fetch(ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+            return [(r.id, r.text, r.metadata) for r in self._backend.fetch(self.user_id, ids)]
+
+        index.sync(current, fetch)
+        scope = {**q.where, "user_id": self.user_id}
+        top = index.top(query, q.fetch, allowed=lambda meta: matches(meta, scope))
+        known = {r.id for r, _ in hits}
+        missing = [doc_id for doc_id, _ in top if doc_id not in known]
+        if missing:
+            for record in self._backend.fetch(self.user_id, missing, with_embeddings=vector is not None):
+                similarity = cosine(vector, record.embedding) if vector is not None and record.embedding else 0.0
+                record.embedding = None
+                hits.append((record, similarity))
+        return dict(top)
 
     def _get_relevant_documents(
         self,

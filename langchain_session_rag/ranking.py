@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
 
-__all__ = ["SECONDS_PER_DAY", "decayed_score", "marker"]
+__all__ = ["SECONDS_PER_DAY", "cosine", "decayed_score", "fused_score", "marker"]
 
 SECONDS_PER_DAY = 86_400.0
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0 when either is all zeros)."""
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def fused_score(similarity: float, lexical: float, *, lexical_weight: float) -> float:
+    """Hybrid relevance: ``(1 − lexical_weight) × similarity + lexical_weight × lexical``.
+
+    ``lexical`` is the BM25 score divided by the best BM25 score of the query, so it lies in [0, 1].
+    """
+    return (1.0 - lexical_weight) * similarity + lexical_weight * lexical
 
 
 def decayed_score(

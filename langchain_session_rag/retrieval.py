@@ -9,7 +9,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp, utcnow
-from langchain_session_rag.ranking import SECONDS_PER_DAY, decayed_score, marker
+from langchain_session_rag.ranking import SECONDS_PER_DAY, decayed_score, fused_score, marker
 from langchain_session_rag.stores import Record, Where, decode_message_ids
 
 __all__ = ["OPTIONS", "RetrievalQuery", "build_query", "rank"]
@@ -26,6 +26,7 @@ OPTIONS = frozenset(
         "score_threshold",
         "half_life_days",
         "recency_weight",
+        "lexical_weight",
         "now",
     }
 )
@@ -42,6 +43,7 @@ class RetrievalQuery:
     threshold: float | None
     half_life_days: float | None
     recency_weight: float
+    lexical_weight: float
     now: datetime
 
 
@@ -99,10 +101,15 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     if not 0 <= weight <= 1:
         msg = f"recency_weight must lie in [0, 1], got {weight!r}."
         raise ValueError(msg)
+    lexical = opt.get("lexical_weight", 0.0)
+    if not isinstance(lexical, int | float) or not 0 <= lexical <= 1:
+        msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
+        raise ValueError(msg)
     now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
     return RetrievalQuery(
         k=k,
-        fetch=max(k, fetch_k) if half_life is not None else k,
+        fetch=max(k, fetch_k) if half_life is not None or lexical > 0 else k,
+        lexical_weight=float(lexical),
         where=where,
         threshold=opt.get("score_threshold"),
         half_life_days=half_life,
@@ -111,8 +118,18 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     )
 
 
-def rank(query: RetrievalQuery, hits: list[tuple[Record, float]], *, user_id: str) -> list[Document]:
-    """Drop other users' and sub-threshold hits, apply decay, and return the top ``k`` documents."""
+def rank(
+    query: RetrievalQuery,
+    hits: list[tuple[Record, float]],
+    *,
+    user_id: str,
+    lexical: dict[str, float] | None = None,
+) -> list[Document]:
+    """Drop other users' and sub-threshold hits, fuse lexical scores, apply decay, return the top ``k``.
+
+    ``lexical`` maps record ids to BM25 scores; they are divided by the best one of the query.
+    """
+    best = max(lexical.values(), default=0.0) if lexical else 0.0
     scored: list[tuple[float, Document]] = []
     for record, similarity in hits:
         meta = record.metadata
@@ -122,13 +139,20 @@ def rank(query: RetrievalQuery, hits: list[tuple[Record, float]], *, user_id: st
             continue
         ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
         age = (query.now - ts).total_seconds() / SECONDS_PER_DAY if ts else 0.0
+        relevance = similarity
+        extra: dict[str, float] = {}
+        if query.lexical_weight > 0:
+            lex = (lexical or {}).get(record.id, 0.0) / best if best > 0 else 0.0
+            relevance = fused_score(similarity, lex, lexical_weight=query.lexical_weight)
+            extra["lexical"] = lex
         score = decayed_score(
-            similarity, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
+            relevance, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
         )
         out = {
             **meta,
             "message_ids": decode_message_ids(meta.get("message_ids")),
             "similarity": similarity,
+            **extra,
             "score": score,
             "marker": marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name")),
         }

@@ -11,7 +11,6 @@ usual pipeline that embeds exchanges to segment and then embeds everything again
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -19,19 +18,13 @@ from typing import Any, Literal
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag.ranking import cosine
 from langchain_session_rag.stores import decode_message_ids
 from langchain_session_rag.tokens import TokenCounter, tiktoken_counter
 
 __all__ = ["Segment", "SimilarityProfile", "TopicSegmenter"]
 
 Comparison = Literal["centroid", "previous"]
-
-
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
 
 
 @dataclass
@@ -157,7 +150,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         size, tokens = 1, token_counts[0]
         for i in range(1, len(vectors)):
             ref = total if self.comparison == "centroid" else vectors[i - 1]
-            sim = _cosine(vectors[i], ref)
+            sim = cosine(vectors[i], ref)
             similarities.append(sim)
             topic_break = sim < self.threshold and size >= self.min_exchanges
             too_long = self.max_tokens is not None and tokens + token_counts[i] > self.max_tokens

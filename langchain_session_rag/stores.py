@@ -118,6 +118,12 @@ class MemoryBackend(Protocol):
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Delete records of the user."""
 
+    def all_ids(self, user_id: str) -> list[str]:
+        """Ids of every record of the user (raises UnsupportedOperationError if the store cannot list)."""
+
+    def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
+        """The user's records among ``ids``."""
+
 
 # ---------------------------------------------------------------------------------------------
 # Chroma
@@ -305,6 +311,27 @@ class ChromaBackend:
         """Every record of the user matching ``where``."""
         include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
         res: Any = self._collection(user_id).get(where=self._scoped(user_id, where), include=include)
+        return self._records(res, with_embeddings=with_embeddings)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete the user's records among ``ids`` (others' records are never touched)."""
+        if ids:
+            self._collection(user_id).delete(ids=list(ids), where={"user_id": user_id})
+
+    def all_ids(self, user_id: str) -> list[str]:
+        """Ids of every record of the user (an ids-only read)."""
+        return list(self._collection(user_id).get(where={"user_id": user_id}, include=[])["ids"])
+
+    def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
+        """The user's records among ``ids``."""
+        if not ids:
+            return []
+        include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
+        res: Any = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=include)
+        return self._records(res, with_embeddings=with_embeddings)
+
+    @staticmethod
+    def _records(res: Any, *, with_embeddings: bool) -> list[Record]:
         embeddings = res.get("embeddings") if with_embeddings else None
         return [
             Record(
@@ -315,11 +342,6 @@ class ChromaBackend:
             )
             for n in range(len(res["ids"]))
         ]
-
-    def delete(self, user_id: str, ids: Sequence[str]) -> None:
-        """Delete the user's records among ``ids`` (others' records are never touched)."""
-        if ids:
-            self._collection(user_id).delete(ids=list(ids), where={"user_id": user_id})
 
     def count(self) -> int:
         """Number of chunks in the whole store (all users)."""
@@ -472,6 +494,15 @@ class VectorStoreBackend:
         owned = sorted(self.existing_ids(user_id, ids))
         if owned:
             self.vectorstore.delete(ids=owned)
+
+    def all_ids(self, user_id: str) -> list[str]:
+        """Ids of every record of the user (listable stores only)."""
+        return [r.id for r in self._all() if r.metadata.get("user_id") == user_id]
+
+    def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
+        """The user's records among ``ids`` (listable stores only)."""
+        wanted = set(ids)
+        return [r for r in self.get(user_id, {}, with_embeddings=with_embeddings) if r.id in wanted]
 
 
 def decode_message_ids(value: Any) -> list[str]:

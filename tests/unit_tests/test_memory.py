@@ -28,7 +28,7 @@ def test_readme_contract(tmp_path: Path) -> None:
 def test_stored_metadata(make_memory: Factory) -> None:
     m = make_memory()
     (cid,) = m.add_messages(chroma_session(), session_id="s1")
-    (doc,) = m.invoke("chroma", k=1)
+    (doc,) = m.invoke("chroma", k=1, lexical_weight=0)
     meta = doc.metadata
     assert doc.id == cid
     assert meta["user_id"] == "alice"
@@ -140,9 +140,9 @@ def test_recency_decay_prefers_newer_memories_and_is_off_by_default(make_memory:
     m.add_messages(old, session_id="old")
     m.add_messages(new, session_id="new")
     query = "which PostgreSQL version is staging on? 14"
-    plain = m.invoke(query, k=2)
+    plain = m.invoke(query, k=2, lexical_weight=0)
     assert plain[0].metadata["session_id"] == "old", "without decay the closer wording wins"
-    decayed = m.invoke(query, k=2, half_life_days=30, recency_weight=1.0, now="2026-06-02T00:00:00")
+    decayed = m.invoke(query, k=2, half_life_days=30, recency_weight=1.0, now="2026-06-02T00:00:00", lexical_weight=0)
     assert decayed[0].metadata["session_id"] == "new"
     top = decayed[0].metadata
     assert top["score"] == pytest.approx(top["similarity"] * 0.5 ** (1 / 30), rel=1e-6)

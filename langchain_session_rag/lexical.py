@@ -1,0 +1,246 @@
+"""A small in-process BM25 index over one user's chunks, for hybrid lexical + dense ranking.
+
+Dense embeddings of a small model blur names, numbers and rare words; BM25 catches them. The
+index is kept per user in memory and brought up to date incrementally before each search (an
+ids-only read of the store tells what was added or removed, also by other processes).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+__all__ = ["BM25Index", "LexicalCache", "tokenize"]
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "about",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "have",
+        "has",
+        "had",
+        "i",
+        "you",
+        "he",
+        "she",
+        "it",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "them",
+        "my",
+        "your",
+        "his",
+        "its",
+        "our",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "not",
+        "no",
+        "so",
+        "than",
+        "too",
+        "very",
+        "can",
+        "will",
+        "just",
+        "should",
+        "would",
+        "could",
+        "there",
+        "here",
+        "from",
+        "up",
+        "down",
+        "out",
+        "over",
+        "into",
+        "also",
+        "then",
+        "some",
+        "any",
+        "all",
+        "each",
+        "more",
+        "most",
+        "other",
+        "such",
+        "only",
+        "own",
+        "same",
+        "s",
+        "t",
+        "don",
+        "now",
+        "user",
+        "assistant",
+    ]
+)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case words and numbers, without stop words, with plural ``-s`` folded."""
+    out = []
+    for word in _WORD.findall(text.lower()):
+        if word in _STOP:
+            continue
+        plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")  # noqa: PLR2004
+        out.append(word[:-1] if plural else word)
+    return out
+
+
+class BM25Index:
+    """Okapi BM25 over documents added and removed by id."""
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        """Create an empty index with the usual BM25 parameters."""
+        self.k1, self.b = k1, b
+        self._terms: dict[str, Counter[str]] = {}
+        self._lengths: dict[str, int] = {}
+        self._df: Counter[str] = Counter()
+        self._postings: dict[str, set[str]] = {}
+        self.metadata: dict[str, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        """Number of indexed documents."""
+        return len(self._terms)
+
+    @property
+    def ids(self) -> set[str]:
+        """Ids of the indexed documents."""
+        return set(self._terms)
+
+    def add(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> None:
+        """Index a document (replacing one with the same id)."""
+        if doc_id in self._terms:
+            self.remove(doc_id)
+        terms = Counter(tokenize(text))
+        self._terms[doc_id] = terms
+        self._lengths[doc_id] = sum(terms.values())
+        self.metadata[doc_id] = metadata or {}
+        for term in terms:
+            self._df[term] += 1
+            self._postings.setdefault(term, set()).add(doc_id)
+
+    def remove(self, doc_id: str) -> None:
+        """Drop a document from the index."""
+        terms = self._terms.pop(doc_id, None)
+        if terms is None:
+            return
+        self._lengths.pop(doc_id, None)
+        self.metadata.pop(doc_id, None)
+        for term in terms:
+            self._df[term] -= 1
+            postings = self._postings.get(term)
+            if postings is not None:
+                postings.discard(doc_id)
+            if self._df[term] <= 0:
+                del self._df[term]
+                self._postings.pop(term, None)
+
+    def scores(self, query: str, *, allowed: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, float]:
+        """BM25 score of every document sharing a term with ``query`` (and passing ``allowed``)."""
+        n = len(self._terms)
+        if not n:
+            return {}
+        avg = sum(self._lengths.values()) / n or 1.0
+        out: dict[str, float] = {}
+        for term in set(tokenize(query)):
+            df = self._df.get(term, 0)
+            if not df:
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            for doc_id in self._postings[term]:
+                if allowed is not None and not allowed(self.metadata[doc_id]):
+                    continue
+                f = self._terms[doc_id][term]
+                norm = self.k1 * (1 - self.b + self.b * self._lengths[doc_id] / avg)
+                out[doc_id] = out.get(doc_id, 0.0) + idf * f * (self.k1 + 1) / (f + norm)
+        return out
+
+    def top(
+        self, query: str, n: int, *, allowed: Callable[[dict[str, Any]], bool] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``n`` best documents with their scores, best first."""
+        ranked = sorted(self.scores(query, allowed=allowed).items(), key=lambda kv: (-kv[1], kv[0]))
+        return ranked[:n]
+
+    def sync(
+        self,
+        current_ids: Iterable[str],
+        fetch: Callable[[Sequence[str]], Iterable[tuple[str, str, dict[str, Any]]]],
+    ) -> None:
+        """Bring the index to ``current_ids``: drop the gone, fetch and add the new."""
+        current = set(current_ids)
+        for doc_id in self.ids - current:
+            self.remove(doc_id)
+        missing = sorted(current - self.ids)
+        if missing:
+            for doc_id, text, metadata in fetch(missing):
+                self.add(doc_id, text, metadata)
+
+
+class LexicalCache:
+    """Per-user BM25 indexes, least recently used first out."""
+
+    def __init__(self, max_users: int = 64) -> None:
+        """Keep at most ``max_users`` indexes."""
+        self.max_users = max_users
+        self._indexes: OrderedDict[str, BM25Index] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> BM25Index:
+        """The index of ``key`` (created empty on first use)."""
+        with self._lock:
+            index = self._indexes.get(key)
+            if index is None:
+                index = BM25Index()
+                self._indexes[key] = index
+                while len(self._indexes) > self.max_users:
+                    self._indexes.popitem(last=False)
+            else:
+                self._indexes.move_to_end(key)
+            return index
