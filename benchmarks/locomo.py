@@ -107,13 +107,15 @@ class WindowChunker(ExchangeChunker):
 def build_memory(
     name: str, root: Path, user_id: str, embeddings: Embeddings, strategy: dict[str, Any]
 ) -> SessionVectorMemory:
-    kwargs: dict[str, Any] = {"embeddings": embeddings, "collection_name": name, "k": 50}
+    kwargs: dict[str, Any] = {"embeddings": embeddings, "collection_name": name, "k": 50, "fetch_k": FETCH_K}
     kind = strategy["unit"]
     if kind == "turn":
         kwargs["chunker"] = TurnChunker()
     elif kind == "window":
         kwargs["chunker"] = WindowChunker(max_tokens=max(strategy["window"], 32))
         kwargs["chunker"].window = strategy["window"]
+    elif kind == "exchange":
+        kwargs["chunking"] = "exchange"
     elif kind == "topic":
         kwargs["chunking"] = "topic"
         kwargs["segmenter"] = TopicSegmenter(
@@ -123,41 +125,51 @@ def build_memory(
     return SessionVectorMemory.local(path=root / name, user_id=user_id, **kwargs)
 
 
+LEXICAL_WEIGHTS: tuple[float, ...] = (0.0, 0.3)
+FETCH_K = 50
+
+
 def evaluate(
     conversations: list[locomo_data.Conversation],
     strategy: dict[str, Any],
     embeddings: Embeddings,
     root: Path,
     count: Callable[[str], int],
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    """Ingest every conversation with one strategy; score dense-only and hybrid retrieval."""
     name = strategy["name"]
-    per_q: list[dict[str, Any]] = []
+    per_q: dict[float, list[dict[str, Any]]] = {w: [] for w in LEXICAL_WEIGHTS}
     units = 0
     unit_tokens: list[int] = []
     started = time.perf_counter()
     for conv in conversations:
-        memory = build_memory(name.replace("=", "").replace(".", "").replace(" ", "-"), root, conv.sample_id,
-                              embeddings, strategy)  # fmt: skip
+        memory = build_memory(name.replace(".", ""), root, conv.sample_id, embeddings, strategy)
         for session in conv.sessions:
             memory.add_messages(session.messages, session_id=session.session_id)
-        units += memory.count()
+        records = memory.backend.get(conv.sample_id, {})
+        units += len(records)
+        unit_tokens.extend(count(r.text) for r in records)
         for q in conv.questions:
             if not q.evidence:
                 continue
-            docs = memory.invoke(q.question, k=max(KS) * 2)
-            per_q.append(score_question(q, docs, count))
-            unit_tokens.extend(count(f"{d.metadata['marker']} {d.page_content}") for d in docs[:5])
+            for weight in LEXICAL_WEIGHTS:
+                docs = memory.invoke(q.question, k=max(KS) * 2, lexical_weight=weight)
+                per_q[weight].append(score_question(q, docs, count))
     elapsed = time.perf_counter() - started
-    return {
-        "strategy": strategy,
-        "units": units,
-        "mean_unit_tokens": round(statistics.fmean(unit_tokens), 1),
-        "questions": len(per_q),
-        "seconds": round(elapsed, 1),
-        "recall_at_k": {str(k): table(per_q, f"k{k}") for k in KS},
-        "recall_at_tokens": {str(b): table(per_q, f"t{b}") for b in BUDGETS},
-        "tokens_at_k25": round(statistics.fmean(q["tokens_k25"] for q in per_q), 1),
-    }
+    return [
+        {
+            "strategy": {**strategy, "lexical_weight": weight},
+            "units": units,
+            "mean_unit_tokens": round(statistics.fmean(unit_tokens), 1),
+            "questions": len(per_q[weight]),
+            "seconds": round(elapsed, 1),
+            "recall_at_k": {str(k): table(per_q[weight], f"k{k}") for k in KS},
+            "recall_at_tokens": {str(b): table(per_q[weight], f"t{b}") for b in BUDGETS},
+            "recall_at_text_tokens": {str(b): table(per_q[weight], f"x{b}") for b in BUDGETS},
+            "tokens_at_k25": round(statistics.fmean(q["tokens_k25"] for q in per_q[weight]), 1),
+        }
+        for weight in LEXICAL_WEIGHTS
+    ]
 
 
 def score_question(q: locomo_data.Question, docs: list[Document], count: Callable[[str], int]) -> dict[str, Any]:
@@ -167,16 +179,24 @@ def score_question(q: locomo_data.Question, docs: list[Document], count: Callabl
         got = {m for d in docs[:k] for m in d.metadata["message_ids"]}
         out[f"k{k}"] = len(evidence & got) / len(evidence)
     costs = [count(f"{d.metadata['marker']} {d.page_content}") for d in docs]
+    text_costs = [count(d.page_content) for d in docs]
     out["tokens_k25"] = sum(costs[:25])
     for budget in BUDGETS:
-        got, spent = set(), 0
-        for d, cost in zip(docs, costs, strict=True):
-            if spent + cost > budget:
-                break
-            spent += cost
-            got.update(d.metadata["message_ids"])
-        out[f"t{budget}"] = len(evidence & got) / len(evidence)
+        out[f"t{budget}"] = _recall_within(docs, costs, budget, evidence)
+        out[f"x{budget}"] = _recall_within(docs, text_costs, budget, evidence)
     return out
+
+
+def _recall_within(docs: list[Document], costs: list[int], budget: int, evidence: set[str]) -> float:
+    """Recall of the longest rank-order prefix of whole chunks that fits the budget."""
+    got: set[str] = set()
+    spent = 0
+    for d, cost in zip(docs, costs, strict=True):
+        if spent + cost > budget:
+            break
+        spent += cost
+        got.update(d.metadata["message_ids"])
+    return len(evidence & got) / len(evidence)
 
 
 def table(per_q: list[dict[str, Any]], key: str) -> dict[str, float]:
@@ -200,6 +220,12 @@ def strategies(quick: bool) -> list[dict[str, Any]]:
             {"name": f"topic-{comparison}-{t}", "unit": "topic", "threshold": t, "comparison": comparison}
             for t in thresholds
         )
+    capped = (0.7,) if quick else (0.6, 0.7, 0.8)
+    out.extend(
+        {"name": f"topic-centroid-{t}-max128", "unit": "topic", "threshold": t, "comparison": "centroid",
+         "max_tokens": 128}
+        for t in capped
+    )  # fmt: skip
     return out
 
 
@@ -208,7 +234,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer strategies")
     parser.add_argument("--only", nargs="*", help="strategy names to run")
     parser.add_argument("--out", default=str(RESULTS / "locomo.json"))
+    parser.add_argument("--lexical", nargs="*", type=float, help="lexical weights to score (default 0 and 0.3)")
+    parser.add_argument("--fetch-k", type=int, default=50, help="candidates per retriever before fusion")
     args = parser.parse_args()
+    global LEXICAL_WEIGHTS, FETCH_K  # noqa: PLW0603
+    LEXICAL_WEIGHTS = tuple(args.lexical) if args.lexical else LEXICAL_WEIGHTS
+    FETCH_K = args.fetch_k
     conversations = locomo_data.load()
     embeddings = CachedEmbeddings(get_default_embeddings())
     count = tiktoken_counter()
@@ -218,13 +249,15 @@ def main() -> None:
     for strategy in strategies(args.quick):
         if args.only and strategy["name"] not in args.only:
             continue
-        result = evaluate(conversations, strategy, embeddings, root, count)
-        results.append(result)
-        k25 = result["recall_at_k"]["25"]["overall"]
-        t600 = result["recall_at_tokens"]["600"]["overall"]
-        print(f"{strategy['name']:<24} units={result['units']:>5} r@5={result['recall_at_k']['5']['overall']:5.1f} "
-              f"r@25={k25:5.1f} r@600tok={t600:5.1f} r@1024tok={result['recall_at_tokens']['1024']['overall']:5.1f} "
-              f"({result['seconds']:.0f} s)", flush=True)  # fmt: skip
+        for result in evaluate(conversations, strategy, embeddings, root, count):
+            results.append(result)
+            label = f"{strategy['name']} w={result['strategy']['lexical_weight']}"
+            r_k, r_t = result["recall_at_k"], result["recall_at_tokens"]
+            print(f"{label:<34} units={result['units']:>5} r@5={r_k['5']['overall']:5.1f} "
+                  f"r@25={r_k['25']['overall']:5.1f} r@512tok={r_t['512']['overall']:5.1f} "
+                  f"r@600tok={r_t['600']['overall']:5.1f} r@1024tok={r_t['1024']['overall']:5.1f} "
+                  f"r@600text={result['recall_at_text_tokens']['600']['overall']:5.1f} "
+                  f"({result['seconds']:.0f} s)", flush=True)  # fmt: skip
     payload = {
         "benchmark": "locomo",
         "date": time.strftime("%Y-%m-%d"),

@@ -14,7 +14,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["BM25Index", "LexicalCache", "tokenize"]
+__all__ = ["BM25Index", "LexicalCache", "stem", "tokenize"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -121,15 +121,35 @@ _STOP = frozenset(
 )
 
 
+_VOWEL = re.compile(r"[aeiouy]")
+_SUFFIXES = (("ies", "y", 5), ("ing", "", 6), ("ed", "", 5), ("ly", "", 6), ("es", "", 5), ("s", "", 4))
+
+
+def stem(word: str) -> str:
+    """A light English suffix stripper: ``painted``, ``painting``, ``paints`` all give ``paint``.
+
+    Strips one of -ies/-ing/-ed/-ly/-es/-s when a vowel stays in the stem, undoubles a final
+    consonant after -ing/-ed (``running`` → ``run``), then drops a final -e (``loved``, ``love`` → ``lov``).
+    """
+    if len(word) <= 3 or word.isdigit():  # noqa: PLR2004
+        return word
+    for suffix, replacement, min_length in _SUFFIXES:
+        if word.endswith(suffix) and len(word) >= min_length and not word.endswith("ss"):
+            base = word[: -len(suffix)] + replacement
+            if not _VOWEL.search(base):
+                continue
+            if suffix in {"ing", "ed"} and len(base) > 2 and base[-1] == base[-2] and base[-1] not in "lsz":  # noqa: PLR2004
+                base = base[:-1]
+            word = base
+            break
+    if len(word) > 3 and word.endswith("e"):  # noqa: PLR2004
+        word = word[:-1]
+    return word
+
+
 def tokenize(text: str) -> list[str]:
-    """Lower-case words and numbers, without stop words, with plural ``-s`` folded."""
-    out = []
-    for word in _WORD.findall(text.lower()):
-        if word in _STOP:
-            continue
-        plural = len(word) > 3 and word.endswith("s") and not word.endswith("ss")  # noqa: PLR2004
-        out.append(word[:-1] if plural else word)
-    return out
+    """Lower-case words and numbers, without stop words, stemmed with :func:`stem`."""
+    return [stem(word) for word in _WORD.findall(text.lower()) if word not in _STOP]
 
 
 class BM25Index:

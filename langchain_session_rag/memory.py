@@ -24,7 +24,7 @@ from langchain_session_rag.lexical import LexicalCache
 from langchain_session_rag.portability import read_jsonl, write_jsonl
 from langchain_session_rag.ranking import cosine
 from langchain_session_rag.retrieval import RetrievalQuery, build_query, rank
-from langchain_session_rag.segmentation import TopicSegmenter
+from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
 from langchain_session_rag.stores import (
     ChromaBackend,
     MemoryBackend,
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["Consolidation", "SessionVectorMemory"]
 
 SourceType = Literal["session", "document"]
+DEFAULT_SEGMENT_TOKENS = 128
+"""Token cap of the default segmenter's segments (LoCoMo: best recall per prompt token)."""
 
 
 def _chroma_client(path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000) -> ClientAPI:
@@ -143,10 +145,13 @@ class SessionVectorMemory(BaseRetriever):
     """Return only ``"session"`` memories or only ``"document"`` chunks."""
     chunker: ExchangeChunker = Field(default_factory=ExchangeChunker)
     """How conversations are cut into exchange chunks."""
-    chunking: Chunking = "exchange"
-    """How ``add_messages`` stores a batch: one chunk per ``"exchange"``, or ``"topic"`` segments."""
+    chunking: Chunking = "topic"
+    """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default, which
+    retrieved best on LoCoMo) or one chunk per ``"exchange"``. A batch of one exchange (live chat) is stored
+    as an exchange either way, retrievable at once; :meth:`consolidate` groups a session's exchanges later."""
     segmenter: TopicSegmenter | None = None
-    """Groups exchanges into topics (``chunking="topic"`` and :meth:`consolidate`); default threshold 0.7."""
+    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
+    comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
 
     _backend: MemoryBackend = PrivateAttr()
     _lexical: LexicalCache = PrivateAttr(default_factory=LexicalCache)
@@ -181,7 +186,9 @@ class SessionVectorMemory(BaseRetriever):
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
         if self.segmenter is None:
-            self.segmenter = TopicSegmenter(self.embeddings, token_counter=self.chunker.count)
+            self.segmenter = TopicSegmenter(
+                self.embeddings, max_tokens=DEFAULT_SEGMENT_TOKENS, token_counter=self.chunker.count
+            )
         elif self.segmenter.embeddings is not self.embeddings:
             msg = (
                 "The segmenter must use the memory's embedding model (its vectors are stored): "
@@ -363,6 +370,16 @@ class SessionVectorMemory(BaseRetriever):
             return Consolidation(session_id, 0, 0, 0)
         segments = await self._segmenter.asegment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
         return await asyncio.to_thread(writer.consolidation_output, session_id, stored, exchanges, segments)
+
+    def similarity_profile(self, session_id: str) -> SimilarityProfile:
+        """The similarity series and topic boundaries of a session's stored exchanges, for plotting.
+
+        Uses the stored vectors (no embedding call). A session already consolidated has no exchange
+        chunks left and gives an empty profile.
+        """
+        writer = self._writer()
+        _, exchanges = writer.consolidation_input(session_id)
+        return self._segmenter.similarity_profile(writer.as_documents(exchanges), writer.vectors_of(exchanges))
 
     # -- documents -------------------------------------------------------------------------------
     def add_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:

@@ -7,14 +7,17 @@ from collections.abc import Callable
 import pytest
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.lexical import BM25Index, tokenize
+from langchain_session_rag.lexical import BM25Index, stem, tokenize
 from tests.conftest import chroma_session, cooking_session
 
 Factory = Callable[..., SessionVectorMemory]
 
 
-def test_tokenize_drops_stop_words_and_folds_plurals() -> None:
-    assert tokenize("What are the Dogs' names? 2 dogs, Class 3") == ["dog", "name", "2", "dog", "class", "3"]
+def test_tokenize_drops_stop_words_and_stems() -> None:
+    assert tokenize("What are the Dogs' names? 2 dogs, Class 3") == ["dog", "nam", "2", "dog", "class", "3"]
+    assert {stem(w) for w in ("painted", "painting", "paints", "paint")} == {"paint"}
+    assert {stem(w) for w in ("loved", "loving", "love")} == {"lov"}
+    assert [stem(w) for w in ("running", "cities", "glasses", "bus", "2023")] == ["run", "city", "glass", "bus", "2023"]
 
 
 def test_bm25_ranks_rare_terms_and_tracks_removals() -> None:

@@ -122,12 +122,16 @@ def test_consolidate_reuses_vectors_and_is_idempotent(make_memory: Factory, real
         memory.add_messages(msgs[i : i + 2], session_id="s1")
     assert memory.count() == 6
     embedded_live = len(counting.texts)
+    profile = memory.similarity_profile("s1")
+    assert profile.boundaries == [2, 4]
+    assert len(counting.texts) == embedded_live, "the profile reuses stored vectors"
     result = memory.consolidate("s1")
     assert (result.exchanges, result.segments) == (6, 3)
     assert result.texts_embedded == 3
     assert len(counting.texts) == embedded_live + 3, "only multi-exchange segments are embedded"
     assert memory.count() == 3
     assert covered(memory, "s1") == sorted(m["id"] for m in msgs)
+    assert memory.similarity_profile("s1").similarities == []
     again = memory.consolidate("s1")
     assert (again.exchanges, again.segments) == (0, 0)
     assert covered(memory, "s1") == sorted(m["id"] for m in msgs)
