@@ -27,7 +27,7 @@ def _show(docs: list[Any], width: int) -> None:
         print("    (nothing retrieved)")
     for doc in docs:
         meta = doc.metadata
-        scores = f"score={meta['score']:.3f}  similarity={meta['similarity']:.3f}"
+        scores = f"score={meta['score']:.3f}  similarity={meta['similarity']:.3f}  lexical={meta.get('lexical', 0):.2f}"
         print(f"    {meta['marker']}  {scores}  session={meta['session_id']}")
         for line in doc.page_content.splitlines()[:2]:
             print(textwrap.indent(textwrap.shorten(line, width=width, placeholder=" …"), "      "))
@@ -54,13 +54,15 @@ def run_demo(
     elapsed = time.perf_counter() - started
     as_of = parse_timestamp(sample["sessions"][-1]["date"]) + timedelta(days=1)
     print(
-        f"Stored {len(sample['sessions'])} sessions as {chunks} exchange chunks for user {sample['user_id']!r} "
-        f"in {path} ({elapsed:.1f} s, embedding model {memory.model_id})."
+        f"Stored {len(sample['sessions'])} sessions as {chunks} chunks ({memory.chunking} chunking) for user "
+        f"{sample['user_id']!r} in {path} ({elapsed:.1f} s, embedding model {memory.model_id})."
     )
+    w, rw = memory.lexical_weight, memory.recency_weight
     print(
-        f"Retrieval: top {k} with similarity >= {score_threshold:g}, recency half-life {half_life_days:g} days "
-        f"(weight {memory.recency_weight:g}), as of {as_of.date()}:\n"
-        "  score = similarity x ((1 - weight) + weight x 0.5 ** (age_days / half_life_days))\n"
+        f"Retrieval: top {k} with similarity >= {score_threshold:g}, hybrid BM25 weight {w:g}, recency half-life "
+        f"{half_life_days:g} days (weight {rw:g}), as of {as_of.date()}:\n"
+        f"  score = ({1 - w:g} x similarity + {w:g} x lexical) x ({1 - rw:g} + {rw:g} x 0.5 ** (age_days / "
+        f"{half_life_days:g}))\n"
     )
     for question in sample["questions"]:
         print(f"Q: {question}")
