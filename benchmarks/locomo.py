@@ -111,9 +111,11 @@ def build_memory(
     kind = strategy["unit"]
     if kind == "turn":
         kwargs["chunker"] = TurnChunker()
+        kwargs["chunking"] = "exchange"  # store the chunker's units as they are
     elif kind == "window":
         kwargs["chunker"] = WindowChunker(max_tokens=max(strategy["window"], 32))
         kwargs["chunker"].window = strategy["window"]
+        kwargs["chunking"] = "exchange"
     elif kind == "exchange":
         kwargs["chunking"] = "exchange"
     elif kind == "topic":

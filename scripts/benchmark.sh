@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Run benchmarks (after the same set-up as the other commands). Results: benchmarks/results/*.json
+#   bash scripts/benchmark.sh locomo          # LoCoMo recall (about 8 minutes on 2 cores)
+#   bash scripts/benchmark.sh memory_scale    # ingest throughput and scoped latency at 10k chunks
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+bash scripts/setup.sh
+if [ "$#" -eq 0 ]; then
+  echo "usage: bash scripts/benchmark.sh NAME [args...]   (NAME: $(cd benchmarks && ls [a-z]*.py | grep -v locomo_data | sed 's/\.py$//' | tr '\n' ' '))" >&2
+  exit 2
+fi
+name="$1"
+shift
+exec .venv/bin/python "benchmarks/${name}.py" "$@"
