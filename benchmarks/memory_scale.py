@@ -59,6 +59,7 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--chunking", choices=["exchange", "topic"], default="topic")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--out", default=str(RESULTS / "memory_scale.json"))
     args = parser.parse_args()
@@ -68,7 +69,9 @@ def main() -> None:
     embeddings.embed_query("warm up")  # load the model outside the timings
 
     workdir = Path(tempfile.mkdtemp(prefix="session-rag-bench-"))
-    memory = SessionVectorMemory.local(path=workdir / "sharded", user_id="u0000", embeddings=embeddings)
+    memory = SessionVectorMemory.local(
+        path=workdir / "sharded", user_id="u0000", embeddings=embeddings, chunking=args.chunking
+    )
     stored, messages, users = 0, 0, 0
     started = time.perf_counter()
     while stored < args.chunks:
@@ -80,7 +83,9 @@ def main() -> None:
     ingest_s = time.perf_counter() - started
 
     # The same records in one collection (shards=1), vectors copied, for the `where`-filter baseline.
-    single = SessionVectorMemory.local(path=workdir / "single", user_id="u0000", embeddings=embeddings, shards=1)
+    single = SessionVectorMemory.local(
+        path=workdir / "single", user_id="u0000", embeddings=embeddings, shards=1, chunking=args.chunking
+    )
     for u in range(users):
         uid = f"u{u:04d}"
         single.backend.add(uid, memory.backend.get(uid, {}, with_embeddings=True))
@@ -90,22 +95,20 @@ def main() -> None:
     vectors = embeddings.embed_documents([q for _, q in plan])
     layouts: dict[str, Any] = {}
     for name, mem in (("sharded_32", memory), ("single_collection_where", single)):
-        with_embedding, store_only = [], []
+        timings: dict[str, list[float]] = {"invoke_hybrid": [], "invoke_dense": [], "store_query_only": []}
         for (uid, question), vector in zip(plan, vectors, strict=True):
             view = mem.for_user(uid)
-            t0 = time.perf_counter()
-            docs = view.invoke(question, k=5)
-            with_embedding.append(time.perf_counter() - t0)
-            if any(d.metadata["user_id"] != uid for d in docs):
-                msg = f"scope violated for {uid}"
-                raise RuntimeError(msg)
+            for label, weight in (("invoke_hybrid", 0.3), ("invoke_dense", 0.0)):
+                t0 = time.perf_counter()
+                docs = view.invoke(question, k=5, lexical_weight=weight)
+                timings[label].append(time.perf_counter() - t0)
+                if any(d.metadata["user_id"] != uid for d in docs):
+                    msg = f"scope violated for {uid}"
+                    raise RuntimeError(msg)
             t0 = time.perf_counter()
             view.backend.query(uid, question, vector, 5, {})
-            store_only.append(time.perf_counter() - t0)
-        layouts[name] = {
-            "invoke_with_query_embedding": percentiles(with_embedding),
-            "store_query_only": percentiles(store_only),
-        }
+            timings["store_query_only"].append(time.perf_counter() - t0)
+        layouts[name] = {label: percentiles(values) for label, values in timings.items()}
 
     result = {
         "benchmark": "memory_scale",
@@ -113,6 +116,7 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "versions": {p: version(p) for p in ("chromadb", "langchain-core", "sentence-transformers", "torch")},
         "embedding_model": memory.model_id,
+        "chunking": args.chunking,
         "stored_chunks": stored,
         "users": users,
         "messages": messages,
