@@ -1,16 +1,20 @@
 """Long-term conversational memory for LangChain and LangGraph: past sessions as a RAG corpus."""
 
+from langchain_session_rag.budget import AssembledPrompt, BudgetReport, TokenBudget
 from langchain_session_rag.conversation import ExchangeChunker
 from langchain_session_rag.embeddings import LocalEmbeddings, get_default_embeddings
 from langchain_session_rag.memory import Consolidation, SessionVectorMemory
 from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
 
 __all__ = [
+    "AssembledPrompt",
+    "BudgetReport",
     "Consolidation",
     "ExchangeChunker",
     "LocalEmbeddings",
     "SessionVectorMemory",
     "SimilarityProfile",
+    "TokenBudget",
     "TopicSegmenter",
     "get_default_embeddings",
 ]

@@ -8,6 +8,7 @@ code catching those keeps working.
 from __future__ import annotations
 
 __all__ = [
+    "BudgetExceededError",
     "DuplicateMessageIdError",
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
@@ -55,3 +56,7 @@ class UnsupportedOperationError(SessionRAGError, RuntimeError):
 
 class MissingDependencyError(SessionRAGError, ImportError):
     """An optional dependency is not installed; the message names the install command."""
+
+
+class BudgetExceededError(SessionRAGError, ValueError):
+    """The parts of a prompt that cannot be dropped (instructions and the question) do not fit its budget."""
