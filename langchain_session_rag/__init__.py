@@ -3,6 +3,7 @@
 from langchain_session_rag.budget import AssembledPrompt, BudgetReport, TokenBudget
 from langchain_session_rag.conversation import ExchangeChunker
 from langchain_session_rag.embeddings import LocalEmbeddings, get_default_embeddings
+from langchain_session_rag.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
 from langchain_session_rag.memory import Consolidation, SessionVectorMemory
 from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
 
@@ -11,10 +12,14 @@ __all__ = [
     "BudgetReport",
     "Consolidation",
     "ExchangeChunker",
+    "HistoryWindow",
     "LocalEmbeddings",
     "SessionVectorMemory",
     "SimilarityProfile",
+    "SummaryBuffer",
     "TokenBudget",
     "TopicSegmenter",
     "get_default_embeddings",
+    "last_turns",
+    "trim_turns",
 ]

@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_session_rag.errors import BudgetExceededError
+from langchain_session_rag.history import split_turns
 from langchain_session_rag.prompts import (
     CONTEXT_CLOSE,
     CONTEXT_INTRO,
@@ -127,16 +128,6 @@ def _quote(text: str) -> str:
     """Quote retrieved text so it reads as data and cannot close the context block."""
     safe = _TAG.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), text)
     return "\n".join(f"> {line}" for line in safe.splitlines() or [""])
-
-
-def _turns(history: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
-    turns: list[list[BaseMessage]] = []
-    for message in history:
-        if message.type == "human" or not turns:
-            turns.append([message])
-        else:
-            turns[-1].append(message)
-    return turns
 
 
 class TokenBudget(BaseModel):
@@ -295,7 +286,7 @@ class TokenBudget(BaseModel):
         for rank, note in enumerate(core_memory):
             head = f"\n\n{CORE_MEMORY_HEADER}\n" if rank == 0 else "\n"
             items["core_memory"].append(text_item("core_memory", rank, head, note))
-        for rank, turn in enumerate(reversed(_turns(history))):
+        for rank, turn in enumerate(reversed(split_turns(history))):
             cost = sum(self._message_cost(m, cache) for m in turn)
             items["history"].append(_Item("history", rank, messages=list(turn), cost=cost))
         if summary:

@@ -26,9 +26,7 @@ def test_arithmetic_is_exact_with_len() -> None:
     prompt = budget.assemble("Q?", history=history, memories=[mem("abc")], core_memory="core", summary="sum")
     r = prompt.report
     system_text = (
-        "SYS\n\nINS"
-         "\n\nPinned notes about this user:\ncore"
-         "\n\nSummary of the earlier part of this conversation:\nsum"
+        "SYS\n\nINS\n\nPinned notes about this user:\ncore\n\nSummary of the earlier part of this conversation:\nsum"
     )
     human_text = f"{CONTEXT_OPEN}\n{CONTEXT_INTRO}\n\n[S: 2026-02-06]\n> abc\n{CONTEXT_CLOSE}\n\nQ?"
     assert [m.text for m in prompt.messages] == [system_text, "hi", "hello", human_text]
