@@ -32,6 +32,7 @@ from langchain_session_rag.stores import (
     VectorStoreBackend,
     Where,
     matches,
+    open_chroma_client,
 )
 
 if TYPE_CHECKING:
@@ -42,16 +43,6 @@ __all__ = ["Consolidation", "SessionVectorMemory"]
 SourceType = Literal["session", "document"]
 DEFAULT_SEGMENT_TOKENS = 128
 """Token cap of the default segmenter's segments (LoCoMo: best recall per prompt token)."""
-
-
-def _chroma_client(path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000) -> ClientAPI:
-    import chromadb  # noqa: PLC0415 - chromadb is slow to import; only when a store is opened
-    from chromadb.config import Settings  # noqa: PLC0415
-
-    settings = Settings(anonymized_telemetry=False)
-    if host is not None:
-        return chromadb.HttpClient(host=host, port=port, settings=settings)
-    return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
 class SessionVectorMemory(BaseRetriever):
@@ -222,7 +213,7 @@ class SessionVectorMemory(BaseRetriever):
         The embedding model defaults to the bundled all-MiniLM-L6-v2, loaded on first use.
         Other keyword arguments are the constructor's (``k``, ``half_life_days``, ...).
         """
-        client = _chroma_client(path=path)
+        client = open_chroma_client(path=path)
         return cls(
             chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )
@@ -239,7 +230,7 @@ class SessionVectorMemory(BaseRetriever):
         **kwargs: Any,
     ) -> SessionVectorMemory:
         """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes."""
-        client = _chroma_client(host=host, port=port)
+        client = open_chroma_client(host=host, port=port)
         return cls(
             chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )
@@ -595,6 +586,6 @@ class SessionVectorMemory(BaseRetriever):
         Returns:
             The number of chunks re-embedded.
         """
-        client = _chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
+        client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
         backend = ChromaBackend(client, name=collection_name)
         return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))

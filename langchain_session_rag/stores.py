@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import json
 import operator
+import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from chromadb.api.models.Collection import Collection
     from langchain_core.vectorstores import VectorStore
 
-__all__ = ["ChromaBackend", "MemoryBackend", "Record", "VectorStoreBackend", "Where", "shard_of"]
+__all__ = ["ChromaBackend", "MemoryBackend", "Record", "VectorStoreBackend", "Where", "open_chroma_client", "shard_of"]
 
 Where = dict[str, Any]
 """Equality / range conditions: ``{"key": value}`` or ``{"key": {"$in" | "$nin" | "$gte" | "$lte": v}}``."""
@@ -87,6 +88,19 @@ def to_chroma_where(where: Where) -> dict[str, Any]:
         else:
             clauses.append({key: cond})
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def open_chroma_client(
+    path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000
+) -> ClientAPI:
+    """A chromadb client: a server when ``host`` is given, else an embedded store in ``path``."""
+    import chromadb  # noqa: PLC0415 - chromadb is slow to import; only when a store is opened
+    from chromadb.config import Settings  # noqa: PLC0415
+
+    settings = Settings(anonymized_telemetry=False)
+    if host is not None:
+        return chromadb.HttpClient(host=host, port=port, settings=settings)
+    return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
 class MemoryBackend(Protocol):

@@ -50,3 +50,15 @@ async def test_server_async(chroma_server: tuple[str, int], real_embeddings) -> 
     await m.aadd_messages(chroma_session(), session_id="s1")
     docs = await m.ainvoke("chroma", k=2)
     assert docs[0].metadata["user_id"] == "erin"
+
+
+def test_semantic_cache_on_the_server_is_per_user(chroma_server: tuple[str, int], real_embeddings) -> None:
+    from langchain_session_rag import SemanticCache
+
+    host, port = chroma_server
+    alice = SemanticCache.server(host, port, user_id="alice", embeddings=real_embeddings)
+    alice.update("How do I reset my password?", "Settings.")
+    again = SemanticCache.server(host, port, user_id="alice", embeddings=real_embeddings)
+    assert again.lookup("How can I reset my password?") == "Settings."
+    assert again.for_user("bob").lookup("How can I reset my password?") is None
+    assert again.clear() == 1

@@ -1,0 +1,432 @@
+"""``SemanticCache``: answers repeated questions, and never a question it has not really seen.
+
+A hit needs all of: cosine similarity of the canonical questions ≥ ``threshold`` (0.95 by default), an
+unexpired entry (TTL per entry), the same knowledge version, the same model/prompt configuration key, the same
+user (a shared scope only by opt-in), and no guard objection (numbers, negation, named entities, topic words).
+Time-sensitive questions are never stored; questions that lean on earlier turns are neither looked up nor
+stored unless the caller gives a standalone rewrite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.embeddings import Embeddings
+from langchain_core.load import dumps, loads
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from langchain_session_rag.embeddings import embedding_model_id, get_default_embeddings
+from langchain_session_rag.guards import canonical, guard_mismatch, is_context_dependent, is_volatile
+from langchain_session_rag.stores import ChromaBackend, Record, open_chroma_client
+
+__all__ = ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache"]
+
+SHARED_SCOPE = "__shared__"
+MISS_REASONS = ("empty", "below_threshold", "expired", "stale_version", "guard", "volatile", "context_dependent")
+
+
+@dataclass
+class CacheDecision:
+    """The outcome of a lookup, explained."""
+
+    hit: bool
+    answer: str | None = None
+    reason: str = "hit"
+    """``"hit"`` or a miss reason: one of ``MISS_REASONS``."""
+    similarity: float | None = None
+    matched_question: str | None = None
+    detail: str = ""
+
+
+@dataclass
+class CacheStats:
+    """Hits, and misses by reason."""
+
+    hits: int = 0
+    misses: Counter[str] = field(default_factory=Counter)
+    skipped_updates: Counter[str] = field(default_factory=Counter)
+    """Answers not stored, by reason (``volatile``, ``context_dependent``)."""
+
+    @property
+    def lookups(self) -> int:
+        """Lookups counted."""
+        return self.hits + sum(self.misses.values())
+
+
+class SemanticCache(BaseModel):
+    """A per-user semantic answer cache on Chroma.
+
+    Instantiate:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_session_rag import SemanticCache
+
+            cache = SemanticCache.local(path=tempfile.mkdtemp(), user_id="alice", ttl=3600)
+
+    Usage:
+        .. code-block:: python
+
+            cache.update("How do I reset my password?", "Settings → Security → Reset password.")
+            assert cache.lookup("How can I reset my password?") == "Settings → Security → Reset password."
+            assert cache.lookup("How do I reset my username?") is None        # another key noun
+            assert cache.for_user("bob").lookup("How do I reset my password?") is None
+            print(cache.stats.hits, dict(cache.stats.misses))
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    user_id: str
+    """Whose cache this is; entries never cross users (see ``shared``)."""
+    chroma_client: Any
+    """A chromadb client (``SemanticCache.local`` / ``.server`` build one)."""
+    collection_name: str = "semantic_cache"
+    embeddings: Embeddings | None = None
+    """Embeds canonical questions; the bundled MiniLM by default."""
+    threshold: float = 0.95
+    """Minimum cosine similarity of the canonical questions, in (0, 1]."""
+    ttl: float | None = Field(default=7 * 86_400, gt=0)
+    """Seconds an entry lives (per entry; ``None``: forever)."""
+    knowledge_version: str = ""
+    """A tag of the knowledge behind answers; entries written under another tag never hit."""
+    llm_string: str = ""
+    """The model/prompt configuration; entries of another configuration never hit."""
+    shared: bool = False
+    """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
+    candidates: int = Field(default=4, ge=1)
+    """Nearest entries examined per lookup."""
+
+    _backend: ChromaBackend = PrivateAttr()
+    _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @field_validator("threshold")
+    @classmethod
+    def _check_threshold(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            msg = f"threshold must lie in (0, 1], got {value!r}."
+            raise ValueError(msg)
+        return value
+
+    @model_validator(mode="after")
+    def _open(self) -> SemanticCache:
+        if self.embeddings is None:
+            self.embeddings = get_default_embeddings()
+        self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
+        self._backend.check_model(embedding_model_id(self.embeddings), None)
+        return self
+
+    @classmethod
+    def local(cls, path: str | os.PathLike[str] = "./semantic_cache", *, user_id: str, **kwargs: Any) -> SemanticCache:
+        """An embedded Chroma cache in ``path``."""
+        return cls(chroma_client=open_chroma_client(path=path), user_id=user_id, **kwargs)
+
+    @classmethod
+    def server(cls, host: str = "localhost", port: int = 8000, *, user_id: str, **kwargs: Any) -> SemanticCache:
+        """A cache on a Chroma server, shared by processes."""
+        return cls(chroma_client=open_chroma_client(host=host, port=port), user_id=user_id, **kwargs)
+
+    def for_user(self, user_id: str) -> SemanticCache:
+        """The same cache seen by another user (with fresh stats)."""
+        other = self.model_copy(update={"user_id": user_id})
+        other._stats = CacheStats()  # noqa: SLF001
+        return other
+
+    @property
+    def stats(self) -> CacheStats:
+        """Hits and misses of this object."""
+        return self._stats
+
+    @property
+    def _scope(self) -> str:
+        return SHARED_SCOPE if self.shared else self.user_id
+
+    @property
+    def _embedder(self) -> Embeddings:
+        if self.embeddings is None:  # pragma: no cover - set by the validator
+            msg = "no embeddings"
+            raise RuntimeError(msg)
+        return self.embeddings
+
+    # -- pure parts ------------------------------------------------------------------------------
+    def _key(self, question: str, history: Sequence[str], standalone: str | None) -> tuple[str | None, str]:
+        """The question to use, or ``None`` with the reason it must not be cached."""
+        q = standalone or question
+        if is_volatile(q):
+            return None, "volatile"
+        if standalone is None and is_context_dependent(question, history):
+            return None, "context_dependent"
+        return q, ""
+
+    @staticmethod
+    def _llm_key(llm_string: str) -> str:
+        return hashlib.sha256(llm_string.encode()).hexdigest()[:16]
+
+    def _entry_id(self, question: str, llm_key: str, version: str) -> str:
+        raw = "\x1f".join([self._scope, llm_key, version, canonical(question)])
+        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    def _decide(self, question: str, version: str, hits: list[tuple[Record, float]], now: float) -> CacheDecision:
+        if not hits:
+            return CacheDecision(hit=False, reason="empty")
+        first: CacheDecision | None = None
+        for record, similarity in hits:
+            meta = record.metadata
+            cached_q = str(meta.get("question", ""))
+            decision: CacheDecision
+            if similarity < self.threshold:
+                decision = CacheDecision(
+                    hit=False, reason="below_threshold", similarity=similarity, matched_question=cached_q
+                )
+            elif 0 < float(meta.get("expires_at", 0)) <= now:
+                decision = CacheDecision(hit=False, reason="expired", similarity=similarity, matched_question=cached_q)
+            elif meta.get("knowledge_version", "") != version:
+                decision = CacheDecision(
+                    hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
+                )
+            else:
+                guard = guard_mismatch(question, cached_q)
+                if guard.reason is None:
+                    return CacheDecision(hit=True, answer=str(meta.get("answer", "")), similarity=similarity,
+                                         matched_question=cached_q)  # fmt: skip
+                decision = CacheDecision(hit=False, reason="guard", similarity=similarity, matched_question=cached_q,
+                                         detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
+            first = first or decision
+        return first or CacheDecision(hit=False, reason="empty")
+
+    def _count(self, decision: CacheDecision) -> None:
+        with self._lock:
+            if decision.hit:
+                self._stats.hits += 1
+            else:
+                self._stats.misses[decision.reason] += 1
+
+    # -- lookup ----------------------------------------------------------------------------------
+    def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
+        return self._backend.query(self._scope, canonical(q), vector, self.candidates, {"llm_key": llm_key})
+
+    def decide(
+        self,
+        question: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+    ) -> CacheDecision:
+        """Look a question up and explain the outcome (counted in :attr:`stats`)."""
+        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        q, reason = self._key(question, hist, standalone)
+        if q is None:
+            decision = CacheDecision(hit=False, reason=reason)
+        else:
+            key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+            vector = self._embedder.embed_query(canonical(q) or q)
+            version = self.knowledge_version if knowledge_version is None else knowledge_version
+            decision = self._decide(q, version, self._search(q, vector, key), time.time())
+        self._count(decision)
+        return decision
+
+    async def adecide(
+        self,
+        question: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+    ) -> CacheDecision:
+        """Async :meth:`decide`."""
+        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        q, reason = self._key(question, hist, standalone)
+        if q is None:
+            decision = CacheDecision(hit=False, reason=reason)
+        else:
+            key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+            vector = await self._embedder.aembed_query(canonical(q) or q)
+            version = self.knowledge_version if knowledge_version is None else knowledge_version
+            hits = await asyncio.to_thread(self._search, q, vector, key)
+            decision = self._decide(q, version, hits, time.time())
+        self._count(decision)
+        return decision
+
+    def lookup(self, question: str, **kwargs: Any) -> str | None:
+        """The cached answer of ``question``, or ``None`` (options as :meth:`decide`)."""
+        return self.decide(question, **kwargs).answer
+
+    async def alookup(self, question: str, **kwargs: Any) -> str | None:
+        """Async :meth:`lookup`."""
+        return (await self.adecide(question, **kwargs)).answer
+
+    # -- update ----------------------------------------------------------------------------------
+    def _record(
+        self,
+        q: str,
+        answer: str,
+        *,
+        llm_string: str | None,
+        version: str | None,
+        ttl: float | None,
+        extra: dict[str, Any],
+    ) -> Record:
+        key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+        ver = self.knowledge_version if version is None else version
+        life = self.ttl if ttl is None else ttl
+        now = time.time()
+        return Record(
+            id=self._entry_id(q, key, ver),
+            text=canonical(q) or q,
+            metadata={
+                **extra,
+                "user_id": self._scope,
+                "question": q,
+                "answer": answer,
+                "llm_key": key,
+                "knowledge_version": ver,
+                "created_at": now,
+                "expires_at": now + life if life else 0.0,
+            },
+        )
+
+    def _skip(self, question: str, history: Sequence[str | BaseMessage], standalone: str | None) -> str | None:
+        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        q, reason = self._key(question, hist, standalone)
+        if q is None:
+            with self._lock:
+                self._stats.skipped_updates[reason] += 1
+        return q
+
+    def update(
+        self,
+        question: str,
+        answer: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+        ttl: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> bool:
+        """Store an answer; return False when the question must not be cached (volatile, context-dependent)."""
+        q = self._skip(question, history, standalone)
+        if q is None:
+            return False
+        record = self._record(
+            q, answer, llm_string=llm_string, version=knowledge_version, ttl=ttl, extra=metadata or {}
+        )
+        record.embedding = self._embedder.embed_query(record.text)
+        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding))
+        self._backend.add(self._scope, [record])
+        return True
+
+    async def aupdate(
+        self,
+        question: str,
+        answer: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+        ttl: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> bool:
+        """Async :meth:`update`."""
+        q = self._skip(question, history, standalone)
+        if q is None:
+            return False
+        record = self._record(
+            q, answer, llm_string=llm_string, version=knowledge_version, ttl=ttl, extra=metadata or {}
+        )
+        record.embedding = await self._embedder.aembed_query(record.text)
+        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding))
+        await asyncio.to_thread(self._backend.add, self._scope, [record])
+        return True
+
+    def clear(self) -> int:
+        """Delete every entry of this scope (this user's, or the shared one); return how many."""
+        ids = self._backend.all_ids(self._scope)
+        self._backend.delete(self._scope, ids)
+        return len(ids)
+
+    async def aclear(self) -> int:
+        """Async :meth:`clear`."""
+        return await asyncio.to_thread(self.clear)
+
+
+def _question_of(prompt: str) -> tuple[str, list[str]]:
+    """The last user message of a serialised chat prompt (and the earlier turns), or the prompt itself."""
+    try:
+        value = loads(prompt, allowed_objects="messages")
+    except (ValueError, TypeError, KeyError, json.JSONDecodeError):
+        return prompt, []
+    if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
+        humans = [i for i, m in enumerate(value) if m.type == "human"]
+        if humans:
+            last = humans[-1]
+            earlier = [m.text for m in value[:last] if m.type in {"human", "ai"}]
+            return value[last].text, earlier
+    return prompt, []
+
+
+class SemanticLLMCache(BaseCache):
+    """The semantic cache as a LangChain ``BaseCache``, for ``set_llm_cache``.
+
+    Chat prompts are keyed on their last user message; earlier turns make follow-up questions uncacheable.
+
+    Example:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_core.globals import set_llm_cache
+            from langchain_session_rag import SemanticCache, SemanticLLMCache
+
+            set_llm_cache(SemanticLLMCache(SemanticCache.local(path=tempfile.mkdtemp(), user_id="alice")))
+            set_llm_cache(None)
+    """
+
+    def __init__(self, cache: SemanticCache) -> None:
+        """Wrap a :class:`SemanticCache` (its user scope, threshold and guards apply)."""
+        self.cache = cache
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """Cached generations of the prompt for this model configuration."""
+        question, history = _question_of(prompt)
+        answer = self.cache.lookup(question, llm_string=llm_string, history=history)
+        return None if answer is None else loads(answer, allowed_objects="core")
+
+    def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        """Store generations (skipped for volatile or follow-up questions)."""
+        question, history = _question_of(prompt)
+        self.cache.update(question, dumps(list(return_val)), llm_string=llm_string, history=history)
+
+    def clear(self, **kwargs: Any) -> None:  # noqa: ARG002
+        """Delete this scope's entries."""
+        self.cache.clear()
+
+    async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """Async :meth:`lookup`."""
+        question, history = _question_of(prompt)
+        answer = await self.cache.alookup(question, llm_string=llm_string, history=history)
+        return None if answer is None else loads(answer, allowed_objects="core")
+
+    async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
+        """Async :meth:`update`."""
+        question, history = _question_of(prompt)
+        await self.cache.aupdate(question, dumps(list(return_val)), llm_string=llm_string, history=history)
+
+    async def aclear(self, **kwargs: Any) -> None:  # noqa: ARG002
+        """Async :meth:`clear`."""
+        await self.cache.aclear()
