@@ -307,6 +307,27 @@ class SemanticCache(BaseModel):
                 self._stats.skipped_updates[reason] += 1
         return q
 
+    def _prepare(  # noqa: PLR0917 - private mirror of update()'s options
+        self,
+        question: str,
+        answer: str,
+        llm_string: str | None,
+        version: str | None,
+        history: Sequence[str | BaseMessage],
+        standalone: str | None,
+        ttl: float | None,
+        metadata: dict[str, Any] | None,
+    ) -> Record | None:
+        """The record to store, or ``None`` (counted) when the question must not be cached."""
+        q = self._skip(question, history, standalone)
+        if q is None:
+            return None
+        return self._record(q, answer, llm_string=llm_string, version=version, ttl=ttl, extra=metadata or {})
+
+    def _write(self, record: Record) -> None:
+        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding or []))
+        self._backend.add(self._scope, [record])
+
     def update(
         self,
         question: str,
@@ -320,15 +341,11 @@ class SemanticCache(BaseModel):
         metadata: dict[str, Any] | None = None,
     ) -> bool:
         """Store an answer; return False when the question must not be cached (volatile, context-dependent)."""
-        q = self._skip(question, history, standalone)
-        if q is None:
+        record = self._prepare(question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata)
+        if record is None:
             return False
-        record = self._record(
-            q, answer, llm_string=llm_string, version=knowledge_version, ttl=ttl, extra=metadata or {}
-        )
         record.embedding = self._embedder.embed_query(record.text)
-        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding))
-        self._backend.add(self._scope, [record])
+        self._write(record)
         return True
 
     async def aupdate(
@@ -344,15 +361,11 @@ class SemanticCache(BaseModel):
         metadata: dict[str, Any] | None = None,
     ) -> bool:
         """Async :meth:`update`."""
-        q = self._skip(question, history, standalone)
-        if q is None:
+        record = self._prepare(question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata)
+        if record is None:
             return False
-        record = self._record(
-            q, answer, llm_string=llm_string, version=knowledge_version, ttl=ttl, extra=metadata or {}
-        )
         record.embedding = await self._embedder.aembed_query(record.text)
-        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding))
-        await asyncio.to_thread(self._backend.add, self._scope, [record])
+        await asyncio.to_thread(self._write, record)
         return True
 
     def clear(self) -> int:

@@ -221,39 +221,42 @@ class TopicSegmenter(BaseDocumentTransformer):
             embedded by this call.
         """
         docs = list(documents)
-        embedded = 0
+        fresh = vectors is None
         if vectors is None:
             vectors = self.embeddings.embed_documents([d.page_content for d in docs]) if docs else []
-            embedded += len(docs)
-        self._check(docs, vectors)
-        segments, pending = self._build(docs, vectors)
-        if pending:
-            new = self.embeddings.embed_documents([segments[i].document.page_content for i in pending])
-            embedded += len(pending)
-            for i, vector in zip(pending, new, strict=True):
-                segments[i].vector = vector
-        if segments:
-            segments[0].texts_embedded = embedded
-        return segments
+        segments, pending = self._build_checked(docs, vectors)
+        texts = [segments[i].document.page_content for i in pending]
+        new = self.embeddings.embed_documents(texts) if texts else []
+        return self._attach(segments, pending, new, len(docs) if fresh else 0)
 
     async def asegment(
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
     ) -> list[Segment]:
         """Async :meth:`segment` (uses the model's native async embedding)."""
         docs = list(documents)
-        embedded = 0
+        fresh = vectors is None
         if vectors is None:
             vectors = await self.embeddings.aembed_documents([d.page_content for d in docs]) if docs else []
-            embedded += len(docs)
+        segments, pending = self._build_checked(docs, vectors)
+        texts = [segments[i].document.page_content for i in pending]
+        new = await self.embeddings.aembed_documents(texts) if texts else []
+        return self._attach(segments, pending, new, len(docs) if fresh else 0)
+
+    def _build_checked(
+        self, docs: list[Document], vectors: Sequence[Sequence[float]]
+    ) -> tuple[list[Segment], list[int]]:
         self._check(docs, vectors)
-        segments, pending = self._build(docs, vectors)
-        if pending:
-            new = await self.embeddings.aembed_documents([segments[i].document.page_content for i in pending])
-            embedded += len(pending)
-            for i, vector in zip(pending, new, strict=True):
-                segments[i].vector = vector
+        return self._build(docs, vectors)
+
+    @staticmethod
+    def _attach(
+        segments: list[Segment], pending: list[int], vectors: list[list[float]], embedded: int
+    ) -> list[Segment]:
+        """Give pending segments their new vectors and record how many texts this call embedded."""
+        for i, vector in zip(pending, vectors, strict=True):
+            segments[i].vector = vector
         if segments:
-            segments[0].texts_embedded = embedded
+            segments[0].texts_embedded = embedded + len(pending)
         return segments
 
     @staticmethod
