@@ -15,7 +15,7 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 
 from langchain_session_rag._records import RESERVED_KEYS, chunk_id, session_record, user_metadata
-from langchain_session_rag._time import parse_timestamp, utcnow
+from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.conversation import Chunk, ExchangeChunker, MessageLike, normalize_messages
 from langchain_session_rag.errors import InvalidMessageError, UnsupportedOperationError
 from langchain_session_rag.segmentation import Segment, TopicSegmenter
@@ -261,3 +261,17 @@ class SessionWriter:
         ids = [r.id for r in records]
         stored = self.backend.existing_ids(self.user_id, ids)
         return ids, [r for r in records if r.id not in stored]
+
+    def forget_targets(
+        self, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None
+    ) -> list[str]:
+        """Ids of the user's chunks matching every given criterion."""
+        where: dict[str, Any] = {}
+        if session_id is not None:
+            where["session_id"] = session_id
+        if before is not None:
+            where["timestamp_epoch"] = {"$lt": parse_timestamp(before, what="before").timestamp()}
+        if ids is not None and not where:
+            return sorted(self.backend.existing_ids(self.user_id, list(ids)))
+        wanted = set(ids) if ids is not None else None
+        return [r.id for r in self.backend.get(self.user_id, where) if wanted is None or r.id in wanted]

@@ -14,24 +14,20 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_session_rag._time import TimestampLike, parse_timestamp
+from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.conversation import ExchangeChunker, MessageLike
 from langchain_session_rag.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.embeddings import get_default_embeddings
-from langchain_session_rag.errors import UnsupportedOperationError
+from langchain_session_rag.generic_store import VectorStoreBackend
 from langchain_session_rag.ingest import Chunking, Consolidation, SessionWriter
 from langchain_session_rag.lexical import LexicalCache
 from langchain_session_rag.portability import read_jsonl, write_jsonl
-from langchain_session_rag.ranking import cosine
-from langchain_session_rag.retrieval import RetrievalQuery, build_query, rank
+from langchain_session_rag.retrieval import RetrievalQuery, build_query, lexical_candidates, rank
 from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
 from langchain_session_rag.stores import (
     ChromaBackend,
     MemoryBackend,
     Record,
-    VectorStoreBackend,
-    Where,
-    matches,
     open_chroma_client,
 )
 
@@ -413,33 +409,10 @@ class SessionVectorMemory(BaseRetriever):
         hits = self._backend.query(self.user_id, query, vector, q.fetch, q.where)
         lexical: dict[str, float] | None = None
         if q.lexical_weight > 0:
-            lexical = self._lexical_hits(query, vector, q, hits)
+            lexical = lexical_candidates(
+                self._backend, self._lexical.get(self.user_id), self.user_id, query, vector, q, hits
+            )
         return rank(q, hits, user_id=self.user_id, lexical=lexical)
-
-    def _lexical_hits(
-        self, query: str, vector: list[float] | None, q: RetrievalQuery, hits: list[tuple[Record, float]]
-    ) -> dict[str, float] | None:
-        """BM25 candidates of the query; those the vector search missed join ``hits`` with their similarity."""
-        try:
-            current = self._backend.all_ids(self.user_id)
-        except UnsupportedOperationError:
-            return None  # the store cannot list its records: dense ranking only (documented)
-        index = self._lexical.get(self.user_id)
-
-        def fetch(ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
-            return [(r.id, r.text, r.metadata) for r in self._backend.fetch(self.user_id, ids)]
-
-        index.sync(current, fetch)
-        scope = {**q.where, "user_id": self.user_id}
-        top = index.top(query, q.fetch, allowed=lambda meta: matches(meta, scope))
-        known = {r.id for r, _ in hits}
-        missing = [doc_id for doc_id, _ in top if doc_id not in known]
-        if missing:
-            for record in self._backend.fetch(self.user_id, missing, with_embeddings=vector is not None):
-                similarity = cosine(vector, record.embedding) if vector is not None and record.embedding else 0.0
-                record.embedding = None
-                hits.append((record, similarity))
-        return dict(top)
 
     def _get_relevant_documents(
         self,
@@ -484,16 +457,7 @@ class SessionVectorMemory(BaseRetriever):
         if session_id is None and before is None and ids is None:
             msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
             raise ValueError(msg)
-        where: Where = {}
-        if session_id is not None:
-            where["session_id"] = session_id
-        if before is not None:
-            where["timestamp_epoch"] = {"$lt": parse_timestamp(before, what="before").timestamp()}
-        if ids is not None and not where:
-            targets = sorted(self._backend.existing_ids(self.user_id, list(ids)))
-        else:
-            wanted = set(ids) if ids is not None else None
-            targets = [r.id for r in self._backend.get(self.user_id, where) if wanted is None or r.id in wanted]
+        targets = self._writer().forget_targets(session_id, before, ids)
         self._backend.delete(self.user_id, targets)
         return len(targets)
 
@@ -509,7 +473,7 @@ class SessionVectorMemory(BaseRetriever):
 
     def forget_all(self) -> int:
         """Delete every memory of this user (and only this user); return how many were removed."""
-        targets = [r.id for r in self._backend.get(self.user_id, {})]
+        targets = self._backend.all_ids(self.user_id)
         self._backend.delete(self.user_id, targets)
         return len(targets)
 
@@ -519,7 +483,7 @@ class SessionVectorMemory(BaseRetriever):
 
     def count(self) -> int:
         """How many chunks this user has stored."""
-        return len(self._backend.get(self.user_id, {}))
+        return len(self._backend.all_ids(self.user_id))
 
     # -- portability -----------------------------------------------------------------------------
     def export_jsonl(self, path: str | os.PathLike[str]) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -9,10 +10,12 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp, utcnow
-from langchain_session_rag.ranking import SECONDS_PER_DAY, decayed_score, fused_score, marker
-from langchain_session_rag.stores import Record, Where, decode_message_ids
+from langchain_session_rag.errors import UnsupportedOperationError
+from langchain_session_rag.lexical import BM25Index
+from langchain_session_rag.ranking import SECONDS_PER_DAY, cosine, decayed_score, fused_score, marker
+from langchain_session_rag.stores import MemoryBackend, Record, Where, decode_message_ids, matches
 
-__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "rank"]
+__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "lexical_candidates", "rank"]
 
 OPTIONS = frozenset(
     {
@@ -159,3 +162,38 @@ def rank(
         scored.append((score, Document(page_content=record.text, metadata=out, id=record.id)))
     scored.sort(key=lambda pair: pair[0], reverse=True)
     return [doc for _, doc in scored[: query.k]]
+
+
+def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search
+    backend: MemoryBackend,
+    index: BM25Index,
+    user_id: str,
+    query: str,
+    vector: list[float] | None,
+    q: RetrievalQuery,
+    hits: list[tuple[Record, float]],
+) -> dict[str, float] | None:
+    """BM25 scores of the query's best chunks; those the vector search missed join ``hits`` with their similarity.
+
+    The user's index is first brought up to date with an ids-only read of the store. Returns ``None`` when the
+    store cannot list its records (dense ranking only).
+    """
+    try:
+        current = backend.all_ids(user_id)
+    except UnsupportedOperationError:
+        return None
+
+    def fetch(ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(r.id, r.text, r.metadata) for r in backend.fetch(user_id, ids)]
+
+    index.sync(current, fetch)
+    scope = {**q.where, "user_id": user_id}
+    top = index.top(query, q.fetch, allowed=lambda meta: matches(meta, scope))
+    known = {r.id for r, _ in hits}
+    missing = [doc_id for doc_id, _ in top if doc_id not in known]
+    if missing:
+        for record in backend.fetch(user_id, missing, with_embeddings=vector is not None):
+            similarity = cosine(vector, record.embedding) if vector is not None and record.embedding else 0.0
+            record.embedding = None
+            hits.append((record, similarity))
+    return dict(top)
