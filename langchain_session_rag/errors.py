@@ -13,6 +13,7 @@ __all__ = [
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
     "InvalidMessageError",
+    "InvalidRequestError",
     "InvalidTimestampError",
     "MissingDependencyError",
     "SessionRAGError",
@@ -60,3 +61,7 @@ class MissingDependencyError(SessionRAGError, ImportError):
 
 class BudgetExceededError(SessionRAGError, ValueError):
     """The parts of a prompt that cannot be dropped (instructions and the question) do not fit its budget."""
+
+
+class InvalidRequestError(SessionRAGError, ValueError):
+    """A graph input that cannot be answered (no messages, or the last message is not a user turn): an HTTP 422."""

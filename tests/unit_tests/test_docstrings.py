@@ -13,9 +13,12 @@ from types import CodeType
 import pytest
 
 import langchain_session_rag
-from langchain_session_rag import tokens
+from langchain_session_rag import graph, tokens
 
-OBJECTS = [getattr(langchain_session_rag, name) for name in langchain_session_rag.__all__] + [tokens.tiktoken_counter]
+OBJECTS = [getattr(langchain_session_rag, name) for name in langchain_session_rag.__all__] + [
+    tokens.tiktoken_counter,
+    graph.create_session_rag_graph,
+]
 
 
 def blocks(obj: object) -> list[str]:

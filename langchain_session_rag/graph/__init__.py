@@ -1,0 +1,30 @@
+"""The LangGraph session-RAG graph: factory, state, node names and nodes for reuse."""
+
+from langchain_session_rag.graph.builder import create_session_rag_graph
+from langchain_session_rag.graph.nodes import (
+    BUILD_PROMPT,
+    CACHE_LOOKUP,
+    CALL_MODEL,
+    RETRIEVE_DOCUMENTS,
+    RETRIEVE_MEMORIES,
+    SUMMARISE_AND_STORE,
+    VALIDATE,
+    SessionRAGNodes,
+    route_after_cache,
+)
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+
+__all__ = [
+    "BUILD_PROMPT",
+    "CACHE_LOOKUP",
+    "CALL_MODEL",
+    "RETRIEVE_DOCUMENTS",
+    "RETRIEVE_MEMORIES",
+    "SUMMARISE_AND_STORE",
+    "VALIDATE",
+    "SessionContext",
+    "SessionRAGNodes",
+    "SessionRAGState",
+    "create_session_rag_graph",
+    "route_after_cache",
+]

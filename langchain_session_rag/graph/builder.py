@@ -1,0 +1,95 @@
+"""``create_session_rag_graph``: cache → memory + document retrieval → budgeted prompt → model → store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.retrievers import BaseRetriever
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph import END, START, StateGraph
+
+from langchain_session_rag.budget import TokenBudget
+from langchain_session_rag.cache import SemanticCache
+from langchain_session_rag.graph.nodes import (
+    BUILD_PROMPT,
+    CACHE_LOOKUP,
+    CALL_MODEL,
+    RETRIEVE_DOCUMENTS,
+    RETRIEVE_MEMORIES,
+    SUMMARISE_AND_STORE,
+    VALIDATE,
+    SessionRAGNodes,
+    route_after_cache,
+)
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+from langchain_session_rag.history import SummaryBuffer
+from langchain_session_rag.memory import SessionVectorMemory
+
+__all__ = ["create_session_rag_graph"]
+
+
+def create_session_rag_graph(
+    model: BaseChatModel,
+    memory: SessionVectorMemory,
+    *,
+    documents: BaseRetriever | None = None,
+    cache: SemanticCache | None = None,
+    budget: TokenBudget | None = None,
+    window_turns: int = 6,
+    summary: SummaryBuffer | None = None,
+    memory_k: int = 4,
+) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
+    """Build the session-RAG graph, uncompiled, so you bring your own checkpointer and store.
+
+    Nodes: ``validate`` → ``cache_lookup`` → (hit: end) → ``retrieve_memories`` ‖ ``retrieve_documents`` →
+    ``build_prompt`` → ``call_model`` → ``summarise_and_store``. Every node has a sync and an async body.
+    The memory, cache and budget serve many users: each call is scoped by ``context["user_id"]``.
+
+    Example:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+            from langchain_core.messages import AIMessage
+            from langchain_session_rag import SessionVectorMemory
+            from langchain_session_rag.graph import create_session_rag_graph
+
+            memory = SessionVectorMemory.local(path=tempfile.mkdtemp(), user_id="anyone")
+            model = GenericFakeChatModel(messages=iter([AIMessage("Hello!")]))
+            graph = create_session_rag_graph(model, memory).compile()
+            out = graph.invoke({"messages": [("user", "Hi there")]},
+                               context={"user_id": "alice", "session_id": "s1"})
+            assert out["messages"][-1].text == "Hello!"
+    """
+    nodes = SessionRAGNodes(
+        model=model,
+        memory=memory,
+        documents=documents,
+        cache=cache,
+        budget=budget,
+        window_turns=window_turns,
+        summary=summary,
+        memory_k=memory_k,
+    )
+    graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
+        SessionRAGState, context_schema=SessionContext
+    )
+    for name, sync, asyn in (
+        (VALIDATE, nodes.validate, nodes.avalidate),
+        (CACHE_LOOKUP, nodes.cache_lookup, nodes.acache_lookup),
+        (RETRIEVE_MEMORIES, nodes.retrieve_memories, nodes.aretrieve_memories),
+        (RETRIEVE_DOCUMENTS, nodes.retrieve_documents, nodes.aretrieve_documents),
+        (BUILD_PROMPT, nodes.build_prompt, nodes.abuild_prompt),
+        (CALL_MODEL, nodes.call_model, nodes.acall_model),
+        (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
+    ):
+        graph.add_node(name, RunnableCallable(sync, asyn, name=name))
+    graph.add_edge(START, VALIDATE)
+    graph.add_edge(VALIDATE, CACHE_LOOKUP)
+    graph.add_conditional_edges(CACHE_LOOKUP, route_after_cache, [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS, END])
+    graph.add_edge([RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS], BUILD_PROMPT)
+    graph.add_edge(BUILD_PROMPT, CALL_MODEL)
+    graph.add_edge(CALL_MODEL, SUMMARISE_AND_STORE)
+    graph.add_edge(SUMMARISE_AND_STORE, END)
+    return graph

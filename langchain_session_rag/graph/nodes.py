@@ -1,0 +1,267 @@
+"""The nodes of the session-RAG graph, each with a sync and an async body, and the routing function."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.retrievers import BaseRetriever
+from langgraph.runtime import Runtime
+
+from langchain_session_rag._time import utcnow
+from langchain_session_rag.budget import TokenBudget
+from langchain_session_rag.cache import SemanticCache
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+from langchain_session_rag.history import SummaryBuffer, split_turns
+from langchain_session_rag.memory import SessionVectorMemory
+
+__all__ = [
+    "BUILD_PROMPT",
+    "CACHE_LOOKUP",
+    "CALL_MODEL",
+    "RETRIEVE_DOCUMENTS",
+    "RETRIEVE_MEMORIES",
+    "SUMMARISE_AND_STORE",
+    "VALIDATE",
+    "SessionRAGNodes",
+    "route_after_cache",
+]
+
+VALIDATE = "validate"
+CACHE_LOOKUP = "cache_lookup"
+RETRIEVE_MEMORIES = "retrieve_memories"
+RETRIEVE_DOCUMENTS = "retrieve_documents"
+BUILD_PROMPT = "build_prompt"
+CALL_MODEL = "call_model"
+SUMMARISE_AND_STORE = "summarise_and_store"
+
+
+def _question(state: SessionRAGState) -> BaseMessage:
+    return state["messages"][-1]  # a user turn: checked by validate
+
+
+def _window(state: SessionRAGState) -> list[AnyMessage]:
+    return list(state["messages"][:-1])
+
+
+def _last_human_index(messages: Sequence[BaseMessage]) -> int:
+    return max(i for i, m in enumerate(messages) if m.type == "human")
+
+
+@dataclass
+class SessionRAGNodes:
+    """The components the nodes use; one instance serves every user (each call is scoped by its context)."""
+
+    model: BaseChatModel
+    memory: SessionVectorMemory
+    documents: BaseRetriever | None = None
+    cache: SemanticCache | None = None
+    budget: TokenBudget | None = None
+    window_turns: int = 6
+    """Turns kept in the state; older ones are removed (they are in the vector memory already)."""
+    summary: SummaryBuffer | None = None
+    """Folds turns leaving the window into ``summary`` (one model call) when they hold ≥ ``summary_min_tokens``."""
+    summary_min_tokens: int = 200
+    memory_k: int = 4
+    llm_string: str = ""
+
+    def __post_init__(self) -> None:
+        """Default budget: an 8K window."""
+        if self.budget is None:
+            self.budget = TokenBudget(context_window=8192)
+
+    @property
+    def _budget(self) -> TokenBudget:
+        if self.budget is None:  # pragma: no cover - set in __post_init__
+            msg = "no budget"
+            raise RuntimeError(msg)
+        return self.budget
+
+    # -- validate ------------------------------------------------------------------------------
+    def validate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Refuse a turn that cannot be answered before any retrieval or model call."""
+        messages = state.get("messages") or []
+        if not messages:
+            msg = "No messages: send at least one user message."
+            raise InvalidRequestError(msg)
+        if messages[-1].type != "human":
+            msg = f"The last message must be a user turn, got a {messages[-1].type!r} message."
+            raise InvalidRequestError(msg)
+        context = runtime.context or {}
+        for key in ("user_id", "session_id"):
+            if not context.get(key):
+                msg = (
+                    f"context must carry a non-empty {key!r}: "
+                    "invoke(..., context={'user_id': ..., 'session_id': ...})."
+                )
+                raise InvalidRequestError(msg)
+        return {"llm_calls": 0, "memories": [], "documents": [], "cache": {"hit": False, "reason": "off"}}
+
+    async def avalidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Async :meth:`validate`."""
+        return self.validate(state, runtime)
+
+    # -- cache ---------------------------------------------------------------------------------
+    def _history_texts(self, state: SessionRAGState) -> list[str]:
+        return [m.text for m in _window(state) if m.type in {"human", "ai"}]
+
+    def _cache_result(self, decision: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"cache": {"hit": decision.hit, "reason": decision.reason}}
+        if decision.hit:
+            out["messages"] = [AIMessage(decision.answer or "", response_metadata={"cache_hit": True})]
+        return out
+
+    def cache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Answer from the user's semantic cache when it has really seen the question."""
+        if self.cache is None:
+            return {}
+        cache = self.cache.for_user(runtime.context["user_id"])
+        decision = cache.decide(_question(state).text, history=self._history_texts(state), llm_string=self.llm_string)
+        return self._cache_result(decision)
+
+    async def acache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Async :meth:`cache_lookup`."""
+        if self.cache is None:
+            return {}
+        cache = self.cache.for_user(runtime.context["user_id"])
+        decision = await cache.adecide(
+            _question(state).text, history=self._history_texts(state), llm_string=self.llm_string
+        )
+        return self._cache_result(decision)
+
+    # -- retrieval -----------------------------------------------------------------------------
+    def _not_in_window(self, state: SessionRAGState, docs: list[Document]) -> list[Document]:
+        in_window = {m.id for m in state["messages"] if m.id}
+        return [d for d in docs if not (d.metadata.get("message_ids") and set(d.metadata["message_ids"]) <= in_window)]
+
+    def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Past exchanges of this user, queried with the current user message only."""
+        memory = self.memory.for_user(runtime.context["user_id"])
+        docs = memory.invoke(_question(state).text, k=self.memory_k, source_type="session")
+        return {"memories": self._not_in_window(state, docs)}
+
+    async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Async :meth:`retrieve_memories`."""
+        memory = self.memory.for_user(runtime.context["user_id"])
+        docs = await memory.ainvoke(_question(state).text, k=self.memory_k, source_type="session")
+        return {"memories": self._not_in_window(state, docs)}
+
+    def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
+        """Reference documents from the configured retriever (none when there is none)."""
+        if self.documents is None:
+            return {"documents": []}
+        return {"documents": self.documents.invoke(_question(state).text)}
+
+    async def aretrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
+        """Async :meth:`retrieve_documents`."""
+        if self.documents is None:
+            return {"documents": []}
+        return {"documents": await self.documents.ainvoke(_question(state).text)}
+
+    # -- prompt and model ----------------------------------------------------------------------
+    def build_prompt(self, state: SessionRAGState) -> dict[str, Any]:
+        """Lay the turn out within the token budget: instructions, history, retrieved context, question."""
+        prompt = self._budget.assemble(
+            _question(state).text,
+            history=_window(state),
+            memories=state.get("memories", []),
+            documents=state.get("documents", []),
+            summary=state.get("summary"),
+        )
+        return {"prompt": prompt.messages, "budget_report": asdict(prompt.report)}
+
+    async def abuild_prompt(self, state: SessionRAGState) -> dict[str, Any]:
+        """Async :meth:`build_prompt` (pure computation)."""
+        return self.build_prompt(state)
+
+    def call_model(self, state: SessionRAGState) -> dict[str, Any]:
+        """Ask the model (token streaming works with ``stream_mode="messages"``)."""
+        answer = self.model.invoke(state["prompt"])
+        return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    async def acall_model(self, state: SessionRAGState) -> dict[str, Any]:
+        """Async :meth:`call_model`."""
+        answer = await self.model.ainvoke(state["prompt"])
+        return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    # -- store ---------------------------------------------------------------------------------
+    def _exchange(self, state: SessionRAGState) -> list[dict[str, Any]]:
+        messages = state["messages"]
+        start = _last_human_index(messages)
+        now = utcnow().isoformat()
+        return [
+            {"role": "user" if m.type == "human" else "assistant", "content": m.text, "id": m.id, "timestamp": now}
+            for m in messages[start:]
+            if m.type in {"human", "ai"} and m.text
+        ]
+
+    def _trim(self, state: SessionRAGState) -> tuple[list[RemoveMessage], list[BaseMessage]]:
+        turns = split_turns(state["messages"])
+        old = [m for turn in turns[: max(len(turns) - self.window_turns, 0)] for m in turn]
+        return [RemoveMessage(id=m.id) for m in old if m.id], old
+
+    def _summary_needed(self, old: list[BaseMessage]) -> bool:
+        return self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
+
+    def summarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Store the new exchange (retrievable on the next turn), cache the answer, keep the window bounded."""
+        ctx = runtime.context
+        self.memory.for_user(ctx["user_id"]).add_messages(
+            self._exchange(state), session_id=ctx["session_id"], chunking="exchange"
+        )
+        if self.cache is not None and not state.get("cache", {}).get("hit"):
+            self.cache.for_user(ctx["user_id"]).update(
+                self._asked(state),
+                state["messages"][-1].text,
+                history=self._history_before_question(state),
+                llm_string=self.llm_string,
+            )
+        removals, old = self._trim(state)
+        out: dict[str, Any] = {"messages": removals}
+        if old and self._summary_needed(old) and self.summary is not None:
+            window = self.summary.update(old, state.get("summary"))
+            out["summary"] = window.summary
+            out["llm_calls"] = state.get("llm_calls", 0) + window.llm_calls
+        return out
+
+    async def asummarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Async :meth:`summarise_and_store`."""
+        ctx = runtime.context
+        await self.memory.for_user(ctx["user_id"]).aadd_messages(
+            self._exchange(state), session_id=ctx["session_id"], chunking="exchange"
+        )
+        if self.cache is not None and not state.get("cache", {}).get("hit"):
+            await self.cache.for_user(ctx["user_id"]).aupdate(
+                self._asked(state),
+                state["messages"][-1].text,
+                history=self._history_before_question(state),
+                llm_string=self.llm_string,
+            )
+        removals, old = self._trim(state)
+        out: dict[str, Any] = {"messages": removals}
+        if old and self._summary_needed(old) and self.summary is not None:
+            window = await self.summary.aupdate(old, state.get("summary"))
+            out["summary"] = window.summary
+            out["llm_calls"] = state.get("llm_calls", 0) + window.llm_calls
+        return out
+
+    @staticmethod
+    def _asked(state: SessionRAGState) -> str:
+        return state["messages"][_last_human_index(state["messages"])].text
+
+    @staticmethod
+    def _history_before_question(state: SessionRAGState) -> list[str]:
+        messages = state["messages"]
+        return [m.text for m in messages[: _last_human_index(messages)] if m.type in {"human", "ai"}]
+
+
+def route_after_cache(state: SessionRAGState) -> list[str] | str:
+    """End the turn on a cache hit; otherwise retrieve memories and documents in parallel."""
+    if state.get("cache", {}).get("hit"):
+        return "__end__"
+    return [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS]

@@ -1,0 +1,141 @@
+"""The session-RAG graph with deterministic fake models (plumbing) and the real embedded memory."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langchain_session_rag import SemanticCache, SessionVectorMemory
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.graph import CALL_MODEL, SessionRAGState, create_session_rag_graph
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
+
+
+class RecordingModel(GenericFakeChatModel):
+    """A fake chat model that remembers the prompts it was sent."""
+
+    prompts: list[list[BaseMessage]] = []  # noqa: RUF012 - reset per instance below
+
+    def __init__(self, answers: list[str]) -> None:
+        super().__init__(messages=iter([AIMessage(a) for a in answers]))
+        self.prompts = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        self.prompts.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.fixture
+def memory(tmp_path: Path, real_embeddings) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=tmp_path / "m", user_id="nobody", embeddings=real_embeddings)
+
+
+def ctx(user: str = "alice", session: str = "s1") -> dict[str, str]:
+    return {"user_id": user, "session_id": session}
+
+
+def test_a_fact_from_session_one_reaches_the_prompt_of_session_two(memory: SessionVectorMemory) -> None:
+    model = RecordingModel(["Noted, your cat is Pixel.", "Your cat is called Pixel.", "I do not know."])
+    graph = create_session_rag_graph(model, memory).compile()
+    graph.invoke({"messages": [HumanMessage("My cat is called Pixel and she is 3 years old.")]}, context=ctx())
+    out = graph.invoke({"messages": [HumanMessage("What is my cat called?")]}, context=ctx(session="s2"))
+    prompt_text = "\n".join(m.text for m in model.prompts[1])
+    assert "My cat is called Pixel" in prompt_text
+    assert f"{out['memories'][0].metadata['marker']}\n> User: My cat is called Pixel" in prompt_text
+    assert out["memories"][0].metadata["marker"].startswith("[S: ")
+    stranger = graph.invoke({"messages": [HumanMessage("What is my cat called?")]}, context=ctx("bob", "s9"))
+    assert stranger["memories"] == []
+    assert "Pixel" not in "\n".join(m.text for m in model.prompts[2])
+
+
+@pytest.mark.parametrize(
+    ("messages", "fragment"),
+    [([], "No messages"), ([HumanMessage("hi"), AIMessage("hello")], "must be a user turn")],
+)
+def test_invalid_turns_fail_before_any_model_call(memory: SessionVectorMemory, messages, fragment: str) -> None:
+    model = RecordingModel([])
+    graph = create_session_rag_graph(model, memory).compile()
+    with pytest.raises(InvalidRequestError, match=fragment):
+        graph.invoke({"messages": messages}, context=ctx())
+    with pytest.raises(InvalidRequestError, match="user_id"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, context={"session_id": "s"})  # type: ignore[arg-type]
+    assert model.prompts == []
+
+
+def test_graph_shape_snapshot(memory: SessionVectorMemory) -> None:
+    graph = create_session_rag_graph(RecordingModel([]), memory).compile()
+    assert graph.get_graph().draw_mermaid() == SNAPSHOT.read_text(encoding="utf-8")
+
+
+def test_cache_hit_ends_the_turn_without_a_model_call(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="nobody", embeddings=memory.embeddings)
+    model = RecordingModel(["Use PersistentClient(path=...).", "An answer for Bob."])
+    graph = create_session_rag_graph(model, memory, cache=cache).compile()
+    first = graph.invoke({"messages": [HumanMessage("How do I persist a Chroma collection?")]}, context=ctx())
+    assert first["cache"] == {"hit": False, "reason": "empty"}
+    second = graph.invoke({"messages": [HumanMessage("How can I persist a Chroma collection?")]}, context=ctx())
+    assert second["cache"]["hit"] is True
+    assert second["messages"][-1].text == "Use PersistentClient(path=...)."
+    assert len(model.prompts) == 1
+    other = graph.invoke({"messages": [HumanMessage("How can I persist a Chroma collection?")]},
+                         context=ctx("bob"))  # fmt: skip
+    assert other["cache"]["hit"] is False, "no sharing across users"
+    assert other["messages"][-1].text == "An answer for Bob."
+
+
+def test_window_and_checkpoint_stay_bounded_over_300_turns(memory: SessionVectorMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage(f"answer {i}") for i in range(300)]))
+    saver = InMemorySaver()
+    graph = create_session_rag_graph(model, memory, window_turns=4).compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t1"}}
+    sizes = {}
+    for turn in range(300):
+        state = graph.invoke({"messages": [HumanMessage(f"question number {turn} about topic {turn % 7}")]},
+                             config, context=ctx())  # fmt: skip
+        if turn in (20, 299):
+            checkpoint = saver.get_tuple(config)
+            assert checkpoint is not None
+            sizes[turn] = len(pickle.dumps(checkpoint.checkpoint["channel_values"]))
+    assert len(state["messages"]) <= 2 * 4
+    assert sizes[299] <= sizes[20] * 1.2
+    assert memory.for_user("alice").count() == 300, "every turn went to the vector memory"
+
+
+def test_sqlite_checkpointer(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("one"), AIMessage("two")]))
+    with SqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite")) as saver:
+        graph = create_session_rag_graph(model, memory).compile(checkpointer=saver)
+        config = {"configurable": {"thread_id": "t"}}
+        graph.invoke({"messages": [HumanMessage("first")]}, config, context=ctx())
+        out = graph.invoke({"messages": [HumanMessage("second")]}, config, context=ctx())
+    assert [m.text for m in out["messages"]] == ["first", "one", "second", "two"]
+
+
+async def test_async_and_token_streaming(memory: SessionVectorMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("streamed answer here")]))
+    graph = create_session_rag_graph(model, memory).compile()
+    chunks = []
+    async for message, meta in graph.astream(
+        {"messages": [HumanMessage("Tell me something")]}, context=ctx(), stream_mode="messages"
+    ):
+        if meta["langgraph_node"] == CALL_MODEL:
+            chunks.append(message.text)
+    assert len(chunks) > 1
+    assert "".join(chunks) == "streamed answer here"
+    assert [d.metadata["message_ids"][0] for d in memory.for_user("alice").invoke("Tell me something", k=1)]
+
+
+async def test_async_invoke_stores_the_exchange(memory: SessionVectorMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("The answer is 42.")]))
+    graph = create_session_rag_graph(model, memory).compile()
+    state: SessionRAGState = await graph.ainvoke({"messages": [HumanMessage("What is the answer?")]}, context=ctx())
+    assert state["llm_calls"] == 1
+    docs = await memory.for_user("alice").ainvoke("the answer", k=1)
+    assert docs[0].page_content == "User: What is the answer?\nAssistant: The answer is 42."
