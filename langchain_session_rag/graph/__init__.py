@@ -1,7 +1,8 @@
 """The LangGraph session-RAG graph: factory, state, node names and nodes for reuse."""
 
-from langchain_session_rag.graph.builder import create_session_rag_graph
+from langchain_session_rag.graph.builder import create_memory_agent_graph, create_session_rag_graph
 from langchain_session_rag.graph.nodes import (
+    AGENT,
     BUILD_PROMPT,
     CACHE_LOOKUP,
     CALL_MODEL,
@@ -10,11 +11,13 @@ from langchain_session_rag.graph.nodes import (
     SUMMARISE_AND_STORE,
     VALIDATE,
     SessionRAGNodes,
+    agent_node,
     route_after_cache,
 )
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 
 __all__ = [
+    "AGENT",
     "BUILD_PROMPT",
     "CACHE_LOOKUP",
     "CALL_MODEL",
@@ -25,6 +28,8 @@ __all__ = [
     "SessionContext",
     "SessionRAGNodes",
     "SessionRAGState",
+    "agent_node",
+    "create_memory_agent_graph",
     "create_session_rag_graph",
     "route_after_cache",
 ]

@@ -6,12 +6,14 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.graph import END, START, StateGraph
 
 from langchain_session_rag.budget import TokenBudget
 from langchain_session_rag.cache import SemanticCache
 from langchain_session_rag.graph.nodes import (
+    AGENT,
     BUILD_PROMPT,
     CACHE_LOOKUP,
     CALL_MODEL,
@@ -20,13 +22,14 @@ from langchain_session_rag.graph.nodes import (
     SUMMARISE_AND_STORE,
     VALIDATE,
     SessionRAGNodes,
+    agent_node,
     route_after_cache,
 )
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.history import SummaryBuffer
 from langchain_session_rag.memory import SessionVectorMemory
 
-__all__ = ["create_session_rag_graph"]
+__all__ = ["create_memory_agent_graph", "create_session_rag_graph"]
 
 
 def create_session_rag_graph(
@@ -91,5 +94,59 @@ def create_session_rag_graph(
     graph.add_edge([RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS], BUILD_PROMPT)
     graph.add_edge(BUILD_PROMPT, CALL_MODEL)
     graph.add_edge(CALL_MODEL, SUMMARISE_AND_STORE)
+    graph.add_edge(SUMMARISE_AND_STORE, END)
+    return graph
+
+
+def create_memory_agent_graph(
+    agent: Runnable[Any, Any],
+    memory: SessionVectorMemory,
+    *,
+    budget: TokenBudget | None = None,
+    window_turns: int = 6,
+    memory_k: int = 4,
+) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
+    """Wrap an existing agent (e.g. a tool-calling ``create_react_agent``) with long-term memory.
+
+    ``validate`` → ``retrieve_memories`` → ``build_prompt`` → ``agent`` → ``summarise_and_store``: the agent
+    receives the budgeted prompt (instructions, history, retrieved memories, question), and the final
+    exchange is stored for later sessions. Uncompiled; scoped by ``context["user_id"]``.
+
+    Example:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+            from langchain_core.messages import AIMessage
+            from langchain_core.runnables import RunnableLambda
+            from langchain_session_rag import SessionVectorMemory
+            from langchain_session_rag.graph import create_memory_agent_graph
+
+            model = GenericFakeChatModel(messages=iter([AIMessage("Done.")]))
+            agent = RunnableLambda(lambda s: {"messages": [*s["messages"], model.invoke(s["messages"])]})
+            memory = SessionVectorMemory.local(path=tempfile.mkdtemp(), user_id="anyone")
+            graph = create_memory_agent_graph(agent, memory).compile()
+            out = graph.invoke({"messages": [("user", "Book a table")]},
+                               context={"user_id": "alice", "session_id": "s1"})
+            assert out["messages"][-1].text == "Done."
+    """
+    nodes = SessionRAGNodes(model=None, memory=memory, budget=budget, window_turns=window_turns, memory_k=memory_k)
+    graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
+        SessionRAGState, context_schema=SessionContext
+    )
+    run, arun = agent_node(agent)
+    for name, sync, asyn in (
+        (VALIDATE, nodes.validate, nodes.avalidate),
+        (RETRIEVE_MEMORIES, nodes.retrieve_memories, nodes.aretrieve_memories),
+        (BUILD_PROMPT, nodes.build_prompt, nodes.abuild_prompt),
+        (AGENT, run, arun),
+        (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
+    ):
+        graph.add_node(name, RunnableCallable(sync, asyn, name=name))
+    graph.add_edge(START, VALIDATE)
+    graph.add_edge(VALIDATE, RETRIEVE_MEMORIES)
+    graph.add_edge(RETRIEVE_MEMORIES, BUILD_PROMPT)
+    graph.add_edge(BUILD_PROMPT, AGENT)
+    graph.add_edge(AGENT, SUMMARISE_AND_STORE)
     graph.add_edge(SUMMARISE_AND_STORE, END)
     return graph

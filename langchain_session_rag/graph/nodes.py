@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
@@ -21,6 +22,7 @@ from langchain_session_rag.history import SummaryBuffer, split_turns
 from langchain_session_rag.memory import SessionVectorMemory
 
 __all__ = [
+    "AGENT",
     "BUILD_PROMPT",
     "CACHE_LOOKUP",
     "CALL_MODEL",
@@ -29,6 +31,7 @@ __all__ = [
     "SUMMARISE_AND_STORE",
     "VALIDATE",
     "SessionRAGNodes",
+    "agent_node",
     "route_after_cache",
 ]
 
@@ -38,6 +41,7 @@ RETRIEVE_MEMORIES = "retrieve_memories"
 RETRIEVE_DOCUMENTS = "retrieve_documents"
 BUILD_PROMPT = "build_prompt"
 CALL_MODEL = "call_model"
+AGENT = "agent"
 SUMMARISE_AND_STORE = "summarise_and_store"
 
 
@@ -57,7 +61,8 @@ def _last_human_index(messages: Sequence[BaseMessage]) -> int:
 class SessionRAGNodes:
     """The components the nodes use; one instance serves every user (each call is scoped by its context)."""
 
-    model: BaseChatModel
+    model: BaseChatModel | None
+    """The chat model of ``call_model`` (``None`` when an agent answers instead)."""
     memory: SessionVectorMemory
     documents: BaseRetriever | None = None
     cache: SemanticCache | None = None
@@ -179,14 +184,21 @@ class SessionRAGNodes:
         """Async :meth:`build_prompt` (pure computation)."""
         return self.build_prompt(state)
 
+    @property
+    def _model(self) -> BaseChatModel:
+        if self.model is None:
+            msg = "No chat model configured for call_model."
+            raise ValueError(msg)
+        return self.model
+
     def call_model(self, state: SessionRAGState) -> dict[str, Any]:
         """Ask the model (token streaming works with ``stream_mode="messages"``)."""
-        answer = self.model.invoke(state["prompt"])
+        answer = self._model.invoke(state["prompt"])
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState) -> dict[str, Any]:
         """Async :meth:`call_model`."""
-        answer = await self.model.ainvoke(state["prompt"])
+        answer = await self._model.ainvoke(state["prompt"])
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     # -- store ---------------------------------------------------------------------------------
@@ -258,6 +270,27 @@ class SessionRAGNodes:
     def _history_before_question(state: SessionRAGState) -> list[str]:
         messages = state["messages"]
         return [m.text for m in messages[: _last_human_index(messages)] if m.type in {"human", "ai"}]
+
+
+def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
+    """Sync and async bodies of a node that runs ``agent`` on the budgeted prompt.
+
+    The agent (a compiled LangGraph agent, or any runnable taking and returning ``{"messages": [...]}``) sees
+    the instructions, the history and the retrieved memories; the messages it adds (tool calls, tool results,
+    the answer) join the conversation.
+    """
+
+    def run(state: SessionRAGState, config: RunnableConfig) -> dict[str, Any]:
+        prompt = state["prompt"]
+        result = agent.invoke({"messages": prompt}, config)
+        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    async def arun(state: SessionRAGState, config: RunnableConfig) -> dict[str, Any]:
+        prompt = state["prompt"]
+        result = await agent.ainvoke({"messages": prompt}, config)
+        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    return run, arun
 
 
 def route_after_cache(state: SessionRAGState) -> list[str] | str:

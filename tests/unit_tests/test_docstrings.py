@@ -18,6 +18,7 @@ from langchain_session_rag import graph, tokens
 OBJECTS = [getattr(langchain_session_rag, name) for name in langchain_session_rag.__all__] + [
     tokens.tiktoken_counter,
     graph.create_session_rag_graph,
+    graph.create_memory_agent_graph,
 ]
 
 

@@ -139,3 +139,49 @@ async def test_async_invoke_stores_the_exchange(memory: SessionVectorMemory) -> 
     assert state["llm_calls"] == 1
     docs = await memory.for_user("alice").ainvoke("the answer", k=1)
     assert docs[0].page_content == "User: What is the answer?\nAssistant: The answer is 42."
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """A fake chat model that accepts ``bind_tools`` (it replays scripted tool calls and answers)."""
+
+    seen: list[list[BaseMessage]] = []  # noqa: RUF012 - reset per instance below
+
+    def bind_tools(self, tools, **kwargs):  # type: ignore[no-untyped-def]
+        return self
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+# create_react_agent now lives in the umbrella `langchain` package, which this project does not depend on.
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+def test_memory_around_a_tool_calling_agent(memory: SessionVectorMemory) -> None:
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import create_react_agent
+
+    from langchain_session_rag.graph import create_memory_agent_graph
+
+    calls: list[str] = []
+
+    @tool
+    def book_table(restaurant: str) -> str:
+        """Book a table at a restaurant."""
+        calls.append(restaurant)
+        return f"Booked {restaurant}."
+
+    model = ToolCallingFake(messages=iter([
+        AIMessage("", tool_calls=[{"name": "book_table", "args": {"restaurant": "Chez Anna"}, "id": "c1"}]),
+        AIMessage("Your table at Chez Anna is booked."),
+        AIMessage("You booked Chez Anna."),
+    ]))  # fmt: skip
+    model.seen = []
+    graph = create_memory_agent_graph(create_react_agent(model, [book_table]), memory).compile()
+    first = graph.invoke({"messages": [HumanMessage("Book me a table at Chez Anna.")]}, context=ctx())
+    assert calls == ["Chez Anna"]
+    assert [m.type for m in first["messages"]] == ["human", "ai", "tool", "ai"]
+    assert first["messages"][-1].text == "Your table at Chez Anna is booked."
+    graph.invoke({"messages": [HumanMessage("Which restaurant did I book?")]}, context=ctx(session="s2"))
+    prompt = "\n".join(m.text for m in model.seen[-1])
+    assert "> User: Book me a table at Chez Anna." in prompt
+    assert "> Assistant: Your table at Chez Anna is booked." in prompt
