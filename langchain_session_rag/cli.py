@@ -34,7 +34,13 @@ def _show(docs: list[Any], width: int) -> None:
 
 
 def run_demo(
-    path: str, *, k: int = 3, half_life_days: float = 30.0, score_threshold: float = 0.3, width: int = 110
+    path: str,
+    *,
+    k: int = 3,
+    half_life_days: float = 30.0,
+    score_threshold: float = 0.3,
+    width: int = 110,
+    with_llm: bool = True,
 ) -> None:
     """Ingest the sample conversations into an embedded store at ``path`` and query them."""
     from langchain_session_rag.memory import SessionVectorMemory  # noqa: PLC0415
@@ -72,6 +78,38 @@ def run_demo(
     print(
         f"Scoping: user 'bob' asks the first question and gets {len(stranger.invoke(sample['questions'][0]))} results."
     )
+    if with_llm:
+        _graph_turn(memory, sample["questions"][0])
+
+
+def _graph_turn(memory: Any, question: str) -> None:
+    """One turn of the LangGraph graph with a real model: Ollama when it answers, else SmolLM2 in process."""
+    from langchain_core.messages import HumanMessage  # noqa: PLC0415
+
+    from langchain_session_rag.budget import TokenBudget  # noqa: PLC0415
+    from langchain_session_rag.errors import MissingDependencyError  # noqa: PLC0415
+    from langchain_session_rag.graph import create_session_rag_graph  # noqa: PLC0415
+    from langchain_session_rag.local_llm import default_chat_model  # noqa: PLC0415
+
+    started = time.perf_counter()
+    try:
+        model = default_chat_model()
+        graph = create_session_rag_graph(model, memory, budget=TokenBudget(context_window=2048, reserve_for_answer=256))
+        out = graph.compile().invoke(
+            {"messages": [HumanMessage(question)]}, context={"user_id": memory.user_id, "session_id": "demo-graph"}
+        )
+    except MissingDependencyError as exc:
+        print(f"\n(Skipping the graph turn: {exc})")
+        return
+    finally:
+        memory.forget(session_id="demo-graph")  # leave the demo store as the sample made it
+    report = out["budget_report"]
+    print(f"\nOne turn of the LangGraph graph with {type(model).__name__} ({time.perf_counter() - started:.1f} s):")
+    print(f"  question: {question}")
+    print(f"  retrieved: {', '.join(d.metadata['marker'] for d in out['memories'])}")
+    print(f"  prompt: {report['total']} of {report['limit']} tokens; model calls this turn: {out['llm_calls']}")
+    answer = textwrap.shorten(out["messages"][-1].text, width=160, placeholder=" …")
+    print(f"  answer (a 135M model: weak, but real): {answer}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,9 +121,16 @@ def main(argv: list[str] | None = None) -> None:
     demo.add_argument("--k", type=int, default=3, help="memories per question (default: 3)")
     demo.add_argument("--half-life-days", type=float, default=30.0, help="recency half-life (default: 30)")
     demo.add_argument("--threshold", type=float, default=0.3, help="minimum cosine similarity (default: 0.3)")
+    demo.add_argument("--no-llm", action="store_true", help="skip the graph turn with a real chat model")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        run_demo(args.path, k=args.k, half_life_days=args.half_life_days, score_threshold=args.threshold)
+        run_demo(
+            args.path,
+            k=args.k,
+            half_life_days=args.half_life_days,
+            score_threshold=args.threshold,
+            with_llm=not args.no_llm,
+        )
 
 
 if __name__ == "__main__":

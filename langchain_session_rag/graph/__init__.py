@@ -1,11 +1,17 @@
 """The LangGraph session-RAG graph: factory, state, node names and nodes for reuse."""
 
-from langchain_session_rag.graph.builder import create_memory_agent_graph, create_session_rag_graph
+from langchain_session_rag.graph.builder import (
+    aend_session,
+    create_memory_agent_graph,
+    create_session_rag_graph,
+    end_session,
+)
 from langchain_session_rag.graph.nodes import (
     AGENT,
     BUILD_PROMPT,
     CACHE_LOOKUP,
     CALL_MODEL,
+    CONSOLIDATE,
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
     SUMMARISE_AND_STORE,
@@ -21,6 +27,7 @@ __all__ = [
     "BUILD_PROMPT",
     "CACHE_LOOKUP",
     "CALL_MODEL",
+    "CONSOLIDATE",
     "RETRIEVE_DOCUMENTS",
     "RETRIEVE_MEMORIES",
     "SUMMARISE_AND_STORE",
@@ -28,8 +35,10 @@ __all__ = [
     "SessionContext",
     "SessionRAGNodes",
     "SessionRAGState",
+    "aend_session",
     "agent_node",
     "create_memory_agent_graph",
     "create_session_rag_graph",
+    "end_session",
     "route_after_cache",
 ]

@@ -27,9 +27,9 @@ from langchain_session_rag.graph.nodes import (
 )
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.history import SummaryBuffer
-from langchain_session_rag.memory import SessionVectorMemory
+from langchain_session_rag.memory import Consolidation, SessionVectorMemory
 
-__all__ = ["create_memory_agent_graph", "create_session_rag_graph"]
+__all__ = ["aend_session", "create_memory_agent_graph", "create_session_rag_graph", "end_session"]
 
 
 def create_session_rag_graph(
@@ -150,3 +150,16 @@ def create_memory_agent_graph(
     graph.add_edge(AGENT, SUMMARISE_AND_STORE)
     graph.add_edge(SUMMARISE_AND_STORE, END)
     return graph
+
+
+def end_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -> Consolidation:
+    """Consolidate a finished session into topic segments (the helper twin of the ``consolidate`` node).
+
+    Call it when a chat session ends (or from a scheduled job); it is idempotent and crash-safe.
+    """
+    return memory.for_user(user_id).consolidate(session_id)
+
+
+async def aend_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -> Consolidation:
+    """Async :func:`end_session`."""
+    return await memory.for_user(user_id).aconsolidate(session_id)

@@ -26,6 +26,7 @@ __all__ = [
     "BUILD_PROMPT",
     "CACHE_LOOKUP",
     "CALL_MODEL",
+    "CONSOLIDATE",
     "RETRIEVE_DOCUMENTS",
     "RETRIEVE_MEMORIES",
     "SUMMARISE_AND_STORE",
@@ -42,6 +43,7 @@ RETRIEVE_DOCUMENTS = "retrieve_documents"
 BUILD_PROMPT = "build_prompt"
 CALL_MODEL = "call_model"
 AGENT = "agent"
+CONSOLIDATE = "consolidate"
 SUMMARISE_AND_STORE = "summarise_and_store"
 
 
@@ -261,6 +263,19 @@ class SessionRAGNodes:
             out["summary"] = window.summary
             out["llm_calls"] = state.get("llm_calls", 0) + window.llm_calls
         return out
+
+    # -- end of session ------------------------------------------------------------------------
+    def consolidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:  # noqa: ARG002
+        """Replace the session's exchange chunks by topic segments (wire it where a session ends)."""
+        ctx = runtime.context
+        self.memory.for_user(ctx["user_id"]).consolidate(ctx["session_id"])
+        return {}
+
+    async def aconsolidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:  # noqa: ARG002
+        """Async :meth:`consolidate`."""
+        ctx = runtime.context
+        await self.memory.for_user(ctx["user_id"]).aconsolidate(ctx["session_id"])
+        return {}
 
     @staticmethod
     def _asked(state: SessionRAGState) -> str:

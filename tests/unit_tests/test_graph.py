@@ -185,3 +185,30 @@ def test_memory_around_a_tool_calling_agent(memory: SessionVectorMemory) -> None
     prompt = "\n".join(m.text for m in model.seen[-1])
     assert "> User: Book me a table at Chez Anna." in prompt
     assert "> Assistant: Your table at Chez Anna is booked." in prompt
+
+
+def test_end_of_session_consolidation_node_and_helper(memory: SessionVectorMemory) -> None:
+    from langgraph.graph import END, START, StateGraph
+
+    from langchain_session_rag.graph import CONSOLIDATE, SessionContext, SessionRAGNodes, end_session
+
+    answers = ["Install it with pip.", "Check sys.executable.", "Build an image and run it."]
+    graph = create_session_rag_graph(GenericFakeChatModel(messages=iter([AIMessage(a) for a in answers])), memory)
+    app = graph.compile()
+    for question in ["How do I fix ModuleNotFoundError for requests in Python?",
+                     "Python still raises ModuleNotFoundError for requests after pip install.",
+                     "How do I deploy the web app to production on a server?"]:  # fmt: skip
+        app.invoke({"messages": [HumanMessage(question)]}, context=ctx())
+    assert memory.for_user("alice").count() == 3
+    nodes = SessionRAGNodes(model=None, memory=memory)
+    closer = StateGraph(SessionRAGState, context_schema=SessionContext)
+    closer.add_node(CONSOLIDATE, nodes.consolidate)
+    closer.add_edge(START, CONSOLIDATE)
+    closer.add_edge(CONSOLIDATE, END)
+    closer.compile().invoke({"messages": []}, context=ctx())
+    after = memory.for_user("alice")
+    docs = after.invoke("python", k=10)
+    assert all(d.metadata["chunking"] == "topic" for d in docs)
+    covered = [m for d in docs for m in d.metadata["message_ids"]]
+    assert len(covered) == len(set(covered)) == 6, "every message of the 3 turns covered exactly once"
+    assert end_session(memory, user_id="alice", session_id="s1").exchanges == 0, "idempotent"
