@@ -42,6 +42,7 @@ def create_session_rag_graph(
     window_turns: int = 6,
     summary: SummaryBuffer | None = None,
     memory_k: int = 4,
+    score_threshold: float | None = None,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Build the session-RAG graph, uncompiled, so you bring your own checkpointer and store.
 
@@ -74,6 +75,7 @@ def create_session_rag_graph(
         window_turns=window_turns,
         summary=summary,
         memory_k=memory_k,
+        score_threshold=score_threshold,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext

@@ -75,6 +75,8 @@ class SessionRAGNodes:
     """Folds turns leaving the window into ``summary`` (one model call) when they hold ≥ ``summary_min_tokens``."""
     summary_min_tokens: int = 200
     memory_k: int = 4
+    score_threshold: float | None = None
+    """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``."""
     llm_string: str = ""
 
     def __post_init__(self) -> None:
@@ -146,16 +148,20 @@ class SessionRAGNodes:
         in_window = {m.id for m in state["messages"] if m.id}
         return [d for d in docs if not (d.metadata.get("message_ids") and set(d.metadata["message_ids"]) <= in_window)]
 
+    def _options(self, memory: SessionVectorMemory) -> dict[str, Any]:
+        threshold = memory.score_threshold if self.score_threshold is None else self.score_threshold
+        return {"k": self.memory_k, "source_type": "session", "score_threshold": threshold}
+
     def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Past exchanges of this user, queried with the current user message only."""
         memory = self.memory.for_user(runtime.context["user_id"])
-        docs = memory.invoke(_question(state).text, k=self.memory_k, source_type="session")
+        docs = memory.invoke(_question(state).text, **self._options(memory))
         return {"memories": self._not_in_window(state, docs)}
 
     async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`retrieve_memories`."""
         memory = self.memory.for_user(runtime.context["user_id"])
-        docs = await memory.ainvoke(_question(state).text, k=self.memory_k, source_type="session")
+        docs = await memory.ainvoke(_question(state).text, **self._options(memory))
         return {"memories": self._not_in_window(state, docs)}
 
     def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:

@@ -212,3 +212,13 @@ def test_end_of_session_consolidation_node_and_helper(memory: SessionVectorMemor
     covered = [m for d in docs for m in d.metadata["message_ids"]]
     assert len(covered) == len(set(covered)) == 6, "every message of the 3 turns covered exactly once"
     assert end_session(memory, user_id="alice", session_id="s1").exchanges == 0, "idempotent"
+
+
+def test_retrieval_applies_the_relevance_threshold(memory: SessionVectorMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok"), AIMessage("ok"), AIMessage("ok")]))
+    app = create_session_rag_graph(model, memory, score_threshold=0.99).compile()
+    app.invoke({"messages": [HumanMessage("My cat is called Pixel.")]}, context=ctx())
+    strict = app.invoke({"messages": [HumanMessage("Tell me about sourdough bread.")]}, context=ctx(session="s2"))
+    assert strict["memories"] == []
+    loose = create_session_rag_graph(model, memory, score_threshold=0.0).compile()
+    assert loose.invoke({"messages": [HumanMessage("Tell me about my cat.")]}, context=ctx(session="s3"))["memories"]
