@@ -370,9 +370,7 @@ class SemanticCache(BaseModel):
 
     def clear(self) -> int:
         """Delete every entry of this scope (this user's, or the shared one); return how many."""
-        ids = self._backend.all_ids(self._scope)
-        self._backend.delete(self._scope, ids)
-        return len(ids)
+        return self._backend.purge(self._scope)
 
     async def aclear(self) -> int:
         """Async :meth:`clear`."""

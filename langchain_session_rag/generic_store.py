@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, UnsupportedOperationError
-from langchain_session_rag.stores import Record, Where, matches
+from langchain_session_rag.stores import Record, Where, matches, purge
 
 __all__ = ["VectorStoreBackend"]
 
@@ -129,3 +129,7 @@ class VectorStoreBackend:
         """The user's records among ``ids`` (listable stores only)."""
         wanted = set(ids)
         return [r for r in self.get(user_id, {}, with_embeddings=with_embeddings) if r.id in wanted]
+
+    def purge(self, user_id: str) -> int:
+        """Delete every record of the user (listable stores only); return how many."""
+        return purge(self, user_id)

@@ -473,9 +473,7 @@ class SessionVectorMemory(BaseRetriever):
 
     def forget_all(self) -> int:
         """Delete every memory of this user (and only this user); return how many were removed."""
-        targets = self._backend.all_ids(self.user_id)
-        self._backend.delete(self.user_id, targets)
-        return len(targets)
+        return self._backend.purge(self.user_id)
 
     async def aforget_all(self) -> int:
         """Async :meth:`forget_all`."""

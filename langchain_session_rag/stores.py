@@ -144,6 +144,16 @@ class MemoryBackend(Protocol):
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
         """The user's records among ``ids``."""
 
+    def purge(self, user_id: str) -> int:
+        """Delete every record of the user; return how many."""
+
+
+def purge(backend: MemoryBackend, user_id: str) -> int:
+    """Delete every record of ``user_id`` through ``backend`` (ids first, so the count is exact)."""
+    ids = backend.all_ids(user_id)
+    backend.delete(user_id, ids)
+    return len(ids)
+
 
 # ---------------------------------------------------------------------------------------------
 # Chroma
@@ -362,6 +372,10 @@ class ChromaBackend:
             )
             for n in range(len(res["ids"]))
         ]
+
+    def purge(self, user_id: str) -> int:
+        """Delete every record of the user; return how many."""
+        return purge(self, user_id)
 
     def count(self) -> int:
         """Number of chunks in the whole store (all users)."""

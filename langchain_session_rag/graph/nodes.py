@@ -228,47 +228,53 @@ class SessionRAGNodes:
     def _summary_needed(self, old: list[BaseMessage]) -> bool:
         return self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
 
+    def _store_plan(self, state: SessionRAGState) -> dict[str, Any]:
+        """Arguments of this turn's writes; ``cache`` is None when the answer must not be cached."""
+        plan: dict[str, Any] = {"exchange": self._exchange(state), "cache": None}
+        if self.cache is not None and not state.get("cache", {}).get("hit"):
+            plan["cache"] = {
+                "question": self._asked(state),
+                "answer": state["messages"][-1].text,
+                "history": self._history_before_question(state),
+                "llm_string": self.llm_string,
+            }
+        return plan
+
+    def _trim_plan(self, state: SessionRAGState) -> tuple[dict[str, Any], list[BaseMessage] | None]:
+        """The window update, and the turns to fold into the summary (``None``: no summary call)."""
+        removals, old = self._trim(state)
+        fold = old if old and self.summary is not None and self._summary_needed(old) else None
+        return {"messages": removals}, fold
+
+    @staticmethod
+    def _with_summary(out: dict[str, Any], state: SessionRAGState, window: Any) -> dict[str, Any]:
+        return {**out, "summary": window.summary, "llm_calls": state.get("llm_calls", 0) + window.llm_calls}
+
     def summarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Store the new exchange (retrievable on the next turn), cache the answer, keep the window bounded."""
-        ctx = runtime.context
+        ctx, plan = runtime.context, self._store_plan(state)
         self.memory.for_user(ctx["user_id"]).add_messages(
-            self._exchange(state), session_id=ctx["session_id"], chunking="exchange"
+            plan["exchange"], session_id=ctx["session_id"], chunking="exchange"
         )
-        if self.cache is not None and not state.get("cache", {}).get("hit"):
-            self.cache.for_user(ctx["user_id"]).update(
-                self._asked(state),
-                state["messages"][-1].text,
-                history=self._history_before_question(state),
-                llm_string=self.llm_string,
-            )
-        removals, old = self._trim(state)
-        out: dict[str, Any] = {"messages": removals}
-        if old and self._summary_needed(old) and self.summary is not None:
-            window = self.summary.update(old, state.get("summary"))
-            out["summary"] = window.summary
-            out["llm_calls"] = state.get("llm_calls", 0) + window.llm_calls
-        return out
+        if plan["cache"] is not None and self.cache is not None:
+            self.cache.for_user(ctx["user_id"]).update(**plan["cache"])
+        out, fold = self._trim_plan(state)
+        if fold is None or self.summary is None:
+            return out
+        return self._with_summary(out, state, self.summary.update(fold, state.get("summary")))
 
     async def asummarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`summarise_and_store`."""
-        ctx = runtime.context
+        ctx, plan = runtime.context, self._store_plan(state)
         await self.memory.for_user(ctx["user_id"]).aadd_messages(
-            self._exchange(state), session_id=ctx["session_id"], chunking="exchange"
+            plan["exchange"], session_id=ctx["session_id"], chunking="exchange"
         )
-        if self.cache is not None and not state.get("cache", {}).get("hit"):
-            await self.cache.for_user(ctx["user_id"]).aupdate(
-                self._asked(state),
-                state["messages"][-1].text,
-                history=self._history_before_question(state),
-                llm_string=self.llm_string,
-            )
-        removals, old = self._trim(state)
-        out: dict[str, Any] = {"messages": removals}
-        if old and self._summary_needed(old) and self.summary is not None:
-            window = await self.summary.aupdate(old, state.get("summary"))
-            out["summary"] = window.summary
-            out["llm_calls"] = state.get("llm_calls", 0) + window.llm_calls
-        return out
+        if plan["cache"] is not None and self.cache is not None:
+            await self.cache.for_user(ctx["user_id"]).aupdate(**plan["cache"])
+        out, fold = self._trim_plan(state)
+        if fold is None or self.summary is None:
+            return out
+        return self._with_summary(out, state, await self.summary.aupdate(fold, state.get("summary")))
 
     # -- end of session ------------------------------------------------------------------------
     def consolidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:  # noqa: ARG002
