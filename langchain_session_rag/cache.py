@@ -16,11 +16,12 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.load import dumps, loads
 from langchain_core.messages import BaseMessage
@@ -30,10 +31,16 @@ from langchain_session_rag.embeddings import embedding_model_id, get_default_emb
 from langchain_session_rag.guards import canonical, guard_mismatch, is_context_dependent, is_volatile
 from langchain_session_rag.stores import ChromaBackend, Record, open_chroma_client
 
-__all__ = ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache"]
+__all__ = ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache", "source_digest"]
 
 SHARED_SCOPE = "__shared__"
 MISS_REASONS = ("empty", "below_threshold", "expired", "stale_version", "guard", "volatile", "context_dependent")
+
+
+def source_digest(sources: Iterable[tuple[str, str]]) -> str:
+    """A digest of ``(id, text)`` pairs: it changes when any source behind an answer changes or disappears."""
+    joined = "\x1e".join(f"{i}\x1f{t}" for i, t in sorted(sources))
+    return hashlib.sha256(joined.encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -106,6 +113,10 @@ class SemanticCache(BaseModel):
     """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
     candidates: int = Field(default=4, ge=1)
     """Nearest entries examined per lookup."""
+    source_check: Callable[[str, list[str]], str] | None = None
+    """Given a scope and the ids of the sources behind an entry, the :func:`source_digest` of those sources as
+    they are now. Entries stored with ``sources=`` whose sources changed or were deleted miss as
+    ``stale_version``: the knowledge behind the answer changed."""
 
     _backend: ChromaBackend = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
@@ -195,6 +206,9 @@ class SemanticCache(BaseModel):
                 decision = CacheDecision(
                     hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
                 )
+            elif self._sources_changed(meta):
+                decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
+                                         matched_question=cached_q, detail="sources changed")  # fmt: skip
             else:
                 guard = guard_mismatch(question, cached_q)
                 if guard.reason is None:
@@ -204,6 +218,12 @@ class SemanticCache(BaseModel):
                                          detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
             first = first or decision
         return first or CacheDecision(hit=False, reason="empty")
+
+    def _sources_changed(self, meta: dict[str, Any]) -> bool:
+        ids = json.loads(str(meta.get("source_ids") or "[]"))
+        if not ids or self.source_check is None:
+            return False
+        return bool(self.source_check(self._scope, ids) != meta.get("source_digest"))
 
     def _count(self, decision: CacheDecision) -> None:
         with self._lock:
@@ -257,7 +277,7 @@ class SemanticCache(BaseModel):
             vector = await self._embedder.aembed_query(canonical(q) or q)
             version = self.knowledge_version if knowledge_version is None else knowledge_version
             hits = await asyncio.to_thread(self._search, q, vector, key)
-            decision = self._decide(q, version, hits, time.time())
+            decision = await asyncio.to_thread(self._decide, q, version, hits, time.time())
         self._count(decision)
         return decision
 
@@ -279,6 +299,7 @@ class SemanticCache(BaseModel):
         version: str | None,
         ttl: float | None,
         extra: dict[str, Any],
+        sources: Sequence[Document] = (),
     ) -> Record:
         key = self._llm_key(self.llm_string if llm_string is None else llm_string)
         ver = self.knowledge_version if version is None else version
@@ -296,8 +317,16 @@ class SemanticCache(BaseModel):
                 "knowledge_version": ver,
                 "created_at": now,
                 "expires_at": now + life if life else 0.0,
+                **self._source_meta(sources),
             },
         )
+
+    @staticmethod
+    def _source_meta(sources: Sequence[Document]) -> dict[str, str]:
+        pairs = [(d.id, d.page_content) for d in sources if d.id]
+        if not pairs:
+            return {}
+        return {"source_ids": json.dumps([i for i, _ in pairs]), "source_digest": source_digest(pairs)}
 
     def _skip(self, question: str, history: Sequence[str | BaseMessage], standalone: str | None) -> str | None:
         hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
@@ -317,12 +346,15 @@ class SemanticCache(BaseModel):
         standalone: str | None,
         ttl: float | None,
         metadata: dict[str, Any] | None,
+        sources: Sequence[Document] = (),
     ) -> Record | None:
         """The record to store, or ``None`` (counted) when the question must not be cached."""
         q = self._skip(question, history, standalone)
         if q is None:
             return None
-        return self._record(q, answer, llm_string=llm_string, version=version, ttl=ttl, extra=metadata or {})
+        return self._record(
+            q, answer, llm_string=llm_string, version=version, ttl=ttl, extra=metadata or {}, sources=sources
+        )
 
     def _write(self, record: Record) -> None:
         self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding or []))
@@ -339,9 +371,16 @@ class SemanticCache(BaseModel):
         standalone: str | None = None,
         ttl: float | None = None,
         metadata: dict[str, Any] | None = None,
+        sources: Sequence[Document] = (),
     ) -> bool:
-        """Store an answer; return False when the question must not be cached (volatile, context-dependent)."""
-        record = self._prepare(question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata)
+        """Store an answer; return False when the question must not be cached (volatile, context-dependent).
+
+        ``sources`` are the retrieved documents (with ids) behind the answer: with a ``source_check`` the entry
+        stops hitting once any of them changes or is deleted.
+        """
+        record = self._prepare(
+            question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata, sources
+        )
         if record is None:
             return False
         record.embedding = self._embedder.embed_query(record.text)
@@ -359,9 +398,12 @@ class SemanticCache(BaseModel):
         standalone: str | None = None,
         ttl: float | None = None,
         metadata: dict[str, Any] | None = None,
+        sources: Sequence[Document] = (),
     ) -> bool:
         """Async :meth:`update`."""
-        record = self._prepare(question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata)
+        record = self._prepare(
+            question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata, sources
+        )
         if record is None:
             return False
         record.embedding = await self._embedder.aembed_query(record.text)

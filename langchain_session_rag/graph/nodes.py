@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.budget import TokenBudget
-from langchain_session_rag.cache import SemanticCache
+from langchain_session_rag.cache import SemanticCache, source_digest
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.history import SummaryBuffer, split_turns
@@ -80,9 +80,15 @@ class SessionRAGNodes:
     llm_string: str = ""
 
     def __post_init__(self) -> None:
-        """Default budget: an 8K window."""
+        """Default budget: an 8K window; a per-user cache checks the memories behind its answers."""
         if self.budget is None:
             self.budget = TokenBudget(context_window=8192)
+        if self.cache is not None and not self.cache.shared and self.cache.source_check is None:
+            self.cache = self.cache.model_copy(update={"source_check": self._memory_digest})
+
+    def _memory_digest(self, user_id: str, ids: list[str]) -> str:
+        records = self.memory.for_user(user_id).backend.fetch(user_id, ids)
+        return source_digest((r.id, r.text) for r in records)
 
     @property
     def _budget(self) -> TokenBudget:
@@ -237,6 +243,7 @@ class SessionRAGNodes:
                 "answer": state["messages"][-1].text,
                 "history": self._history_before_question(state),
                 "llm_string": self.llm_string,
+                "sources": [] if self.cache.shared else state.get("memories", []),
             }
         return plan
 

@@ -198,3 +198,19 @@ class TestSemanticLLMCacheAsync(AsyncCacheTestSuite):
         store = SemanticCache.local(path=tmp_path, user_id="alice", embeddings=get_default_embeddings())
         yield SemanticLLMCache(store)
         await store.aclear()
+
+
+def test_an_answer_stops_hitting_when_its_sources_change(make_cache: Factory) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_session_rag.cache import source_digest
+
+    live = {"m1": "We deploy to Fly.io."}
+    cache = make_cache(source_check=lambda scope, ids: source_digest((i, live[i]) for i in ids if i in live))
+    cache.update("Where do we deploy?", "Fly.io", sources=[Document("We deploy to Fly.io.", id="m1")])
+    assert cache.lookup("Where do we deploy?") == "Fly.io"
+    live["m1"] = "We deploy to Render now."
+    decision = cache.decide("Where do we deploy?")
+    assert (decision.hit, decision.reason, decision.detail) == (False, "stale_version", "sources changed")
+    del live["m1"]
+    assert cache.lookup("Where do we deploy?") is None

@@ -222,3 +222,18 @@ def test_retrieval_applies_the_relevance_threshold(memory: SessionVectorMemory) 
     assert strict["memories"] == []
     loose = create_session_rag_graph(model, memory, score_threshold=0.0).compile()
     assert loose.invoke({"messages": [HumanMessage("Tell me about my cat.")]}, context=ctx(session="s3"))["memories"]
+
+
+def test_cached_answers_follow_the_memories_behind_them(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="nobody", embeddings=memory.embeddings)
+    model = RecordingModel(["Noted.", "Your cat is Pixel.", "I do not know your cat's name."])
+    graph = create_session_rag_graph(model, memory, cache=cache).compile()
+    graph.invoke({"messages": [HumanMessage("My cat is called Pixel.")]}, context=ctx(session="s1"))
+    first = graph.invoke({"messages": [HumanMessage("What is the name of my cat?")]}, context=ctx(session="s2"))
+    assert first["memories"], "the answer was built on a stored memory"
+    again = graph.invoke({"messages": [HumanMessage("What is the name of my cat?")]}, context=ctx(session="s3"))
+    assert again["cache"]["hit"] is True
+    memory.for_user("alice").forget(session_id="s1")  # the knowledge behind the cached answer changes
+    after = graph.invoke({"messages": [HumanMessage("What is the name of my cat?")]}, context=ctx(session="s4"))
+    assert after["cache"] == {"hit": False, "reason": "stale_version"}
+    assert after["messages"][-1].text == "I do not know your cat's name."
