@@ -225,12 +225,29 @@ class SemanticCache(BaseModel):
             return False
         return bool(self.source_check(self._scope, ids) != meta.get("source_digest"))
 
-    def _count(self, decision: CacheDecision) -> None:
+    def _count(self, decision: CacheDecision) -> CacheDecision:
         with self._lock:
             if decision.hit:
                 self._stats.hits += 1
             else:
                 self._stats.misses[decision.reason] += 1
+        return decision
+
+    def _plan(
+        self,
+        question: str,
+        llm_string: str | None,
+        knowledge_version: str | None,
+        history: Sequence[str | BaseMessage],
+        standalone: str | None,
+    ) -> CacheDecision | tuple[str, str, str]:
+        """The question, model key and version to look up, or the miss when it must not be looked up."""
+        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        q, reason = self._key(question, hist, standalone)
+        if q is None:
+            return CacheDecision(hit=False, reason=reason)
+        key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+        return q, key, self.knowledge_version if knowledge_version is None else knowledge_version
 
     # -- lookup ----------------------------------------------------------------------------------
     def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
@@ -246,17 +263,12 @@ class SemanticCache(BaseModel):
         standalone: str | None = None,
     ) -> CacheDecision:
         """Look a question up and explain the outcome (counted in :attr:`stats`)."""
-        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
-        q, reason = self._key(question, hist, standalone)
-        if q is None:
-            decision = CacheDecision(hit=False, reason=reason)
-        else:
-            key = self._llm_key(self.llm_string if llm_string is None else llm_string)
-            vector = self._embedder.embed_query(canonical(q) or q)
-            version = self.knowledge_version if knowledge_version is None else knowledge_version
-            decision = self._decide(q, version, self._search(q, vector, key), time.time())
-        self._count(decision)
-        return decision
+        plan = self._plan(question, llm_string, knowledge_version, history, standalone)
+        if isinstance(plan, CacheDecision):
+            return self._count(plan)
+        q, key, version = plan
+        vector = self._embedder.embed_query(canonical(q) or q)
+        return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
 
     async def adecide(
         self,
@@ -268,18 +280,13 @@ class SemanticCache(BaseModel):
         standalone: str | None = None,
     ) -> CacheDecision:
         """Async :meth:`decide`."""
-        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
-        q, reason = self._key(question, hist, standalone)
-        if q is None:
-            decision = CacheDecision(hit=False, reason=reason)
-        else:
-            key = self._llm_key(self.llm_string if llm_string is None else llm_string)
-            vector = await self._embedder.aembed_query(canonical(q) or q)
-            version = self.knowledge_version if knowledge_version is None else knowledge_version
-            hits = await asyncio.to_thread(self._search, q, vector, key)
-            decision = await asyncio.to_thread(self._decide, q, version, hits, time.time())
-        self._count(decision)
-        return decision
+        plan = self._plan(question, llm_string, knowledge_version, history, standalone)
+        if isinstance(plan, CacheDecision):
+            return self._count(plan)
+        q, key, version = plan
+        vector = await self._embedder.aembed_query(canonical(q) or q)
+        hits = await asyncio.to_thread(self._search, q, vector, key)
+        return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
 
     def lookup(self, question: str, **kwargs: Any) -> str | None:
         """The cached answer of ``question``, or ``None`` (options as :meth:`decide`)."""
