@@ -230,20 +230,17 @@ class TokenBudget(BaseModel):
         return self.context_window - self.reserve_for_answer
 
     # -- counting -------------------------------------------------------------------------------
-    def count_messages(self, messages: Sequence[BaseMessage]) -> int:
-        """Exact token count of chat messages, formatting overhead included (see the module docs)."""
-        total = self.reply_priming
-        for message in messages:
-            total += self.tokens_per_message + self._count(message.text)
-            if message.name:
-                total += self.tokens_per_name
-        return total
+    def count_messages(self, messages: Sequence[BaseMessage], cache: dict[str, int] | None = None) -> int:
+        """Exact token count of chat messages, formatting overhead included (see the module docs).
+
+        ``cache`` maps texts to their counts, so a text counted earlier in the same turn is not counted again.
+        """
+        memo = {} if cache is None else cache
+        return self.reply_priming + sum(self._message_cost(m, memo) for m in messages)
 
     def _message_cost(self, message: BaseMessage, cache: dict[str, int]) -> int:
-        text = message.text
-        if text not in cache:
-            cache[text] = self._count(text)
-        return self.tokens_per_message + cache[text] + (self.tokens_per_name if message.name else 0)
+        name_cost = self.tokens_per_name if message.name else 0
+        return self.tokens_per_message + self._cached(message.text, cache) + name_cost
 
     def _truncate(self, text: str, tokens: int) -> str:
         """The longest prefix of ``text`` that, with the truncation mark, fits ``tokens``."""
@@ -419,7 +416,7 @@ class TokenBudget(BaseModel):
         # Phase 2: over the limit, drop the lowest-priority whole items first (truncating the last one if that
         # is enough), until the exact count of the rendered messages fits.
         messages = self._render(base, items, question)
-        total = self.count_messages(messages)
+        total = self.count_messages(messages, cache)
         while total > self.limit:
             kept = self._kept_order(items)
             if not kept:  # pragma: no cover - the fixed part fits, so an empty prompt fits
@@ -430,7 +427,7 @@ class TokenBudget(BaseModel):
                 last.kept = False
                 sections[last.section].dropped_by_overflow += 1
             messages = self._render(base, items, question)
-            total = self.count_messages(messages)
+            total = self.count_messages(messages, cache)
         for section, section_report in sections.items():
             kept_items = [i for i in items[section] if i.kept]
             section_report.kept = len(kept_items)

@@ -184,3 +184,17 @@ def test_prompt_never_exceeds_the_budget_and_respects_priorities(sc: dict) -> No
         dropped_for_room = report.dropped_by_overflow > 0 or (sc["allocations"] is None and not all(kept[section]))
         if dropped_for_room:  # nothing of lower priority may be kept
             assert not any(flag for later in order[i + 1 :] for flag in kept[later]), (section, order, kept)
+
+
+def test_each_text_is_counted_once_per_turn() -> None:
+    counted: list[str] = []
+
+    def counter(text: str) -> int:
+        counted.append(text)
+        return len(text)
+
+    budget = TokenBudget(context_window=10_000, reserve_for_answer=0, token_counter=counter, allocations=None)
+    history = [HumanMessage("an earlier question"), AIMessage("an earlier answer")]
+    budget.assemble("Q?", history=history, memories=[mem("abc")])
+    for text in ("an earlier question", "an earlier answer", "Q?"):
+        assert counted.count(text) == 1, text
