@@ -122,9 +122,6 @@ class SessionRAGNodes:
         return self.validate(state, runtime)
 
     # -- cache ---------------------------------------------------------------------------------
-    def _history_texts(self, state: SessionRAGState) -> list[str]:
-        return [m.text for m in _window(state) if m.type in {"human", "ai"}]
-
     def _cache_result(self, decision: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"cache": {"hit": decision.hit, "reason": decision.reason}}
         if decision.hit:
@@ -136,7 +133,9 @@ class SessionRAGNodes:
         if self.cache is None:
             return {}
         cache = self.cache.for_user(runtime.context["user_id"])
-        decision = cache.decide(_question(state).text, history=self._history_texts(state), llm_string=self.llm_string)
+        decision = cache.decide(
+            _question(state).text, history=self._history_before_question(state), llm_string=self.llm_string
+        )
         return self._cache_result(decision)
 
     async def acache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -145,7 +144,7 @@ class SessionRAGNodes:
             return {}
         cache = self.cache.for_user(runtime.context["user_id"])
         decision = await cache.adecide(
-            _question(state).text, history=self._history_texts(state), llm_string=self.llm_string
+            _question(state).text, history=self._history_before_question(state), llm_string=self.llm_string
         )
         return self._cache_result(decision)
 
