@@ -18,7 +18,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import (
     DuplicateMessageIdError,
     EmptyConversationError,
@@ -462,8 +462,6 @@ class ExchangeChunker(BaseModel):
             Chunks in conversation order. Every turn (but system turns when
             ``include_system=False``) is covered by at least one chunk.
         """
-        from langchain_session_rag._time import utcnow  # noqa: PLC0415
-
         fallback = default_timestamp or utcnow()
         # A message with no timestamp inherits the latest earlier one of the batch.
         stamped: dict[str, datetime] = {}

@@ -103,9 +103,9 @@ class SessionWriter:
         exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=utcnow()), session_id, extra)
         stored = self.stored_session(session_id)
         batch_ids = {t.id for t in turns}
-        stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:
+            stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
             if batch_ids <= stored_cover:  # all known already: nothing to embed or store
                 ids = [r.id for r in stored if batch_ids & set(decode_message_ids(r.metadata.get("message_ids")))]
                 return Batch(ids=ids, records=[], superseded=[], exchanges=[])
