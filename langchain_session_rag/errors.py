@@ -17,6 +17,7 @@ __all__ = [
     "InvalidTimestampError",
     "MissingDependencyError",
     "SessionRAGError",
+    "StoreWriteError",
     "UnsupportedOperationError",
 ]
 
@@ -65,3 +66,7 @@ class BudgetExceededError(SessionRAGError, ValueError):
 
 class InvalidRequestError(SessionRAGError, ValueError):
     """A graph input that cannot be answered (no messages, or the last message is not a user turn): an HTTP 422."""
+
+
+class StoreWriteError(SessionRAGError, RuntimeError):
+    """A write sent to the store in the background failed; its chunks were not stored."""

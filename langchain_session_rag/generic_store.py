@@ -31,6 +31,16 @@ class VectorStoreBackend:
         self.vectorstore = vectorstore
         self.fetch_factor = fetch_factor
 
+    @property
+    def process_key(self) -> str:
+        """Identifies the wrapped store object within this process."""
+        return f"vectorstore|{id(self.vectorstore)}"
+
+    @property
+    def single_process(self) -> bool:
+        """``False``: other code may write to a LangChain vector store directly, so it is listed before each use."""
+        return False
+
     def check_model(self, model_id: str, dimension: int | None) -> None:  # noqa: ARG002
         """Refuse when stored chunks name another embedding model (checked on a sample)."""
         for record in self._all()[:1] if self._listable() else []:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,8 +19,10 @@ from langchain_session_rag._records import RESERVED_KEYS, chunk_id, session_reco
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.conversation import Chunk, ExchangeChunker, MessageLike, normalize_messages
 from langchain_session_rag.errors import InvalidMessageError, UnsupportedOperationError
+from langchain_session_rag.replica import UserReplica
 from langchain_session_rag.segmentation import Segment, TopicSegmenter
 from langchain_session_rag.stores import MemoryBackend, Record, decode_message_ids
+from langchain_session_rag.writes import WriteQueue
 
 __all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
 
@@ -59,13 +62,17 @@ class SessionWriter:
     model_id: str
     chunker: ExchangeChunker
     segmenter: TopicSegmenter
+    queue: WriteQueue
+    replica: UserReplica | None = None
+    """The user's in-process replica, already synced with the store (``None`` when the store has none)."""
 
     def stored_session(self, session_id: str, *, with_embeddings: bool = False) -> list[Record]:
         """The session chunks already stored for the user (empty for stores that cannot list)."""
+        where = {"session_id": session_id, "source_type": "session"}
+        if self.replica is not None and not with_embeddings:
+            return self.replica.records(where)
         try:
-            return self.backend.get(
-                self.user_id, {"session_id": session_id, "source_type": "session"}, with_embeddings=with_embeddings
-            )
+            return self.backend.get(self.user_id, where, with_embeddings=with_embeddings)
         except UnsupportedOperationError:
             return []
 
@@ -186,13 +193,30 @@ class SessionWriter:
         if vector is not None:
             self.backend.check_model(self.model_id, len(vector))
 
-    def store(self, records: list[Record], superseded: list[str]) -> None:
-        """Write records, then delete what they replace (so a crash never loses coverage)."""
+    def store(self, records: list[Record], superseded: list[str], *, wait: bool = True) -> Future[None]:
+        """Send records, then the deletion of what they replace, to the store (so a crash never loses coverage).
+
+        The replica holds the change at once. With ``wait=False`` a failure is raised by the next write or
+        ``flush()`` instead of through the returned future.
+        """
+        self.queue.raise_failures()
         self.check_vectors(records)
-        if records:
-            self.backend.add(self.user_id, records)
-        if superseded:  # only after the replacement is stored: a crash never loses coverage
-            self.backend.delete(self.user_id, superseded)
+        if not records and not superseded:
+            done: Future[None] = Future()
+            done.set_result(None)
+            return done
+        replica = self.replica
+        added = [r.id for r in records]
+        on_done = None
+        if replica is not None:
+            replica.begin(added, superseded)
+            replica.put(records)
+            replica.drop([i for i in superseded if i not in set(added)])
+
+            def on_done() -> None:
+                replica.settle(added, superseded)
+
+        return self.queue.submit(self.user_id, records, superseded, detached=not wait, on_done=on_done)
 
     def pending(self, records: list[Record]) -> list[Record]:
         """Records still needing a vector (none when the store embeds itself)."""
@@ -215,7 +239,7 @@ class SessionWriter:
         """Store the segments and delete the exchanges they replace."""
         records = self.segment_records(segments, stored)
         keep = {r.id for r in records}
-        self.store(records, [r.id for r in exchanges if r.id not in keep])
+        self.store(records, [r.id for r in exchanges if r.id not in keep]).result()
         embedded = segments[0].texts_embedded if segments else 0
         return Consolidation(session_id, len(exchanges), len(segments), embedded)
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["BM25Index", "LexicalCache", "stem", "tokenize"]
+__all__ = ["BM25Index", "stem", "tokenize"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -148,26 +147,3 @@ class BM25Index:
         if missing:
             for doc_id, text, metadata in fetch(missing):
                 self.add(doc_id, text, metadata)
-
-
-class LexicalCache:
-    """Per-user BM25 indexes, least recently used first out."""
-
-    def __init__(self, max_users: int = 64) -> None:
-        """Keep at most ``max_users`` indexes."""
-        self.max_users = max_users
-        self._indexes: OrderedDict[str, BM25Index] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> BM25Index:
-        """The index of ``key`` (created empty on first use)."""
-        with self._lock:
-            index = self._indexes.get(key)
-            if index is None:
-                index = BM25Index()
-                self._indexes[key] = index
-                while len(self._indexes) > self.max_users:
-                    self._indexes.popitem(last=False)
-            else:
-                self._indexes.move_to_end(key)
-            return index

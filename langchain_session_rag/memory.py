@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,20 +15,23 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_session_rag._store_state import StoreState, reset_replicas, state_of
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.conversation import ExchangeChunker, MessageLike
 from langchain_session_rag.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.embeddings import get_default_embeddings
+from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.generic_store import VectorStoreBackend
 from langchain_session_rag.ingest import Chunking, Consolidation, SessionWriter
-from langchain_session_rag.lexical import LexicalCache
 from langchain_session_rag.portability import read_jsonl, write_jsonl
-from langchain_session_rag.retrieval import RetrievalQuery, build_query, lexical_candidates, rank
+from langchain_session_rag.replica import UserReplica
+from langchain_session_rag.retrieval import RetrievalQuery, build_query, lexical_candidates, rank, replica_search
 from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
 from langchain_session_rag.stores import (
     ChromaBackend,
     MemoryBackend,
     Record,
+    decode_message_ids,
     open_chroma_client,
 )
 
@@ -37,6 +41,8 @@ if TYPE_CHECKING:
 __all__ = ["Consolidation", "SessionVectorMemory"]
 
 SourceType = Literal["session", "document"]
+WRITE_SYNC_AGE = 1.0
+"""Seconds a replica sync may be old when a write plans against it (reads always sync)."""
 DEFAULT_SEGMENT_TOKENS = 128
 """Token cap of the default segmenter's segments (LoCoMo: best recall per prompt token)."""
 
@@ -141,7 +147,7 @@ class SessionVectorMemory(BaseRetriever):
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
 
     _backend: MemoryBackend = PrivateAttr()
-    _lexical: LexicalCache = PrivateAttr(default_factory=LexicalCache)
+    _state: StoreState = PrivateAttr()
     _model_id: str = PrivateAttr()
 
     @field_validator("user_id")
@@ -185,6 +191,7 @@ class SessionVectorMemory(BaseRetriever):
         self._model_id = self.embedding_model_id or model_id_of(self.embeddings)
         backend.check_model(self._model_id, None)
         self._backend = backend
+        self._state = state_of(backend)
         return self
 
     @staticmethod
@@ -260,8 +267,46 @@ class SessionVectorMemory(BaseRetriever):
         return self.segmenter
 
     # -- ingest ----------------------------------------------------------------------------------
+    def _replica(self, *, max_age: float = 0.0) -> UserReplica | None:
+        """The user's replica, synced with the store (with vectors unless the store embeds itself).
+
+        ``max_age`` lets a sync at most that many seconds old stand. ``None`` for stores that cannot list.
+        """
+        replica = self._state.replicas.get(self.user_id)
+        backend, user_id, vectors = self._backend, self.user_id, not self._backend.embeds_itself
+        try:
+            replica.sync(
+                lambda: backend.all_ids(user_id),
+                lambda ids: backend.fetch(user_id, ids, with_embeddings=vectors),
+                max_age=math.inf if self._state.trusted else max_age,
+            )
+        except UnsupportedOperationError:
+            return None
+        return replica
+
     def _writer(self) -> SessionWriter:
-        return SessionWriter(self._backend, self.user_id, self._model_id, self.chunker, self._segmenter)
+        # A write plans against the replica (dedupe, numbering, the trailing question it replaces); a sync
+        # up to WRITE_SYNC_AGE old stands, as only another process's write of the same session in that
+        # second could be missed (and deterministic ids keep even that from duplicating a chunk).
+        replica = self._replica(max_age=WRITE_SYNC_AGE)
+        return SessionWriter(
+            self._backend, self.user_id, self._model_id, self.chunker, self._segmenter, self._state.writes, replica
+        )
+
+    def flush(self) -> None:
+        """Wait until every write of this memory has reached the store.
+
+        Writes made with ``wait=False`` (the graph's) are retrievable by this process at once and reach
+        the store a few milliseconds later; other processes see them from then on.
+
+        Raises:
+            StoreWriteError: A write made with ``wait=False`` failed; its chunks are not stored.
+        """
+        self._state.writes.flush()
+
+    async def aflush(self) -> None:
+        """Async :meth:`flush`."""
+        await asyncio.to_thread(self._state.writes.flush)
 
     def _embed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
         pending = writer.pending(records)
@@ -285,6 +330,7 @@ class SessionVectorMemory(BaseRetriever):
         session_id: str,
         metadata: dict[str, Any] | None = None,
         chunking: Chunking | None = None,
+        wait: bool = True,
     ) -> list[str]:
         """Store a conversation (or the new part of one).
 
@@ -302,16 +348,24 @@ class SessionVectorMemory(BaseRetriever):
             session_id: The session these messages belong to.
             metadata: Extra metadata stored on every chunk (scalar values; others are JSON-encoded).
             chunking: Overrides the memory's ``chunking`` for this call.
+            wait: Return only once the store holds the chunks (default). With ``False`` the chunks are
+                retrievable by this process at once and written by a background thread; see :meth:`flush`.
 
         Returns:
             The ids of the chunks covering the batch, in conversation order.
+
+        Raises:
+            InvalidMessageError: A malformed message (nothing of the batch is stored).
+            StoreWriteError: An earlier ``wait=False`` write failed.
         """
         writer = self._writer()
         batch = writer.prepare_session(messages, session_id, metadata, chunking or self.chunking)
         if batch.exchanges:
             writer.finish_topics(batch, self._segmenter.segment(writer.as_documents(batch.exchanges)), session_id)
         self._embed_pending(writer, batch.records)
-        writer.store(batch.records, batch.superseded)
+        written = writer.store(batch.records, batch.superseded, wait=wait)
+        if wait:
+            written.result()
         return batch.ids
 
     async def aadd_messages(
@@ -321,9 +375,10 @@ class SessionVectorMemory(BaseRetriever):
         session_id: str,
         metadata: dict[str, Any] | None = None,
         chunking: Chunking | None = None,
+        wait: bool = True,
     ) -> list[str]:
         """Async :meth:`add_messages`."""
-        writer = self._writer()
+        writer = await asyncio.to_thread(self._writer)
         batch = await asyncio.to_thread(
             writer.prepare_session, messages, session_id, metadata, chunking or self.chunking
         )
@@ -331,7 +386,9 @@ class SessionVectorMemory(BaseRetriever):
             segments = await self._segmenter.asegment(writer.as_documents(batch.exchanges))
             await asyncio.to_thread(writer.finish_topics, batch, segments, session_id)
         await self._aembed_pending(writer, batch.records)
-        await asyncio.to_thread(writer.store, batch.records, batch.superseded)
+        written = writer.store(batch.records, batch.superseded, wait=wait)
+        if wait:
+            await asyncio.wrap_future(written)
         return batch.ids
 
     # -- consolidation ---------------------------------------------------------------------------
@@ -342,6 +399,7 @@ class SessionVectorMemory(BaseRetriever):
         are written before the exchanges are deleted, with deterministic ids, so running it twice, or
         again after an interruption, leaves every message covered exactly once.
         """
+        self.flush()
         writer = self._writer()
         stored, exchanges = writer.consolidation_input(session_id)
         if not exchanges:
@@ -351,7 +409,8 @@ class SessionVectorMemory(BaseRetriever):
 
     async def aconsolidate(self, session_id: str) -> Consolidation:
         """Async :meth:`consolidate`."""
-        writer = self._writer()
+        await self.aflush()
+        writer = await asyncio.to_thread(self._writer)
         stored, exchanges = await asyncio.to_thread(writer.consolidation_input, session_id)
         if not exchanges:
             return Consolidation(session_id, 0, 0, 0)
@@ -364,6 +423,7 @@ class SessionVectorMemory(BaseRetriever):
         Uses the stored vectors (no embedding call). A session already consolidated has no exchange
         chunks left and gives an empty profile.
         """
+        self.flush()
         writer = self._writer()
         _, exchanges = writer.consolidation_input(session_id)
         return self._segmenter.similarity_profile(writer.as_documents(exchanges), writer.vectors_of(exchanges))
@@ -378,15 +438,15 @@ class SessionVectorMemory(BaseRetriever):
         writer = self._writer()
         ids, records = writer.prepare_documents(documents, session_id)
         self._embed_pending(writer, records)
-        writer.store(records, [])
+        writer.store(records, []).result()
         return ids
 
     async def aadd_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
         """Async :meth:`add_documents`."""
-        writer = self._writer()
+        writer = await asyncio.to_thread(self._writer)
         ids, records = await asyncio.to_thread(writer.prepare_documents, documents, session_id)
         await self._aembed_pending(writer, records)
-        await asyncio.to_thread(writer.store, records, [])
+        await asyncio.wrap_future(writer.store(records, []))
         return ids
 
     # -- retrieval -------------------------------------------------------------------------------
@@ -406,12 +466,13 @@ class SessionVectorMemory(BaseRetriever):
     def _search(self, query: str, vector: list[float] | None, q: RetrievalQuery) -> list[Document]:
         if vector is not None:
             self._backend.check_model(self._model_id, len(vector))
+        replica = self._replica()
+        if replica is not None and vector is not None:
+            return replica_search(replica, self.user_id, query, vector, q)
         hits = self._backend.query(self.user_id, query, vector, q.fetch, q.where)
         lexical: dict[str, float] | None = None
-        if q.lexical_weight > 0:
-            lexical = lexical_candidates(
-                self._backend, self._lexical.get(self.user_id), self.user_id, query, vector, q, hits
-            )
+        if q.lexical_weight > 0 and replica is not None:
+            lexical = lexical_candidates(self._backend, replica, self.user_id, query, vector, q, hits)
         return rank(q, hits, user_id=self.user_id, lexical=lexical)
 
     def _get_relevant_documents(
@@ -436,6 +497,31 @@ class SessionVectorMemory(BaseRetriever):
         vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
         return await asyncio.to_thread(self._search, query, vector, q)
 
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """This user's chunks among ``ids`` (unknown ids and other users' chunks are skipped), in ``ids`` order.
+
+        Includes chunks still on their way to the store (``wait=False`` writes of this process).
+        """
+        replica = self._replica()
+        if replica is not None:
+            records = [replica.record(i) for i in dict.fromkeys(ids) if replica.has(i)]
+        else:
+            found = {r.id: r for r in self._backend.fetch(self.user_id, list(ids))}
+            records = [found[i] for i in dict.fromkeys(ids) if i in found]
+        return [
+            Document(
+                page_content=r.text,
+                metadata={**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))},
+                id=r.id,
+            )
+            for r in records
+            if r.metadata.get("user_id") == self.user_id
+        ]
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Async :meth:`get_by_ids`."""
+        return await asyncio.to_thread(self.get_by_ids, ids)
+
     # -- forgetting ------------------------------------------------------------------------------
     def forget(
         self,
@@ -457,8 +543,12 @@ class SessionVectorMemory(BaseRetriever):
         if session_id is None and before is None and ids is None:
             msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
             raise ValueError(msg)
+        self.flush()
         targets = self._writer().forget_targets(session_id, before, ids)
-        self._backend.delete(self.user_id, targets)
+        try:
+            self._backend.delete(self.user_id, targets)
+        finally:
+            self._state.replicas.evict(self.user_id)
         return len(targets)
 
     async def aforget(
@@ -473,14 +563,19 @@ class SessionVectorMemory(BaseRetriever):
 
     def forget_all(self) -> int:
         """Delete every memory of this user (and only this user); return how many were removed."""
-        return self._backend.purge(self.user_id)
+        self.flush()
+        try:
+            return self._backend.purge(self.user_id)
+        finally:
+            self._state.replicas.evict(self.user_id)
 
     async def aforget_all(self) -> int:
         """Async :meth:`forget_all`."""
         return await asyncio.to_thread(self.forget_all)
 
     def count(self) -> int:
-        """How many chunks this user has stored."""
+        """How many chunks this user has stored (after :meth:`flush`)."""
+        self.flush()
         return len(self._backend.all_ids(self.user_id))
 
     # -- portability -----------------------------------------------------------------------------
@@ -490,6 +585,7 @@ class SessionVectorMemory(BaseRetriever):
         Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
         and ``embedding_model``.
         """
+        self.flush()
         return write_jsonl(self._backend.get(self.user_id, {}, with_embeddings=True), path)
 
     async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
@@ -508,6 +604,7 @@ class SessionVectorMemory(BaseRetriever):
             ValueError: An id in the file belongs to another user of the same collection.
         """
         records = read_jsonl(path, user_id=self.user_id, model_id=self._model_id)
+        self.flush()
         ids = [r.id for r in records]
         if isinstance(self._backend, ChromaBackend):
             foreign = self._backend.foreign_ids(self.user_id, ids)
@@ -521,7 +618,7 @@ class SessionVectorMemory(BaseRetriever):
         new = [r for r in records if r.id not in stored]
         writer = self._writer()
         self._embed_pending(writer, new)
-        writer.store(new, [])
+        writer.store(new, []).result()
         return len(new)
 
     async def aimport_jsonl(self, path: str | os.PathLike[str]) -> int:
@@ -550,4 +647,7 @@ class SessionVectorMemory(BaseRetriever):
         """
         client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
         backend = ChromaBackend(client, name=collection_name)
-        return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
+        try:
+            return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
+        finally:
+            reset_replicas(backend)

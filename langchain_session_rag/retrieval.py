@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -10,12 +10,11 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp, utcnow
-from langchain_session_rag.errors import UnsupportedOperationError
-from langchain_session_rag.lexical import BM25Index
 from langchain_session_rag.ranking import SECONDS_PER_DAY, cosine, decayed_score, fused_score, marker
+from langchain_session_rag.replica import UserReplica
 from langchain_session_rag.stores import MemoryBackend, Record, Where, decode_message_ids, matches
 
-__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "lexical_candidates", "rank"]
+__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "lexical_candidates", "rank", "replica_search"]
 
 OPTIONS = frozenset(
     {
@@ -121,6 +120,14 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     )
 
 
+def _epoch(meta: dict[str, Any]) -> float | None:
+    """A chunk's time in epoch seconds (stored as ``timestamp_epoch``; parsed from ``timestamp`` otherwise)."""
+    epoch = meta.get("timestamp_epoch")
+    if isinstance(epoch, int | float):
+        return float(epoch)
+    return parse_timestamp(meta["timestamp"]).timestamp() if meta.get("timestamp") else None
+
+
 def rank(
     query: RetrievalQuery,
     hits: list[tuple[Record, float]],
@@ -133,15 +140,16 @@ def rank(
     ``lexical`` maps record ids to BM25 scores; they are divided by the best one of the query.
     """
     best = max(lexical.values(), default=0.0) if lexical else 0.0
-    scored: list[tuple[float, Document]] = []
+    now = query.now.timestamp()
+    scored: list[tuple[float, str, Record, float, dict[str, float]]] = []
     for record, similarity in hits:
         meta = record.metadata
         if meta.get("user_id") != user_id:  # fail closed, whatever the store did
             continue
         if query.threshold is not None and similarity < query.threshold:
             continue
-        ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
-        age = (query.now - ts).total_seconds() / SECONDS_PER_DAY if ts else 0.0
+        epoch = _epoch(meta)
+        age = (now - epoch) / SECONDS_PER_DAY if epoch is not None else 0.0
         relevance = similarity
         extra: dict[str, float] = {}
         if query.lexical_weight > 0:
@@ -151,44 +159,62 @@ def rank(
         score = decayed_score(
             relevance, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
         )
-        out = {
+        scored.append((score, record.id, record, similarity, extra))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [_document(record, similarity, extra, score) for score, _, record, similarity, extra in scored[: query.k]]
+
+
+def _document(record: Record, similarity: float, extra: dict[str, float], score: float) -> Document:
+    meta = record.metadata
+    ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+    return Document(
+        page_content=record.text,
+        metadata={
             **meta,
             "message_ids": decode_message_ids(meta.get("message_ids")),
             "similarity": similarity,
             **extra,
             "score": score,
             "marker": marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name")),
-        }
-        scored.append((score, Document(page_content=record.text, metadata=out, id=record.id)))
-    scored.sort(key=lambda pair: pair[0], reverse=True)
-    return [doc for _, doc in scored[: query.k]]
+        },
+        id=record.id,
+    )
+
+
+def _allowed(q: RetrievalQuery) -> Callable[[dict[str, Any]], bool] | None:
+    where = q.where
+    return (lambda meta: matches(meta, where)) if where else None
+
+
+def replica_search(
+    replica: UserReplica, user_id: str, query: str, vector: Sequence[float], q: RetrievalQuery
+) -> list[Document]:
+    """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
+    allowed = _allowed(q)
+    hits = replica.dense(vector, q.fetch, allowed)
+    lexical: dict[str, float] | None = None
+    if q.lexical_weight > 0:
+        top = replica.lexical_top(query, q.fetch, allowed)
+        known = {r.id for r, _ in hits}
+        hits.extend(replica.scored([doc_id for doc_id, _ in top if doc_id not in known], vector))
+        lexical = dict(top)
+    return rank(q, hits, user_id=user_id, lexical=lexical)
 
 
 def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search
     backend: MemoryBackend,
-    index: BM25Index,
+    replica: UserReplica,
     user_id: str,
     query: str,
     vector: list[float] | None,
     q: RetrievalQuery,
     hits: list[tuple[Record, float]],
-) -> dict[str, float] | None:
-    """BM25 scores of the query's best chunks; those the vector search missed join ``hits`` with their similarity.
+) -> dict[str, float]:
+    """BM25 scores of the query's best chunks; those the store's search missed join ``hits`` with their similarity.
 
-    The user's index is first brought up to date with an ids-only read of the store. Returns ``None`` when the
-    store cannot list its records (dense ranking only).
+    For stores whose vectors the replica does not hold (stores that embed themselves); ``replica`` is synced.
     """
-    try:
-        current = backend.all_ids(user_id)
-    except UnsupportedOperationError:
-        return None
-
-    def fetch(ids: Sequence[str]) -> list[tuple[str, str, dict[str, Any]]]:
-        return [(r.id, r.text, r.metadata) for r in backend.fetch(user_id, ids)]
-
-    index.sync(current, fetch)
-    scope = {**q.where, "user_id": user_id}
-    top = index.top(query, q.fetch, allowed=lambda meta: matches(meta, scope))
+    top = replica.lexical_top(query, q.fetch, _allowed(q))
     known = {r.id for r, _ in hits}
     missing = [doc_id for doc_id, _ in top if doc_id not in known]
     if missing:

@@ -116,6 +116,17 @@ class MemoryBackend(Protocol):
     """
 
     embeds_itself: bool
+
+    @property
+    def single_process(self) -> bool:
+        """Whether every write to the store comes through this process (so in-process state can be trusted)."""
+        ...
+
+    @property
+    def process_key(self) -> str:
+        """Identifies the store within this process."""
+        ...
+
     """True when the store embeds texts itself (``add`` then ignores ``embeddings``)."""
 
     def check_model(self, model_id: str, dimension: int | None) -> None:
@@ -202,6 +213,27 @@ class ChromaBackend:
         )
         meta = dict(self._manifest.metadata or {})
         self.shards = int(meta.get("shards", shards))
+
+    @property
+    def process_key(self) -> str:
+        """Identifies this store among the stores a process opens (clients of one path share it)."""
+        settings = self.client.get_settings()
+        where = (
+            getattr(self.client, "_identifier", None)
+            or f"{settings.chroma_server_host}:{settings.chroma_server_http_port}"
+        )
+        tenant = getattr(self.client, "tenant", "")
+        database = getattr(self.client, "database", "")
+        target = f"collection:{self._single.id}" if self._single is not None else f"store:{self.name}"
+        return f"chroma|{where}|{tenant}|{database}|{target}"
+
+    @property
+    def single_process(self) -> bool:
+        """Whether this process is the store's only writer: true for embedded Chroma, which is not process-safe.
+
+        A Chroma server (``HttpClient``) serves many processes, so their writes must be looked for.
+        """
+        return "fastapi" not in str(self.client.get_settings().chroma_api_impl).lower()
 
     # -- manifest -------------------------------------------------------------------------------
     @property
@@ -368,7 +400,7 @@ class ChromaBackend:
                 id=res["ids"][n],
                 text=res["documents"][n] or "",
                 metadata=dict(res["metadatas"][n] or {}),
-                embedding=[float(x) for x in embeddings[n]] if embeddings is not None else None,
+                embedding=_floats(embeddings[n]) if embeddings is not None else None,
             )
             for n in range(len(res["ids"]))
         ]
@@ -416,6 +448,11 @@ class ChromaBackend:
             self._single = self.client.get_collection(self._single.name)
         self.set_model(model_id, dimension if dimension is not None else -1)
         return total
+
+
+def _floats(vector: Any) -> list[float]:
+    """A stored vector as a list of floats (numpy rows convert in C)."""
+    return vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]
 
 
 def decode_message_ids(value: Any) -> list[str]:

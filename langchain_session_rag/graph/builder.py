@@ -43,12 +43,18 @@ def create_session_rag_graph(
     summary: SummaryBuffer | None = None,
     memory_k: int = 4,
     score_threshold: float | None = None,
+    background_writes: bool = True,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Build the session-RAG graph, uncompiled, so you bring your own checkpointer and store.
 
     Nodes: ``validate`` → ``cache_lookup`` → (hit: end) → ``retrieve_memories`` ‖ ``retrieve_documents`` →
     ``build_prompt`` → ``call_model`` → ``summarise_and_store``. Every node has a sync and an async body.
     The memory, cache and budget serve many users: each call is scoped by ``context["user_id"]``.
+
+    With ``background_writes`` (the default) ``summarise_and_store`` hands the new exchange to the
+    memory's writer thread instead of waiting for the store: the turn ends at once, this process
+    retrieves the exchange on the next turn, and other processes see it milliseconds later
+    (``memory.flush()`` waits; a failed write is raised by the next turn's store). Pass ``False`` to wait.
 
     Example:
         .. code-block:: python
@@ -76,6 +82,7 @@ def create_session_rag_graph(
         summary=summary,
         memory_k=memory_k,
         score_threshold=score_threshold,
+        background_writes=background_writes,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext
@@ -107,12 +114,14 @@ def create_memory_agent_graph(
     budget: TokenBudget | None = None,
     window_turns: int = 6,
     memory_k: int = 4,
+    background_writes: bool = True,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Wrap an existing agent (e.g. a tool-calling ``create_react_agent``) with long-term memory.
 
     ``validate`` → ``retrieve_memories`` → ``build_prompt`` → ``agent`` → ``summarise_and_store``: the agent
     receives the budgeted prompt (instructions, history, retrieved memories, question), and the final
-    exchange is stored for later sessions. Uncompiled; scoped by ``context["user_id"]``.
+    exchange is stored for later sessions (``background_writes`` as in :func:`create_session_rag_graph`).
+    Uncompiled; scoped by ``context["user_id"]``.
 
     Example:
         .. code-block:: python
@@ -132,7 +141,14 @@ def create_memory_agent_graph(
                                context={"user_id": "alice", "session_id": "s1"})
             assert out["messages"][-1].text == "Done."
     """
-    nodes = SessionRAGNodes(model=None, memory=memory, budget=budget, window_turns=window_turns, memory_k=memory_k)
+    nodes = SessionRAGNodes(
+        model=None,
+        memory=memory,
+        budget=budget,
+        window_turns=window_turns,
+        memory_k=memory_k,
+        background_writes=background_writes,
+    )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext
     )

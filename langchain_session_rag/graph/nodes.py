@@ -78,6 +78,8 @@ class SessionRAGNodes:
     score_threshold: float | None = None
     """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``."""
     llm_string: str = ""
+    background_writes: bool = True
+    """Hand the new exchange to the memory's writer thread instead of waiting for the store."""
 
     def __post_init__(self) -> None:
         """Default budget: an 8K window; a per-user cache checks the memories behind its answers."""
@@ -87,8 +89,8 @@ class SessionRAGNodes:
             self.cache = self.cache.model_copy(update={"source_check": self._memory_digest})
 
     def _memory_digest(self, user_id: str, ids: list[str]) -> str:
-        records = self.memory.for_user(user_id).backend.fetch(user_id, ids)
-        return source_digest((r.id, r.text) for r in records)
+        docs = self.memory.for_user(user_id).get_by_ids(ids)
+        return source_digest((d.id or "", d.page_content) for d in docs)
 
     @property
     def _budget(self) -> TokenBudget:
@@ -260,7 +262,7 @@ class SessionRAGNodes:
         """Store the new exchange (retrievable on the next turn), cache the answer, keep the window bounded."""
         ctx, plan = runtime.context, self._store_plan(state)
         self.memory.for_user(ctx["user_id"]).add_messages(
-            plan["exchange"], session_id=ctx["session_id"], chunking="exchange"
+            plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
             self.cache.for_user(ctx["user_id"]).update(**plan["cache"])
@@ -273,7 +275,7 @@ class SessionRAGNodes:
         """Async :meth:`summarise_and_store`."""
         ctx, plan = runtime.context, self._store_plan(state)
         await self.memory.for_user(ctx["user_id"]).aadd_messages(
-            plan["exchange"], session_id=ctx["session_id"], chunking="exchange"
+            plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
             await self.cache.for_user(ctx["user_id"]).aupdate(**plan["cache"])

@@ -1,0 +1,248 @@
+"""An in-process replica of each user's stored chunks: BM25 terms and unit vectors, searched exactly.
+
+A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process
+costs less than a round trip to the store's vector index and needs no ``where`` filter over other users'
+chunks. Before each use the replica is brought up to date with an ids-only read of the store, so chunks
+added or deleted by other processes show at once; only the new ones are fetched. Writes made through this
+process are applied to the replica immediately, also while they are still on their way to the store
+(:class:`~langchain_session_rag.writes.WriteQueue`): the ids-only read counts them as present until the
+store has them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from langchain_session_rag.lexical import BM25Index
+from langchain_session_rag.stores import Record, Where, matches
+
+__all__ = ["ReplicaCache", "UserReplica"]
+
+Predicate = Callable[[dict[str, Any]], bool]
+FETCH_BATCH = 2_000
+"""Ids fetched per store read when a replica catches up (keeps each read well under SQL variable limits)."""
+
+
+class UserReplica:
+    """One user's chunks in process: texts, metadata, a BM25 index and a matrix of unit vectors."""
+
+    def __init__(self) -> None:
+        """Create an empty replica."""
+        self.lexical = BM25Index()
+        self._texts: dict[str, str] = {}
+        self._row: dict[str, int] = {}
+        self._ids: list[str] = []
+        self._matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._pending_add: Counter[str] = Counter()
+        self._pending_delete: Counter[str] = Counter()
+        self.lock = threading.RLock()
+        self.synced_at: float | None = None
+        """``time.monotonic()`` of the last completed sync."""
+
+    def __len__(self) -> int:
+        """Number of chunks held."""
+        return len(self._texts)
+
+    @property
+    def busy(self) -> bool:
+        """Whether writes of this replica are still on their way to the store."""
+        return bool(self._pending_add or self._pending_delete)
+
+    # -- changes ---------------------------------------------------------------------------------
+    def _set_vector(self, doc_id: str, vector: Sequence[float] | None) -> None:
+        if vector is None or len(vector) == 0:
+            self._drop_vector(doc_id)
+            return
+        row = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(row))
+        row = row / norm if norm > 0 else row
+        if self._matrix.shape[1] != row.shape[0]:
+            if self._ids:
+                msg = f"Vector of dimension {row.shape[0]} for {doc_id!r}; the replica holds {self._matrix.shape[1]}."
+                raise ValueError(msg)
+            self._matrix = np.zeros((16, row.shape[0]), dtype=np.float32)
+        index = self._row.get(doc_id)
+        if index is None:
+            index = len(self._ids)
+            if index == self._matrix.shape[0]:
+                grown = np.zeros((2 * index, self._matrix.shape[1]), dtype=np.float32)
+                grown[:index] = self._matrix
+                self._matrix = grown
+            self._ids.append(doc_id)
+            self._row[doc_id] = index
+        self._matrix[index] = row
+
+    def _drop_vector(self, doc_id: str) -> None:
+        index = self._row.pop(doc_id, None)
+        if index is None:
+            return
+        last = len(self._ids) - 1
+        if index != last:  # move the last row into the hole
+            moved = self._ids[last]
+            self._matrix[index] = self._matrix[last]
+            self._ids[index] = moved
+            self._row[moved] = index
+        self._ids.pop()
+
+    def put(self, records: Iterable[Record]) -> None:
+        """Add or replace records (their embeddings become unit rows; a record without one is text-only)."""
+        with self.lock:
+            for record in records:
+                self._texts[record.id] = record.text
+                self.lexical.add(record.id, record.text, dict(record.metadata))
+                self._set_vector(record.id, record.embedding)
+
+    def drop(self, ids: Iterable[str]) -> None:
+        """Remove records."""
+        with self.lock:
+            for doc_id in ids:
+                if self._texts.pop(doc_id, None) is not None:
+                    self.lexical.remove(doc_id)
+                    self._drop_vector(doc_id)
+
+    def begin(self, added: Iterable[str], deleted: Iterable[str]) -> None:
+        """Mark writes as sent but not yet in the store."""
+        with self.lock:
+            self._pending_add.update(added)
+            self._pending_delete.update(deleted)
+
+    def settle(self, added: Iterable[str], deleted: Iterable[str]) -> None:
+        """Unmark writes the store has answered (stored, or failed: the next sync then follows the store)."""
+        with self.lock:
+            self._pending_add.subtract(added)
+            self._pending_delete.subtract(deleted)
+            self._pending_add = +self._pending_add
+            self._pending_delete = +self._pending_delete
+
+    def sync(
+        self,
+        listing: Callable[[], Iterable[str]],
+        fetch: Callable[[Sequence[str]], list[Record]],
+        *,
+        max_age: float = 0.0,
+    ) -> None:
+        """Follow the store: drop what it no longer holds, fetch what it holds and the replica lacks.
+
+        Skipped when the last sync is at most ``max_age`` seconds old. Pending marks are read before the
+        store is listed, so a write landing in between is counted once either way.
+        """
+        started = time.monotonic()
+        if self.synced_at is not None and started - self.synced_at <= max_age:
+            return
+        with self.lock:
+            adding, deleting = set(self._pending_add), set(self._pending_delete)
+        current = (set(listing()) | adding) - deleting
+        with self.lock:
+            self.drop([doc_id for doc_id in self._texts if doc_id not in current])
+            missing = sorted(current - self._texts.keys())
+        for start in range(0, len(missing), FETCH_BATCH):
+            fetched = fetch(missing[start : start + FETCH_BATCH])
+            with self.lock:
+                self.put(r for r in fetched if r.id not in self._pending_delete)
+        self.synced_at = started
+
+    # -- reads -----------------------------------------------------------------------------------
+    def records(self, where: Where) -> list[Record]:
+        """Copies of the records whose metadata matches ``where`` (texts and metadata, no vectors)."""
+        with self.lock:
+            meta = self.lexical.metadata
+            return [
+                Record(id=doc_id, text=text, metadata=dict(meta[doc_id]))
+                for doc_id, text in self._texts.items()
+                if matches(meta[doc_id], where)
+            ]
+
+    def has(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is held."""
+        return doc_id in self._texts
+
+    def record(self, doc_id: str) -> Record:
+        """The record ``doc_id`` (its metadata shared with the replica: do not modify)."""
+        return Record(id=doc_id, text=self._texts[doc_id], metadata=self.lexical.metadata[doc_id])
+
+    def dense(self, vector: Sequence[float], k: int, allowed: Predicate | None = None) -> list[tuple[Record, float]]:
+        """The ``k`` records most cosine-similar to ``vector`` among those ``allowed``, best first."""
+        with self.lock:
+            n = len(self._ids)
+            if not n or k < 1:
+                return []
+            query = np.asarray(vector, dtype=np.float32)
+            if query.shape[0] != self._matrix.shape[1]:
+                msg = f"Query vector of dimension {query.shape[0]}; the stored vectors have {self._matrix.shape[1]}."
+                raise ValueError(msg)
+            norm = float(np.linalg.norm(query))
+            scores = self._matrix[:n] @ (query / norm if norm > 0 else query)
+            if allowed is not None:
+                meta = self.lexical.metadata
+                keep = np.fromiter((allowed(meta[i]) for i in self._ids), dtype=bool, count=n)
+                scores = np.where(keep, scores, -np.inf)
+            top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+            ordered = sorted(top.tolist(), key=lambda i: (-float(scores[i]), self._ids[i]))
+            return [(self.record(self._ids[i]), float(scores[i])) for i in ordered if np.isfinite(scores[i])]
+
+    def scored(self, ids: Sequence[str], vector: Sequence[float]) -> list[tuple[Record, float]]:
+        """The records ``ids`` (those held) with their cosine similarity to ``vector`` (0 without a vector)."""
+        with self.lock:
+            query = np.asarray(vector, dtype=np.float32)
+            norm = float(np.linalg.norm(query))
+            query = query / norm if norm > 0 else query
+            out = []
+            for doc_id in ids:
+                if doc_id not in self._texts:
+                    continue
+                index = self._row.get(doc_id)
+                similarity = float(self._matrix[index] @ query) if index is not None else 0.0
+                out.append((self.record(doc_id), similarity))
+            return out
+
+    def lexical_top(self, query: str, k: int, allowed: Predicate | None = None) -> list[tuple[str, float]]:
+        """The ``k`` best BM25 matches of ``query`` among those ``allowed``, best first."""
+        with self.lock:
+            return self.lexical.top(query, k, allowed=allowed)
+
+    def vector(self, doc_id: str) -> npt.NDArray[np.float32] | None:
+        """The unit vector of ``doc_id``, if it has one."""
+        with self.lock:
+            index = self._row.get(doc_id)
+            return None if index is None else self._matrix[index].copy()
+
+
+class ReplicaCache:
+    """Per-user replicas, least recently used first out (never one with writes still pending)."""
+
+    def __init__(self, max_users: int = 64) -> None:
+        """Keep at most ``max_users`` replicas."""
+        self.max_users = max_users
+        self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str) -> UserReplica:
+        """The replica of ``user_id`` (created empty on first use)."""
+        with self._lock:
+            replica = self._replicas.get(user_id)
+            if replica is None:
+                replica = UserReplica()
+                self._replicas[user_id] = replica
+                idle = [u for u, r in self._replicas.items() if u != user_id and not r.busy]
+                for victim in idle[: max(0, len(self._replicas) - self.max_users)]:
+                    del self._replicas[victim]
+            else:
+                self._replicas.move_to_end(user_id)
+            return replica
+
+    def evict(self, user_id: str) -> None:
+        """Forget one user's replica (rebuilt from the store on its next use)."""
+        with self._lock:
+            self._replicas.pop(user_id, None)
+
+    def clear(self) -> None:
+        """Forget every replica (each is rebuilt from the store on its next use)."""
+        with self._lock:
+            self._replicas.clear()
