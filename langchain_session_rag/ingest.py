@@ -213,8 +213,10 @@ class SessionWriter:
             replica.put(records)
             replica.drop([i for i in superseded if i not in set(added)])
 
-            def on_done() -> None:
+            def on_done(error: BaseException | None) -> None:
                 replica.settle(added, superseded)
+                if error is not None:  # the store did not change as the replica did: reload from the store
+                    replica.invalidate()
 
         return self.queue.submit(self.user_id, records, superseded, detached=not wait, on_done=on_done)
 

@@ -45,6 +45,7 @@ class UserReplica:
         self.lock = threading.RLock()
         self.synced_at: float | None = None
         """``time.monotonic()`` of the last completed sync."""
+        self._generation = 0
 
     def __len__(self) -> int:
         """Number of chunks held."""
@@ -133,7 +134,7 @@ class UserReplica:
         Skipped when the last sync is at most ``max_age`` seconds old. Pending marks are read before the
         store is listed, so a write landing in between is counted once either way.
         """
-        started = time.monotonic()
+        started, generation = time.monotonic(), self._generation
         if self.synced_at is not None and started - self.synced_at <= max_age:
             return
         with self.lock:
@@ -146,7 +147,15 @@ class UserReplica:
             fetched = fetch(missing[start : start + FETCH_BATCH])
             with self.lock:
                 self.put(r for r in fetched if r.id not in self._pending_delete)
-        self.synced_at = started
+        with self.lock:
+            if self._generation == generation:  # not invalidated meanwhile
+                self.synced_at = started
+
+    def invalidate(self) -> None:
+        """Make the next :meth:`sync` list the store, whatever its ``max_age``."""
+        with self.lock:
+            self._generation += 1
+            self.synced_at = None
 
     # -- reads -----------------------------------------------------------------------------------
     def records(self, where: Where) -> list[Record]:

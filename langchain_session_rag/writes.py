@@ -35,7 +35,7 @@ class _Write:
     records: list[Record]
     deletes: list[str]
     detached: bool
-    on_done: Callable[[], None] | None
+    on_done: Callable[[BaseException | None], None] | None
     future: Future[None] = field(default_factory=Future)
     submitted: float = field(default_factory=time.monotonic)
 
@@ -89,9 +89,11 @@ class WriteQueue:
         deletes: Sequence[str],
         *,
         detached: bool = False,
-        on_done: Callable[[], None] | None = None,
+        on_done: Callable[[BaseException | None], None] | None = None,
     ) -> Future[None]:
-        """Queue an upsert of ``records`` followed by a delete of ``deletes``; ``on_done`` runs after either outcome.
+        """Queue an upsert of ``records`` followed by a delete of ``deletes``.
+
+        ``on_done`` is called with the error (``None`` on success) before the future completes.
 
         A ``detached`` write's failure is kept for :meth:`raise_failures`; otherwise the returned future
         carries it to the caller.
@@ -142,7 +144,7 @@ class WriteQueue:
                 error = exc
             for write in group:
                 if write.on_done is not None:
-                    write.on_done()
+                    write.on_done(error)
                 if error is None:
                     write.future.set_result(None)
                     continue

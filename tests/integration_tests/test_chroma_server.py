@@ -62,3 +62,27 @@ def test_semantic_cache_on_the_server_is_per_user(chroma_server: tuple[str, int]
     assert again.lookup("How can I reset my password?") == "Settings."
     assert again.for_user("bob").lookup("How can I reset my password?") is None
     assert again.clear() == 1
+
+
+def test_this_process_sees_another_process_write_and_forget(chroma_server: tuple[str, int], real_embeddings) -> None:
+    host, port = chroma_server
+    here = SessionVectorMemory.server(host, port, user_id="fred", embeddings=real_embeddings, collection_name="xproc2")
+    here.add_messages(chroma_session(), session_id="s1")
+    assert len(here.invoke("bread", k=5)) == 1  # the replica is loaded
+
+    def other(action: str) -> None:
+        code = textwrap.dedent(f"""
+            from langchain_session_rag import SessionVectorMemory
+            from tests.conftest import cooking_session
+            m = SessionVectorMemory.server({host!r}, {port}, user_id="fred", collection_name="xproc2")
+            if {action!r} == "write":
+                m.add_messages(cooking_session(), session_id="s2", wait=False)  # flushed at exit
+            else:
+                m.forget(session_id="s2")
+        """)
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+
+    other("write")
+    assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=1)] == ["s2"]
+    other("forget")
+    assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=5)] == ["s1"]

@@ -237,3 +237,17 @@ def test_cached_answers_follow_the_memories_behind_them(tmp_path: Path, memory: 
     after = graph.invoke({"messages": [HumanMessage("What is the name of my cat?")]}, context=ctx(session="s4"))
     assert after["cache"] == {"hit": False, "reason": "stale_version"}
     assert after["messages"][-1].text == "I do not know your cat's name."
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_the_store_write_is_awaited_only_when_asked(memory: SessionVectorMemory, background: bool) -> None:  # noqa: FBT001
+    model = GenericFakeChatModel(messages=iter([AIMessage("Noted."), AIMessage("Pixel.")]))
+    graph = create_session_rag_graph(model, memory, background_writes=background).compile()
+    memory._state.writes.linger = 30  # noqa: SLF001 - hold background writes until flush(), for a stable check
+    graph.invoke({"messages": [HumanMessage("My cat is called Pixel.")]}, context=ctx())
+    in_store = memory.backend.all_ids("alice")  # what another process would see now
+    assert len(in_store) == (0 if background else 1)
+    out = graph.invoke({"messages": [HumanMessage("What is my cat called?")]}, context=ctx(session="s2"))
+    assert "Pixel" in out["memories"][0].page_content, "this process retrieves it either way"
+    memory.flush()
+    assert len(memory.backend.all_ids("alice")) == 2

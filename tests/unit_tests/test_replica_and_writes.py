@@ -1,0 +1,212 @@
+"""The in-process replica, the write queue, and how the memory uses them (background writes, shared state)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.errors import StoreWriteError
+from langchain_session_rag.replica import UserReplica
+from langchain_session_rag.stores import Record
+from langchain_session_rag.writes import WriteQueue
+from tests.conftest import chroma_session, cooking_session
+
+Factory = Callable[..., SessionVectorMemory]
+
+
+def _record(doc_id: str, vector: Sequence[float], **meta: Any) -> Record:
+    return Record(id=doc_id, text=f"text of {doc_id}", metadata={"user_id": "u", **meta}, embedding=list(vector))
+
+
+# -- replica ---------------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 29)), min_size=1, max_size=80), st.integers(1, 8))
+def test_replica_dense_search_is_exact_after_any_adds_and_drops(ops: list[tuple[bool, int]], k: int) -> None:
+    rng = np.random.default_rng(7)
+    vectors = {f"d{i}": rng.normal(size=8) for i in range(30)}
+    replica, alive = UserReplica(), set()
+    for add, i in ops:
+        doc_id = f"d{i}"
+        if add:
+            replica.put([_record(doc_id, vectors[doc_id], parity=i % 2)])
+            alive.add(doc_id)
+        else:
+            replica.drop([doc_id])
+            alive.discard(doc_id)
+    query = rng.normal(size=8)
+
+    def cos(v: np.ndarray) -> float:
+        return float(v @ query / np.linalg.norm(v) / np.linalg.norm(query))
+
+    expected = sorted(alive, key=lambda d: (-cos(vectors[d]), d))[:k]
+    got = replica.dense(query.tolist(), k)
+    assert [r.id for r, _ in got] == expected
+    assert [s for _, s in got] == pytest.approx([cos(vectors[d]) for d in expected], abs=1e-5)
+    even = [r.id for r, _ in replica.dense(query.tolist(), k, lambda m: m["parity"] == 0)]
+    assert even == [d for d in sorted(alive, key=lambda d: (-cos(vectors[d]), d)) if int(d[1:]) % 2 == 0][:k]
+    assert len(replica) == len(alive)
+
+
+def test_replica_sync_follows_the_store_but_keeps_writes_in_flight() -> None:
+    replica = UserReplica()
+    stored = {"a": _record("a", [1, 0]), "b": _record("b", [0, 1])}
+
+    def fetch(ids: Sequence[str]) -> list[Record]:
+        return [stored[i] for i in ids if i in stored]
+
+    replica.sync(lambda: list(stored), fetch)
+    assert {r.id for r in replica.records({})} == {"a", "b"}
+    # c is on its way to the store, b is being deleted: a listing without c and with b changes neither.
+    replica.begin(["c"], ["b"])
+    replica.put([_record("c", [1, 1])])
+    replica.drop(["b"])
+    replica.sync(lambda: list(stored), fetch)
+    assert {r.id for r in replica.records({})} == {"a", "c"}
+    # Once settled, the store decides: here the write of c failed and the delete of b did not happen.
+    replica.settle(["c"], ["b"])
+    replica.sync(lambda: list(stored), fetch)
+    assert {r.id for r in replica.records({})} == {"a", "b"}
+    # A recent sync stands when max_age allows it; invalidate() forces the next one.
+    del stored["a"]
+    replica.sync(lambda: list(stored), fetch, max_age=60)
+    assert replica.has("a")
+    replica.invalidate()
+    replica.sync(lambda: list(stored), fetch, max_age=60)
+    assert not replica.has("a")
+
+
+# -- write queue -----------------------------------------------------------------------------------
+class RecordingBackend:
+    """Plumbing fake: records store calls; fails on ids starting with 'bad'."""
+
+    embeds_itself = False
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, list[str]]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        self.gate.wait(5)
+        if any(r.id.startswith("bad") for r in records):
+            msg = "disk full"
+            raise OSError(msg)
+        self.calls.append(("add", user_id, [r.id for r in records]))
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        self.calls.append(("delete", user_id, list(ids)))
+
+
+def _rec(doc_id: str) -> Record:
+    return Record(id=doc_id, text=doc_id, metadata={})
+
+
+def test_queue_merges_consecutive_writes_of_a_user_in_order() -> None:
+    backend = RecordingBackend()
+    queue = WriteQueue(backend, linger=5)  # type: ignore[arg-type]
+    queue.submit("u", [_rec("a")], [], detached=True)
+    queue.submit("u", [_rec("b")], ["a"], detached=True)
+    queue.submit("v", [_rec("x")], [], detached=True)
+    queue.submit("u", [_rec("a")], [], detached=True)  # re-adds what the run deletes: not merged
+    started = time.monotonic()
+    queue.flush()
+    assert time.monotonic() - started < 2, "flush ends the linger"
+    assert backend.calls == [
+        ("add", "u", ["a", "b"]),
+        ("delete", "u", ["a"]),
+        ("add", "v", ["x"]),
+        ("add", "u", ["a"]),
+    ]
+    assert queue.pending == 0
+
+
+def test_a_waited_write_is_sent_at_once_and_carries_its_error() -> None:
+    backend = RecordingBackend()
+    queue = WriteQueue(backend, linger=30)  # type: ignore[arg-type]
+    started = time.monotonic()
+    queue.submit("u", [_rec("a")], []).result(timeout=5)
+    assert time.monotonic() - started < 5
+    with pytest.raises(OSError, match="disk full"):
+        queue.submit("u", [_rec("bad1")], []).result(timeout=5)
+    queue.flush()  # a waited-for failure is its caller's, not flush's
+
+
+def test_a_detached_failure_is_raised_once_by_the_next_flush() -> None:
+    backend = RecordingBackend()
+    seen: list[BaseException | None] = []
+    queue = WriteQueue(backend, linger=0)  # type: ignore[arg-type]
+    queue.submit("u", [_rec("bad1")], [], detached=True, on_done=seen.append)
+    with pytest.raises(StoreWriteError, match="disk full") as info:
+        queue.flush()
+    assert isinstance(info.value.__cause__, OSError)
+    assert len(seen) == 1
+    assert isinstance(seen[0], OSError)
+    queue.flush()  # raised once
+
+
+def test_queue_refuses_a_negative_linger() -> None:
+    with pytest.raises(ValueError, match="linger"):
+        WriteQueue(RecordingBackend(), linger=-1)  # type: ignore[arg-type]
+
+
+# -- the memory ------------------------------------------------------------------------------------
+def test_background_write_is_retrievable_at_once_and_stored_after_flush(make_memory: Factory) -> None:
+    m = make_memory()
+    ids = m.add_messages(chroma_session(), session_id="s1", wait=False)
+    assert [d.id for d in m.invoke("chroma collection not found", k=1)] == ids
+    assert [d.id for d in m.get_by_ids([*ids, "unknown"])] == ids
+    m.flush()
+    assert m.backend.all_ids("alice") == ids
+    assert m.count() == 1
+
+
+def test_failed_background_write_is_raised_and_not_retrievable(
+    make_memory: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    m = make_memory()
+    m.add_messages(chroma_session(), session_id="s1")
+    backend = m.backend
+
+    def broken(user_id: str, records: Sequence[Record]) -> None:
+        msg = "store unavailable"
+        raise RuntimeError(msg)
+
+    monkeypatch.setattr(backend, "add", broken)
+    m.add_messages(cooking_session(), session_id="s2", wait=False)
+    with pytest.raises(StoreWriteError, match="store unavailable"):
+        m.flush()
+    monkeypatch.undo()
+    assert [d.metadata["session_id"] for d in m.invoke("sourdough loaf", k=5)] == ["s1"]
+    assert m.count() == 1, "the earlier memory is intact"
+
+
+def test_memories_over_one_store_share_their_writes(make_memory: Factory) -> None:
+    first = make_memory()
+    second = SessionVectorMemory(
+        chroma_client=first.chroma_client,
+        collection_name=first.collection_name,
+        user_id="alice",
+        embeddings=first.embeddings,
+    )
+    assert first.invoke("anything", k=3) == []  # loads alice's (empty) replica
+    second.add_messages(cooking_session(), session_id="s2", wait=False)
+    assert [d.metadata["session_id"] for d in first.invoke("sourdough loaf", k=3)] == ["s2"]
+    first.forget(session_id="s2")
+    assert second.invoke("sourdough loaf", k=3) == []
+    assert second.count() == 0
+
+
+async def test_async_background_write_and_flush(make_memory: Factory) -> None:
+    m = make_memory()
+    ids = await m.aadd_messages(chroma_session(), session_id="s1", wait=False)
+    assert [d.id for d in await m.aget_by_ids(ids)] == ids
+    await m.aflush()
+    assert m.backend.all_ids("alice") == ids
