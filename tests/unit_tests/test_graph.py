@@ -240,10 +240,10 @@ def test_cached_answers_follow_the_memories_behind_them(tmp_path: Path, memory: 
 
 
 @pytest.mark.parametrize("background", [True, False])
-def test_the_store_write_is_awaited_only_when_asked(memory: SessionVectorMemory, background: bool) -> None:  # noqa: FBT001
+def test_the_store_write_is_awaited_only_when_asked(memory: SessionVectorMemory, background: bool) -> None:
     model = GenericFakeChatModel(messages=iter([AIMessage("Noted."), AIMessage("Pixel.")]))
     graph = create_session_rag_graph(model, memory, background_writes=background).compile()
-    memory._state.writes.linger = 30  # noqa: SLF001 - hold background writes until flush(), for a stable check
+    memory._state.writes.linger = 30
     graph.invoke({"messages": [HumanMessage("My cat is called Pixel.")]}, context=ctx())
     in_store = memory.backend.all_ids("alice")  # what another process would see now
     assert len(in_store) == (0 if background else 1)
