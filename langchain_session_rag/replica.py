@@ -226,24 +226,27 @@ class UserReplica:
 class ReplicaCache:
     """Per-user replicas, least recently used first out (never one with writes still pending)."""
 
-    def __init__(self, max_users: int = 64) -> None:
-        """Keep at most ``max_users`` replicas."""
+    def __init__(self, max_users: int = 1_000, max_chunks: int = 200_000) -> None:
+        """Keep at most ``max_users`` replicas holding at most ``max_chunks`` chunks in all (about 1.5 KB each)."""
         self.max_users = max_users
+        self.max_chunks = max_chunks
         self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(self, user_id: str) -> UserReplica:
-        """The replica of ``user_id`` (created empty on first use)."""
+        """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits."""
         with self._lock:
             replica = self._replicas.get(user_id)
             if replica is None:
                 replica = UserReplica()
                 self._replicas[user_id] = replica
-                idle = [u for u, r in self._replicas.items() if u != user_id and not r.busy]
-                for victim in idle[: max(0, len(self._replicas) - self.max_users)]:
-                    del self._replicas[victim]
             else:
                 self._replicas.move_to_end(user_id)
+            held = sum(len(r) for r in self._replicas.values())
+            for victim in [u for u, r in self._replicas.items() if u != user_id and not r.busy]:
+                if len(self._replicas) <= self.max_users and held <= self.max_chunks:
+                    break
+                held -= len(self._replicas.pop(victim))
             return replica
 
     def evict(self, user_id: str) -> None:

@@ -210,3 +210,19 @@ async def test_async_background_write_and_flush(make_memory: Factory) -> None:
     assert [d.id for d in await m.aget_by_ids(ids)] == ids
     await m.aflush()
     assert m.backend.all_ids("alice") == ids
+
+
+def test_replica_cache_evicts_least_recently_used_within_its_limits() -> None:
+    from langchain_session_rag.replica import ReplicaCache
+
+    cache = ReplicaCache(max_users=3, max_chunks=4)
+    for user in ("a", "b", "c"):
+        cache.get(user).put([_record(f"{user}1", [1, 0]), _record(f"{user}2", [0, 1])])
+    # 6 chunks > 4: the least recently used (a, then b) went out, c stays even though it alone fills the cache.
+    assert cache.get("c").has("c1")
+    assert not cache.get("a").has("a1"), "a was evicted and comes back empty"
+    busy = cache.get("b")
+    busy.begin(["b9"], [])
+    for user in ("d", "e", "f"):
+        cache.get(user)
+    assert cache.get("b") is busy, "a replica with writes in flight is never evicted"
