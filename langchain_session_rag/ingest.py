@@ -69,12 +69,22 @@ class SessionWriter:
     def stored_session(self, session_id: str, *, with_embeddings: bool = False) -> list[Record]:
         """The session chunks already stored for the user (empty for stores that cannot list)."""
         where = {"session_id": session_id, "source_type": "session"}
-        if self.replica is not None and not with_embeddings:
-            return self.replica.records(where)
         try:
             return self.backend.get(self.user_id, where, with_embeddings=with_embeddings)
         except UnsupportedOperationError:
             return []
+
+    def session_view(self, session_id: str, messages: set[str]) -> tuple[list[Record], int]:
+        """The session's stored chunks sharing a message with ``messages``, and the next free ``chunk_index``.
+
+        Served by the replica in time independent of the session's length; read from the store otherwise.
+        """
+        if self.replica is not None:
+            return self.replica.session_view(session_id, messages)
+        stored = self.stored_session(session_id)
+        start = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
+        touching = [r for r in stored if messages & set(decode_message_ids(r.metadata.get("message_ids")))]
+        return touching, start
 
     def exchange_records(self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]) -> list[Record]:
         """Records of exchange chunks (``chunk_index`` still unset)."""
@@ -108,8 +118,8 @@ class SessionWriter:
         extra = user_metadata(metadata)
         turns = normalize_messages(messages, session_id=session_id)
         exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=utcnow()), session_id, extra)
-        stored = self.stored_session(session_id)
         batch_ids = {t.id for t in turns}
+        stored, start = self.session_view(session_id, batch_ids)
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:
             stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
@@ -119,7 +129,7 @@ class SessionWriter:
             return Batch(ids=[], records=[], superseded=self.superseded(stored, batch_ids), exchanges=exchanges)
         stored_ids = {r.id for r in stored}
         new = [r for r in exchanges if r.id not in stored_ids]
-        self.index(new, stored)
+        self.index(new, start)
         new_ids = {r.id for r in exchanges}
         superseded = [i for i in self.superseded(stored, batch_ids) if i not in new_ids]
         return Batch(ids=[r.id for r in exchanges], records=new, superseded=superseded, exchanges=[])
@@ -130,13 +140,12 @@ class SessionWriter:
         return [r.id for r in stored if set(decode_message_ids(r.metadata.get("message_ids"))) <= covered]
 
     @staticmethod
-    def index(records: Sequence[Record], stored: Sequence[Record]) -> None:
-        """Number new chunks after the session's stored ones."""
-        start = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
+    def index(records: Sequence[Record], start: int) -> None:
+        """Number new chunks from ``start`` (after the session's stored ones)."""
         for n, record in enumerate(records):
             record.metadata["chunk_index"] = start + n
 
-    def segment_records(self, segments: Sequence[Segment], stored: Sequence[Record]) -> list[Record]:
+    def segment_records(self, segments: Sequence[Segment], stored: Sequence[Record], start: int) -> list[Record]:
         """Records of topic segments not stored yet, numbered after the stored ones."""
         records = []
         for segment in segments:
@@ -162,7 +171,7 @@ class SessionWriter:
             records.append(record)
         existing = {r.id for r in stored}
         new = [r for r in records if r.id not in existing]
-        self.index(new, stored)
+        self.index(new, start)
         return new
 
     @staticmethod
@@ -178,8 +187,9 @@ class SessionWriter:
 
     def finish_topics(self, batch: Batch, segments: list[Segment], session_id: str) -> None:
         """Complete a topic-mode batch with its segments."""
-        stored = self.stored_session(session_id)
-        records = self.segment_records(segments, stored)
+        covered = {m for s in segments for m in s.document.metadata["message_ids"]}
+        stored, start = self.session_view(session_id, covered)
+        records = self.segment_records(segments, stored, start)
         all_ids = [
             chunk_id(self.user_id, session_id, "topic", list(s.document.metadata["message_ids"]), 0) for s in segments
         ]
@@ -239,7 +249,8 @@ class SessionWriter:
         self, session_id: str, stored: list[Record], exchanges: list[Record], segments: list[Segment]
     ) -> Consolidation:
         """Store the segments and delete the exchanges they replace."""
-        records = self.segment_records(segments, stored)
+        start = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
+        records = self.segment_records(segments, stored, start)
         keep = {r.id for r in records}
         self.store(records, [r.id for r in exchanges if r.id not in keep]).result()
         embedded = segments[0].texts_embedded if segments else 0

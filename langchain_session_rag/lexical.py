@@ -7,10 +7,12 @@ ids-only read of the store tells what was added or removed, also by other proces
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 __all__ = ["BM25Index", "stem", "tokenize"]
@@ -31,6 +33,7 @@ _VOWEL = re.compile(r"[aeiouy]")
 _SUFFIXES = (("ies", "y", 5), ("ing", "", 6), ("ed", "", 5), ("ly", "", 6), ("es", "", 5), ("s", "", 4))
 
 
+@functools.lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     """A light English suffix stripper: ``painted``, ``painting``, ``paints`` all give ``paint``.
 
@@ -56,6 +59,10 @@ def stem(word: str) -> str:
 def tokenize(text: str) -> list[str]:
     """Lower-case words and numbers, without stop words, stemmed with :func:`stem`."""
     return [stem(word) for word in _WORD.findall(text.lower()) if word not in _STOP]
+
+
+UBIQUITOUS = 0.95
+"""Query terms found in more than this share of a user's chunks are skipped (their idf is below 0.05)."""
 
 
 class BM25Index:
@@ -107,8 +114,14 @@ class BM25Index:
                 del self._df[term]
                 self._postings.pop(term, None)
 
-    def scores(self, query: str, *, allowed: Callable[[dict[str, Any]], bool] | None = None) -> dict[str, float]:
-        """BM25 score of every document sharing a term with ``query`` (and passing ``allowed``)."""
+    def scores(
+        self,
+        query: str,
+        *,
+        allowed: Callable[[dict[str, Any]], bool] | None = None,
+        only: Container[str] | None = None,
+    ) -> dict[str, float]:
+        """BM25 score of every document sharing a term with ``query`` (passing ``allowed``, among ``only``)."""
         n = len(self._terms)
         if not n:
             return {}
@@ -116,10 +129,12 @@ class BM25Index:
         out: dict[str, float] = {}
         for term in set(tokenize(query)):
             df = self._df.get(term, 0)
-            if not df:
+            if not df or df > UBIQUITOUS * n:  # a term in nearly every chunk ranks nothing (idf < 0.05)
                 continue
             idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
             for doc_id in self._postings[term]:
+                if only is not None and doc_id not in only:
+                    continue
                 if allowed is not None and not allowed(self.metadata[doc_id]):
                     continue
                 f = self._terms[doc_id][term]
@@ -128,11 +143,16 @@ class BM25Index:
         return out
 
     def top(
-        self, query: str, n: int, *, allowed: Callable[[dict[str, Any]], bool] | None = None
+        self,
+        query: str,
+        n: int,
+        *,
+        allowed: Callable[[dict[str, Any]], bool] | None = None,
+        only: Container[str] | None = None,
     ) -> list[tuple[str, float]]:
         """The ``n`` best documents with their scores, best first."""
-        ranked = sorted(self.scores(query, allowed=allowed).items(), key=lambda kv: (-kv[1], kv[0]))
-        return ranked[:n]
+        scores = self.scores(query, allowed=allowed, only=only)
+        return heapq.nsmallest(n, scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def sync(
         self,

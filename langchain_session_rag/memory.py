@@ -95,6 +95,15 @@ class SessionVectorMemory(BaseRetriever):
             )
             docs = await memory.ainvoke("where do we deploy?")
 
+    Write without waiting for the store (retrievable here at once; other processes see it after ``flush``):
+        .. code-block:: python
+
+            ids = memory.add_messages(
+                [{"role": "user", "content": "Remind me: the Fly.io region is ams."}], session_id="s3", wait=False
+            )
+            assert memory.get_by_ids(ids)[0].id == ids[0]
+            memory.flush()
+
     Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
     ``k``, ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until``, ``source_type``,
     ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity) and
@@ -278,6 +287,7 @@ class SessionVectorMemory(BaseRetriever):
             replica.sync(
                 lambda: backend.all_ids(user_id),
                 lambda ids: backend.fetch(user_id, ids, with_embeddings=vectors),
+                load=lambda: backend.get(user_id, {}, with_embeddings=vectors),
                 max_age=math.inf if self._state.trusted else max_age,
             )
         except UnsupportedOperationError:

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from langchain_session_rag.lexical import BM25Index
-from langchain_session_rag.stores import Record, Where, matches
+from langchain_session_rag.stores import Record, Where, decode_message_ids, matches
 
 __all__ = ["ReplicaCache", "UserReplica"]
 
@@ -40,6 +40,10 @@ class UserReplica:
         self._row: dict[str, int] = {}
         self._ids: list[str] = []
         self._matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._sessions: dict[str, dict[str, int]] = {}
+        """Session id → {chunk id: chunk_index} of the session's conversation chunks."""
+        self._by_message: dict[tuple[str, str], set[str]] = {}
+        """(session id, message id) → ids of the conversation chunks covering that message."""
         self._pending_add: Counter[str] = Counter()
         self._pending_delete: Counter[str] = Counter()
         self.lock = threading.RLock()
@@ -92,19 +96,40 @@ class UserReplica:
             self._row[moved] = index
         self._ids.pop()
 
+    def _register(self, doc_id: str, meta: dict[str, Any], *, add: bool) -> None:
+        if meta.get("source_type") != "session" or "session_id" not in meta:
+            return
+        session = str(meta["session_id"])
+        chunks = self._sessions.setdefault(session, {})
+        if add:
+            chunks[doc_id] = int(meta.get("chunk_index", 0))
+        else:
+            chunks.pop(doc_id, None)
+        for message in decode_message_ids(meta.get("message_ids")):
+            holders = self._by_message.setdefault((session, message), set())
+            if add:
+                holders.add(doc_id)
+            else:
+                holders.discard(doc_id)
+
     def put(self, records: Iterable[Record]) -> None:
         """Add or replace records (their embeddings become unit rows; a record without one is text-only)."""
         with self.lock:
             for record in records:
+                if record.id in self._texts:
+                    self.drop([record.id])
+                meta = dict(record.metadata)
                 self._texts[record.id] = record.text
-                self.lexical.add(record.id, record.text, dict(record.metadata))
+                self.lexical.add(record.id, record.text, meta)
                 self._set_vector(record.id, record.embedding)
+                self._register(record.id, meta, add=True)
 
     def drop(self, ids: Iterable[str]) -> None:
         """Remove records."""
         with self.lock:
             for doc_id in ids:
                 if self._texts.pop(doc_id, None) is not None:
+                    self._register(doc_id, self.lexical.metadata[doc_id], add=False)
                     self.lexical.remove(doc_id)
                     self._drop_vector(doc_id)
 
@@ -127,18 +152,27 @@ class UserReplica:
         listing: Callable[[], Iterable[str]],
         fetch: Callable[[Sequence[str]], list[Record]],
         *,
+        load: Callable[[], list[Record]] | None = None,
         max_age: float = 0.0,
     ) -> None:
         """Follow the store: drop what it no longer holds, fetch what it holds and the replica lacks.
 
-        Skipped when the last sync is at most ``max_age`` seconds old. Pending marks are read before the
-        store is listed, so a write landing in between is counted once either way.
+        Skipped when the last sync is at most ``max_age`` seconds old. An empty replica is filled by
+        ``load`` (every record in one read, much faster than fetching a long list of ids) when given.
+        Pending marks are read before the store is read, so a write landing in between is counted once
+        either way.
         """
         started, generation = time.monotonic(), self._generation
         if self.synced_at is not None and started - self.synced_at <= max_age:
             return
         with self.lock:
             adding, deleting = set(self._pending_add), set(self._pending_delete)
+            empty = not self._texts
+        if empty and load is not None:
+            loaded = load()
+            with self.lock:
+                self.put(r for r in loaded if r.id not in self._pending_delete)
+            listing = lambda: [r.id for r in loaded]  # noqa: E731 - the read just made
         current = (set(listing()) | adding) - deleting
         with self.lock:
             self.drop([doc_id for doc_id in self._texts if doc_id not in current])
@@ -168,6 +202,16 @@ class UserReplica:
                 if matches(meta[doc_id], where)
             ]
 
+    def session_view(self, session_id: str, messages: set[str]) -> tuple[list[Record], int]:
+        """Copies of the session's chunks covering any of ``messages``, and the session's next ``chunk_index``."""
+        with self.lock:
+            ids = set().union(*(self._by_message.get((session_id, m), set()) for m in messages))
+            start = 1 + max(self._sessions.get(session_id, {}).values(), default=-1)
+            meta = self.lexical.metadata
+            chunks = self._sessions.get(session_id, {})
+            ordered = sorted(ids, key=lambda i: (chunks.get(i, 0), i))
+            return [Record(id=i, text=self._texts[i], metadata=dict(meta[i])) for i in ordered], start
+
     def has(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is held."""
         return doc_id in self._texts
@@ -176,8 +220,33 @@ class UserReplica:
         """The record ``doc_id`` (its metadata shared with the replica: do not modify)."""
         return Record(id=doc_id, text=self._texts[doc_id], metadata=self.lexical.metadata[doc_id])
 
-    def dense(self, vector: Sequence[float], k: int, allowed: Predicate | None = None) -> list[tuple[Record, float]]:
-        """The ``k`` records most cosine-similar to ``vector`` among those ``allowed``, best first."""
+    def select(self, where: Where) -> set[str]:
+        """Ids of the records matching ``where`` (a snapshot, to filter several searches with one evaluation).
+
+        ``source_type`` and ``session_id`` equalities are answered from the replica's session index.
+        """
+        with self.lock:
+            rest = dict(where)
+            ids: set[str] | None = None
+            if rest.get("source_type") == "session":
+                del rest["source_type"]
+                session = rest.pop("session_id", None)
+                if isinstance(session, str):
+                    ids = set(self._sessions.get(session, {}))
+                else:
+                    if session is not None:
+                        rest["session_id"] = session
+                    ids = set().union(*self._sessions.values())
+            meta = self.lexical.metadata
+            candidates = self._texts.keys() if ids is None else ids
+            if not rest:
+                return set(candidates)
+            return {doc_id for doc_id in candidates if matches(meta[doc_id], rest)}
+
+    def dense(
+        self, vector: Sequence[float], k: int, allowed: Predicate | None = None, *, only: set[str] | None = None
+    ) -> list[tuple[Record, float]]:
+        """The ``k`` records most cosine-similar to ``vector`` among those ``allowed`` (and in ``only``), best first."""
         with self.lock:
             n = len(self._ids)
             if not n or k < 1:
@@ -188,9 +257,13 @@ class UserReplica:
                 raise ValueError(msg)
             norm = float(np.linalg.norm(query))
             scores = self._matrix[:n] @ (query / norm if norm > 0 else query)
-            if allowed is not None:
+            if allowed is not None or only is not None:
                 meta = self.lexical.metadata
-                keep = np.fromiter((allowed(meta[i]) for i in self._ids), dtype=bool, count=n)
+                keep = np.fromiter(
+                    ((only is None or i in only) and (allowed is None or allowed(meta[i])) for i in self._ids[:n]),
+                    dtype=bool,
+                    count=n,
+                )
                 scores = np.where(keep, scores, -np.inf)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
             ordered = sorted(top.tolist(), key=lambda i: (-float(scores[i]), self._ids[i]))
@@ -211,10 +284,12 @@ class UserReplica:
                 out.append((self.record(doc_id), similarity))
             return out
 
-    def lexical_top(self, query: str, k: int, allowed: Predicate | None = None) -> list[tuple[str, float]]:
-        """The ``k`` best BM25 matches of ``query`` among those ``allowed``, best first."""
+    def lexical_top(
+        self, query: str, k: int, allowed: Predicate | None = None, *, only: set[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best BM25 matches of ``query`` among those ``allowed`` (and in ``only``), best first."""
         with self.lock:
-            return self.lexical.top(query, k, allowed=allowed)
+            return self.lexical.top(query, k, allowed=allowed, only=only)
 
     def vector(self, doc_id: str) -> npt.NDArray[np.float32] | None:
         """The unit vector of ``doc_id``, if it has one."""

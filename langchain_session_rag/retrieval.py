@@ -190,11 +190,11 @@ def replica_search(
     replica: UserReplica, user_id: str, query: str, vector: Sequence[float], q: RetrievalQuery
 ) -> list[Document]:
     """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
-    allowed = _allowed(q)
-    hits = replica.dense(vector, q.fetch, allowed)
+    only = replica.select(q.where) if q.where else None  # evaluate the filter once per chunk
+    hits = replica.dense(vector, q.fetch, only=only)
     lexical: dict[str, float] | None = None
     if q.lexical_weight > 0:
-        top = replica.lexical_top(query, q.fetch, allowed)
+        top = replica.lexical_top(query, q.fetch, only=only)
         known = {r.id for r, _ in hits}
         hits.extend(replica.scored([doc_id for doc_id, _ in top if doc_id not in known], vector))
         lexical = dict(top)

@@ -226,3 +226,36 @@ def test_replica_cache_evicts_least_recently_used_within_its_limits() -> None:
     for user in ("d", "e", "f"):
         cache.get(user)
     assert cache.get("b") is busy, "a replica with writes in flight is never evicted"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "source_type": st.sampled_from(["session", "document"]),
+            "session_id": st.one_of(st.sampled_from(["s0", "s1", "s9"]), st.just({"$in": ["s0", "s2"]})),
+            "chunk_index": st.just({"$gte": 2}),
+        },
+    )
+)
+def test_replica_select_agrees_with_the_filter_semantics(where: dict[str, Any]) -> None:
+    from langchain_session_rag.stores import matches
+
+    replica = UserReplica()
+    for n in range(12):
+        kind = "document" if n % 4 == 0 else "session"
+        replica.put([_record(f"d{n}", [1, n], source_type=kind, session_id=f"s{n % 3}", chunk_index=n,
+                             message_ids=f'["m{n}"]')])  # fmt: skip
+    expected = {r.id for r in replica.records({}) if matches(r.metadata, where)}
+    assert replica.select(where) == expected
+
+
+def test_bm25_ignores_a_term_found_in_nearly_every_chunk() -> None:
+    from langchain_session_rag.lexical import BM25Index
+
+    index = BM25Index()
+    for n in range(30):
+        index.add(f"d{n}", f"meeting notes {n}" + (" kubernetes" if n == 7 else ""))
+    assert index.scores("meeting") == {}
+    assert list(index.scores("meeting kubernetes")) == ["d7"]
