@@ -229,11 +229,14 @@ class ChromaBackend:
 
     @property
     def single_process(self) -> bool:
-        """Whether this process is the store's only writer: true for embedded Chroma, which is not process-safe.
+        """Whether this store's writes all come through this memory code in this process.
 
-        A Chroma server (``HttpClient``) serves many processes, so their writes must be looked for.
+        True for the sharded collections on embedded Chroma, which is not process-safe. False on a Chroma
+        server (``HttpClient``), which serves many processes, and for a collection handed in by the caller
+        (a ``langchain_chroma.Chroma``), which the caller may also write to directly.
         """
-        return "fastapi" not in str(self.client.get_settings().chroma_api_impl).lower()
+        embedded = "fastapi" not in str(self.client.get_settings().chroma_api_impl).lower()
+        return embedded and self._single is None
 
     # -- manifest -------------------------------------------------------------------------------
     @property
