@@ -259,3 +259,19 @@ def test_bm25_ignores_a_term_found_in_nearly_every_chunk() -> None:
         index.add(f"d{n}", f"meeting notes {n}" + (" kubernetes" if n == 7 else ""))
     assert index.scores("meeting") == {}
     assert list(index.scores("meeting kubernetes")) == ["d7"]
+
+
+def test_a_chroma_vectorstore_of_the_caller_is_followed(tmp_path, real_embeddings) -> None:
+    from langchain_chroma import Chroma
+
+    store = Chroma(collection_name="mine", persist_directory=str(tmp_path / "c"), embedding_function=real_embeddings)
+    m = SessionVectorMemory(vectorstore=store, user_id="alice")
+    m.add_messages(chroma_session(), session_id="s1")
+    assert len(m.invoke("sourdough bread", k=5)) == 1  # the replica is loaded
+    # The caller writes to their own collection directly: the memory sees it on the next read.
+    store.add_texts(
+        ["User: How long do I bake sourdough?\nAssistant: About 40 minutes."],
+        metadatas=[{"user_id": "alice", "session_id": "s2", "source_type": "session", "message_ids": '["x1"]'}],
+        ids=["direct-1"],
+    )
+    assert m.invoke("how long to bake sourdough bread", k=1)[0].id == "direct-1"
