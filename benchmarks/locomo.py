@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import locomo_data
+from bench_embeddings import CachedEmbeddings
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
@@ -45,24 +46,6 @@ PAPER_TABLE_3 = {  # Maharana et al. 2024, DRAGON retriever, dialog turns
     "turn k=25": {"single": 87.1, "multi": 62.5, "temporal": 83.5, "open": 52.6, "adv": 66.3, "overall": 76.7},
     "turn k=50": {"single": 91.1, "multi": 73.0, "temporal": 89.6, "open": 61.7, "adv": 72.5, "overall": 82.7},
 }
-
-
-class CachedEmbeddings(Embeddings):
-    """The real model, with a per-run cache so strategies sharing texts do not re-embed them."""
-
-    def __init__(self, inner: Embeddings) -> None:
-        self.inner = inner
-        self.model_id = getattr(inner, "model_id", "cached")
-        self.cache: dict[str, list[float]] = {}
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if missing:
-            self.cache.update(zip(missing, self.inner.embed_documents(missing), strict=True))
-        return [self.cache[t] for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
 
 
 class TurnChunker(ExchangeChunker):

@@ -33,8 +33,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import locomo_data
+from bench_embeddings import CachedEmbeddings
 from langchain_chroma import Chroma
-from langchain_core.embeddings import Embeddings
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
@@ -45,27 +45,6 @@ RESULTS = Path(__file__).parent / "results"
 USERS = 100
 QUERIES = 200
 K = 4
-
-
-class CachedEmbeddings(Embeddings):
-    """The real model behind a text cache; ``live_queries`` makes every query call the model."""
-
-    def __init__(self, inner: Embeddings) -> None:
-        self.inner = inner
-        self.model_id = getattr(inner, "model_id", "cached")
-        self.cache: dict[str, list[float]] = {}
-        self.live_queries = False
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        missing = list(dict.fromkeys(t for t in texts if t not in self.cache))
-        if missing:
-            self.cache.update(zip(missing, self.inner.embed_documents(missing), strict=True))
-        return [self.cache[t] for t in texts]
-
-    def embed_query(self, text: str) -> list[float]:
-        if self.live_queries:
-            return self.inner.embed_query(text)
-        return self.embed_documents([text])[0]
 
 
 def exchanges(conversations: list[locomo_data.Conversation]) -> list[tuple[str, str]]:

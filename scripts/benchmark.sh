@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh
 if [ "$#" -eq 0 ]; then
-  echo "usage: bash scripts/benchmark.sh NAME [args...]   (NAME: $(cd benchmarks && ls [a-z]*.py | grep -v locomo_data | sed 's/\.py$//' | tr '\n' ' '))" >&2
+  echo "usage: bash scripts/benchmark.sh NAME [args...]   (NAME: $(cd benchmarks && ls [a-z]*.py | grep -v -e locomo_data -e bench_embeddings | sed 's/\.py$//' | tr '\n' ' '))" >&2
   exit 2
 fi
 name="$1"
