@@ -82,7 +82,7 @@ class SessionWriter:
         if self.replica is not None:
             return self.replica.session_view(session_id, messages)
         stored = self.stored_session(session_id)
-        start = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
+        start = self.next_index(stored)
         touching = [r for r in stored if messages & set(decode_message_ids(r.metadata.get("message_ids")))]
         return touching, start
 
@@ -138,6 +138,11 @@ class SessionWriter:
     def superseded(stored: Sequence[Record], covered: set[str]) -> list[str]:
         """Stored session chunks whose messages are all covered again by the new batch."""
         return [r.id for r in stored if set(decode_message_ids(r.metadata.get("message_ids"))) <= covered]
+
+    @staticmethod
+    def next_index(stored: Sequence[Record]) -> int:
+        """The ``chunk_index`` after the highest of ``stored`` (0 for none)."""
+        return 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
 
     @staticmethod
     def index(records: Sequence[Record], start: int) -> None:
@@ -249,8 +254,7 @@ class SessionWriter:
         self, session_id: str, stored: list[Record], exchanges: list[Record], segments: list[Segment]
     ) -> Consolidation:
         """Store the segments and delete the exchanges they replace."""
-        start = 1 + max((int(r.metadata.get("chunk_index", -1)) for r in stored), default=-1)
-        records = self.segment_records(segments, stored, start)
+        records = self.segment_records(segments, stored, self.next_index(stored))
         keep = {r.id for r in records}
         self.store(records, [r.id for r in exchanges if r.id not in keep]).result()
         embedded = segments[0].texts_embedded if segments else 0

@@ -307,7 +307,8 @@ class SessionVectorMemory(BaseRetriever):
         """Wait until every write of this memory has reached the store.
 
         Writes made with ``wait=False`` (the graph's) are retrievable by this process at once and reach
-        the store a few milliseconds later; other processes see them from then on.
+        the store within about 0.1 s (merged with the writes made meanwhile); other processes see them from
+        then on.
 
         Raises:
             StoreWriteError: A write made with ``wait=False`` failed; its chunks are not stored.

@@ -291,12 +291,6 @@ class UserReplica:
         with self.lock:
             return self.lexical.top(query, k, allowed=allowed, only=only)
 
-    def vector(self, doc_id: str) -> npt.NDArray[np.float32] | None:
-        """The unit vector of ``doc_id``, if it has one."""
-        with self.lock:
-            index = self._row.get(doc_id)
-            return None if index is None else self._matrix[index].copy()
-
 
 class ReplicaCache:
     """Per-user replicas, least recently used first out (never one with writes still pending)."""
