@@ -397,7 +397,7 @@ class SessionVectorMemory(BaseRetriever):
             segments = await self._segmenter.asegment(writer.as_documents(batch.exchanges))
             await asyncio.to_thread(writer.finish_topics, batch, segments, session_id)
         await self._aembed_pending(writer, batch.records)
-        written = writer.store(batch.records, batch.superseded, wait=wait)
+        written = await asyncio.to_thread(writer.store, batch.records, batch.superseded, wait=wait)
         if wait:
             await asyncio.wrap_future(written)
         return batch.ids
@@ -457,7 +457,7 @@ class SessionVectorMemory(BaseRetriever):
         writer = await asyncio.to_thread(self._writer)
         ids, records = await asyncio.to_thread(writer.prepare_documents, documents, session_id)
         await self._aembed_pending(writer, records)
-        await asyncio.wrap_future(writer.store(records, []))
+        await asyncio.wrap_future(await asyncio.to_thread(writer.store, records, []))
         return ids
 
     # -- retrieval -------------------------------------------------------------------------------
