@@ -275,3 +275,12 @@ def test_a_chroma_vectorstore_of_the_caller_is_followed(tmp_path, real_embedding
         ids=["direct-1"],
     )
     assert m.invoke("how long to bake sourdough bread", k=1)[0].id == "direct-1"
+
+
+def test_a_background_write_reaches_the_store_without_flush(make_memory: Factory) -> None:
+    m = make_memory()
+    ids = m.add_messages(chroma_session(), session_id="s1", wait=False)
+    deadline = time.monotonic() + 10
+    while m.backend.all_ids("alice") != ids and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert m.backend.all_ids("alice") == ids, "the writer thread sends it after its linger"
