@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run benchmarks (after the same set-up as the other commands). Results: benchmarks/results/*.json
 #   bash scripts/benchmark.sh run_all         # everything side by side: JSON, REPORT.md and plots (~10 min)
-#   bash scripts/benchmark.sh locomo          # the full LoCoMo sweep (about 8 minutes on 2 cores)
+#   bash scripts/benchmark.sh locomo          # the full LoCoMo sweep (about 4 minutes on 2 cores)
 #   bash scripts/benchmark.sh retrieval_scale # one part alone (also: ingest_cost, graph_overhead, cache_latency, cache_eval)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
