@@ -10,6 +10,7 @@ Writes results/graph_overhead.json. Run: bash scripts/benchmark.sh graph_overhea
 
 from __future__ import annotations
 
+import asyncio
 import json
 import statistics
 import sys
@@ -67,18 +68,33 @@ def stats(samples_s: list[float]) -> dict[str, float]:
     }
 
 
-def per_turn(embeddings: Precomputed, *, background: bool, turns: int = TURNS) -> dict[str, Any]:
-    """Back-to-back turns in fresh threads (no checkpointer) of one user."""
+def per_turn(
+    embeddings: Precomputed, *, background: bool, use_async: bool = False, turns: int = TURNS
+) -> dict[str, Any]:
+    """Back-to-back turns in fresh threads (no checkpointer) of one user, with ``invoke`` or ``ainvoke``."""
     questions, answers = dialogue(turns)
     memory = SessionVectorMemory.local(path=tempfile.mkdtemp(), user_id="x", embeddings=embeddings)
     model = GenericFakeChatModel(messages=iter([AIMessage(a) for a in answers]))
     graph = create_session_rag_graph(model, memory, background_writes=background).compile()
-    times = []
+    context = {"user_id": "alice", "session_id": "s1"}
+
+    async def turns_async() -> list[float]:
+        out = []
+        for q in questions:
+            t0 = time.perf_counter()
+            await graph.ainvoke({"messages": [HumanMessage(q)]}, context=context)
+            out.append(time.perf_counter() - t0)
+        return out
+
     started = time.perf_counter()
-    for q in questions:
-        t0 = time.perf_counter()
-        graph.invoke({"messages": [HumanMessage(q)]}, context={"user_id": "alice", "session_id": "s1"})
-        times.append(time.perf_counter() - t0)
+    if use_async:
+        times = asyncio.run(turns_async())
+    else:
+        times = []
+        for q in questions:
+            t0 = time.perf_counter()
+            graph.invoke({"messages": [HumanMessage(q)]}, context=context)
+            times.append(time.perf_counter() - t0)
     memory.flush()
     wall = time.perf_counter() - started
     if memory.for_user("alice").count() != turns:
@@ -86,6 +102,7 @@ def per_turn(embeddings: Precomputed, *, background: bool, turns: int = TURNS) -
         raise RuntimeError(msg)
     return {
         "background_writes": background,
+        "async": use_async,
         "per_turn_ms": stats(times[10:]),
         "amortized_ms_per_turn": round(1000 * wall / turns, 2),
     }
@@ -124,7 +141,11 @@ def run(*, long_turns: int = LONG_TURNS) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d"),
         "turns": TURNS,
         "note": "fake zero-latency model, precomputed embeddings, embedded Chroma, turns back to back",
-        "no_checkpointer": [per_turn(embeddings, background=True), per_turn(embeddings, background=False)],
+        "no_checkpointer": [
+            per_turn(embeddings, background=True),
+            per_turn(embeddings, background=True, use_async=True),
+            per_turn(embeddings, background=False),
+        ],
         "sqlite_long_thread": long_thread(embeddings, long_turns),
     }
 

@@ -103,7 +103,7 @@ def targets(res: dict[str, Any]) -> list[tuple[str, str, str]]:
     scale = res["retrieval_scale"]["stages"][-1]
     ingest = res["ingest_cost"]
     graph = res["graph_overhead"]
-    background = next(r for r in graph["no_checkpointer"] if r["background_writes"])
+    background = next(r for r in graph["no_checkpointer"] if r["background_writes"] and not r.get("async"))
     long = graph["sqlite_long_thread"]
     return [
         (
@@ -187,6 +187,7 @@ def report(res: dict[str, Any], meta: dict[str, Any]) -> str:
               "| writes | p50 ms | p95 ms | mean ms | wall per turn incl. final flush |", "|---|---|---|---|---|"]  # fmt: skip
     for row in graph["no_checkpointer"]:
         label = "background (default)" if row["background_writes"] else "awaited"
+        label += ", `ainvoke`" if row.get("async") else ", `invoke`"
         t = row["per_turn_ms"]
         lines.append(f"| {label} | {t['p50']} | {t['p95']} | {t['mean']} | {row['amortized_ms_per_turn']} |")
     long = graph["sqlite_long_thread"]
