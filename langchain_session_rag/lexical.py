@@ -1,8 +1,8 @@
 """A small in-process BM25 index over one user's chunks, for hybrid lexical + dense ranking.
 
-Dense embeddings of a small model blur names, numbers and rare words; BM25 catches them. The
-index is kept per user in memory and brought up to date incrementally before each search (an
-ids-only read of the store tells what was added or removed, also by other processes).
+Dense embeddings of a small model blur names, numbers and rare words; BM25 catches them. Each
+user's index lives in that user's in-process replica (:mod:`langchain_session_rag.replica`) and is
+updated document by document as the replica follows the store.
 """
 
 from __future__ import annotations

@@ -2,11 +2,12 @@
 
 A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process
 costs less than a round trip to the store's vector index and needs no ``where`` filter over other users'
-chunks. Before each use the replica is brought up to date with an ids-only read of the store, so chunks
-added or deleted by other processes show at once; only the new ones are fetched. Writes made through this
-process are applied to the replica immediately, also while they are still on their way to the store
-(:class:`~langchain_session_rag.writes.WriteQueue`): the ids-only read counts them as present until the
-store has them.
+chunks. A replica is loaded in one read on first use. Where other processes may write (a Chroma server, a
+collection the caller also writes to), each use first lists the user's ids (an ids-only read), so chunks
+they added or deleted show at once and only the new ones are fetched; on embedded Chroma, which is
+single-process, the replica is trusted after its load. Writes made through this process are applied to the
+replica immediately, also while they are still on their way to the store
+(:class:`~langchain_session_rag.writes.WriteQueue`): a listing counts them as present until the store has them.
 """
 
 from __future__ import annotations
