@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,8 @@ from langchain_session_rag.stores import ChromaBackend, Record, open_chroma_clie
 __all__ = ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache", "source_digest"]
 
 SHARED_SCOPE = "__shared__"
+RECENT_VECTORS = 256
+"""Question vectors kept from lookups for the update that follows a miss (same text, same model)."""
 MISS_REASONS = ("empty", "below_threshold", "expired", "stale_version", "guard", "volatile", "context_dependent")
 
 
@@ -121,6 +123,8 @@ class SemanticCache(BaseModel):
     _backend: ChromaBackend = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _recent: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
+    """Vectors of the last questions looked up, so the update after a miss does not embed the question again."""
 
     @field_validator("threshold")
     @classmethod
@@ -169,6 +173,18 @@ class SemanticCache(BaseModel):
             msg = "no embeddings"
             raise RuntimeError(msg)
         return self.embeddings
+
+    def _recalled(self, text: str) -> list[float] | None:
+        with self._lock:
+            return self._recent.get(text)
+
+    def _remember(self, text: str, vector: list[float]) -> list[float]:
+        with self._lock:
+            self._recent[text] = vector
+            self._recent.move_to_end(text)
+            while len(self._recent) > RECENT_VECTORS:
+                self._recent.popitem(last=False)
+        return vector
 
     # -- pure parts ------------------------------------------------------------------------------
     def _key(self, question: str, history: Sequence[str], standalone: str | None) -> tuple[str | None, str]:
@@ -267,7 +283,8 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        vector = self._embedder.embed_query(canonical(q) or q)
+        text = canonical(q) or q
+        vector = self._remember(text, self._recalled(text) or self._embedder.embed_query(text))
         return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
 
     async def adecide(
@@ -284,7 +301,8 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        vector = await self._embedder.aembed_query(canonical(q) or q)
+        text = canonical(q) or q
+        vector = self._remember(text, self._recalled(text) or await self._embedder.aembed_query(text))
         hits = await asyncio.to_thread(self._search, q, vector, key)
         return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
 
@@ -390,7 +408,7 @@ class SemanticCache(BaseModel):
         )
         if record is None:
             return False
-        record.embedding = self._embedder.embed_query(record.text)
+        record.embedding = self._recalled(record.text) or self._embedder.embed_query(record.text)
         self._write(record)
         return True
 
@@ -413,7 +431,7 @@ class SemanticCache(BaseModel):
         )
         if record is None:
             return False
-        record.embedding = await self._embedder.aembed_query(record.text)
+        record.embedding = self._recalled(record.text) or await self._embedder.aembed_query(record.text)
         await asyncio.to_thread(self._write, record)
         return True
 

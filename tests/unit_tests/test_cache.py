@@ -214,3 +214,26 @@ def test_an_answer_stops_hitting_when_its_sources_change(make_cache: Factory) ->
     assert (decision.hit, decision.reason, decision.detail) == (False, "stale_version", "sources changed")
     del live["m1"]
     assert cache.lookup("Where do we deploy?") is None
+
+
+def test_the_update_after_a_miss_reuses_the_lookup_vector(make_cache: Factory, real_embeddings) -> None:
+    from tests.conftest import CountingEmbeddings
+
+    counting = CountingEmbeddings(real_embeddings)
+    cache = make_cache(embeddings=counting)
+    question = "How do I rotate the API keys of the billing service?"
+    assert cache.decide(question).reason == "empty"
+    assert cache.update(question, "Run the rotate-keys job.")
+    assert counting.calls == 1, "one embedding for the lookup and the update"
+    assert cache.lookup(question) == "Run the rotate-keys job."
+
+
+async def test_async_update_after_a_miss_reuses_the_lookup_vector(make_cache: Factory, real_embeddings) -> None:
+    from tests.conftest import CountingEmbeddings
+
+    counting = CountingEmbeddings(real_embeddings)
+    cache = make_cache(embeddings=counting)
+    question = "Which port does the staging database listen on?"
+    assert (await cache.adecide(question)).hit is False
+    assert await cache.aupdate(question, "5433.")
+    assert counting.calls == 1
