@@ -26,7 +26,6 @@ from langchain_session_rag.stores import Record, Where, decode_message_ids, matc
 
 __all__ = ["ReplicaCache", "UserReplica"]
 
-Predicate = Callable[[dict[str, Any]], bool]
 FETCH_BATCH = 2_000
 """Ids fetched per store read when a replica catches up (keeps each read well under SQL variable limits)."""
 
@@ -244,10 +243,8 @@ class UserReplica:
                 return set(candidates)
             return {doc_id for doc_id in candidates if matches(meta[doc_id], rest)}
 
-    def dense(
-        self, vector: Sequence[float], k: int, allowed: Predicate | None = None, *, only: set[str] | None = None
-    ) -> list[tuple[Record, float]]:
-        """The ``k`` records most cosine-similar to ``vector`` among those ``allowed`` (and in ``only``), best first."""
+    def dense(self, vector: Sequence[float], k: int, *, only: set[str] | None = None) -> list[tuple[Record, float]]:
+        """The ``k`` records most cosine-similar to ``vector`` (among ``only``, from :meth:`select`), best first."""
         with self.lock:
             n = len(self._ids)
             if not n or k < 1:
@@ -258,13 +255,8 @@ class UserReplica:
                 raise ValueError(msg)
             norm = float(np.linalg.norm(query))
             scores = self._matrix[:n] @ (query / norm if norm > 0 else query)
-            if allowed is not None or only is not None:
-                meta = self.lexical.metadata
-                keep = np.fromiter(
-                    ((only is None or i in only) and (allowed is None or allowed(meta[i])) for i in self._ids[:n]),
-                    dtype=bool,
-                    count=n,
-                )
+            if only is not None:
+                keep = np.fromiter((i in only for i in self._ids[:n]), dtype=bool, count=n)
                 scores = np.where(keep, scores, -np.inf)
             top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
             ordered = sorted(top.tolist(), key=lambda i: (-float(scores[i]), self._ids[i]))
@@ -285,12 +277,10 @@ class UserReplica:
                 out.append((self.record(doc_id), similarity))
             return out
 
-    def lexical_top(
-        self, query: str, k: int, allowed: Predicate | None = None, *, only: set[str] | None = None
-    ) -> list[tuple[str, float]]:
-        """The ``k`` best BM25 matches of ``query`` among those ``allowed`` (and in ``only``), best first."""
+    def lexical_top(self, query: str, k: int, *, only: set[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` best BM25 matches of ``query`` (among ``only``, e.g. from :meth:`select`), best first."""
         with self.lock:
-            return self.lexical.top(query, k, allowed=allowed, only=only)
+            return self.lexical.top(query, k, only=only)
 
 
 class ReplicaCache:

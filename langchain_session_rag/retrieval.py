@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -12,7 +12,7 @@ from langchain_core.documents import Document
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.ranking import SECONDS_PER_DAY, cosine, decayed_score, fused_score, marker
 from langchain_session_rag.replica import UserReplica
-from langchain_session_rag.stores import MemoryBackend, Record, Where, decode_message_ids, matches
+from langchain_session_rag.stores import MemoryBackend, Record, Where, decode_message_ids
 
 __all__ = ["OPTIONS", "RetrievalQuery", "build_query", "lexical_candidates", "rank", "replica_search"]
 
@@ -181,11 +181,6 @@ def _document(record: Record, similarity: float, extra: dict[str, float], score:
     )
 
 
-def _allowed(q: RetrievalQuery) -> Callable[[dict[str, Any]], bool] | None:
-    where = q.where
-    return (lambda meta: matches(meta, where)) if where else None
-
-
 def replica_search(
     replica: UserReplica, user_id: str, query: str, vector: Sequence[float], q: RetrievalQuery
 ) -> list[Document]:
@@ -214,7 +209,7 @@ def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search
 
     For stores whose vectors the replica does not hold (stores that embed themselves); ``replica`` is synced.
     """
-    top = replica.lexical_top(query, q.fetch, _allowed(q))
+    top = replica.lexical_top(query, q.fetch, only=replica.select(q.where) if q.where else None)
     known = {r.id for r, _ in hits}
     missing = [doc_id for doc_id, _ in top if doc_id not in known]
     if missing:

@@ -50,7 +50,7 @@ def test_replica_dense_search_is_exact_after_any_adds_and_drops(ops: list[tuple[
     got = replica.dense(query.tolist(), k)
     assert [r.id for r, _ in got] == expected
     assert [s for _, s in got] == pytest.approx([cos(vectors[d]) for d in expected], abs=1e-5)
-    even = [r.id for r, _ in replica.dense(query.tolist(), k, lambda m: m["parity"] == 0)]
+    even = [r.id for r, _ in replica.dense(query.tolist(), k, only=replica.select({"parity": 0}))]
     assert even == [d for d in sorted(alive, key=lambda d: (-cos(vectors[d]), d)) if int(d[1:]) % 2 == 0][:k]
     assert len(replica) == len(alive)
 
