@@ -515,7 +515,8 @@ class SessionVectorMemory(BaseRetriever):
         """
         replica = self._replica()
         if replica is not None:
-            records = [replica.record(i) for i in dict.fromkeys(ids) if replica.has(i)]
+            with replica.lock:  # a concurrent drop must not fall between the check and the read
+                records = [replica.record(i) for i in dict.fromkeys(ids) if replica.has(i)]
         else:
             found = {r.id: r for r in self._backend.fetch(self.user_id, list(ids))}
             records = [found[i] for i in dict.fromkeys(ids) if i in found]
