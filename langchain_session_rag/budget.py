@@ -1,8 +1,12 @@
 """Token-budgeted prompt assembly: one exact budget across instructions, history and retrieved context.
 
-The prompt is laid out as: a system message (instructions, pinned core memory, running summary), the recent
-history (whole turns, in order), then one user message holding the retrieved context in a delimited block
-followed by the current question.
+The prompt is laid out as: a system message (instructions, then the pinned core memory and the running summary,
+each in its own delimited, quoted data block), the recent history (whole turns, in order), then one user message
+holding the retrieved context in a delimited block followed by the current question.
+
+Everything that is data (memory and document text, markers and sources from any retriever's metadata, pinned
+notes, the summary) goes through :func:`quote_data` / :func:`safe_marker`: every line is quoted and no angle
+bracket (nor a look-alike) survives, so data can neither open nor close a block, nor start an unquoted line.
 
 Counting: each message costs ``tokens_per_message`` (3) plus its text's tokens, plus ``tokens_per_name`` (1)
 when it has a name, and the reply is primed with ``reply_priming`` (3) tokens: the OpenAI chat format, which
@@ -27,22 +31,29 @@ from langchain_session_rag.prompts import (
     CONTEXT_CLOSE,
     CONTEXT_INTRO,
     CONTEXT_OPEN,
+    CORE_CLOSE,
     CORE_MEMORY_HEADER,
+    CORE_OPEN,
     DEFAULT_SYSTEM,
     MEMORY_INSTRUCTIONS,
+    SUMMARY_CLOSE,
     SUMMARY_HEADER,
+    SUMMARY_OPEN,
     TRUNCATION_MARK,
 )
 from langchain_session_rag.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 
-__all__ = ["SECTIONS", "AssembledPrompt", "BudgetReport", "SectionReport", "TokenBudget"]
+__all__ = ["SECTIONS", "AssembledPrompt", "BudgetReport", "SectionReport", "TokenBudget", "quote_data", "safe_marker"]
 
 Section = Literal["core_memory", "history", "summary", "memories", "documents"]
 SECTIONS: tuple[Section, ...] = ("core_memory", "history", "summary", "memories", "documents")
 """The droppable sections, in default priority order (the system instructions are never dropped)."""
 _TRUNCATABLE = frozenset({"core_memory", "summary", "memories", "documents"})
 _MIN_TRUNCATED = 8  # never keep a truncated stub of fewer tokens than this
-_TAG = re.compile(r"<\s*/?\s*retrieved_context\s*>", re.IGNORECASE)
+_ANGLES = str.maketrans(dict.fromkeys("<＜‹〈⟨〈ᐸ˂﹤❮⧼", "&lt;") | dict.fromkeys(">＞›〉⟩〉ᐳ˃﹥❯⧽", "&gt;"))
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+_MARKER = re.compile(r"\[[SD]: [^\[\]]{1,120}\]")
+_MAX_MARKER = 120
 DEFAULT_ALLOCATIONS: dict[str, float] = {
     "core_memory": 0.15,
     "history": 0.4,
@@ -117,17 +128,34 @@ class AssembledPrompt:
 class _Item:
     section: str
     rank: int
-    pieces: list[str] | None = None  # text pieces (core, summary, memories, documents)
+    pieces: list[str] | None = None  # head, body, tail (core, summary, memories, documents)
     messages: list[BaseMessage] | None = None  # a history turn
     cost: int = 0
     kept: bool = True
     truncated: bool = False
 
 
-def _quote(text: str) -> str:
-    """Quote retrieved text so it reads as data and cannot close the context block."""
-    safe = _TAG.sub(lambda m: m.group(0).replace("<", "&lt;").replace(">", "&gt;"), text)
+def quote_data(text: str) -> str:
+    """Quote text that is data (a memory, a document, a note, a summary) for a prompt.
+
+    Angle brackets and their look-alikes become ``&lt;`` / ``&gt;`` (no tag can be opened or closed), invisible
+    and control characters are dropped, and every line (any Unicode line break) starts with ``"> "``.
+    """
+    safe = _CONTROL.sub("", text.translate(_ANGLES).replace("\r\n", "\n"))
     return "\n".join(f"> {line}" for line in safe.splitlines() or [""])
+
+
+def safe_marker(value: object) -> str:
+    """A citation marker fit for a prompt: one line, no angle brackets, at most 120 characters.
+
+    A well-formed marker (``[S: 2026-02-06]``, ``[D: readme.md]``) is kept as it is; anything else (a
+    ``metadata["source"]`` of a foreign retriever, a hostile file name) becomes ``[D: …]`` around its cleaned text.
+    """
+    text = " ".join(_CONTROL.sub("", str(value).translate(_ANGLES)).split())
+    if _MARKER.fullmatch(text):
+        return text
+    inner = text.replace("[", "(").replace("]", ")")[:_MAX_MARKER] or "record"
+    return f"[D: {inner}]"
 
 
 class TokenBudget(BaseModel):
@@ -275,23 +303,24 @@ class TokenBudget(BaseModel):
         documents: Sequence[Document],
         cache: dict[str, int],
     ) -> dict[str, list[_Item]]:
-        def text_item(section: str, rank: int, head: str, body: str) -> _Item:
-            pieces = [head, body]
-            return _Item(section, rank, pieces=pieces, cost=sum(self._cached(p, cache) for p in pieces))
+        def text_item(section: str, rank: int, head: str, body: str, tail: str = "") -> _Item:
+            pieces = [head, body, tail]
+            return _Item(section, rank, pieces=pieces, cost=sum(self._cached(p, cache) for p in pieces if p))
 
         items: dict[str, list[_Item]] = {name: [] for name in SECTIONS}
         for rank, note in enumerate(core_memory):
-            head = f"\n\n{CORE_MEMORY_HEADER}\n" if rank == 0 else "\n"
-            items["core_memory"].append(text_item("core_memory", rank, head, note))
+            head = f"\n\n{CORE_OPEN}\n{CORE_MEMORY_HEADER}\n"
+            items["core_memory"].append(text_item("core_memory", rank, head, quote_data(note), f"\n{CORE_CLOSE}"))
         for rank, turn in enumerate(reversed(split_turns(history))):
             cost = sum(self._message_cost(m, cache) for m in turn)
             items["history"].append(_Item("history", rank, messages=list(turn), cost=cost))
         if summary:
-            items["summary"].append(text_item("summary", 0, f"\n\n{SUMMARY_HEADER}\n", summary))
+            head = f"\n\n{SUMMARY_OPEN}\n{SUMMARY_HEADER}\n"
+            items["summary"].append(text_item("summary", 0, head, quote_data(summary), f"\n{SUMMARY_CLOSE}"))
         for section, docs in (("memories", memories), ("documents", documents)):
             for rank, doc in enumerate(docs):
-                mark = str(doc.metadata.get("marker") or doc.metadata.get("source") or "[record]")
-                items[section].append(text_item(section, rank, f"\n\n{mark}\n", _quote(doc.page_content)))
+                mark = safe_marker(doc.metadata.get("marker") or doc.metadata.get("source") or "[D: record]")
+                items[section].append(text_item(section, rank, f"\n\n{mark}\n", quote_data(doc.page_content)))
         return items
 
     def _cached(self, text: str, cache: dict[str, int]) -> int:
@@ -349,15 +378,15 @@ class TokenBudget(BaseModel):
         """Truncate a text item to fit ``room`` tokens; False if it cannot keep a useful stub."""
         if item.section not in _TRUNCATABLE or item.pieces is None:
             return False
-        head, body = item.pieces
-        head_cost = self._count(head)
-        if room - head_cost < _MIN_TRUNCATED:
+        head, body, tail = item.pieces
+        frame_cost = self._count(head) + (self._count(tail) if tail else 0)
+        if room - frame_cost < _MIN_TRUNCATED:
             return False
-        cut = self._truncate(body, room - head_cost)
+        cut = self._truncate(body, room - frame_cost)
         if not cut:
             return False
-        item.pieces = [head, cut]
-        item.cost = head_cost + self._count(cut)
+        item.pieces = [head, cut, tail]
+        item.cost = frame_cost + self._count(cut)
         item.truncated = True
         return True
 

@@ -1,10 +1,19 @@
 """``SemanticCache``: answers repeated questions, and never a question it has not really seen.
 
-A hit needs all of: cosine similarity of the canonical questions ≥ ``threshold`` (0.95 by default), an
-unexpired entry (TTL per entry), the same knowledge version, the same model/prompt configuration key, the same
-user (a shared scope only by opt-in), and no guard objection (numbers, negation, named entities, topic words).
-Time-sensitive questions are never stored; questions that lean on earlier turns are neither looked up nor
-stored unless the caller gives a standalone rewrite.
+A hit needs all of:
+
+- the same user (a shared scope only by opt-in; the shared scope is a namespace no ``user_id`` can name);
+- the same ``llm_string`` exactly: the model configuration *and* a digest of every other part of the prompt
+  (system messages, earlier turns, retrieved context, tools), so only the last user question is matched
+  semantically;
+- cosine similarity of the normalised questions ≥ ``threshold``;
+- no guard objection (:mod:`langchain_session_rag.guards`: numbers, negation, names, persons, opposing
+  words, direction and word order, topic words aligned word by word);
+- an unexpired entry (TTL per entry), the same knowledge version, and unchanged sources.
+
+Time-sensitive questions (prices, rates, scores, weather, schedules, "latest", ...) are never stored;
+questions that lean on earlier turns are neither looked up nor stored unless the caller gives a standalone
+rewrite.
 """
 
 from __future__ import annotations
@@ -12,11 +21,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import threading
 import time
+import warnings
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,18 +38,89 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.load import dumps, loads
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import ensure_config
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_session_rag.embeddings import embedding_model_id, get_default_embeddings
-from langchain_session_rag.guards import canonical, guard_mismatch, is_context_dependent, is_volatile
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
 from langchain_session_rag.stores import ChromaBackend, Record, open_chroma_client
 
-__all__ = ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache", "source_digest"]
+__all__ = [
+    "CacheDecision",
+    "CacheStats",
+    "SemanticCache",
+    "SemanticLLMCache",
+    "cache_scope",
+    "current_cache_user",
+    "source_digest",
+]
 
-SHARED_SCOPE = "__shared__"
+SHARED_SCOPE = "shared"
+"""The shared namespace. A user's namespace is ``"user:" + user_id``, so no user id can name the shared one."""
+USER_SCOPE_PREFIX = "user:"
 RECENT_VECTORS = 256
 """Question vectors kept from lookups for the update that follows a miss (same text, same model)."""
-MISS_REASONS = ("empty", "below_threshold", "expired", "stale_version", "guard", "volatile", "context_dependent")
+WORD_VECTORS = 4096
+"""Word vectors kept for the word-alignment guard."""
+MISS_REASONS = (
+    "empty",
+    "below_threshold",
+    "expired",
+    "stale_version",
+    "guard",
+    "volatile",
+    "context_dependent",
+    "no_user",
+)
+
+_CACHE_USER: ContextVar[str | None] = ContextVar("langchain_session_rag_cache_user", default=None)
+
+
+def _check_user_id(user_id: object) -> str:
+    if not isinstance(user_id, str) or not user_id.strip() or "\x00" in user_id:
+        msg = f"user_id must be a non-empty string without NUL characters, got {user_id!r}."
+        raise InvalidRequestError(msg)
+    return user_id
+
+
+@contextmanager
+def cache_scope(user_id: str) -> Iterator[None]:
+    """Scope every :class:`SemanticLLMCache` lookup and update in this context (thread or task) to a user.
+
+    The LangChain cache interface passes only the prompt and the model configuration, not the run's config,
+    so a cache installed once per process (``set_llm_cache``) needs to learn the user of each request from
+    the context. The graphs of this package set the scope themselves for every turn.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_session_rag import cache_scope, current_cache_user
+
+            with cache_scope("alice"):
+                assert current_cache_user() == "alice"
+            assert current_cache_user() is None
+    """
+    token = _CACHE_USER.set(_check_user_id(user_id))
+    try:
+        yield
+    finally:
+        _CACHE_USER.reset(token)
+
+
+def current_cache_user(config_key: str = "user_id") -> str | None:
+    """The user of the current request.
+
+    That is the :func:`cache_scope`, else the running chain's ``configurable[config_key]``: LangChain makes
+    it visible inside LCEL chains and LangGraph nodes, but a direct ``model.invoke(..., config=...)`` does not
+    pass it to the cache. ``None`` when there is none, or when the two disagree.
+    """
+    scoped = _CACHE_USER.get()
+    configured = ensure_config().get("configurable", {}).get(config_key)
+    configured = configured if isinstance(configured, str) and configured.strip() else None
+    if scoped and configured and scoped != configured:
+        return None
+    return scoped or configured
 
 
 def source_digest(sources: Iterable[tuple[str, str]]) -> str:
@@ -102,9 +186,12 @@ class SemanticCache(BaseModel):
     """A chromadb client (``SemanticCache.local`` / ``.server`` build one)."""
     collection_name: str = "semantic_cache"
     embeddings: Embeddings | None = None
-    """Embeds canonical questions; the bundled MiniLM by default."""
-    threshold: float = 0.95
-    """Minimum cosine similarity of the canonical questions, in (0, 1]."""
+    """Embeds normalised questions (and, for the word-alignment guard, single words); the bundled MiniLM by
+    default."""
+    threshold: float = 0.85
+    """Minimum cosine similarity of the normalised questions, in (0, 1]; the guards decide among candidates."""
+    word_threshold: float = Field(default=0.8, gt=0, le=1)
+    """Similarity at which two different topic words count as the same word (the ``content`` guard)."""
     ttl: float | None = Field(default=7 * 86_400, gt=0)
     """Seconds an entry lives (per entry; ``None``: forever)."""
     knowledge_version: str = ""
@@ -116,7 +203,7 @@ class SemanticCache(BaseModel):
     candidates: int = Field(default=4, ge=1)
     """Nearest entries examined per lookup."""
     source_check: Callable[[str, list[str]], str] | None = None
-    """Given a scope and the ids of the sources behind an entry, the :func:`source_digest` of those sources as
+    """Given the user id and the ids of the sources behind an entry, the :func:`source_digest` of those sources as
     they are now. Entries stored with ``sources=`` whose sources changed or were deleted miss as
     ``stale_version``: the knowledge behind the answer changed."""
 
@@ -125,6 +212,8 @@ class SemanticCache(BaseModel):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _recent: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
     """Vectors of the last questions looked up, so the update after a miss does not embed the question again."""
+    _words: OrderedDict[str, list[float]] = PrivateAttr(default_factory=OrderedDict)
+    """Unit vectors of single words, for the word-alignment guard."""
 
     @field_validator("threshold")
     @classmethod
@@ -133,6 +222,11 @@ class SemanticCache(BaseModel):
             msg = f"threshold must lie in (0, 1], got {value!r}."
             raise ValueError(msg)
         return value
+
+    @field_validator("user_id")
+    @classmethod
+    def _check_user(cls, value: str) -> str:
+        return _check_user_id(value)
 
     @model_validator(mode="after")
     def _open(self) -> SemanticCache:
@@ -154,7 +248,7 @@ class SemanticCache(BaseModel):
 
     def for_user(self, user_id: str) -> SemanticCache:
         """The same cache seen by another user (with fresh stats)."""
-        other = self.model_copy(update={"user_id": user_id})
+        other = self.model_copy(update={"user_id": _check_user_id(user_id)})
         other._stats = CacheStats()  # noqa: SLF001
         return other
 
@@ -165,7 +259,7 @@ class SemanticCache(BaseModel):
 
     @property
     def _scope(self) -> str:
-        return SHARED_SCOPE if self.shared else self.user_id
+        return SHARED_SCOPE if self.shared else USER_SCOPE_PREFIX + self.user_id
 
     @property
     def _embedder(self) -> Embeddings:
@@ -201,8 +295,25 @@ class SemanticCache(BaseModel):
         return hashlib.sha256(llm_string.encode()).hexdigest()[:16]
 
     def _entry_id(self, question: str, llm_key: str, version: str) -> str:
-        raw = "\x1f".join([self._scope, llm_key, version, canonical(question)])
+        raw = "\x1f".join([self._scope, llm_key, version, normalise_question(question)])
         return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    def word_similarity(self, left: Sequence[str], right: Sequence[str]) -> list[list[float]]:
+        """Cosine similarities of single words (rows: ``left``), embedded once and kept (for the guards)."""
+        with self._lock:
+            missing = [w for w in dict.fromkeys([*left, *right]) if w not in self._words]
+        if missing:
+            vectors = self._embedder.embed_documents(missing)
+            with self._lock:
+                for word, vector in zip(missing, vectors, strict=True):
+                    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+                    self._words[word] = [x / norm for x in vector]
+                while len(self._words) > WORD_VECTORS:
+                    self._words.popitem(last=False)
+        with self._lock:
+            lv = [self._words[w] for w in left]
+            rv = [self._words[w] for w in right]
+        return [[sum(x * y for x, y in zip(a, b, strict=True)) for b in rv] for a in lv]
 
     def _decide(self, question: str, version: str, hits: list[tuple[Record, float]], now: float) -> CacheDecision:
         if not hits:
@@ -226,7 +337,9 @@ class SemanticCache(BaseModel):
                 decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
                                          matched_question=cached_q, detail="sources changed")  # fmt: skip
             else:
-                guard = guard_mismatch(question, cached_q)
+                guard = guard_mismatch(
+                    question, cached_q, word_similarity=self.word_similarity, word_threshold=self.word_threshold
+                )
                 if guard.reason is None:
                     return CacheDecision(hit=True, answer=str(meta.get("answer", "")), similarity=similarity,
                                          matched_question=cached_q)  # fmt: skip
@@ -239,7 +352,7 @@ class SemanticCache(BaseModel):
         ids = json.loads(str(meta.get("source_ids") or "[]"))
         if not ids or self.source_check is None:
             return False
-        return bool(self.source_check(self._scope, ids) != meta.get("source_digest"))
+        return bool(self.source_check(self.user_id, ids) != meta.get("source_digest"))
 
     def _count(self, decision: CacheDecision) -> CacheDecision:
         with self._lock:
@@ -267,7 +380,7 @@ class SemanticCache(BaseModel):
 
     # -- lookup ----------------------------------------------------------------------------------
     def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
-        return self._backend.query(self._scope, canonical(q), vector, self.candidates, {"llm_key": llm_key})
+        return self._backend.query(self._scope, normalise_question(q), vector, self.candidates, {"llm_key": llm_key})
 
     def decide(
         self,
@@ -283,7 +396,7 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        text = canonical(q) or q
+        text = normalise_question(q)
         vector = self._remember(text, self._recalled(text) or self._embedder.embed_query(text))
         return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
 
@@ -301,7 +414,7 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        text = canonical(q) or q
+        text = normalise_question(q)
         vector = self._remember(text, self._recalled(text) or await self._embedder.aembed_query(text))
         hits = await asyncio.to_thread(self._search, q, vector, key)
         return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
@@ -332,7 +445,7 @@ class SemanticCache(BaseModel):
         now = time.time()
         return Record(
             id=self._entry_id(q, key, ver),
-            text=canonical(q) or q,
+            text=normalise_question(q),
             metadata={
                 **extra,
                 "user_id": self._scope,
@@ -444,25 +557,38 @@ class SemanticCache(BaseModel):
         return await asyncio.to_thread(self.clear)
 
 
-def _question_of(prompt: str) -> tuple[str, list[str]]:
-    """The last user message of a serialised chat prompt (and the earlier turns), or the prompt itself."""
+def _split_prompt(prompt: str) -> tuple[str, list[str], str]:
+    """The last user message of a serialised chat prompt, the earlier turns, and a digest of everything else.
+
+    Everything but the text of the last user message (system messages, earlier turns, tool calls, names, the
+    non-text parts of the last message) goes into the digest, which must match exactly for a hit. A prompt
+    that is not a list of chat messages is itself the question.
+    """
     try:
         value = loads(prompt, allowed_objects="messages")
     except (ValueError, TypeError, KeyError, json.JSONDecodeError):
-        return prompt, []
+        return prompt, [], ""
     if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
         humans = [i for i, m in enumerate(value) if m.type == "human"]
         if humans:
             last = humans[-1]
+            question = value[last].text
+            rest = [*value[:last], value[last].model_copy(update={"content": ""}), *value[last + 1 :]]
+            digest = hashlib.sha256(dumps(rest).encode()).hexdigest()
             earlier = [m.text for m in value[:last] if m.type in {"human", "ai"}]
-            return value[last].text, earlier
-    return prompt, []
+            return question, earlier, digest
+    return prompt, [], ""
 
 
 class SemanticLLMCache(BaseCache):
-    """The semantic cache as a LangChain ``BaseCache``, for ``set_llm_cache``.
+    """The semantic cache as a LangChain ``BaseCache``: one cache per process, each request its own user.
 
-    Chat prompts are keyed on their last user message; earlier turns make follow-up questions uncacheable.
+    The user of a request comes from :func:`cache_scope` (the graphs of this package set it every turn) or
+    from the running chain's ``configurable["user_id"]``. With neither, nothing is looked up or stored (a
+    warning says so once), unless the wrapped cache is ``shared=True``.
+
+    Only the last user message of a chat prompt is matched semantically; everything else in the prompt (system
+    messages, earlier turns, retrieved context, tools) and the model configuration must match exactly.
 
     Example:
         .. code-block:: python
@@ -471,40 +597,98 @@ class SemanticLLMCache(BaseCache):
             from langchain_core.globals import set_llm_cache
             from langchain_session_rag import SemanticCache, SemanticLLMCache
 
-            set_llm_cache(SemanticLLMCache(SemanticCache.local(path=tempfile.mkdtemp(), user_id="alice")))
+            set_llm_cache(SemanticLLMCache(SemanticCache.local(path=tempfile.mkdtemp(), user_id="anyone")))
+            # chain.invoke(question, config={"configurable": {"user_id": "alice"}}) is served from alice's
+            # entries; outside a chain, wrap calls in ``with cache_scope("alice"):``.
             set_llm_cache(None)
     """
 
-    def __init__(self, cache: SemanticCache) -> None:
-        """Wrap a :class:`SemanticCache` (its user scope, threshold and guards apply)."""
+    def __init__(self, cache: SemanticCache, *, config_key: str = "user_id") -> None:
+        """Wrap a :class:`SemanticCache`: its threshold, guards and TTL apply; its ``user_id`` is not used.
+
+        A ``shared=True`` cache serves every request from the shared scope.
+
+        Args:
+            cache: The semantic cache.
+            config_key: The ``configurable`` key that names the user in a run's config.
+        """
         self.cache = cache
+        self.config_key = config_key
+        self._warned = False
+        self._views: OrderedDict[str, SemanticCache] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _view(self) -> SemanticCache | None:
+        """The cache of the current request's user, or ``None`` (fail closed) when there is no user."""
+        if self.cache.shared:
+            return self.cache
+        user = current_cache_user(self.config_key)
+        if user is None:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(
+                    "SemanticLLMCache: no user in scope, so the cache is not used for this call. Set one with "
+                    "`with cache_scope(user_id):` or config={'configurable': {'user_id': ...}} on a chain, or "
+                    "build the SemanticCache with shared=True for answers every user may get.",
+                    stacklevel=3,
+                )
+            return None
+        with self._lock:
+            view = self._views.get(user)
+            if view is None:
+                view = self._views[user] = self.cache.for_user(user)
+            self._views.move_to_end(user)
+            while len(self._views) > RECENT_VECTORS:
+                self._views.popitem(last=False)
+        return view
+
+    @staticmethod
+    def _key(prompt: str, llm_string: str) -> tuple[str, list[str], str]:
+        question, history, digest = _split_prompt(prompt)
+        return question, history, f"{llm_string}\x1e{digest}" if digest else llm_string
 
     def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        """Cached generations of the prompt for this model configuration."""
-        question, history = _question_of(prompt)
-        answer = self.cache.lookup(question, llm_string=llm_string, history=history)
+        """Cached generations of the prompt for this model configuration, for the current user."""
+        view = self._view()
+        if view is None:
+            return None
+        question, history, key = self._key(prompt, llm_string)
+        answer = view.lookup(question, llm_string=key, history=history)
         return None if answer is None else loads(answer, allowed_objects="core")
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
-        """Store generations (skipped for volatile or follow-up questions)."""
-        question, history = _question_of(prompt)
-        self.cache.update(question, dumps(list(return_val)), llm_string=llm_string, history=history)
+        """Store generations for the current user (skipped without one, and for volatile or follow-ups)."""
+        view = self._view()
+        if view is None:
+            return
+        question, history, key = self._key(prompt, llm_string)
+        view.update(question, dumps(list(return_val)), llm_string=key, history=history)
 
     def clear(self, **kwargs: Any) -> None:  # noqa: ARG002
-        """Delete this scope's entries."""
-        self.cache.clear()
+        """Delete the current user's entries (the shared scope's, for a shared cache)."""
+        view = self._view()
+        if view is not None:
+            view.clear()
 
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """Async :meth:`lookup`."""
-        question, history = _question_of(prompt)
-        answer = await self.cache.alookup(question, llm_string=llm_string, history=history)
+        view = self._view()
+        if view is None:
+            return None
+        question, history, key = self._key(prompt, llm_string)
+        answer = await view.alookup(question, llm_string=key, history=history)
         return None if answer is None else loads(answer, allowed_objects="core")
 
     async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Async :meth:`update`."""
-        question, history = _question_of(prompt)
-        await self.cache.aupdate(question, dumps(list(return_val)), llm_string=llm_string, history=history)
+        view = self._view()
+        if view is None:
+            return
+        question, history, key = self._key(prompt, llm_string)
+        await view.aupdate(question, dumps(list(return_val)), llm_string=key, history=history)
 
     async def aclear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Async :meth:`clear`."""
-        await self.cache.aclear()
+        view = self._view()
+        if view is not None:
+            await view.aclear()

@@ -1,16 +1,44 @@
-"""Question analysis for the semantic cache: canonical form, near-miss guards, volatility, context dependence."""
+"""Question analysis for the semantic cache: near-miss guards, volatility, context dependence.
+
+A semantic cache hit needs two questions that *mean the same*. Cosine similarity of sentence embeddings
+cannot see the small words that reverse a question ("km to miles" / "miles to km", "log in" / "log out",
+"my name" / "your name", "Alice owes Bob" / "Bob owes Alice"), so every candidate that passes the
+similarity threshold is checked here, and any objection makes it a miss. The checks, in order:
+
+``number``     the numbers (digits and number words) differ;
+``negation``   one question is negated and the other is not;
+``entity``     a name or identifier of one question (capitalised, ALLCAPS, CamelCase, with digits) is not a
+               word of the other (case-insensitive, so "france" matches "France");
+``person``     the people differ: "my" vs "your", "I" vs "you", "he" vs "she";
+``opposite``   a word of an opposing pair is swapped for its partner: in/out, up/down, on/off, login/logout,
+               enable/disable, buy/sell, before/after, import/export, ...;
+``direction``  the same words in another order where order matters: around from/to/into/than/vs/owes/
+               converts/migrates/..., or two names swapped ("Alice called Bob" / "Bob called Alice");
+``content``    a topic word of one question has no counterpart in the other: the same stem, or (when the
+               cache gives a word-similarity function) a word whose embedding is close enough.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langchain_session_rag.lexical import stem
 
-__all__ = ["canonical", "guard_mismatch", "is_context_dependent", "is_volatile"]
+__all__ = [
+    "GuardResult",
+    "canonical",
+    "content_words",
+    "guard_mismatch",
+    "is_context_dependent",
+    "is_volatile",
+    "normalise_question",
+]
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:'[a-z]+)?")
+_ARROW = re.compile(r"\s*(?:->|→|=>|⇒)\s*")
 _NEGATIONS = frozenset({"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "cannot"})
 _NUMBER_WORDS = frozenset(
     (
@@ -20,102 +48,464 @@ _NUMBER_WORDS = frozenset(
         "double twice"
     ).split()
 )
-# Words that carry no topic: question scaffolding, auxiliaries, pronouns of the asker, politeness, filler.
+# Words that carry no topic: question scaffolding, auxiliaries, politeness, filler.
 _FILLER = frozenset(
     (
         "a an the and or but if of to in on at by for with about as is are was were be been being do does did "
-        "done have has had having i me my mine myself we us our you your yours it its this that these those "
-        "what which who whom whose when where why how can could would should will shall may might must please "
-        "tell explain show give know let way best good proper correct right possible able get getting use "
-        "using want need like some any just really actually exactly also again there here thing something "
-        "anything someone somebody kind sort type one ones am s t d ll ve re m hi hello hey thanks thank ok "
-        "okay so then than into from up out over"
+        "done have has had having it its this that these those what which who whom whose when where why how "
+        "can could would should will shall may might must please tell explain show give know let way best "
+        "good proper correct right possible able get getting use using want need like some any just really "
+        "actually exactly also again there here thing something anything someone somebody kind sort type one "
+        "ones am s t d ll ve re m hi hello hey thanks thank ok okay so then than into from up out over "
+        "onto off down away back via per vs versus through each every located exactly"
     ).split()
+)
+# Persons: a question about "my" thing is not a question about "your" thing.
+_PERSONS = {
+    "i": "1",
+    "me": "1",
+    "my": "1",
+    "mine": "1",
+    "myself": "1",
+    "we": "1p",
+    "us": "1p",
+    "our": "1p",
+    "ours": "1p",
+    "ourselves": "1p",
+    "you": "2",
+    "your": "2",
+    "yours": "2",
+    "yourself": "2",
+    "yourselves": "2",
+    "he": "3m",
+    "him": "3m",
+    "his": "3m",
+    "himself": "3m",
+    "she": "3f",
+    "her": "3f",
+    "hers": "3f",
+    "herself": "3f",
+}
+# Opposing words: a question holding one side where the other holds the partner is another question.
+_OPPOSITES = [
+    ("in", "out"),
+    ("into", "out"),
+    ("up", "down"),
+    ("on", "off"),
+    ("login", "logout"),
+    ("signin", "signup"),
+    ("enable", "disable"),
+    ("start", "stop"),
+    ("open", "close"),
+    ("increase", "decrease"),
+    ("add", "remove"),
+    ("buy", "sell"),
+    ("import", "export"),
+    ("encrypt", "decrypt"),
+    ("install", "uninstall"),
+    ("upload", "download"),
+    ("push", "pull"),
+    ("min", "max"),
+    ("minimum", "maximum"),
+    ("before", "after"),
+    ("above", "below"),
+    ("over", "under"),
+    ("more", "less"),
+    ("more", "fewer"),
+    ("most", "least"),
+    ("best", "worst"),
+    ("cheap", "expensive"),
+    ("fast", "slow"),
+    ("faster", "slower"),
+    ("high", "low"),
+    ("higher", "lower"),
+    ("first", "last"),
+    ("lend", "borrow"),
+    ("win", "lose"),
+    ("send", "receive"),
+    ("allow", "deny"),
+    ("accept", "reject"),
+    ("lock", "unlock"),
+    ("mount", "unmount"),
+    ("connect", "disconnect"),
+    ("subscribe", "unsubscribe"),
+    ("true", "false"),
+    ("pros", "cons"),
+    ("encode", "decode"),
+    ("compress", "decompress"),
+    ("zip", "unzip"),
+    ("inside", "outside"),
+    ("internal", "external"),
+    ("public", "private"),
+    ("north", "south"),
+    ("east", "west"),
+    ("old", "new"),
+    ("older", "newer"),
+    ("oldest", "newest"),
+    ("big", "small"),
+    ("bigger", "smaller"),
+    ("large", "small"),
+    ("long", "short"),
+    ("longer", "shorter"),
+    ("hot", "cold"),
+    ("positive", "negative"),
+    ("upgrade", "downgrade"),
+    ("forward", "backward"),
+    ("ascending", "descending"),
+    ("inbound", "outbound"),
+    ("include", "exclude"),
+    ("join", "leave"),
+    ("hire", "fire"),
+    ("arrive", "depart"),
+    ("come", "go"),
+    ("give", "take"),
+    ("pay", "charge"),
+    ("owe", "lend"),
+    ("parent", "child"),
+    ("husband", "wife"),
+    ("mother", "father"),
+    ("mom", "dad"),
+    ("mum", "dad"),
+    ("son", "daughter"),
+    ("sons", "daughters"),
+    ("brother", "sister"),
+    ("brothers", "sisters"),
+    ("boyfriend", "girlfriend"),
+    ("man", "woman"),
+    ("men", "women"),
+    ("boy", "girl"),
+    ("boys", "girls"),
+    ("male", "female"),
+    ("king", "queen"),
+    ("aunt", "uncle"),
+    ("niece", "nephew"),
+    ("grandma", "grandpa"),
+    ("grandmother", "grandfather"),
+    ("client", "server"),
+    ("sender", "receiver"),
+    ("input", "output"),
+    ("read", "write"),
+    ("uppercase", "lowercase"),
+    ("plus", "minus"),
+    ("add", "subtract"),
+    ("multiply", "divide"),
+]
+_OPPOSITE_WORDS = frozenset(w for pair in _OPPOSITES for w in pair)
+# Words around which order matters: "from X to Y", "X into Y", "X than Y", "X owes Y", "convert X to Y".
+_ORDER_MARKERS = frozenset(
+    (
+        "from to into onto than vs versus owe owes owed owing convert converts converting conversion migrate "
+        "migrates migrating migration move moving transfer transferring send sends sent pay pays paid give gives "
+        "gave lend lent borrow translate translating beat beats married marry hired hire report reports "
+        "replace replaces replacing instead before after over under per -> arrow follow follows prefer "
+        "prefers like likes love loves hate hates call called calls email emailed owes sue sued"
+    ).split()
+)
+_DIRECTION_WORDS = frozenset({"from", "to", "into", "onto", "->"})
+_SAME_DIRECTION = {"into": "to", "onto": "to", "->": "to"}
+_BEFORE_INFINITIVE = frozenset(
+    "how want wants wanted need needs needed able have has had going trying try tried way like used ought "
+    "is are was were am order best easiest fastest where what when who which whether allowed supposed due meant "
+    "safe possible hard easy difficult important necessary better good bad ok okay time".split()
 )
 # Pronouns and openers that point back into a conversation.
 _DEICTIC = frozenset({"it", "its", "this", "that", "these", "those", "they", "them", "their", "he", "she", "him",
                       "her", "his", "hers", "there", "one", "ones", "same", "former", "latter", "above"})  # fmt: skip
 _FOLLOW_UP = re.compile(r"^\s*(and|but|also|so|then|what about|how about|why not|what if|same|ok so)\b", re.IGNORECASE)
+# Questions whose answer changes with time: never cached.
 _VOLATILE = re.compile(
-    r"\b(today|tonight|tomorrow|yesterday|now|right now|currently|current|latest|newest|recent|recently|"
-    r"this (?:morning|afternoon|evening|week|weekend|month|quarter|year)|next (?:week|month|year)|"
-    r"last (?:night|week|month|year)|at the moment|these days|so far|yet|live|weather|forecast|"
-    r"stock price|price of|exchange rate|news|score)\b",
+    r"\b(today|tonight|tomorrow|yesterday|now|right now|nowadays|currently|current|latest|newest|recent|recently|"
+    r"this (?:morning|afternoon|evening|week|weekend|month|quarter|year|season)|"
+    r"next (?:week|month|year|game|match|train|bus|flight|release|election)|"
+    r"last (?:night|week|month|year|game|match)|at the moment|these days|so far|yet|live|up to date|"
+    r"weather|forecast|temperature outside|rain(?:ing)?|snow(?:ing)?|"
+    r"price|prices|priced|cost of|how much (?:is|are|does|do) .{0,40}(?:cost|worth|trade|sell)|worth|"
+    r"(?:exchange|interest|conversion|tax|inflation|mortgage|unemployment|crime) rates?|fx|forex|ticker|"
+    r"stock|stocks|share price|market cap|valuation|bitcoin|btc|ethereum|crypto|inflation|"
+    r"news|headlines?|trending|score|scores|standings?|leaderboard|odds|poll|polls|"
+    r"election|schedule|schedules|timetable|opening hours|open (?:now|today)|hours today|departures?|"
+    r"arrivals?|delayed|traffic|outage|uptime|in stock|release date|what time is it|deadline|countdown|"
+    r"how long until|population of|who is the (?:ceo|president|prime minister|leader|champion|chair)|"
+    r"who (?:won|leads|is leading))\b",
     re.IGNORECASE,
+)
+# Polite frames around a question, which change neither its topic nor its persons.
+_FRAME = re.compile(
+    r"^(?:(?:can|could|would|will) you (?:please )?(?:tell|show|remind) me|do you (?:happen to )?know|"
+    r"(?:please )?tell me|i (?:want|would like|'d like) to know|i wonder(?:ed)?|quick question:?)\b\s*|"
+    r"\s*(?:please tell me|please|thanks|thank you)[.!?]*\s*$",
+    re.IGNORECASE,
+)
+# A currency or ticker pair: "USD to EUR", "EUR/USD", "GBP in JPY".
+_CURRENCY_PAIR = re.compile(r"\b[A-Za-z]{3}\s*(?:to|/|in|into|vs)\s*[A-Za-z]{3}\b")
+_CURRENCIES = frozenset(
+    "usd eur gbp jpy chf cad aud nzd cny rmb inr brl mxn sek nok dkk pln czk huf try zar krw sgd hkd rub".split()
 )
 
 
+def normalise_question(question: str) -> str:
+    """The form of a question that the cache embeds: lower-cased, white space folded, arrows spelled out."""
+    text = _ARROW.sub(" to ", question.replace("’", "'"))
+    return " ".join(text.lower().split())
+
+
 def _words(text: str) -> list[str]:
-    return [w.lower().replace("n't", " not").replace("'s", "") for w in _WORD.findall(text.replace("’", "'"))]
-
-
-def _flat(text: str) -> list[str]:
+    text = _FRAME.sub("", _ARROW.sub(" -> ", text.replace("’", "'")).strip())
     out: list[str] = []
-    for word in _words(text):
-        out.extend(word.split())
+    for raw in _WORD.findall(text):
+        word = raw.lower()
+        if word.endswith("n't"):
+            out.extend([word[:-3] if word[:-3] not in {"ca", "wo"} else {"ca": "can", "wo": "will"}[word[:-3]], "not"])
+        elif word.endswith("'s"):
+            out.append(word[:-2])
+        elif "'" in word:
+            out.append(word.split("'")[0])
+        else:
+            out.append(word)
+    if "->" in text:
+        out.append("->")
     return out
+
+
+def _joined(words: list[str]) -> list[str]:
+    """Words with phrasal compounds joined: "log in" → "login", "sign up" → "signup"."""
+    out: list[str] = []
+    for word in words:
+        if out and out[-1] in {"log", "sign"} and word in {"in", "out", "up", "on", "off"}:
+            out[-1] = out[-1] + ("in" if word == "on" else word)
+            if out[-1] == "logoff":
+                out[-1] = "logout"
+            continue
+        out.append(word)
+    return out
+
+
+def _content(question: str) -> list[str]:
+    words = _joined(_words(question))
+    return [w for w in words if w not in _FILLER and w not in _PERSONS and w not in _NEGATIONS and w != "->"]
+
+
+def content_words(question: str) -> list[str]:
+    """The topic words of a question, stemmed, in order (no filler, persons, particles or negations)."""
+    return [stem(w) for w in _content(question)]
 
 
 def canonical(question: str) -> str:
-    """The topic words of a question, stemmed, in order: what the cache embeds and compares.
+    """The topic words of a question, stemmed, in order, with negations kept.
 
-    "How can I reset my password?" and "What's the way to reset the password?" both give
-    ``"reset password"``; negations and numbers are kept.
+    "How can I reset my password?" and "What's the way to reset the password?" both give ``"reset password"``.
     """
-    tokens = [w for w in _flat(question) if w not in _FILLER or w in _NEGATIONS]
-    return " ".join(stem(w) for w in tokens)
+    words = _joined(_words(question))
+    return " ".join(stem(w) for w in words if (w not in _FILLER and w not in _PERSONS) or w in _NEGATIONS)
 
 
 def _numbers(question: str) -> set[str]:
-    found = set(re.findall(r"\d+(?:[.,]\d+)?", question))
-    return found | {w for w in _flat(question) if w in _NUMBER_WORDS}
+    found = {n.replace(",", "") for n in re.findall(r"\d+(?:[.,]\d+)*", question)}
+    return found | {w for w in _words(question) if w in _NUMBER_WORDS}
 
 
 def _negated(question: str) -> bool:
-    return sum(w in _NEGATIONS for w in _flat(question)) % 2 == 1
+    return sum(w in _NEGATIONS for w in _words(question)) % 2 == 1
 
 
-def _entities(question: str) -> set[str]:
-    """Proper nouns and identifiers: capitalised words after the first, ALLCAPS, CamelCase, words with digits."""
-    words = _WORD.findall(question)
-    out = set()
-    for i, word in enumerate(words):
-        if word == "I":
+def _entities(question: str) -> list[str]:
+    """Names and identifiers, lower-cased, in order.
+
+    Capitalised words after the first, ALLCAPS, CamelCase, words with digits.
+    """
+    words = _WORD.findall(_FRAME.sub("", question.replace("’", "'").strip()))
+    out: list[str] = []
+    for i, raw in enumerate(words):
+        word = raw.split("'")[0]
+        if word in {"I", ""} or (word.lower() in _PERSONS and not (len(word) > 1 and word.isupper())):
             continue
-        if (i > 0 and word[:1].isupper()) or (len(word) > 1 and word.isupper()) or re.search(r"[a-z][A-Z]", word):
-            out.add(word.lower())
+        if (
+            (i > 0 and word[:1].isupper())
+            or (len(word) > 1 and word.isupper())
+            or re.search(r"[a-z][A-Z]", word)
+            or (re.search(r"\d", word) and re.search(r"[A-Za-z]", word))
+        ):
+            out.append(word.lower())
     return out
+
+
+def _persons(question: str) -> set[str]:
+    return {_PERSONS[w] for w in _words(question) if w in _PERSONS}
+
+
+def _opposite(a: list[str], b: list[str]) -> tuple[str, str] | None:
+    """A word of an opposing pair that one question has more of where the other has more of its partner."""
+    ca, cb = Counter(w for w in a if w in _OPPOSITE_WORDS), Counter(w for w in b if w in _OPPOSITE_WORDS)
+    if ca == cb:
+        return None
+    for x, y in _OPPOSITES:
+        if (ca[x] > cb[x] and cb[y] > ca[y]) or (ca[y] > cb[y] and cb[x] > ca[x]):
+            return (x, y) if ca[x] > cb[x] else (y, x)
+    return None
+
+
+def _inversion(a: list[str], b: list[str]) -> tuple[str, str] | None:
+    """Two words that appear in both sequences in opposite orders."""
+    first_b: dict[str, int] = {}
+    for i, w in enumerate(b):
+        first_b.setdefault(w, i)
+    shared = [w for w in dict.fromkeys(a) if w in first_b]
+    for i, x in enumerate(shared):
+        for y in shared[i + 1 :]:
+            if first_b[x] > first_b[y]:
+                return x, y
+    return None
 
 
 @dataclass(frozen=True)
 class GuardResult:
-    """Why two questions are not the same question (``None`` fields: no objection)."""
+    """Why two questions are not the same question (``reason`` ``None``: no objection)."""
 
     reason: str | None
     detail: str = ""
 
 
-def guard_mismatch(question: str, cached: str) -> GuardResult:
+WordSimilarity = Callable[[Sequence[str], Sequence[str]], list[list[float]]]
+"""Given two lists of words, the matrix of their similarities (rows: the first list)."""
+
+
+def _leftover(words: list[str], other: list[str]) -> list[str]:
+    """The words whose stem ``other`` does not hold (as often)."""
+    remaining = Counter(stem(w) for w in other)
+    out = []
+    for word in words:
+        if remaining[stem(word)] > 0:
+            remaining[stem(word)] -= 1
+        else:
+            out.append(word)
+    return out
+
+
+def _unaligned(
+    a: list[str], b: list[str], word_similarity: WordSimilarity | None, word_threshold: float
+) -> tuple[list[str], list[str]]:
+    """Topic words (as written) of each side without a counterpart: the same stem, or a similar word."""
+    only_a, only_b = _leftover(a, b), _leftover(b, a)
+    if not only_a and not only_b:
+        return [], []
+    if word_similarity is None or not only_a or not only_b:
+        return only_a, only_b
+    sims = word_similarity(only_a, only_b)
+    left = [w for w, row in zip(only_a, sims, strict=True) if max(row) < word_threshold]
+    right = [w for j, w in enumerate(only_b) if max(row[j] for row in sims) < word_threshold]
+    return left, right
+
+
+def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
+    question: str,
+    cached: str,
+    *,
+    word_similarity: WordSimilarity | None = None,
+    word_threshold: float = 0.8,
+) -> GuardResult:
     """Compare a question with a cached one; return the first difference that makes them different questions.
 
-    Checks, in order: numbers, negation, named entities, and topic words (the canonical forms must hold
-    the same words: a substituted or added topic word makes another question).
+    Args:
+        question: The question asked now.
+        cached: The question whose answer is cached.
+        word_similarity: Similarities of words (for the ``content`` check); without it a topic word needs the
+            same stem on the other side.
+        word_threshold: The similarity at which two different topic words count as the same word.
+
+    Returns:
+        A :class:`GuardResult` whose ``reason`` is ``None`` when no check objects.
     """
     if _numbers(question) != _numbers(cached):
         return GuardResult("number", f"{sorted(_numbers(question))} vs {sorted(_numbers(cached))}")
     if _negated(question) != _negated(cached):
         return GuardResult("negation")
-    if _entities(question) != _entities(cached):
-        return GuardResult("entity", f"{sorted(_entities(question))} vs {sorted(_entities(cached))}")
-    a, b = set(canonical(question).split()), set(canonical(cached).split())
-    if a != b:
-        return GuardResult("topic_word", f"{sorted(a - b)} vs {sorted(b - a)}")
+    wa, wb = _joined(_words(question)), _joined(_words(cached))
+    ea, eb = _entities(question), _entities(cached)
+    missing = sorted({e for e in ea if e not in wb} | {e for e in eb if e not in wa})
+    if missing:
+        return GuardResult("entity", f"{missing} not in both")
+    pa, pb = _persons(question), _persons(cached)
+    if pa and pb and pa != pb:
+        return GuardResult("person", f"{sorted(pa)} vs {sorted(pb)}")
+    swap = _opposite(wa, wb)
+    if swap is not None:
+        return GuardResult("opposite", f"{swap[0]!r} vs {swap[1]!r}")
+    direction = _direction(wa, wb, ea, eb)
+    if direction:
+        return GuardResult("direction", direction)
+    left, right = _unaligned(_content(question), _content(cached), word_similarity, word_threshold)
+    if left or right:
+        return GuardResult("content", f"{left} vs {right}")
     return GuardResult(None)
 
 
+def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> str:
+    entity_swap = _inversion([e for e in ea if e in eb], [e for e in eb if e in ea])
+    if entity_swap:
+        return f"{entity_swap[0]!r} and {entity_swap[1]!r} swapped"
+    # Two topic words in the other order, with an order-sensitive word between them (on either side).
+    seq_a, seq_b = _ordered(wa), _ordered(wb)
+    once = {w for w, n in Counter(w for w, _ in seq_a).items() if n == 1}
+    once &= {w for w, n in Counter(w for w, _ in seq_b).items() if n == 1}
+    pos_b = {word: i for i, (word, _) in enumerate(seq_b) if word in once}
+    for i, (x, _) in enumerate(seq_a):
+        for j in range(i + 1, len(seq_a)):
+            y = seq_a[j][0]
+            if x in pos_b and y in pos_b and pos_b[x] > pos_b[y] and x != y:
+                between_a = any(marked for _, marked in seq_a[i + 1 : j + 1])
+                lo, hi = pos_b[y], pos_b[x]
+                between_b = any(marked for _, marked in seq_b[lo + 1 : hi + 1])
+                if between_a or between_b:
+                    return f"{x!r} and {y!r} in another order"
+    # Same words in the same order, but the direction words differ: "migrate from X" vs "migrate to X".
+    marks_a, marks_b = _direction_marks(wa), _direction_marks(wb)
+    if marks_a != marks_b:
+        return f"{marks_a} vs {marks_b}"
+    return ""
+
+
+def _ordered(words: list[str]) -> list[tuple[str, bool]]:
+    """Topic words (stemmed) in order, each flagged when an order-sensitive word stands right before it."""
+    out: list[tuple[str, bool]] = []
+    marked = False
+    for i, word in enumerate(words):
+        is_marker = _is_order_marker(word) and not (word == "to" and i > 0 and words[i - 1] in _BEFORE_INFINITIVE)
+        if is_marker:
+            marked = True
+            if word in _FILLER or word == "->":
+                continue
+        if word in _FILLER or word in _PERSONS or word in _NEGATIONS:
+            continue
+        out.append((stem(word), marked))
+        marked = is_marker
+    return out
+
+
+def _is_order_marker(word: str) -> bool:
+    """Order-sensitive words, and numbers: "10 km in miles" is not "10 miles in km"."""
+    return word in _ORDER_MARKERS or word.isdigit() or word in _NUMBER_WORDS
+
+
+def _direction_marks(words: list[str]) -> list[str]:
+    """from/to/into/onto in order, without the "to" of an infinitive ("how to", "want to", "need to")."""
+    return [
+        _SAME_DIRECTION.get(w, w)
+        for i, w in enumerate(words)
+        if w in _DIRECTION_WORDS and not (w == "to" and i > 0 and words[i - 1] in _BEFORE_INFINITIVE)
+    ]
+
+
 def is_volatile(question: str) -> bool:
-    """Whether the answer depends on when it is asked ("today", "latest", "current", "this week", ...)."""
-    return bool(_VOLATILE.search(question))
+    """Whether the answer depends on when it is asked.
+
+    "today", "latest", prices, rates, scores, weather, schedules, a currency pair such as "USD to EUR", ...
+    """
+    if _VOLATILE.search(question):
+        return True
+    return any(
+        m.group(0)[:3].lower() in _CURRENCIES and m.group(0)[-3:].lower() in _CURRENCIES
+        for m in _CURRENCY_PAIR.finditer(question)
+    )
 
 
 def is_context_dependent(question: str, history: Sequence[str] = ()) -> bool:
@@ -128,7 +518,6 @@ def is_context_dependent(question: str, history: Sequence[str] = ()) -> bool:
         return False
     if _FOLLOW_UP.search(question):
         return True
-    words = _flat(question)
-    if any(w in _DEICTIC for w in words):
+    if any(w in _DEICTIC for w in _words(question)):
         return True
-    return len(canonical(question).split()) < 2  # noqa: PLR2004
+    return len(content_words(question)) < 2  # noqa: PLR2004

@@ -9,6 +9,7 @@ from datetime import datetime
 __all__ = ["SECONDS_PER_DAY", "cosine", "decayed_score", "fused_score", "marker"]
 
 SECONDS_PER_DAY = 86_400.0
+_UNSAFE = str.maketrans({"[": "(", "]": ")", "<": "(", ">": ")"})
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -47,7 +48,11 @@ def decayed_score(
 
 
 def marker(source_type: str, *, timestamp: datetime | None = None, name: str | None = None) -> str:
-    """Return the citation marker of a chunk: ``[S: 2026-02-06]`` or ``[D: readme.md]``."""
+    """Return the citation marker of a chunk: ``[S: 2026-02-06]`` or ``[D: readme.md]``.
+
+    A document name is folded to one line without square or angle brackets, at most 120 characters.
+    """
     if source_type == "document":
-        return f"[D: {name or 'document'}]"
+        clean = " ".join(str(name or "").split()).translate(_UNSAFE)[:120]
+        return f"[D: {clean or 'document'}]"
     return f"[S: {timestamp.date().isoformat() if timestamp else 'unknown date'}]"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -15,7 +17,7 @@ from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.budget import TokenBudget
-from langchain_session_rag.cache import SemanticCache, source_digest
+from langchain_session_rag.cache import SemanticCache, cache_scope, source_digest
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.history import SummaryBuffer, split_turns
@@ -130,13 +132,28 @@ class SessionRAGNodes:
             out["messages"] = [AIMessage(decision.answer or "", response_metadata={"cache_hit": True})]
         return out
 
+    def _cache_key(self, state: SessionRAGState) -> str:
+        """The exact part of the cache key: the model configuration and a digest of the rest of the prompt.
+
+        That is every part known before retrieval: instructions, summary, earlier turns of the window.
+        """
+        budget = self._budget
+        parts = {
+            "llm": self.llm_string,
+            "system": budget.system_prompt,
+            "instructions": budget.memory_instructions,
+            "summary": state.get("summary") or "",
+            "history": [[m.type, m.text] for m in state["messages"][: _last_human_index(state["messages"])]],
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
     def cache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Answer from the user's semantic cache when it has really seen the question."""
         if self.cache is None:
             return {}
         cache = self.cache.for_user(runtime.context["user_id"])
         decision = cache.decide(
-            _question(state).text, history=self._history_before_question(state), llm_string=self.llm_string
+            _question(state).text, history=self._history_before_question(state), llm_string=self._cache_key(state)
         )
         return self._cache_result(decision)
 
@@ -146,7 +163,7 @@ class SessionRAGNodes:
             return {}
         cache = self.cache.for_user(runtime.context["user_id"])
         decision = await cache.adecide(
-            _question(state).text, history=self._history_before_question(state), llm_string=self.llm_string
+            _question(state).text, history=self._history_before_question(state), llm_string=self._cache_key(state)
         )
         return self._cache_result(decision)
 
@@ -206,14 +223,19 @@ class SessionRAGNodes:
             raise ValueError(msg)
         return self.model
 
-    def call_model(self, state: SessionRAGState) -> dict[str, Any]:
-        """Ask the model (token streaming works with ``stream_mode="messages"``)."""
-        answer = self._model.invoke(state["prompt"])
+    def call_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Ask the model (token streaming works with ``stream_mode="messages"``).
+
+        A process-wide LLM cache (``set_llm_cache(SemanticLLMCache(...))``) is scoped to this turn's user.
+        """
+        with cache_scope(runtime.context["user_id"]):
+            answer = self._model.invoke(state["prompt"])
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
-    async def acall_model(self, state: SessionRAGState) -> dict[str, Any]:
+    async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
-        answer = await self._model.ainvoke(state["prompt"])
+        with cache_scope(runtime.context["user_id"]):
+            answer = await self._model.ainvoke(state["prompt"])
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     # -- store ---------------------------------------------------------------------------------
@@ -235,17 +257,40 @@ class SessionRAGNodes:
     def _summary_needed(self, old: list[BaseMessage]) -> bool:
         return self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
 
+    @staticmethod
+    def user_specific(state: SessionRAGState) -> list[str]:
+        """What in this turn's prompt belongs to the user.
+
+        Memories, documents carrying a ``user_id``, the summary, earlier turns: an answer built on any of it
+        is never written to a shared cache.
+        """
+        found = []
+        if state.get("memories"):
+            found.append("memories")
+        if any("user_id" in d.metadata for d in state.get("documents", [])):
+            found.append("documents")
+        if state.get("summary"):
+            found.append("summary")
+        if _last_human_index(state["messages"]) > 0:
+            found.append("history")
+        return found
+
     def _store_plan(self, state: SessionRAGState) -> dict[str, Any]:
         """Arguments of this turn's writes; ``cache`` is None when the answer must not be cached."""
         plan: dict[str, Any] = {"exchange": self._exchange(state), "cache": None}
-        if self.cache is not None and not state.get("cache", {}).get("hit"):
-            plan["cache"] = {
-                "question": self._asked(state),
-                "answer": state["messages"][-1].text,
-                "history": self._history_before_question(state),
-                "llm_string": self.llm_string,
-                "sources": [] if self.cache.shared else state.get("memories", []),
-            }
+        if self.cache is None or state.get("cache", {}).get("hit"):
+            return plan
+        if self.cache.shared and self.user_specific(state):
+            with self.cache._lock:  # noqa: SLF001 - the cache's own counter
+                self.cache.stats.skipped_updates["private"] += 1
+            return plan
+        plan["cache"] = {
+            "question": self._asked(state),
+            "answer": state["messages"][-1].text,
+            "history": self._history_before_question(state),
+            "llm_string": self._cache_key(state),
+            "sources": [] if self.cache.shared else state.get("memories", []),
+        }
         return plan
 
     def _trim_plan(self, state: SessionRAGState) -> tuple[dict[str, Any], list[BaseMessage] | None]:
@@ -315,14 +360,16 @@ def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
     the answer) join the conversation.
     """
 
-    def run(state: SessionRAGState, config: RunnableConfig) -> dict[str, Any]:
+    def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
         prompt = state["prompt"]
-        result = agent.invoke({"messages": prompt}, config)
+        with cache_scope(runtime.context["user_id"]):
+            result = agent.invoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
 
-    async def arun(state: SessionRAGState, config: RunnableConfig) -> dict[str, Any]:
+    async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
         prompt = state["prompt"]
-        result = await agent.ainvoke({"messages": prompt}, config)
+        with cache_scope(runtime.context["user_id"]):
+            result = await agent.ainvoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
 
     return run, arun

@@ -11,7 +11,18 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_session_rag import TokenBudget
 from langchain_session_rag.budget import SECTIONS
 from langchain_session_rag.errors import BudgetExceededError
-from langchain_session_rag.prompts import CONTEXT_CLOSE, CONTEXT_INTRO, CONTEXT_OPEN, TRUNCATION_MARK
+from langchain_session_rag.prompts import (
+    CONTEXT_CLOSE,
+    CONTEXT_INTRO,
+    CONTEXT_OPEN,
+    CORE_CLOSE,
+    CORE_MEMORY_HEADER,
+    CORE_OPEN,
+    SUMMARY_CLOSE,
+    SUMMARY_HEADER,
+    SUMMARY_OPEN,
+    TRUNCATION_MARK,
+)
 from langchain_session_rag.tokens import get_encoding
 
 
@@ -25,9 +36,9 @@ def test_arithmetic_is_exact_with_len() -> None:
     history = [HumanMessage("hi"), AIMessage("hello")]
     prompt = budget.assemble("Q?", history=history, memories=[mem("abc")], core_memory="core", summary="sum")
     r = prompt.report
-    system_text = (
-        "SYS\n\nINS\n\nPinned notes about this user:\ncore\n\nSummary of the earlier part of this conversation:\nsum"
-    )
+    core_block = f"\n\n{CORE_OPEN}\n{CORE_MEMORY_HEADER}\n> core\n{CORE_CLOSE}"
+    summary_block = f"\n\n{SUMMARY_OPEN}\n{SUMMARY_HEADER}\n> sum\n{SUMMARY_CLOSE}"
+    system_text = "SYS\n\nINS" + core_block + summary_block
     human_text = f"{CONTEXT_OPEN}\n{CONTEXT_INTRO}\n\n[S: 2026-02-06]\n> abc\n{CONTEXT_CLOSE}\n\nQ?"
     assert [m.text for m in prompt.messages] == [system_text, "hi", "hello", human_text]
     expected_total = 3 + 4 * 3 + len(system_text) + len("hi") + len("hello") + len(human_text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from langchain_core.caches import BaseCache
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tests.integration_tests import AsyncCacheTestSuite, SyncCacheTestSuite
 
-from langchain_session_rag import SemanticCache, SemanticLLMCache, get_default_embeddings
+from langchain_session_rag import SemanticCache, SemanticLLMCache, cache_scope, get_default_embeddings
 from langchain_session_rag.guards import is_volatile
 
 PAIRS = json.loads((Path(__file__).parents[1] / "data" / "cache_pairs.json").read_text(encoding="utf-8"))
@@ -172,32 +172,47 @@ def test_llm_cache_keys_chat_prompts_on_the_last_user_message(make_cache: Factor
 
     adapter = SemanticLLMCache(make_cache())
     prompt = dumps([HumanMessage("How do I reset my password?")])
-    adapter.update(prompt, "llm", [Generation(text="Settings.")])
-    assert adapter.lookup(dumps([HumanMessage("How can I reset my password?")]), "llm") == [
-        Generation(text="Settings.")
-    ]
-    follow_up = dumps([HumanMessage("Tell me about Pro."), AIMessage("Pro is paid."), HumanMessage("Is it free?")])
-    adapter.update(follow_up, "llm", [Generation(text="No.")])
-    assert adapter.lookup(follow_up, "llm") is None
+    with cache_scope("alice"):
+        adapter.update(prompt, "llm", [Generation(text="Settings.")])
+        assert adapter.lookup(dumps([HumanMessage("How can I reset my password?")]), "llm") == [
+            Generation(text="Settings.")
+        ]
+        follow_up = dumps([HumanMessage("Tell me about Pro."), AIMessage("Pro is paid."), HumanMessage("Is it free?")])
+        adapter.update(follow_up, "llm", [Generation(text="No.")])
+        assert adapter.lookup(follow_up, "llm") is None
 
 
 # -- the langchain-tests standard cache suites ------------------------------------------------------
 
 
+# The suites call the cache directly, outside any chain: the user comes from an explicit scope, as a web
+# handler would set it per request. (Without one the cache fails closed: see the attack tests below.)
+
+
 class TestSemanticLLMCacheSync(SyncCacheTestSuite):
     @pytest.fixture
     def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
-        store = SemanticCache.local(path=tmp_path, user_id="alice", embeddings=get_default_embeddings())
-        yield SemanticLLMCache(store)
-        store.clear()
+        store = SemanticCache.local(path=tmp_path, user_id="anyone", embeddings=get_default_embeddings())
+        with cache_scope("alice"):
+            yield SemanticLLMCache(store)
+            store.for_user("alice").clear()
 
 
 class TestSemanticLLMCacheAsync(AsyncCacheTestSuite):
     @pytest.fixture
-    async def cache(self, tmp_path: Path) -> AsyncIterator[BaseCache]:
-        store = SemanticCache.local(path=tmp_path, user_id="alice", embeddings=get_default_embeddings())
+    def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
+        store = SemanticCache.local(path=tmp_path, user_id="anyone", embeddings=get_default_embeddings())
+        with cache_scope("alice"):
+            yield SemanticLLMCache(store)
+            store.for_user("alice").clear()
+
+
+class TestSharedSemanticLLMCacheSync(SyncCacheTestSuite):
+    @pytest.fixture
+    def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
+        store = SemanticCache.local(path=tmp_path, user_id="anyone", shared=True, embeddings=get_default_embeddings())
         yield SemanticLLMCache(store)
-        await store.aclear()
+        store.clear()
 
 
 def test_an_answer_stops_hitting_when_its_sources_change(make_cache: Factory) -> None:

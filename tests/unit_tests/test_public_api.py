@@ -18,6 +18,8 @@ def test_all_is_pinned() -> None:
         "SummaryBuffer",
         "TokenBudget",
         "TopicSegmenter",
+        "cache_scope",
+        "current_cache_user",
         "get_default_embeddings",
         "last_turns",
         "trim_turns",

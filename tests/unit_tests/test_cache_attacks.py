@@ -1,0 +1,274 @@
+"""Attacks on the semantic cache, with the real model, real Chroma and real LCEL chains.
+
+Two users in one process behind one ``set_llm_cache``; prompts that differ outside the question; reversed,
+swapped and negated questions; time-sensitive questions; a user who names the shared scope.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.globals import set_llm_cache
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.prompts import ChatPromptTemplate
+
+from langchain_session_rag import SemanticCache, SemanticLLMCache, cache_scope, current_cache_user
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.guards import guard_mismatch, is_volatile
+
+DATA = Path(__file__).parents[1] / "data"
+_names = itertools.count()
+Factory = Callable[..., SemanticCache]
+
+
+@pytest.fixture
+def make_cache(tmp_path: Path, real_embeddings: Any) -> Factory:
+    def make(user_id: str = "anyone", **kwargs: Any) -> SemanticCache:
+        kwargs.setdefault("embeddings", real_embeddings)
+        kwargs.setdefault("collection_name", f"attack{next(_names):04d}")
+        return SemanticCache.local(path=tmp_path / "c", user_id=user_id, **kwargs)
+
+    return make
+
+
+class CountingModel(FakeListChatModel):
+    """A fake chat model that numbers its answers, so a test sees whether the model or the cache answered."""
+
+    calls: int = 0
+
+    def _call(self, *args: Any, **kwargs: Any) -> str:
+        self.calls += 1
+        return f"{super()._call(*args, **kwargs)} #{self.calls}"
+
+
+@pytest.fixture
+def llm_cache(make_cache: Factory) -> Iterator[SemanticLLMCache]:
+    adapter = SemanticLLMCache(make_cache())
+    set_llm_cache(adapter)
+    try:
+        yield adapter
+    finally:
+        set_llm_cache(None)
+
+
+def model() -> CountingModel:
+    return CountingModel(responses=["answer"])
+
+
+def as_user(user: str) -> dict[str, Any]:
+    return {"configurable": {"user_id": user}}
+
+
+# -- 1. one process-wide cache, each request its own user ---------------------------------------------------
+
+
+def test_an_lcel_chain_never_serves_one_users_answer_to_another(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    chain = ChatPromptTemplate.from_messages([("system", "You are a bank assistant."), ("human", "{q}")]) | llm
+    alice = chain.invoke({"q": "What is my account number?"}, config=as_user("alice"))
+    bob = chain.invoke({"q": "What is my account number?"}, config=as_user("bob"))
+    assert (alice.text, bob.text) == ("answer #1", "answer #2"), "Bob's question went to the model"
+    again = chain.invoke({"q": "what is my account number"}, config=as_user("alice"))
+    assert again.text == "answer #1", "Alice's repeat is served from her own entries"
+    assert llm.calls == 2
+
+
+async def test_async_chains_are_scoped_too(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    chain = ChatPromptTemplate.from_messages([("human", "{q}")]) | llm
+    first = await chain.ainvoke({"q": "Where is my safe deposit box?"}, config=as_user("alice"))
+    other = await chain.ainvoke({"q": "Where is my safe deposit box?"}, config=as_user("bob"))
+    repeat = await chain.ainvoke({"q": "Where is my safe deposit box?"}, config=as_user("alice"))
+    assert (first.text, other.text, repeat.text) == ("answer #1", "answer #2", "answer #1")
+
+
+def test_no_user_means_no_lookup_and_no_store_with_one_warning(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    with pytest.warns(UserWarning, match="no user in scope"):
+        assert llm.invoke("What is my PIN?", config=as_user("alice")).text == "answer #1"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the warning is said once
+        assert llm.invoke("What is my PIN?").text == "answer #2", "nothing was stored without a user"
+    with cache_scope("alice"):  # a direct call is scoped explicitly
+        assert llm.invoke("What is my PIN?").text == "answer #3"
+        assert llm.invoke("What is my PIN?").text == "answer #3"
+    with cache_scope("bob"):
+        assert llm.invoke("What is my PIN?").text == "answer #4"
+
+
+def test_a_scope_that_disagrees_with_the_config_fails_closed(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    chain = ChatPromptTemplate.from_messages([("human", "{q}")]) | llm
+    chain.invoke({"q": "Which locker is mine?"}, config=as_user("alice"))
+    with cache_scope("bob"), pytest.warns(UserWarning, match="no user in scope"):
+        assert chain.invoke({"q": "Which locker is mine?"}, config=as_user("alice")).text == "answer #2"
+    with cache_scope("alice"):
+        assert current_cache_user() == "alice"
+        assert chain.invoke({"q": "Which locker is mine?"}, config=as_user("alice")).text == "answer #1"
+
+
+@pytest.mark.parametrize("user", ["", "  ", "a\x00b", 7])
+def test_a_bad_user_id_is_a_typed_error(user: Any) -> None:
+    with pytest.raises(InvalidRequestError, match="user_id must be"), cache_scope(user):
+        pass
+
+
+# -- 2. everything but the question must match exactly -------------------------------------------------------
+
+
+def test_another_system_message_is_another_prompt(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    for language, expected in (("English", "answer #1"), ("French", "answer #2"), ("English", "answer #1")):
+        chain = ChatPromptTemplate.from_messages([("system", f"Answer in {language}."), ("human", "{q}")]) | llm
+        assert chain.invoke({"q": "How do I boil an egg?"}, config=as_user("alice")).text == expected
+
+
+def test_other_retrieved_context_is_another_prompt(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    prompt = ChatPromptTemplate.from_messages([("system", "Answer from this context: {context}"), ("human", "{q}")])
+    chain = prompt | llm
+    q = "What happened to order 12?"
+    shipped = chain.invoke({"context": "Order #12 was shipped.", "q": q}, config=as_user("alice"))
+    cancelled = chain.invoke({"context": "Order #12 was cancelled.", "q": q}, config=as_user("alice"))
+    assert (shipped.text, cancelled.text) == ("answer #1", "answer #2")
+
+
+def test_other_model_parameters_are_another_key(llm_cache: SemanticLLMCache) -> None:
+    a, b = CountingModel(responses=["a"]), CountingModel(responses=["b"])
+    with cache_scope("alice"):
+        assert a.invoke("How do I boil an egg?").text == "a #1"
+        assert b.invoke("How do I boil an egg?").text == "b #1"
+
+
+# -- 3. the shared scope -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("user", ["shared", "__shared__", "user:", "user:shared", "SHARED"])
+def test_no_user_id_names_the_shared_scope(make_cache: Factory, user: str) -> None:
+    shared = make_cache(shared=True)
+    assert shared.update("What is the office wifi name?", "guest-net")
+    sneaky = shared.model_copy(update={"shared": False}).for_user(user)
+    assert sneaky.lookup("What is the office wifi name?") is None
+    sneaky.update("What is the office wifi name?", "evil-net")
+    assert shared.lookup("What is the office wifi name?") == "guest-net", "a user cannot overwrite shared answers"
+
+
+# -- 4. guards: reversed, swapped, opposite; true repeats still hit ---------------------------------------
+
+REPORTED_NEAR_MISSES = [
+    ("How many miles is 10 km?", "How many km is 10 miles?"),
+    ("Convert km to miles", "Convert miles to km"),
+    ("How do I convert Celsius to Fahrenheit?", "How do I convert Fahrenheit to Celsius?"),
+    ("Formula for Celsius to Fahrenheit", "Formula for Fahrenheit to Celsius"),
+    ("How do I migrate MySQL to Postgres?", "How do I migrate Postgres to MySQL?"),
+    ("How to migrate from MySQL to Postgres", "How to migrate from Postgres to MySQL"),
+    ("Does Alice owe Bob money?", "Does Bob owe Alice money?"),
+    ("How much does Alice owe Bob?", "How much does Bob owe Alice?"),
+    ("How do I log in to the portal?", "How do I log out of the portal?"),
+    ("How do I login?", "How do I logout?"),
+    ("How do I opt in to the newsletter?", "How do I opt out of the newsletter?"),
+    ("How do I sign up for the beta?", "How do I sign in for the beta?"),
+    ("How do I get into the building?", "How do I get out of the building?"),
+    ("How do I move files into a folder?", "How do I move files out of a folder?"),
+    ("What is my name?", "What is your name?"),
+    ("What do I like?", "What do you like?"),
+    ("What happened before the merger?", "What happened after the merger?"),
+    ("Translate English to German", "Translate German to English"),
+    ("How do I turn the alarm on?", "How do I turn the alarm off?"),
+    ("Should I scale up the cluster?", "Should I scale down the cluster?"),
+]
+TRUE_REPEATS = [
+    ("What is the capital of France?", "what is the capital of france"),
+    ("How do I reset my password?", "How can I reset my password?"),
+    ("How do I reset my password?", "Can you tell me how to reset my password?"),
+    ("Which movie did Caroline recommend?", "Which film did Caroline recommend?"),
+    ("How do I convert 100 dollars to euros?", "How can I convert 100 dollars into euros?"),
+    ("What's the boiling point of water at sea level?", "What is the boiling point of water at sea level?"),
+]
+
+
+@pytest.mark.parametrize(("cached", "asked"), [*REPORTED_NEAR_MISSES, *[(b, a) for a, b in REPORTED_NEAR_MISSES]])
+def test_reversed_and_swapped_questions_miss(make_cache: Factory, cached: str, asked: str) -> None:
+    cache = make_cache("alice", threshold=0.5)  # even far below the default: the guards hold
+    assert cache.update(cached, "cached answer")
+    decision = cache.decide(asked)
+    assert not decision.hit, decision
+
+
+@pytest.mark.parametrize(("cached", "asked"), TRUE_REPEATS)
+def test_true_repeats_hit_at_the_default_threshold(make_cache: Factory, cached: str, asked: str) -> None:
+    cache = make_cache("alice")
+    assert cache.update(cached, "cached answer")
+    decision = cache.decide(asked)
+    assert decision.hit, decision
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "USD to EUR rate",
+        "EUR/USD?",
+        "How much is bitcoin worth?",
+        "What is the price of an iPhone 16?",
+        "Who won the game last night?",
+        "What is the score of the Lakers game?",
+        "Is it going to rain in Paris?",
+        "When is the next train to Berlin?",
+        "What is the current version of Django?",
+        "What's the mortgage interest rate?",
+        "Is the API down right now?",
+        "Who is the CEO of Twitter?",
+    ],
+)
+def test_time_sensitive_questions_are_never_stored(make_cache: Factory, question: str) -> None:
+    cache = make_cache("alice")
+    assert is_volatile(question)
+    assert cache.update(question, "0.92") is False
+    assert cache.decide(question).reason == "volatile"
+
+
+def _pairs(name: str) -> list[dict[str, Any]]:
+    return json.loads((DATA / name).read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", ["cache_adversarial.json", "cache_pairs.json"])
+def test_a_guard_objects_to_every_generated_near_miss(make_cache: Factory, name: str) -> None:
+    """Whatever the similarity: the guard alone rejects every near-miss of both sets."""
+    cache = make_cache()
+    near = [p for p in _pairs(name) if p["label"].startswith("near_miss") and not is_volatile(p["a"])]
+    assert len(near) > (2500 if name == "cache_adversarial.json" else 100)
+    passed = [
+        p
+        for p in near
+        if guard_mismatch(
+            p["b"], p["a"], word_similarity=cache.word_similarity, word_threshold=cache.word_threshold
+        ).reason
+        is None
+    ]
+    assert passed == []
+
+
+def test_the_public_path_on_a_sample_of_the_adversarial_set(make_cache: Factory) -> None:
+    candidates = [p for p in _pairs("cache_adversarial.json") if not is_volatile(p["a"])]
+    pairs = random.Random(11).sample(candidates, 120)  # noqa: S311 - a reproducible sample
+    cache = make_cache()
+    false_hits, paraphrase_hits, paraphrases = [], 0, 0
+    for n, pair in enumerate(pairs):
+        view = cache.for_user(f"pair{n}")
+        view.update(pair["a"], "answer")
+        hit = view.lookup(pair["b"]) is not None
+        if pair["label"].startswith("near_miss") and hit:
+            false_hits.append(pair)
+        if pair["label"].startswith("paraphrase"):
+            paraphrases += 1
+            paraphrase_hits += hit
+    assert false_hits == []
+    assert paraphrases > 20
+    assert paraphrase_hits / paraphrases >= 0.8  # measured: 97.8 % of the report split's paraphrases
