@@ -34,7 +34,7 @@ def last_turns(messages: Sequence[BaseMessage], n: int) -> list[BaseMessage]:
         msg = f"n must be >= 0, got {n!r}."
         raise ValueError(msg)
     turns = split_turns(messages)
-    return [m for turn in turns[len(turns) - n :] for m in turn] if n else []
+    return [m for turn in turns[max(len(turns) - n, 0) :] for m in turn] if n else []
 
 
 def trim_turns(
@@ -143,3 +143,19 @@ class SummaryBuffer:
             return HistoryWindow(recent=recent, summary=summary, summarised_turns=0, llm_calls=0)
         new_summary = (await self.model.ainvoke(self._prompt(old, summary))).text.strip()
         return HistoryWindow(recent=recent, summary=new_summary, summarised_turns=len(old), llm_calls=1)
+
+    def fold(self, messages: Sequence[BaseMessage], summary: str | None = None) -> HistoryWindow:
+        """Fold all of ``messages`` (turns that already left a window) into ``summary`` with one model call."""
+        old = split_turns(messages)
+        if not old:
+            return HistoryWindow(recent=[], summary=summary, summarised_turns=0, llm_calls=0)
+        new_summary = self.model.invoke(self._prompt(old, summary)).text.strip()
+        return HistoryWindow(recent=[], summary=new_summary, summarised_turns=len(old), llm_calls=1)
+
+    async def afold(self, messages: Sequence[BaseMessage], summary: str | None = None) -> HistoryWindow:
+        """Async :meth:`fold`."""
+        old = split_turns(messages)
+        if not old:
+            return HistoryWindow(recent=[], summary=summary, summarised_turns=0, llm_calls=0)
+        new_summary = (await self.model.ainvoke(self._prompt(old, summary))).text.strip()
+        return HistoryWindow(recent=[], summary=new_summary, summarised_turns=len(old), llm_calls=1)

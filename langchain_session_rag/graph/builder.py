@@ -8,6 +8,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
 
 from langchain_session_rag.budget import TokenBudget
@@ -31,6 +32,16 @@ from langchain_session_rag.memory import Consolidation, SessionVectorMemory
 
 __all__ = ["aend_session", "create_memory_agent_graph", "create_session_rag_graph", "end_session"]
 
+INTERNAL_TAGS = (TAG_NOSTREAM,)
+"""Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the
+summary model's). Their outputs hold no chat message either: the prompt is kept as message dicts."""
+ANSWER_NODES = frozenset({CACHE_LOOKUP, CALL_MODEL, AGENT})
+
+
+def _node(name: str, sync: Any, asyn: Any) -> RunnableCallable:
+    tags = None if name in ANSWER_NODES else list(INTERNAL_TAGS)
+    return RunnableCallable(sync, asyn, name=name, tags=tags)
+
 
 def create_session_rag_graph(
     model: BaseChatModel,
@@ -44,6 +55,7 @@ def create_session_rag_graph(
     memory_k: int = 4,
     score_threshold: float | None = None,
     background_writes: bool = True,
+    keep_prompt: bool = False,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Build the session-RAG graph, uncompiled, so you bring your own checkpointer and store.
 
@@ -55,6 +67,13 @@ def create_session_rag_graph(
     memory's writer thread instead of waiting for the store: the turn ends at once, this process
     retrieves the exchange on the next turn, and other processes see it milliseconds later
     (``memory.flush()`` waits; a failed write is raised by the next turn's store). Pass ``False`` to wait.
+
+    With ``stream_mode="messages"`` clients receive the answer only (``call_model``'s tokens, or a cache
+    hit): the prompt (instructions and retrieved memories) is kept as message dicts, which the stream does
+    not emit, and the internal nodes are tagged no-stream, so the summary model's tokens are not
+    streamed either. The prompt leaves the state at the end of the turn (``keep_prompt=True`` keeps it, for
+    debugging); ``budget_report`` stays. For the smallest checkpoints invoke with ``durability="exit"``
+    (one checkpoint per turn).
 
     Example:
         .. code-block:: python
@@ -83,6 +102,7 @@ def create_session_rag_graph(
         memory_k=memory_k,
         score_threshold=score_threshold,
         background_writes=background_writes,
+        keep_prompt=keep_prompt,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext
@@ -96,7 +116,7 @@ def create_session_rag_graph(
         (CALL_MODEL, nodes.call_model, nodes.acall_model),
         (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
     ):
-        graph.add_node(name, RunnableCallable(sync, asyn, name=name))
+        graph.add_node(name, _node(name, sync, asyn))
     graph.add_edge(START, VALIDATE)
     graph.add_edge(VALIDATE, CACHE_LOOKUP)
     graph.add_conditional_edges(CACHE_LOOKUP, route_after_cache, [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS, END])
@@ -115,6 +135,7 @@ def create_memory_agent_graph(
     window_turns: int = 6,
     memory_k: int = 4,
     background_writes: bool = True,
+    keep_prompt: bool = False,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Wrap an existing agent (e.g. a tool-calling ``create_react_agent``) with long-term memory.
 
@@ -148,6 +169,7 @@ def create_memory_agent_graph(
         window_turns=window_turns,
         memory_k=memory_k,
         background_writes=background_writes,
+        keep_prompt=keep_prompt,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext
@@ -160,7 +182,7 @@ def create_memory_agent_graph(
         (AGENT, run, arun),
         (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
     ):
-        graph.add_node(name, RunnableCallable(sync, asyn, name=name))
+        graph.add_node(name, _node(name, sync, asyn))
     graph.add_edge(START, VALIDATE)
     graph.add_edge(VALIDATE, RETRIEVE_MEMORIES)
     graph.add_edge(RETRIEVE_MEMORIES, BUILD_PROMPT)

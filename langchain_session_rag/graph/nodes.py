@@ -10,7 +10,14 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.runtime import Runtime
@@ -57,6 +64,14 @@ def _window(state: SessionRAGState) -> list[AnyMessage]:
     return list(state["messages"][:-1])
 
 
+def _prompt_messages(state: SessionRAGState) -> list[BaseMessage]:
+    prompt = state.get("prompt")
+    if prompt is None:  # pragma: no cover - build_prompt runs before
+        msg = "No prompt in the state: build_prompt must run before the model."
+        raise InvalidRequestError(msg)
+    return messages_from_dict(prompt)
+
+
 def _last_human_index(messages: Sequence[BaseMessage]) -> int:
     return max(i for i, m in enumerate(messages) if m.type == "human")
 
@@ -82,6 +97,9 @@ class SessionRAGNodes:
     llm_string: str = ""
     background_writes: bool = True
     """Hand the new exchange to the memory's writer thread instead of waiting for the store."""
+    keep_prompt: bool = False
+    """Keep the turn's prompt in the state after the turn (for debugging); by default it is dropped at the end of
+    the turn, so checkpoints do not carry it."""
 
     def __post_init__(self) -> None:
         """Default budget: an 8K window; a per-user cache checks the memories behind its answers."""
@@ -210,7 +228,7 @@ class SessionRAGNodes:
             documents=state.get("documents", []),
             summary=state.get("summary"),
         )
-        return {"prompt": prompt.messages, "budget_report": asdict(prompt.report)}
+        return {"prompt": messages_to_dict(prompt.messages), "budget_report": asdict(prompt.report)}
 
     async def abuild_prompt(self, state: SessionRAGState) -> dict[str, Any]:
         """Async :meth:`build_prompt` (pure computation)."""
@@ -229,13 +247,13 @@ class SessionRAGNodes:
         A process-wide LLM cache (``set_llm_cache(SemanticLLMCache(...))``) is scoped to this turn's user.
         """
         with cache_scope(runtime.context["user_id"]):
-            answer = self._model.invoke(state["prompt"])
+            answer = self._model.invoke(_prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
         with cache_scope(runtime.context["user_id"]):
-            answer = await self._model.ainvoke(state["prompt"])
+            answer = await self._model.ainvoke(_prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     # -- store ---------------------------------------------------------------------------------
@@ -297,14 +315,20 @@ class SessionRAGNodes:
         """The window update, and the turns to fold into the summary (``None``: no summary call)."""
         removals, old = self._trim(state)
         fold = old if old and self.summary is not None and self._summary_needed(old) else None
-        return {"messages": removals}, fold
+        out: dict[str, Any] = {"messages": removals}
+        if not self.keep_prompt:
+            out["prompt"] = None
+        return out, fold
 
     @staticmethod
     def _with_summary(out: dict[str, Any], state: SessionRAGState, window: Any) -> dict[str, Any]:
         return {**out, "summary": window.summary, "llm_calls": state.get("llm_calls", 0) + window.llm_calls}
 
     def summarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
-        """Store the new exchange (retrievable on the next turn), cache the answer, keep the window bounded."""
+        """Store the new exchange (retrievable on the next turn), cache the answer, keep the window bounded.
+
+        The turn's prompt is dropped from the state here, so checkpoints do not carry it.
+        """
         ctx, plan = runtime.context, self._store_plan(state)
         self.memory.for_user(ctx["user_id"]).add_messages(
             plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
@@ -314,7 +338,7 @@ class SessionRAGNodes:
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out
-        return self._with_summary(out, state, self.summary.update(fold, state.get("summary")))
+        return self._with_summary(out, state, self.summary.fold(fold, state.get("summary")))
 
     async def asummarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`summarise_and_store`."""
@@ -327,7 +351,7 @@ class SessionRAGNodes:
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out
-        return self._with_summary(out, state, await self.summary.aupdate(fold, state.get("summary")))
+        return self._with_summary(out, state, await self.summary.afold(fold, state.get("summary")))
 
     # -- end of session ------------------------------------------------------------------------
     def consolidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:  # noqa: ARG002
@@ -361,13 +385,13 @@ def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
     """
 
     def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt = state["prompt"]
+        prompt = _prompt_messages(state)
         with cache_scope(runtime.context["user_id"]):
             result = agent.invoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt = state["prompt"]
+        prompt = _prompt_messages(state)
         with cache_scope(runtime.context["user_id"]):
             result = await agent.ainvoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}

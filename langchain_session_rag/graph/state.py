@@ -32,8 +32,10 @@ class SessionRAGState(TypedDict, total=False):
     """Running summary of turns that left the window (when a summary model is configured)."""
     memories: list[Document]
     documents: list[Document]
-    prompt: list[AnyMessage]
-    """The messages sent to the model this turn."""
+    prompt: list[dict[str, Any]] | None
+    """The messages sent to the model this turn, as ``messages_to_dict`` gives them (``messages_from_dict``
+    turns them back); dropped at the end of the turn unless the graph was built with ``keep_prompt=True``.
+    Dicts, not message objects, so that ``stream_mode="messages"`` does not stream them."""
     budget_report: dict[str, Any]
     cache: dict[str, Any]
     """This turn's cache decision: ``{"hit": bool, "reason": str}``."""

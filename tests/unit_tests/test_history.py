@@ -70,3 +70,9 @@ async def test_summary_buffer_async_and_token_cap() -> None:
     window = await buffer.aupdate(conversation(3))
     assert [m.text for m in window.recent] == ["question 2", "answer 2"]
     assert (window.summary, window.summarised_turns) == ("sum", 2)
+
+
+@pytest.mark.parametrize(("turns", "n", "kept"), [(3, 4, 3), (3, 5, 3), (3, 3, 3), (3, 2, 2), (5, 6, 5), (0, 2, 0)])
+def test_last_turns_keeps_every_turn_when_asked_for_more(turns: int, n: int, kept: int) -> None:
+    messages = [m for i in range(turns) for m in (HumanMessage(f"q{i}"), AIMessage(f"a{i}"))]
+    assert len(last_turns(messages, n)) == 2 * kept

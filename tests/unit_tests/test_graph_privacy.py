@@ -1,0 +1,145 @@
+"""Attacks on the graph: a shared cache and private memories, streamed prompts, a process-wide LLM cache, and
+what the checkpoints carry."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.globals import set_llm_cache
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage, messages_from_dict
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langchain_session_rag import SemanticCache, SemanticLLMCache, SessionVectorMemory, SummaryBuffer
+from langchain_session_rag.graph import CACHE_LOOKUP, CALL_MODEL, create_session_rag_graph
+from tests.unit_tests.test_cache_attacks import CountingModel
+
+
+@pytest.fixture
+def memory(tmp_path: Path, real_embeddings: Any) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=tmp_path / "m", user_id="anyone", embeddings=real_embeddings)
+
+
+def ctx(user: str, session: str = "s1") -> dict[str, str]:
+    return {"user_id": user, "session_id": session}
+
+
+def store_secret(memory: SessionVectorMemory) -> None:
+    memory.for_user("alice").add_messages(
+        [
+            {"role": "user", "content": "Remember this: my safe code is 7788.", "timestamp": "2026-02-01T10:00:00"},
+            {"role": "assistant", "content": "Noted: your safe code is 7788."},
+        ],
+        session_id="old",
+    )
+
+
+def test_a_shared_cache_never_stores_an_answer_built_on_private_memories(
+    tmp_path: Path, memory: SessionVectorMemory
+) -> None:
+    store_secret(memory)
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", shared=True, embeddings=memory.embeddings)
+    model = CountingModel(responses=["Your safe code is 7788.", "I do not know your safe code."])
+    graph = create_session_rag_graph(model, memory, cache=cache).compile()
+    alice = graph.invoke({"messages": [HumanMessage("What is my safe code?")]}, context=ctx("alice"))
+    assert alice["memories"], "Alice's memory was in her prompt"
+    assert cache.stats.skipped_updates["private"] == 1
+    bob = graph.invoke({"messages": [HumanMessage("What is my safe code?")]}, context=ctx("bob"))
+    assert bob["cache"]["hit"] is False
+    assert "7788" not in bob["messages"][-1].text
+    assert model.calls == 2, "Bob's turn went to the model"
+    # A turn whose prompt held nothing of the user is shared.
+    carol = graph.invoke({"messages": [HumanMessage("How many legs does a spider have?")]}, context=ctx("carol"))
+    dave = graph.invoke({"messages": [HumanMessage("How many legs does a spider have?")]}, context=ctx("dave"))
+    assert (carol["cache"]["hit"], dave["cache"]["hit"]) == (False, True)
+    assert dave["messages"][-1].text == carol["messages"][-1].text
+
+
+def test_a_process_wide_llm_cache_is_scoped_to_the_turns_user(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    store = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    set_llm_cache(SemanticLLMCache(store))
+    try:
+        model = CountingModel(responses=["answer"])
+        graph = create_session_rag_graph(model, memory).compile()
+        first = graph.invoke({"messages": [HumanMessage("What is my account number?")]}, context=ctx("alice"))
+        other = graph.invoke({"messages": [HumanMessage("What is my account number?")]}, context=ctx("bob", "s2"))
+    finally:
+        set_llm_cache(None)
+    assert (first["messages"][-1].text, other["messages"][-1].text) == ("answer #1", "answer #2")
+
+
+async def test_stream_mode_messages_carries_the_answer_only(memory: SessionVectorMemory) -> None:
+    store_secret(memory)
+    model = GenericFakeChatModel(messages=iter([AIMessage(f"streamed answer {i}") for i in range(3)]))
+    summariser = GenericFakeChatModel(messages=iter([AIMessage("SUMMARY-TOKENS of the earlier turns")] * 3))
+    graph = create_session_rag_graph(model, memory, window_turns=1, summary=SummaryBuffer(summariser, max_turns=1))
+    app = graph.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}}
+    long = "Tell me about my safe code and everything else you remember about it. " * 20
+    streamed: list[tuple[str, str]] = []
+    for question in (long, long + "Again.", "What is my safe code?"):
+        async for message, meta in app.astream(
+            {"messages": [HumanMessage(question)]}, config, context=ctx("alice"), stream_mode="messages"
+        ):
+            streamed.append((meta["langgraph_node"], message.text))
+    final = await app.aget_state(config)
+    assert final.values.get("summary"), "the summary model ran"
+    assert {node for node, _ in streamed} == {CALL_MODEL}
+    text = "".join(t for _, t in streamed)
+    assert "7788" not in text, "no retrieved memory is streamed"
+    assert "SUMMARY-TOKENS" not in text, "the summary model's tokens are not streamed"
+    assert "long-term memory" not in text, "the instructions are not streamed"
+    assert text == "streamed answer 0streamed answer 1streamed answer 2"
+
+
+def test_a_cache_hit_is_streamed(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    model = GenericFakeChatModel(messages=iter([AIMessage("Eight legs.")]))
+    graph = create_session_rag_graph(model, memory, cache=cache).compile()
+    graph.invoke({"messages": [HumanMessage("How many legs does a spider have?")]}, context=ctx("carol"))
+    chunks = list(
+        graph.stream(
+            {"messages": [HumanMessage("How many legs does a spider have?")]},
+            context=ctx("carol", "s2"),
+            stream_mode="messages",
+        )
+    )
+    assert [(meta["langgraph_node"], m.text) for m, meta in chunks] == [(CACHE_LOOKUP, "Eight legs.")]
+
+
+def test_the_prompt_leaves_the_state_at_the_end_of_the_turn(memory: SessionVectorMemory) -> None:
+    store_secret(memory)
+    model = GenericFakeChatModel(messages=iter([AIMessage("a"), AIMessage("b")]))
+    graph = create_session_rag_graph(model, memory).compile(checkpointer=InMemorySaver())
+    out = graph.invoke({"messages": [HumanMessage("What is my safe code?")]}, {"configurable": {"thread_id": "t"}},
+                       context=ctx("alice"))  # fmt: skip
+    assert out["prompt"] is None
+    assert out["budget_report"]["total"] > 0
+    debug = create_session_rag_graph(model, memory, keep_prompt=True).compile()
+    kept = debug.invoke({"messages": [HumanMessage("What is my safe code?")]}, context=ctx("alice"))
+    assert "7788" in messages_from_dict(kept["prompt"])[-1].text
+
+
+def test_checkpoints_grow_by_less_than_25_kb_a_turn_with_exit_durability(
+    tmp_path: Path, memory: SessionVectorMemory
+) -> None:
+    store_secret(memory)
+    model = GenericFakeChatModel(messages=iter([AIMessage("That is a good question. " * 12)] * 60))
+    db = tmp_path / "cp.sqlite"
+    config: Any = {"configurable": {"thread_id": "t"}}
+    sizes = []
+    with SqliteSaver.from_conn_string(str(db)) as saver:
+        graph = create_session_rag_graph(model, memory).compile(checkpointer=saver)
+        for turn in range(60):
+            graph.invoke({"messages": [HumanMessage(f"What did I say about my safe code? ({turn})")]}, config,
+                         context=ctx("alice"), durability="exit")  # fmt: skip
+            if turn in (9, 59):
+                with sqlite3.connect(db) as conn:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                sizes.append(sum(p.stat().st_size for p in tmp_path.glob("cp.sqlite*")))
+    per_turn = (sizes[1] - sizes[0]) / 50
+    assert per_turn <= 25_000, per_turn
