@@ -64,6 +64,17 @@ def _window(state: SessionRAGState) -> list[AnyMessage]:
     return list(state["messages"][:-1])
 
 
+def model_key(model: BaseChatModel) -> str:
+    """A chat model's class and its plain settings, for cache keys.
+
+    Another model name, temperature or base URL is another key. Only fields holding a string, number or
+    boolean count (read without serialising anything, so an iterator field is never consumed).
+    """
+    plain = (str, int, float, bool)
+    settings = {k: v for k, v in sorted(vars(model).items()) if not k.startswith("_") and isinstance(v, plain)}
+    return f"{type(model).__module__}.{type(model).__qualname__}:{json.dumps(settings, sort_keys=True)}"
+
+
 def _prompt_messages(state: SessionRAGState) -> list[BaseMessage]:
     prompt = state.get("prompt")
     if prompt is None:  # pragma: no cover - build_prompt runs before
@@ -95,6 +106,7 @@ class SessionRAGNodes:
     score_threshold: float | None = None
     """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``."""
     llm_string: str = ""
+    """The model configuration in the cache key; by default the model's class and its public settings."""
     background_writes: bool = True
     """Hand the new exchange to the memory's writer thread instead of waiting for the store."""
     keep_prompt: bool = False
@@ -105,6 +117,8 @@ class SessionRAGNodes:
         """Default budget: an 8K window; a per-user cache checks the memories behind its answers."""
         if self.budget is None:
             self.budget = TokenBudget(context_window=8192)
+        if not self.llm_string and self.model is not None:
+            self.llm_string = model_key(self.model)
         if self.cache is not None and not self.cache.shared and self.cache.source_check is None:
             self.cache = self.cache.model_copy(update={"source_check": self._memory_digest})
 

@@ -143,3 +143,16 @@ def test_checkpoints_grow_by_less_than_25_kb_a_turn_with_exit_durability(
                 sizes.append(sum(p.stat().st_size for p in tmp_path.glob("cp.sqlite*")))
     per_turn = (sizes[1] - sizes[0]) / 50
     assert per_turn <= 25_000, per_turn
+
+
+def test_another_model_configuration_is_another_cache_key(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    question = {"messages": [HumanMessage("How many legs does a spider have?")]}
+    cold = CountingModel(responses=["eight"], verbose=False)
+    warm = CountingModel(responses=["eight"], verbose=True)  # another public setting
+    graph_a = create_session_rag_graph(cold, memory, cache=cache).compile()
+    graph_b = create_session_rag_graph(warm, memory, cache=cache).compile()
+    graph_a.invoke(question, context=ctx("carol"))
+    same = graph_a.invoke(question, context=ctx("carol", "s2"))
+    other = graph_b.invoke(question, context=ctx("carol", "s3"))
+    assert (same["cache"]["hit"], other["cache"]["hit"]) == (True, False)
