@@ -23,6 +23,7 @@ from langchain_session_rag.errors import (
     DuplicateMessageIdError,
     EmptyConversationError,
     InvalidMessageError,
+    MessageTooLargeError,
 )
 from langchain_session_rag.tokens import TokenCounter, tiktoken_counter
 
@@ -190,7 +191,7 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
     )
 
 
-def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> list[Turn]:
+def normalize_messages(messages: Sequence[MessageLike], *, session_id: str, max_chars: int | None = None) -> list[Turn]:
     """Validate a conversation batch and return its turns.
 
     Messages may be LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
@@ -202,6 +203,7 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> l
         InvalidMessageError: Unknown role, missing or non-text content, bad types.
         InvalidTimestampError: A timestamp that does not parse.
         DuplicateMessageIdError: Two messages with the same id.
+        MessageTooLargeError: A message longer than ``max_chars`` characters.
     """
     if isinstance(messages, str | bytes | Mapping | BaseMessage):
         msg = f"messages must be a list of messages, got a single {type(messages).__name__}; wrap it in a list."
@@ -210,6 +212,13 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> l
         msg = f"Empty conversation for session {session_id!r}: nothing to store."
         raise EmptyConversationError(msg)
     turns = [_one_turn(m, i, session_id) for i, m in enumerate(messages)]
+    for i, turn in enumerate(turns):
+        if max_chars is not None and len(turn.text) > max_chars:
+            msg = (
+                f"messages[{i}] (id {turn.id!r}) has {len(turn.text):,} characters, over the limit of "
+                f"{max_chars:,} (max_message_chars); split it, or raise the limit."
+            )
+            raise MessageTooLargeError(msg)
     seen: dict[str, int] = {}
     for i, turn in enumerate(turns):
         if turn.id in seen:
@@ -225,6 +234,8 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str) -> l
 # Chunking
 
 _FENCE = re.compile(r"(^```.*?(?:\n```[^\n]*|\Z))", re.DOTALL | re.MULTILINE)
+_MAX_TOKEN_CHARS = 128
+"""No cl100k token spans more than 128 bytes (so more than 128 characters)."""
 _STEP = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 
 
@@ -305,6 +316,16 @@ class ExchangeChunker(BaseModel):
         """The token counter in use."""
         return self._count
 
+    def _size(self, text: str, limit: int) -> int:
+        """Tokens of ``text``, or ``limit + 1`` when it is surely longer than ``limit`` tokens.
+
+        With the default cl100k counter no token spans more than 128 characters, so a text of more than
+        ``128 × limit`` characters is over the limit without counting it (counting a megabyte takes time).
+        """
+        if self.token_counter is None and len(text) > _MAX_TOKEN_CHARS * limit:
+            return limit + 1
+        return self._count(text)
+
     # -- grouping ------------------------------------------------------------------------------
     def group(self, turns: Sequence[Turn]) -> list[list[Turn]]:
         """Group turns into exchanges (before merging or splitting)."""
@@ -331,7 +352,7 @@ class ExchangeChunker(BaseModel):
         merged: list[list[Turn]] = []
         sizes: list[int] = []
         for group in groups:
-            size = self._count(self.render(group))
+            size = self._size(self.render(group), self.max_tokens)
             if merged and (size < self.min_tokens or sizes[-1] < self.min_tokens):
                 combined = merged[-1] + group
                 combined_size = self._count(self.render(combined))
@@ -345,37 +366,71 @@ class ExchangeChunker(BaseModel):
 
     # -- splitting -----------------------------------------------------------------------------
     def _split_hard(self, text: str, budget: int) -> list[str]:
-        """Split one block that exceeds ``budget`` by lines, then by words."""
-        pieces: list[str] = []
-        current = ""
-        units = text.split("\n") if "\n" in text else text.split(" ")
+        """Split one block that exceeds ``budget`` by lines, then by words, then by characters.
+
+        Linear in the text: each unit is counted once, and each piece once more to confirm it fits (token
+        counts of joined text are close to, but not always exactly, the sum of the parts).
+        """
         sep = "\n" if "\n" in text else " "
-        for unit in units:
-            candidate = f"{current}{sep}{unit}" if current else unit
-            if self._count(candidate) <= budget:
-                current = candidate
+        pieces: list[str] = []
+        current: list[str] = []
+        estimate = 0
+        sep_cost = 1
+        for unit in text.split(sep):
+            cost = self._size(unit, budget)
+            if cost > budget:
+                pieces.extend(self._confirmed(current, sep, budget))
+                current, estimate = [], 0
+                pieces.extend(self._split_hard(unit, budget) if sep == "\n" else self._split_chars(unit, budget))
                 continue
-            if current:
-                pieces.append(current)
-            if self._count(unit) <= budget:
-                current = unit
-            else:
-                sub = self._split_hard(unit, budget) if sep == "\n" else self._split_chars(unit, budget)
-                pieces.extend(sub[:-1])
-                current = sub[-1]
-        if current:
-            pieces.append(current)
-        return pieces
+            if current and estimate + sep_cost + cost > budget:
+                pieces.extend(self._confirmed(current, sep, budget))
+                current, estimate = [], 0
+            estimate += cost + (sep_cost if current else 0)
+            current.append(unit)
+        pieces.extend(self._confirmed(current, sep, budget))
+        return [p for p in pieces if p]
+
+    def _confirmed(self, units: list[str], sep: str, budget: int) -> list[str]:
+        """Join units into one piece, or into halves when the joined text does not fit after all."""
+        if not units:
+            return []
+        text = sep.join(units)
+        if len(units) == 1 or self._count(text) <= budget:
+            return [text]
+        half = len(units) // 2
+        return [*self._confirmed(units[:half], sep, budget), *self._confirmed(units[half:], sep, budget)]
 
     def _split_chars(self, word: str, budget: int) -> list[str]:
+        """Split a text without separators into pieces of at most ``budget`` tokens (a few counts a piece)."""
+        if not word:
+            return []
+        sample = word[:4096]
+        per_token = max(len(sample) / max(self._count(sample), 1), 0.25)
         pieces: list[str] = []
-        current = ""
-        for ch in word:
-            if current and self._count(current + ch) > budget:
-                pieces.append(current)
-                current = ""
-            current += ch
-        return [*pieces, current] if current else pieces
+        start = 0
+        while start < len(word):
+            end = self._fit(word, start, budget, per_token)
+            pieces.append(word[start:end])
+            start = end
+        return pieces
+
+    def _fit(self, text: str, start: int, budget: int, per_token: float) -> int:
+        """An end such that ``text[start:end]`` fits ``budget`` (at least one character), near the longest."""
+        rest = len(text) - start
+        good, bad = 1, rest + 1
+        guess = min(rest, max(1, int(budget * per_token * 0.9)))
+        for _ in range(8):
+            if self._count(text[start : start + guess]) <= budget:
+                good = guess
+                if guess == rest:
+                    break
+            else:
+                bad = guess
+            if bad - good <= max(1, good // 32):
+                break
+            guess = min(rest, good * 2, (good + bad) // 2) if bad <= rest else min(rest, good + max(1, good // 4))
+        return start + good
 
     def _head(self, turns: Sequence[Turn]) -> tuple[str, str | None]:
         question = next((t for t in turns if t.role == "user"), None)
@@ -396,19 +451,11 @@ class ExchangeChunker(BaseModel):
         for i, turn in enumerate(turns):
             label_cost = self._count(f"{turn.label}: ") + 1
             for block in _blocks(turn.text) or [turn.text]:
-                if self._count(block) + label_cost <= body_budget:
+                if self._size(block, body_budget) + label_cost <= body_budget:
                     units.append((i, block))
                 else:
                     units.extend((i, piece) for piece in self._split_hard(block, body_budget - label_cost))
-        parts: list[list[tuple[int, str]]] = [[]]
-        for unit in units:
-            candidate = [*parts[-1], unit]
-            first = len(parts) == 1
-            text = self._render_units(turns, candidate, "" if first else head)
-            if parts[-1] and self._count(text) > self.max_tokens:
-                parts.append([unit])
-            else:
-                parts[-1] = candidate
+        parts = self._pack(turns, units, head, head_cost)
         result = []
         for n, part in enumerate(parts):
             text = self._render_units(turns, part, "" if n == 0 else head)
@@ -417,6 +464,40 @@ class ExchangeChunker(BaseModel):
                 ids.insert(0, head_id)
             result.append((text, ids))
         return result
+
+    def _pack(
+        self, turns: Sequence[Turn], units: list[tuple[int, str]], head: str, head_cost: int
+    ) -> list[list[tuple[int, str]]]:
+        """Pack units into parts of at most ``max_tokens``: each unit counted once, each part confirmed once."""
+        parts: list[list[tuple[int, str]]] = []
+        current: list[tuple[int, str]] = []
+        estimate = 0
+        for unit in units:
+            i, block = unit
+            cost = self._count(block) + (
+                2 if current and current[-1][0] == i else self._count(f"{turns[i].label}: ") + 1
+            )
+            start = (head_cost if parts else 0) if not current else 0
+            if current and estimate + cost > self.max_tokens:
+                parts.extend(self._confirmed_part(turns, current, head, first=not parts))
+                current, estimate = [], 0
+                start = head_cost
+            estimate += start + cost
+            current.append(unit)
+        if current or not parts:
+            parts.extend(self._confirmed_part(turns, current, head, first=not parts))
+        return parts
+
+    def _confirmed_part(
+        self, turns: Sequence[Turn], units: list[tuple[int, str]], head: str, *, first: bool
+    ) -> list[list[tuple[int, str]]]:
+        """The units as one part, or as halves when the rendered part does not fit after all."""
+        text = self._render_units(turns, units, "" if first else head)
+        if len(units) <= 1 or self._count(text) <= self.max_tokens:
+            return [units]
+        half = len(units) // 2
+        left = self._confirmed_part(turns, units[:half], head, first=first)
+        return [*left, *self._confirmed_part(turns, units[half:], head, first=False)]
 
     @staticmethod
     def _render_units(turns: Sequence[Turn], units: Sequence[tuple[int, str]], head: str) -> str:
@@ -473,7 +554,7 @@ class ExchangeChunker(BaseModel):
         chunks: list[Chunk] = []
         for group in self._merge_short(self.group(turns)):
             text = self.render(group)
-            size = self._count(text)
+            size = self._size(text, self.max_tokens)
             pieces = [(text, [t.id for t in group])] if size <= self.max_tokens else self._split_long(group)
             by_id = {t.id: t for t in group}
             for n, (piece, ids) in enumerate(pieces):

@@ -15,6 +15,7 @@ __all__ = [
     "InvalidMessageError",
     "InvalidRequestError",
     "InvalidTimestampError",
+    "MessageTooLargeError",
     "MissingDependencyError",
     "SessionRAGError",
     "StoreWriteError",
@@ -43,6 +44,10 @@ class DuplicateMessageIdError(InvalidMessageError):
 
 class InvalidTimestampError(InvalidMessageError):
     """A timestamp could not be parsed as ISO 8601, a ``datetime`` or epoch seconds."""
+
+
+class MessageTooLargeError(InvalidMessageError):
+    """A message is longer than the memory's ``max_message_chars``; nothing of its batch was stored."""
 
 
 class EmbeddingModelMismatchError(SessionRAGError, RuntimeError):

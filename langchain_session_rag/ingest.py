@@ -29,6 +29,14 @@ __all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
 Chunking = Literal["exchange", "topic"]
 
 
+def segment_part(segment: Segment) -> int:
+    """The part number of a segment's first exchange chunk.
+
+    Segments that cover parts of one long message (the same message ids) so get distinct ids.
+    """
+    return int(segment.document.metadata.get("chunk_part", 0))
+
+
 @dataclass
 class Consolidation:
     """What :meth:`SessionVectorMemory.consolidate` did."""
@@ -65,6 +73,8 @@ class SessionWriter:
     queue: WriteQueue
     replica: UserReplica | None = None
     """The user's in-process replica, already synced with the store (``None`` when the store has none)."""
+    max_message_chars: int | None = None
+    """Longest message accepted (``MessageTooLargeError`` above it)."""
 
     def stored_session(self, session_id: str, *, with_embeddings: bool = False) -> list[Record]:
         """The session chunks already stored for the user (empty for stores that cannot list)."""
@@ -116,7 +126,7 @@ class SessionWriter:
             msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."
             raise ValueError(msg)
         extra = user_metadata(metadata)
-        turns = normalize_messages(messages, session_id=session_id)
+        turns = normalize_messages(messages, session_id=session_id, max_chars=self.max_message_chars)
         exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=utcnow()), session_id, extra)
         batch_ids = {t.id for t in turns}
         stored, start = self.session_view(session_id, batch_ids)
@@ -165,6 +175,7 @@ class SessionWriter:
                 timestamp=parse_timestamp(first["timestamp"]),
                 token_count=int(meta["token_count"]),
                 model_id=self.model_id,
+                part=segment_part(segment),
                 skipped_blocks=int(meta.get("skipped_blocks", 0)),
                 extra={k: v for k, v in meta.items() if k not in RESERVED_KEYS},
                 vector=segment.vector,
@@ -196,7 +207,8 @@ class SessionWriter:
         stored, start = self.session_view(session_id, covered)
         records = self.segment_records(segments, stored, start)
         all_ids = [
-            chunk_id(self.user_id, session_id, "topic", list(s.document.metadata["message_ids"]), 0) for s in segments
+            chunk_id(self.user_id, session_id, "topic", list(s.document.metadata["message_ids"]), segment_part(s))
+            for s in segments
         ]
         batch.ids = all_ids
         batch.records = records

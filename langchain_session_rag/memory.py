@@ -151,6 +151,9 @@ class SessionVectorMemory(BaseRetriever):
     """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default, which
     retrieved best on LoCoMo) or one chunk per ``"exchange"``. A batch of one exchange (live chat) is stored
     as an exchange either way, retrievable at once; :meth:`consolidate` groups a session's exchanges later."""
+    max_message_chars: int = Field(default=1_000_000, ge=1)
+    """The longest message ``add_messages`` accepts, in characters: a longer one raises
+    ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
     segmenter: TopicSegmenter | None = None
     """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
@@ -300,7 +303,14 @@ class SessionVectorMemory(BaseRetriever):
         # second could be missed (and deterministic ids keep even that from duplicating a chunk).
         replica = self._replica(max_age=WRITE_SYNC_AGE)
         return SessionWriter(
-            self._backend, self.user_id, self._model_id, self.chunker, self._segmenter, self._state.writes, replica
+            self._backend,
+            self.user_id,
+            self._model_id,
+            self.chunker,
+            self._segmenter,
+            self._state.writes,
+            replica,
+            max_message_chars=self.max_message_chars,
         )
 
     def flush(self) -> None:
