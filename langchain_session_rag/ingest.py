@@ -133,16 +133,29 @@ class SessionWriter:
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:
             stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
-            if batch_ids <= stored_cover:  # all known already: nothing to embed or store
+            if batch_ids <= stored_cover and self.unchanged(exchanges, stored):  # nothing to embed or store
                 ids = [r.id for r in stored if batch_ids & set(decode_message_ids(r.metadata.get("message_ids")))]
                 return Batch(ids=ids, records=[], superseded=[], exchanges=[])
             return Batch(ids=[], records=[], superseded=self.superseded(stored, batch_ids), exchanges=exchanges)
-        stored_ids = {r.id for r in stored}
-        new = [r for r in exchanges if r.id not in stored_ids]
+        stored_by_id = {r.id: r for r in stored}
+        new = [r for r in exchanges if r.id not in stored_by_id]
+        edited = [r for r in exchanges if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
+        for record in edited:  # an edited message: the chunk is rewritten in place, keeping its position
+            record.metadata["chunk_index"] = int(stored_by_id[record.id].metadata.get("chunk_index", 0))
         self.index(new, start)
         new_ids = {r.id for r in exchanges}
         superseded = [i for i in self.superseded(stored, batch_ids) if i not in new_ids]
-        return Batch(ids=[r.id for r in exchanges], records=new, superseded=superseded, exchanges=[])
+        return Batch(ids=[r.id for r in exchanges], records=edited + new, superseded=superseded, exchanges=[])
+
+    @staticmethod
+    def unchanged(exchanges: Sequence[Record], stored: Sequence[Record]) -> bool:
+        """Whether every exchange's text is already stored (in a chunk covering its messages)."""
+        for exchange in exchanges:
+            ids = set(decode_message_ids(exchange.metadata.get("message_ids")))
+            covering = [r.text for r in stored if ids & set(decode_message_ids(r.metadata.get("message_ids")))]
+            if not any(exchange.text in text for text in covering):
+                return False
+        return True
 
     @staticmethod
     def superseded(stored: Sequence[Record], covered: set[str]) -> list[str]:

@@ -116,3 +116,26 @@ def test_a_message_over_the_limit_is_refused_and_nothing_is_stored(tmp_path: Pat
         memory.add_messages(batch, session_id="s")
     assert memory.count() == 1
     assert isinstance(MessageTooLargeError("x"), ValueError)
+
+
+@pytest.mark.parametrize("chunking", ["exchange", "topic"])
+def test_re_adding_an_edited_message_replaces_what_was_stored(
+    tmp_path: Path, real_embeddings: Any, chunking: str
+) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=real_embeddings)
+    conversation = [
+        {"role": "user", "id": "u1", "content": "My locker code is 1111.", "timestamp": "2026-01-01T10:00:00"},
+        {"role": "assistant", "id": "a1", "content": "Noted: your locker code is 1111."},
+        {"role": "user", "id": "u2", "content": "Also, my bike is the blue one by the door."},
+        {"role": "assistant", "id": "a2", "content": "Noted: the blue bike by the door."},
+    ]
+    memory.add_messages(conversation, session_id="s", chunking=chunking)  # type: ignore[arg-type]
+    conversation[0]["content"] = "My locker code is 2222."
+    conversation[1]["content"] = "Noted: your locker code is 2222."
+    memory.add_messages(conversation, session_id="s", chunking=chunking)  # type: ignore[arg-type]
+    text = " ".join(d.page_content for d in memory.invoke("What is my locker code?", k=10))
+    assert "2222" in text
+    assert "1111" not in text
+    out = tmp_path / "x.jsonl"
+    memory.export_jsonl(out)
+    assert "1111" not in out.read_text(encoding="utf-8")
