@@ -14,10 +14,12 @@ __all__ = [
     "EmptyConversationError",
     "InvalidMessageError",
     "InvalidRequestError",
+    "InvalidStorePathError",
     "InvalidTimestampError",
     "MessageTooLargeError",
     "MissingDependencyError",
     "SessionRAGError",
+    "StoreLockedError",
     "StoreWriteError",
     "UnsupportedOperationError",
 ]
@@ -71,6 +73,17 @@ class BudgetExceededError(SessionRAGError, ValueError):
 
 class InvalidRequestError(SessionRAGError, ValueError):
     """A graph input that cannot be answered (no messages, or the last message is not a user turn): an HTTP 422."""
+
+
+class StoreLockedError(SessionRAGError, RuntimeError):
+    """Another process has this embedded store open: an embedded Chroma store has one writer process.
+
+    Run a Chroma server for several processes (``SessionVectorMemory.server(...)``).
+    """
+
+
+class InvalidStorePathError(SessionRAGError, ValueError):
+    """The path given for an embedded store cannot be a store folder (it is a file, or cannot be created)."""
 
 
 class StoreWriteError(SessionRAGError, RuntimeError):

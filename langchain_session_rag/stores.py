@@ -15,11 +15,13 @@ import hashlib
 import json
 import operator
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from langchain_session_rag.errors import EmbeddingModelMismatchError
+from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidStorePathError, StoreLockedError
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -31,6 +33,7 @@ __all__ = [
     "Record",
     "Where",
     "decode_message_ids",
+    "lock_embedded_store",
     "matches",
     "open_chroma_client",
     "shard_of",
@@ -96,16 +99,69 @@ def to_chroma_where(where: Where) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
+_LOCKS: dict[str, tuple[int, int]] = {}
+"""Embedded store folders this process holds: resolved path → (lock file descriptor, pid)."""
+_LOCKS_GUARD = threading.Lock()
+LOCK_FILE = ".session-rag.lock"
+
+
+def lock_embedded_store(path: str | os.PathLike[str]) -> None:
+    """Take the one-writer lock of an embedded store folder for this process (held until it exits).
+
+    Embedded Chroma is not process-safe: two processes writing one folder corrupt it or serve stale data.
+    Objects of one process share the lock; a second process gets :class:`StoreLockedError`. (On systems
+    without ``fcntl`` no lock is taken.)
+
+    Raises:
+        StoreLockedError: Another process holds the folder.
+        InvalidStorePathError: The path is a file, or the folder cannot be created.
+    """
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError, PermissionError) as exc:
+        msg = f"Cannot use {str(folder)!r} as a store folder: {exc.strerror or exc}. Give a folder path."
+        raise InvalidStorePathError(msg) from exc
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    key = str(folder.resolve())
+    with _LOCKS_GUARD:
+        held = _LOCKS.get(key)
+        if held is not None and held[1] == os.getpid():
+            return
+        fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            msg = (
+                f"The embedded store {key!r} is open in another process. An embedded Chroma store has one "
+                "writer process; for several processes run a Chroma server (`chroma run --path DIR`) and use "
+                "SessionVectorMemory.server(host, port, ...)."
+            )
+            raise StoreLockedError(msg) from exc
+        _LOCKS[key] = (fd, os.getpid())
+
+
 def open_chroma_client(
     path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000
 ) -> ClientAPI:
-    """A chromadb client: a server when ``host`` is given, else an embedded store in ``path``."""
+    """A chromadb client: a server when ``host`` is given, else an embedded store in ``path``.
+
+    An embedded store is locked to this process (see :func:`lock_embedded_store`).
+    """
     import chromadb  # noqa: PLC0415 - chromadb is slow to import; only when a store is opened
     from chromadb.config import Settings  # noqa: PLC0415
 
     settings = Settings(anonymized_telemetry=False)
     if host is not None:
         return chromadb.HttpClient(host=host, port=port, settings=settings)
+    if path is None:
+        msg = "An embedded store needs a path (or give host= for a Chroma server)."
+        raise InvalidStorePathError(msg)
+    lock_embedded_store(path)
     return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
