@@ -595,6 +595,33 @@ class SessionVectorMemory(BaseRetriever):
         """Async :meth:`forget_all`."""
         return await asyncio.to_thread(self.forget_all)
 
+    def compact(self) -> int:
+        """Erase what was forgotten from the store's files, for every user of the store.
+
+        ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
+        keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
+        and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
+        scan of the folder finds none of the forgotten texts. It copies the whole store: run it after
+        forgetting, not after every write. On a Chroma server the collections are rebuilt; run
+        ``chroma vacuum --path DIR`` on the server's host for its files. Returns the number of chunks kept.
+
+        Raises:
+            UnsupportedOperationError: The store is not a Chroma store.
+        """
+        self.flush()
+        backend = self._backend
+        if not isinstance(backend, ChromaBackend):
+            msg = f"compact() needs a Chroma store; {type(backend).__name__} cannot be compacted here."
+            raise UnsupportedOperationError(msg)
+        try:
+            return backend.compact()
+        finally:
+            reset_replicas(backend)
+
+    async def acompact(self) -> int:
+        """Async :meth:`compact`."""
+        return await asyncio.to_thread(self.compact)
+
     def count(self) -> int:
         """How many chunks this user has stored (after :meth:`flush`)."""
         self.flush()

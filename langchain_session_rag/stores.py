@@ -10,7 +10,6 @@ thousands of users in one process.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import operator
@@ -232,6 +231,10 @@ def _distance_to_similarity(space: str) -> Callable[[float], float]:
     return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
 
 
+_GENERATIONS: dict[str, int] = {}
+"""Per store (process key): how often its collections were rebuilt in this process."""
+
+
 class ChromaBackend:
     """Chroma collections partitioned by user (or one given collection), with a model manifest."""
 
@@ -269,6 +272,11 @@ class ChromaBackend:
         )
         meta = dict(self._manifest.metadata or {})
         self.shards = int(meta.get("shards", shards))
+        self._generation = _GENERATIONS.get(self.process_key, 0)
+        if meta.get("migration"):
+            from langchain_session_rag.migration import recover  # noqa: PLC0415 - migration imports this module
+
+            recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
 
     @property
     def process_key(self) -> str:
@@ -328,9 +336,37 @@ class ChromaBackend:
 
     def set_model(self, model_id: str, dimension: int) -> None:
         """Overwrite the recorded model (after a re-embedding)."""
+        self.update_manifest({"embedding_model": model_id, "embedding_dim": dimension})
+
+    def update_manifest(self, values: dict[str, Any]) -> None:
+        """Set manifest entries (scalars)."""
         meta = self.manifest
-        meta.update({"embedding_model": model_id, "embedding_dim": dimension})
+        meta.update(values)
         self._manifest.modify(metadata=meta)
+
+    @property
+    def persist_directory(self) -> str | None:
+        """The folder of an embedded store (``None`` on a server)."""
+        settings = self.client.get_settings()
+        embedded = "fastapi" not in str(settings.chroma_api_impl).lower()
+        return str(settings.persist_directory) if embedded and settings.is_persistent else None
+
+    @property
+    def max_batch(self) -> int:
+        """The client's largest write batch."""
+        return max(1, self.client.get_max_batch_size())
+
+    def space_of(self, col: Collection) -> str:
+        """The distance space of a collection."""
+        return self._space(col)
+
+    def collections_changed(self) -> None:
+        """Forget cached collection handles here and in every backend of this store in the process."""
+        key = self.process_key
+        _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1
+        self._collections.clear()
+        if self._single is not None:
+            self._single = self.client.get_collection(self._single.name)
 
     # -- collections ----------------------------------------------------------------------------
     def shard_name(self, index: int) -> str:
@@ -338,6 +374,12 @@ class ChromaBackend:
         return f"{self.name}-u{index:02d}"
 
     def _collection(self, user_id: str) -> Collection:
+        generation = _GENERATIONS.get(self.process_key, 0)
+        if generation != self._generation:  # another backend rebuilt the store's collections
+            self._generation = generation
+            self._collections.clear()
+            if self._single is not None:
+                self._single = self.client.get_collection(self._single.name)
         if self._single is not None:
             return self._single
         index = shard_of(user_id, self.shards)
@@ -472,41 +514,29 @@ class ChromaBackend:
         """Number of chunks in the whole store (all users)."""
         return sum(c.count() for c in self.all_collections())
 
-    def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str, *, batch_size: int = 256) -> int:
+    def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str) -> int:
         """Re-embed every chunk of every user with a new model; return how many were re-embedded.
 
-        Each collection is rebuilt under a temporary name and swapped in only when complete, so an
-        interruption leaves the old collection intact.
+        Crash-safe (copy, verify, switch; see :mod:`langchain_session_rag.migration`): the old model keeps
+        working until every copy is complete, and a run killed at any moment is repaired by the next open.
         """
-        total = 0
-        dimension: int | None = None
-        for col in list(self.all_collections()):
-            res: Any = col.get(include=["documents", "metadatas"])
-            tmp_name = f"{col.name}-reembed"
-            with contextlib.suppress(Exception):  # a leftover of an interrupted run
-                self.client.delete_collection(tmp_name)
-            tmp = self.client.create_collection(tmp_name, configuration={"hnsw": {"space": "cosine"}})
-            ids, docs, metas = res["ids"], res["documents"], res["metadatas"]
-            for start in range(0, len(ids), batch_size):
-                vectors: Any = embed([d or "" for d in docs[start : start + batch_size]])
-                dimension = len(vectors[0]) if vectors else dimension
-                for m in metas[start : start + batch_size]:
-                    m["embedding_model"] = model_id
-                tmp.add(
-                    ids=ids[start : start + batch_size],
-                    documents=docs[start : start + batch_size],
-                    metadatas=metas[start : start + batch_size],
-                    embeddings=vectors,
-                )
-            name = col.name
-            self.client.delete_collection(name)
-            tmp.modify(name=name)
-            total += len(ids)
-        self._collections.clear()
-        if self._single is not None:
-            self._single = self.client.get_collection(self._single.name)
-        self.set_model(model_id, dimension if dimension is not None else -1)
-        return total
+        from langchain_session_rag.migration import rebuild  # noqa: PLC0415 - migration imports this module
+
+        return rebuild(self, embed=embed, model_id=model_id)
+
+    def compact(self) -> int:
+        """Rebuild every collection from its live records, then vacuum an embedded store's files.
+
+        Deleted records stay in Chroma's write-ahead log and in SQLite's free pages until then: after
+        ``compact()`` a byte scan of the folder finds none of them. Returns the number of records kept.
+        """
+        from langchain_session_rag.migration import rebuild, vacuum  # noqa: PLC0415
+
+        kept = rebuild(self)
+        path = self.persist_directory
+        if path is not None:
+            vacuum(path)
+        return kept
 
 
 def _floats(vector: Any) -> list[float]:

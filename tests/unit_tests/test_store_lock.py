@@ -54,6 +54,6 @@ def test_the_lock_ends_with_the_process(tmp_path: Path) -> None:
 def test_a_file_is_not_a_store_folder(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("hello", encoding="utf-8")
-    with pytest.raises(InvalidStorePathError, match="notes.txt"):
+    with pytest.raises(InvalidStorePathError, match=r"notes\.txt"):
         SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
     assert isinstance(StoreLockedError("x"), RuntimeError)
