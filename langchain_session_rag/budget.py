@@ -17,6 +17,7 @@ is an upper bound for most chat templates. The assembled prompt never exceeds
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,9 +51,16 @@ SECTIONS: tuple[Section, ...] = ("core_memory", "history", "summary", "memories"
 """The droppable sections, in default priority order (the system instructions are never dropped)."""
 _TRUNCATABLE = frozenset({"core_memory", "summary", "memories", "documents"})
 _MIN_TRUNCATED = 8  # never keep a truncated stub of fewer tokens than this
-_ANGLES = str.maketrans(dict.fromkeys("<＜‹〈⟨〈ᐸ˂﹤❮⧼", "&lt;") | dict.fromkeys(">＞›〉⟩〉ᐳ˃﹥❯⧽", "&gt;"))
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
-_MARKER = re.compile(r"\[[SD]: [^\[\]]{1,120}\]")
+_LESS = "<\uff1c\u2039\u3008\u27e8\u2329\u1438\u02c2\ufe64\u276e\u29fc\u300a\u27ea\u276c\u2770\u227a\u2989\u22d6\u2aa1"
+_MORE = ">\uff1e\u203a\u3009\u27e9\u232a\u1433\u02c3\ufe65\u276f\u29fd\u300b\u27eb\u276d\u2771\u227b\u298a\u22d7\u2aa2"
+_ANGLES = str.maketrans(
+    dict.fromkeys(_LESS, "&lt;") | dict.fromkeys(_MORE, "&gt;") | dict.fromkeys("\u00ab\u00bb", '"')
+)
+"""Angle brackets and their look-alikes (a tag cannot be written with them); guillemets become plain quotes."""
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800")
+_KEEP = frozenset("\n\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+_MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)\]|\[D: [^\[\]]{1,120}\]")
 _MAX_MARKER = 120
 DEFAULT_ALLOCATIONS: dict[str, float] = {
     "core_memory": 0.15,
@@ -135,13 +143,31 @@ class _Item:
     truncated: bool = False
 
 
+def _visible(text: str) -> str:
+    """Drop invisible characters; keep line breaks and tabs (quoting handles them).
+
+    Dropped: control, format (bidi, tag, zero-width), private-use and unassigned characters, variation
+    selectors, and invisible fillers.
+    """
+    return "".join(
+        ch
+        for ch in text
+        if ch in _KEEP
+        or (
+            unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+            and ch not in _FILLERS
+            and not 0xFE00 <= ord(ch) <= 0xFE0F  # noqa: PLR2004 - variation selectors
+        )
+    )
+
+
 def quote_data(text: str) -> str:
     """Quote text that is data (a memory, a document, a note, a summary) for a prompt.
 
     Angle brackets and their look-alikes become ``&lt;`` / ``&gt;`` (no tag can be opened or closed), invisible
     and control characters are dropped, and every line (any Unicode line break) starts with ``"> "``.
     """
-    safe = _CONTROL.sub("", text.translate(_ANGLES).replace("\r\n", "\n"))
+    safe = _visible(text.translate(_ANGLES).replace("\r\n", "\n"))
     return "\n".join(f"> {line}" for line in safe.splitlines() or [""])
 
 
@@ -151,7 +177,7 @@ def safe_marker(value: object) -> str:
     A well-formed marker (``[S: 2026-02-06]``, ``[D: readme.md]``) is kept as it is; anything else (a
     ``metadata["source"]`` of a foreign retriever, a hostile file name) becomes ``[D: …]`` around its cleaned text.
     """
-    text = " ".join(_CONTROL.sub("", str(value).translate(_ANGLES)).split())
+    text = " ".join(_visible(str(value).translate(_ANGLES)).split())
     if _MARKER.fullmatch(text):
         return text
     inner = text.replace("[", "(").replace("]", ")")[:_MAX_MARKER] or "record"

@@ -29,21 +29,25 @@ import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import UUID
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.load import dumps, loads
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import ensure_config
+from langchain_core.tracers.context import register_configure_hook
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_session_rag.embeddings import embedding_model_id, get_default_embeddings
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
+from langchain_session_rag.prompts import CONTEXT_CLOSE, CONTEXT_OPEN
 from langchain_session_rag.stores import ChromaBackend, Record, open_chroma_client
 
 __all__ = [
@@ -72,9 +76,78 @@ MISS_REASONS = (
     "volatile",
     "context_dependent",
     "no_user",
+    "no_text",
 )
 
-_CACHE_USER: ContextVar[str | None] = ContextVar("langchain_session_rag_cache_user", default=None)
+_CACHE_USER: ContextVar[tuple[str, int] | None] = ContextVar("langchain_session_rag_cache_user", default=None)
+"""The scoped user, and the thread that entered the scope (a scope is not trusted in another thread, such as a
+worker of ``batch`` running another item with its own config)."""
+_CACHE_PRIVATE: ContextVar[bool] = ContextVar("langchain_session_rag_cache_private", default=False)
+_RUN_METADATA: ContextVar[dict[str, Any] | None] = ContextVar("langchain_session_rag_run_metadata", default=None)
+
+
+class _RunMetadataCapture(BaseCallbackHandler):
+    """Makes each model run's metadata (which holds its config's ``configurable`` values) visible to the cache.
+
+    LangChain calls ``on_chat_model_start`` / ``on_llm_start`` in the run's own context just before it asks
+    the cache, so the cache sees the user of *this* run, also inside ``batch`` (where the item's config is
+    not the ambient one).
+    """
+
+    run_inline = True
+    raise_error = False
+
+    def __init__(self) -> None:
+        self._tokens: dict[UUID, Token[dict[str, Any] | None]] = {}
+
+    def _start(self, run_id: UUID, metadata: dict[str, Any] | None) -> None:
+        self._tokens[run_id] = _RUN_METADATA.set(dict(metadata or {}))
+
+    def _end(self, run_id: UUID) -> None:
+        token = self._tokens.pop(run_id, None)
+        if token is not None:
+            try:
+                _RUN_METADATA.reset(token)
+            except ValueError:  # ended in another context than it started in
+                _RUN_METADATA.set(None)
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,  # noqa: ARG002
+                            **kwargs: Any) -> None:  # noqa: ARG002  # fmt: skip
+        """Remember the run's metadata."""
+        self._start(run_id, metadata)
+
+    def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, metadata: Any = None,  # noqa: ARG002
+                     **kwargs: Any) -> None:  # noqa: ARG002  # fmt: skip
+        """Remember the run's metadata."""
+        self._start(run_id, metadata)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
+        """Forget it."""
+        self._end(run_id)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
+        """Forget it."""
+        self._end(run_id)
+
+
+_CAPTURE_LOCK = threading.Lock()
+_CAPTURE_INSTALLED = False
+
+
+def _install_capture() -> None:
+    """Add the metadata capture to every LangChain run of the process (once, when an LLM cache is built)."""
+    global _CAPTURE_INSTALLED  # noqa: PLW0603 - a process-wide hook is installed once
+    with _CAPTURE_LOCK:
+        if _CAPTURE_INSTALLED:
+            return
+        # The default is the handler itself, so every context of the process sees it (LangChain's configure
+        # hooks add a context variable's handler to each run's callbacks).
+        hook: ContextVar[BaseCallbackHandler | None] = ContextVar(
+            "langchain_session_rag_capture",
+            default=_RunMetadataCapture(),  # noqa: B039 - one shared, stateless-per-run handler
+        )
+        register_configure_hook(hook, inheritable=True)
+        _CAPTURE_INSTALLED = True
 
 
 def _check_user_id(user_id: object) -> str:
@@ -85,12 +158,13 @@ def _check_user_id(user_id: object) -> str:
 
 
 @contextmanager
-def cache_scope(user_id: str) -> Iterator[None]:
+def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
     """Scope every :class:`SemanticLLMCache` lookup and update in this context (thread or task) to a user.
 
     The LangChain cache interface passes only the prompt and the model configuration, not the run's config,
     so a cache installed once per process (``set_llm_cache``) needs to learn the user of each request from
-    the context. The graphs of this package set the scope themselves for every turn.
+    the context. The graphs of this package set the scope themselves for every turn. ``private=True`` says the
+    prompts of this scope hold the user's own data (memories, notes): a shared cache is then not used at all.
 
     Example:
         .. code-block:: python
@@ -101,26 +175,33 @@ def cache_scope(user_id: str) -> Iterator[None]:
                 assert current_cache_user() == "alice"
             assert current_cache_user() is None
     """
-    token = _CACHE_USER.set(_check_user_id(user_id))
+    token = _CACHE_USER.set((_check_user_id(user_id), threading.get_ident()))
+    private_token = _CACHE_PRIVATE.set(private)
     try:
         yield
     finally:
+        _CACHE_PRIVATE.reset(private_token)
         _CACHE_USER.reset(token)
 
 
 def current_cache_user(config_key: str = "user_id") -> str | None:
     """The user of the current request.
 
-    That is the :func:`cache_scope`, else the running chain's ``configurable[config_key]``: LangChain makes
-    it visible inside LCEL chains and LangGraph nodes, but a direct ``model.invoke(..., config=...)`` does not
-    pass it to the cache. ``None`` when there is none, or when the two disagree.
+    Three sources are read: the :func:`cache_scope` (trusted only in the thread that entered it); the
+    ``metadata[config_key]`` of the model run being served (``config={"metadata": {"user_id": ...}}``, seen for
+    a direct ``model.invoke`` and for each item of a ``batch``); and ``configurable[config_key]`` of the running
+    chain's config. ``None`` when none names a user, or when they name different users (fail closed).
     """
-    scoped = _CACHE_USER.get()
+    scope = _CACHE_USER.get()
+    if scope is not None and scope[1] != threading.get_ident():
+        return None  # a scope entered in another thread: this call may be another request's
+    scoped = scope[0] if scope is not None else None
+    run = (_RUN_METADATA.get() or {}).get(config_key)
     configured = ensure_config().get("configurable", {}).get(config_key)
-    configured = configured if isinstance(configured, str) and configured.strip() else None
-    if scoped and configured and scoped != configured:
+    named = {str(v) for v in (scoped, run, configured) if v is not None and str(v).strip()}
+    if len(named) != 1:  # nobody, or two different users: fail closed
         return None
-    return scoped or configured
+    return named.pop()
 
 
 def source_digest(sources: Iterable[tuple[str, str]]) -> str:
@@ -140,6 +221,8 @@ class CacheDecision:
     similarity: float | None = None
     matched_question: str | None = None
     detail: str = ""
+    created_at: float | None = None
+    """When the matched entry was stored (epoch seconds)."""
 
 
 @dataclass
@@ -283,7 +366,13 @@ class SemanticCache(BaseModel):
     # -- pure parts ------------------------------------------------------------------------------
     def _key(self, question: str, history: Sequence[str], standalone: str | None) -> tuple[str | None, str]:
         """The question to use, or ``None`` with the reason it must not be cached."""
+        for name, value in (("question", question), ("standalone", standalone)):
+            if (value is not None or name == "question") and not isinstance(value, str):
+                msg = f"{name} must be a string, got {type(value).__name__}."
+                raise InvalidRequestError(msg)
         q = standalone or question
+        if not any(ch.isalnum() for ch in q):
+            return None, "no_text"
         if is_volatile(q):
             return None, "volatile"
         if standalone is None and is_context_dependent(question, history):
@@ -341,8 +430,13 @@ class SemanticCache(BaseModel):
                     question, cached_q, word_similarity=self.word_similarity, word_threshold=self.word_threshold
                 )
                 if guard.reason is None:
-                    return CacheDecision(hit=True, answer=str(meta.get("answer", "")), similarity=similarity,
-                                         matched_question=cached_q)  # fmt: skip
+                    return CacheDecision(
+                        hit=True,
+                        answer=str(meta.get("answer", "")),
+                        similarity=similarity,
+                        matched_question=cached_q,
+                        created_at=float(meta.get("created_at", 0)),
+                    )
                 decision = CacheDecision(hit=False, reason="guard", similarity=similarity, matched_question=cached_q,
                                          detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
             first = first or decision
@@ -565,19 +659,39 @@ def _split_prompt(prompt: str) -> tuple[str, list[str], str]:
     that is not a list of chat messages is itself the question.
     """
     try:
-        value = loads(prompt, allowed_objects="messages")
+        value = loads(prompt, allowed_objects="core")
     except (ValueError, TypeError, KeyError, json.JSONDecodeError):
         return prompt, [], ""
     if isinstance(value, list) and value and all(isinstance(m, BaseMessage) for m in value):
-        humans = [i for i, m in enumerate(value) if m.type == "human"]
-        if humans:
-            last = humans[-1]
-            question = value[last].text
-            rest = [*value[:last], value[last].model_copy(update={"content": ""}), *value[last + 1 :]]
-            digest = hashlib.sha256(dumps(rest).encode()).hexdigest()
-            earlier = [m.text for m in value[:last] if m.type in {"human", "ai"}]
-            return question, earlier, digest
+        humans = [i for i, m in enumerate(value) if _is_user(m)]
+        if not humans:
+            return "", [], "no user message"  # nothing to match by meaning: not cached
+        last = humans[-1]
+        question, context = _question_and_context(value[last].text)
+        non_text = [b for b in value[last].content if not (isinstance(b, dict) and b.get("type") == "text")] if (
+            isinstance(value[last].content, list)) else []  # fmt: skip
+        kept = value[last].model_copy(update={"content": non_text or "", "additional_kwargs": {
+            **value[last].additional_kwargs, "context": context}})  # fmt: skip
+        rest = [*value[:last], kept, *value[last + 1 :]]
+        digest = hashlib.sha256(dumps(rest).encode()).hexdigest()
+        earlier = [m.text for m in value[:last] if m.type in {"human", "ai"}]
+        return question, earlier, digest
     return prompt, [], ""
+
+
+def _is_user(message: BaseMessage) -> bool:
+    return message.type == "human" or (message.type == "chat" and getattr(message, "role", "") in {"user", "human"})
+
+
+def _question_and_context(text: str) -> tuple[str, str]:
+    """Split a user message laid out by :class:`TokenBudget` into its question and its retrieved context.
+
+    The context block must then match exactly; other messages are all question.
+    """
+    if text.startswith(CONTEXT_OPEN) and CONTEXT_CLOSE in text:
+        block, _, question = text.partition(CONTEXT_CLOSE)
+        return question.strip(), block
+    return text, ""
 
 
 class SemanticLLMCache(BaseCache):
@@ -614,6 +728,7 @@ class SemanticLLMCache(BaseCache):
         """
         self.cache = cache
         self.config_key = config_key
+        _install_capture()
         self._warned = False
         self._views: OrderedDict[str, SemanticCache] = OrderedDict()
         self._lock = threading.Lock()
@@ -621,7 +736,7 @@ class SemanticLLMCache(BaseCache):
     def _view(self) -> SemanticCache | None:
         """The cache of the current request's user, or ``None`` (fail closed) when there is no user."""
         if self.cache.shared:
-            return self.cache
+            return None if _CACHE_PRIVATE.get() else self.cache
         user = current_cache_user(self.config_key)
         if user is None:
             if not self._warned:

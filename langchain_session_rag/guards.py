@@ -37,7 +37,7 @@ __all__ = [
     "normalise_question",
 ]
 
-_WORD = re.compile(r"[A-Za-z0-9]+(?:'[a-z]+)?")
+_WORD = re.compile(r"[A-Za-z0-9]+(?:\+\+|#(?![A-Za-z0-9]))?(?:'[a-z]+)?")
 _ARROW = re.compile(r"\s*(?:->|→|=>|⇒)\s*")
 _NEGATIONS = frozenset({"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "cannot"})
 _NUMBER_WORDS = frozenset(
@@ -62,29 +62,21 @@ _FILLER = frozenset(
 )
 # Persons: a question about "my" thing is not a question about "your" thing.
 _PERSONS = {
-    "i": "1",
-    "me": "1",
-    "my": "1",
-    "mine": "1",
-    "myself": "1",
-    "we": "1p",
-    "us": "1p",
-    "our": "1p",
-    "ours": "1p",
-    "ourselves": "1p",
-    "you": "2",
-    "your": "2",
-    "yours": "2",
-    "yourself": "2",
-    "yourselves": "2",
-    "he": "3m",
-    "him": "3m",
-    "his": "3m",
-    "himself": "3m",
-    "she": "3f",
-    "her": "3f",
-    "hers": "3f",
-    "herself": "3f",
+    # person and role: "I owe him" is not "he owes me"
+    **dict.fromkeys(["i"], "1:subject"),
+    **dict.fromkeys(["me", "myself"], "1:object"),
+    **dict.fromkeys(["my", "mine"], "1:own"),
+    **dict.fromkeys(["we"], "1p:subject"),
+    **dict.fromkeys(["us", "ourselves"], "1p:object"),
+    **dict.fromkeys(["our", "ours"], "1p:own"),
+    **dict.fromkeys(["you", "yourself", "yourselves"], "2"),
+    **dict.fromkeys(["your", "yours"], "2:own"),
+    **dict.fromkeys(["he"], "3m:subject"),
+    **dict.fromkeys(["him", "himself"], "3m:object"),
+    **dict.fromkeys(["his"], "3m:own"),
+    **dict.fromkeys(["she"], "3f:subject"),
+    **dict.fromkeys(["herself"], "3f:object"),
+    **dict.fromkeys(["her", "hers"], "3f:own"),
 }
 # Opposing words: a question holding one side where the other holds the partner is another question.
 _OPPOSITES = [
@@ -163,6 +155,35 @@ _OPPOSITES = [
     ("owe", "lend"),
     ("parent", "child"),
     ("husband", "wife"),
+    ("buyer", "seller"),
+    ("landlord", "tenant"),
+    ("employer", "employee"),
+    ("teacher", "student"),
+    ("doctor", "patient"),
+    ("parent", "kid"),
+    ("larger", "smaller"),
+    ("greater", "smaller"),
+    ("greater", "less"),
+    ("largest", "smallest"),
+    ("maximum", "minimum"),
+    ("sunrise", "sunset"),
+    ("odd", "even"),
+    ("credit", "debit"),
+    ("lender", "borrower"),
+    ("winner", "loser"),
+    ("rich", "poor"),
+    ("heavy", "light"),
+    ("wet", "dry"),
+    ("early", "late"),
+    ("earlier", "later"),
+    ("asleep", "awake"),
+    ("alive", "dead"),
+    ("true", "false"),
+    ("success", "failure"),
+    ("profit", "loss"),
+    ("import", "export"),
+    ("increment", "decrement"),
+    ("overweight", "underweight"),
     ("mother", "father"),
     ("mom", "dad"),
     ("mum", "dad"),
@@ -191,6 +212,9 @@ _OPPOSITES = [
     ("multiply", "divide"),
 ]
 _OPPOSITE_WORDS = frozenset(w for pair in _OPPOSITES for w in pair)
+_PREFIX_PAIRS = [("", "un"), ("", "in"), ("", "il"), ("", "im"), ("", "ir"), ("", "dis"), ("", "non"), ("", "anti"),
+                 ("", "mis"), ("over", "under"), ("in", "de"), ("in", "ex"), ("up", "down"), ("en", "de"),
+                 ("inc", "dec")]  # fmt: skip
 # Words around which order matters: "from X to Y", "X into Y", "X than Y", "X owes Y", "convert X to Y".
 _ORDER_MARKERS = frozenset(
     (
@@ -201,6 +225,7 @@ _ORDER_MARKERS = frozenset(
         "prefers like likes love loves hate hates call called calls email emailed owes sue sued"
     ).split()
 )
+_SIGNS = frozenset("+#<>=*/%&|^~$€£¥@")
 _DIRECTION_WORDS = frozenset({"from", "to", "into", "onto", "->"})
 _SAME_DIRECTION = {"into": "to", "onto": "to", "->": "to"}
 _BEFORE_INFINITIVE = frozenset(
@@ -208,6 +233,10 @@ _BEFORE_INFINITIVE = frozenset(
     "is are was were am order best easiest fastest where what when who which whether allowed supposed due meant "
     "safe possible hard easy difficult important necessary better good bad ok okay time".split()
 )
+_ORDER_SENSITIVE_START = re.compile(r"^(?:is|are|was|were|am|how many|how much|who|whose|whom)\b")
+_WH = frozenset("how what where when why which".split())
+_AUXILIARIES = frozenset("do does did can could should would will shall may might must am is are was were".split())
+_GENERIC_SUBJECTS = frozenset({"i", "you", "we", "one"})
 # Pronouns and openers that point back into a conversation.
 _DEICTIC = frozenset({"it", "its", "this", "that", "these", "those", "they", "them", "their", "he", "she", "him",
                       "her", "his", "hers", "there", "one", "ones", "same", "former", "latter", "above"})  # fmt: skip
@@ -225,8 +254,17 @@ _VOLATILE = re.compile(
     r"news|headlines?|trending|score|scores|standings?|leaderboard|odds|poll|polls|"
     r"election|schedule|schedules|timetable|opening hours|open (?:now|today)|hours today|departures?|"
     r"arrivals?|delayed|traffic|outage|uptime|in stock|release date|what time is it|deadline|countdown|"
-    r"how long until|population of|who is the (?:ceo|president|prime minister|leader|champion|chair)|"
-    r"who (?:won|leads|is leading))\b",
+    r"how long until|population of|who is the (?:ceo|president|prime minister|leader|champion|chair|pope|king|"
+    r"queen|chancellor|mayor|governor|owner|coach|manager|head)|who (?:won|leads|is leading)|"
+    r"what (?:day|date|time|year|month|week) is (?:it|today)|how (?:many|much) (?:days|weeks|hours|time) "
+    r"(?:until|till|left|before)|days until|how old is|(?:did|will) .{1,40} win|is .{1,40} (?:down|offline|up "
+    r"right now|open right now)|temperature (?:in|at|outside)|per (?:ounce|barrel|gram|troy ounce)|"
+    r"(?:dollar|dollars|euro|euros|pound|pounds|yen|franc|francs|rupee|rupees|peso|pesos|yuan|bitcoin|bitcoins|"
+    r"usd|eur|gbp|jpy|chf|btc)s? (?:to|in|into|is|are|against|vs) (?:a |an |one )?(?:dollar|dollars|euro|euros|"
+    r"pound|pounds|yen|franc|francs|rupee|rupees|peso|pesos|yuan|bitcoin|usd|eur|gbp|jpy|chf|btc)|"
+    r"(?:account|bank|card) balance|my balance|my (?:package|parcel|order|delivery|shipment|appointment|"
+    r"appointments|calendar|agenda|schedule|meeting|meetings|flight|reservation|booking|inbox|notifications|"
+    r"tasks|to-?do)|next (?:appointment|meeting|holiday|payday|bus|train|flight))\b",
     re.IGNORECASE,
 )
 # Polite frames around a question, which change neither its topic nor its persons.
@@ -236,8 +274,6 @@ _FRAME = re.compile(
     r"\s*(?:please tell me|please|thanks|thank you)[.!?]*\s*$",
     re.IGNORECASE,
 )
-# A currency or ticker pair: "USD to EUR", "EUR/USD", "GBP in JPY".
-_CURRENCY_PAIR = re.compile(r"\b[A-Za-z]{3}\s*(?:to|/|in|into|vs)\s*[A-Za-z]{3}\b")
 _CURRENCIES = frozenset(
     "usd eur gbp jpy chf cad aud nzd cny rmb inr brl mxn sek nok dkk pln czk huf try zar krw sgd hkd rub".split()
 )
@@ -304,6 +340,16 @@ def _numbers(question: str) -> set[str]:
     return found | {w for w in _words(question) if w in _NUMBER_WORDS}
 
 
+def _symbols(question: str) -> Counter[str]:
+    """Signs that change meaning: operators, currency and unit signs, fractions (C++ / C#, x > 5 / x < 5, -3)."""
+    text = _FRAME.sub("", question.strip())
+    signs = Counter(ch for ch in text if not ch.isascii() or ch in _SIGNS if not ch.isalpha() and not ch.isspace())
+    signs.update("-" for _ in re.finditer(r"(?<![\w-])-(?=\d)", text))  # a minus sign before a number
+    for quote in "’‘“”«»":
+        signs.pop(quote, None)
+    return signs
+
+
 def _negated(question: str) -> bool:
     return sum(w in _NEGATIONS for w in _words(question)) % 2 == 1
 
@@ -329,12 +375,43 @@ def _entities(question: str) -> list[str]:
     return out
 
 
+def _persons_differ(a: set[str], b: set[str]) -> bool:
+    """Other people or roles; a generic "how do I/you" subject only differs from another generic one."""
+    generic_a, generic_b = {p for p in a if p.endswith(":generic")}, {p for p in b if p.endswith(":generic")}
+    if a - generic_a != b - generic_b:
+        return True
+    return bool(generic_a and generic_b and generic_a != generic_b)
+
+
 def _persons(question: str) -> set[str]:
-    return {_PERSONS[w] for w in _words(question) if w in _PERSONS}
+    """The people a question is about, with their roles; the generic subject of "how do I/you/we" is none."""
+    words = _words(question)
+    return {
+        _PERSONS[w].split(":")[0] + ":generic"
+        if w in _GENERIC_SUBJECTS and i > 1 and words[i - 1] in _AUXILIARIES and words[i - 2] in _WH
+        else _PERSONS[w]
+        for i, w in enumerate(words)
+        if w in _PERSONS
+    }
+
+
+def _prefixed_opposite(only_a: set[str], only_b: set[str]) -> tuple[str, str] | None:
+    """A word and its negated or reversed form: legal/illegal, overweight/underweight, increment/decrement."""
+    for x in only_a:
+        for y in only_b:
+            for p, q in _PREFIX_PAIRS:
+                if (x.startswith(p) and y.startswith(q) and x[len(p) :] == y[len(q) :] and len(x) > len(p) + 2) or (
+                    y.startswith(p) and x.startswith(q) and y[len(p) :] == x[len(q) :] and len(y) > len(p) + 2
+                ):
+                    return x, y
+    return None
 
 
 def _opposite(a: list[str], b: list[str]) -> tuple[str, str] | None:
     """A word of an opposing pair that one question has more of where the other has more of its partner."""
+    prefixed = _prefixed_opposite(set(a) - set(b), set(b) - set(a))
+    if prefixed is not None:
+        return prefixed
     ca, cb = Counter(w for w in a if w in _OPPOSITE_WORDS), Counter(w for w in b if w in _OPPOSITE_WORDS)
     if ca == cb:
         return None
@@ -419,13 +496,16 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
         return GuardResult("number", f"{sorted(_numbers(question))} vs {sorted(_numbers(cached))}")
     if _negated(question) != _negated(cached):
         return GuardResult("negation")
+    sa, sb = _symbols(question), _symbols(cached)
+    if sa != sb:
+        return GuardResult("symbol", f"{sorted(sa.elements())} vs {sorted(sb.elements())}")
     wa, wb = _joined(_words(question)), _joined(_words(cached))
     ea, eb = _entities(question), _entities(cached)
     missing = sorted({e for e in ea if e not in wb} | {e for e in eb if e not in wa})
     if missing:
         return GuardResult("entity", f"{missing} not in both")
     pa, pb = _persons(question), _persons(cached)
-    if pa and pb and pa != pb:
+    if _persons_differ(pa, pb):
         return GuardResult("person", f"{sorted(pa)} vs {sorted(pb)}")
     swap = _opposite(wa, wb)
     if swap is not None:
@@ -443,7 +523,10 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
     entity_swap = _inversion([e for e in ea if e in eb], [e for e in eb if e in ea])
     if entity_swap:
         return f"{entity_swap[0]!r} and {entity_swap[1]!r} swapped"
-    # Two topic words in the other order, with an order-sensitive word between them (on either side).
+    # Two topic words in the other order, where order carries meaning: an order-sensitive word, a number or a
+    # shared word (a verb: "landlord evicts tenant") between them, or a question of the form "is X a Y" /
+    # "how many X in a Y".
+    strict = any(_ORDER_SENSITIVE_START.match(" ".join(words)) for words in (wa, wb))
     seq_a, seq_b = _ordered(wa), _ordered(wb)
     once = {w for w, n in Counter(w for w, _ in seq_a).items() if n == 1}
     once &= {w for w, n in Counter(w for w, _ in seq_b).items() if n == 1}
@@ -451,17 +534,26 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
     for i, (x, _) in enumerate(seq_a):
         for j in range(i + 1, len(seq_a)):
             y = seq_a[j][0]
-            if x in pos_b and y in pos_b and pos_b[x] > pos_b[y] and x != y:
-                between_a = any(marked for _, marked in seq_a[i + 1 : j + 1])
-                lo, hi = pos_b[y], pos_b[x]
-                between_b = any(marked for _, marked in seq_b[lo + 1 : hi + 1])
-                if between_a or between_b:
-                    return f"{x!r} and {y!r} in another order"
+            swapped = x in pos_b and y in pos_b and pos_b[x] > pos_b[y] and x != y
+            if swapped and (strict or _pivot(seq_a, i, j, pos_b) or _pivot_b(seq_b, pos_b[y], pos_b[x], seq_a)):
+                return f"{x!r} and {y!r} in another order"
     # Same words in the same order, but the direction words differ: "migrate from X" vs "migrate to X".
     marks_a, marks_b = _direction_marks(wa), _direction_marks(wb)
     if marks_a != marks_b:
         return f"{marks_a} vs {marks_b}"
     return ""
+
+
+def _pivot(seq_a: list[tuple[str, bool]], i: int, j: int, pos_b: dict[str, int]) -> bool:
+    """Between positions ``i`` and ``j`` of ``seq_a``: a marker, or a word the other question also has."""
+    between = seq_a[i + 1 : j + 1]
+    return any(marked for _, marked in between) or any(word in pos_b for word, _ in between[:-1])
+
+
+def _pivot_b(seq_b: list[tuple[str, bool]], lo: int, hi: int, seq_a: list[tuple[str, bool]]) -> bool:
+    words_a = {w for w, _ in seq_a}
+    between = seq_b[lo + 1 : hi + 1]
+    return any(marked for _, marked in between) or any(word in words_a for word, _ in between[:-1])
 
 
 def _ordered(words: list[str]) -> list[tuple[str, bool]]:
@@ -502,10 +594,8 @@ def is_volatile(question: str) -> bool:
     """
     if _VOLATILE.search(question):
         return True
-    return any(
-        m.group(0)[:3].lower() in _CURRENCIES and m.group(0)[-3:].lower() in _CURRENCIES
-        for m in _CURRENCY_PAIR.finditer(question)
-    )
+    codes = {w.lower() for w in re.findall(r"\b[A-Za-z]{3}\b", question) if w.lower() in _CURRENCIES}
+    return len(codes) >= 2  # noqa: PLR2004 - a currency pair: a rate
 
 
 def is_context_dependent(question: str, history: Sequence[str] = ()) -> bool:

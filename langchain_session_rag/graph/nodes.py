@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,12 +19,12 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
 from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.budget import TokenBudget
-from langchain_session_rag.cache import SemanticCache, cache_scope, source_digest
+from langchain_session_rag.cache import CacheDecision, SemanticCache, cache_scope, source_digest
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.history import SummaryBuffer, split_turns
@@ -64,15 +64,33 @@ def _window(state: SessionRAGState) -> list[AnyMessage]:
     return list(state["messages"][:-1])
 
 
-def model_key(model: BaseChatModel) -> str:
-    """A chat model's class and its plain settings, for cache keys.
+def model_key(model: Any) -> str:
+    """A chat model's class and its settings, for cache keys.
 
-    Another model name, temperature or base URL is another key. Only fields holding a string, number or
-    boolean count (read without serialising anything, so an iterator field is never consumed).
+    Another model name, temperature, base URL, stop list or output format is another key, and so are the
+    arguments bound with ``bind`` / ``bind_tools`` / ``with_structured_output`` (a ``RunnableBinding``). Fields
+    are read without serialising the model (an iterator field is never consumed); values that are not JSON
+    (clients, callbacks) are left out.
     """
-    plain = (str, int, float, bool)
-    settings = {k: v for k, v in sorted(vars(model).items()) if not k.startswith("_") and isinstance(v, plain)}
+    if isinstance(model, RunnableBinding):
+        bound = json.dumps(model.kwargs, sort_keys=True, default=_describe)
+        return f"{model_key(model.bound)}|bound:{bound}"
+    settings = {}
+    for name, value in sorted(vars(model).items()):
+        if name.startswith("_") or isinstance(value, Iterator):
+            continue
+        try:
+            settings[name] = json.loads(json.dumps(value, sort_keys=True))
+        except (TypeError, ValueError):
+            continue
     return f"{type(model).__module__}.{type(model).__qualname__}:{json.dumps(settings, sort_keys=True)}"
+
+
+def _describe(value: Any) -> str:
+    """A stable text for a bound argument that is not JSON (a tool, a schema class)."""
+    name = getattr(value, "name", None) or getattr(value, "__name__", None) or type(value).__name__
+    schema = getattr(value, "args", None)
+    return f"{name}:{json.dumps(schema, sort_keys=True, default=str) if schema is not None else ''}"
 
 
 def _prompt_messages(state: SessionRAGState) -> list[BaseMessage]:
@@ -145,9 +163,10 @@ class SessionRAGNodes:
             raise InvalidRequestError(msg)
         context = runtime.context or {}
         for key in ("user_id", "session_id"):
-            if not context.get(key):
+            value = context.get(key)
+            if not isinstance(value, str) or not value.strip():
                 msg = (
-                    f"context must carry a non-empty {key!r}: "
+                    f"context must carry a non-empty string {key!r}, got {value!r}: "
                     "invoke(..., context={'user_id': ..., 'session_id': ...})."
                 )
                 raise InvalidRequestError(msg)
@@ -179,24 +198,55 @@ class SessionRAGNodes:
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
+    def _cacheable(self, state: SessionRAGState) -> bool:
+        """A cache is configured and the question is text only (an image is not part of any key)."""
+        messages = state["messages"]
+        content = messages[_last_human_index(messages)].content
+        return self.cache is not None and (
+            isinstance(content, str) or all(isinstance(b, dict) and b.get("type") == "text" for b in content)
+        )
+
+    def _newer_knowledge(self, decision: CacheDecision, memories: list[Document]) -> CacheDecision:
+        """A hit whose answer predates a memory retrieved for the question now is stale: new knowledge arrived.
+
+        Exchanges that hold the cached answer itself (earlier asks of the same question) do not count.
+        """
+        created = decision.created_at or 0.0
+        for doc in memories:
+            newer = float(doc.metadata.get("timestamp_epoch", 0.0)) > created + 1.0
+            if newer and (decision.answer or "") not in doc.page_content:
+                return CacheDecision(hit=False, reason="stale_version", similarity=decision.similarity,
+                                     matched_question=decision.matched_question, detail="newer memories")  # fmt: skip
+        return decision
+
     def cache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
-        """Answer from the user's semantic cache when it has really seen the question."""
-        if self.cache is None:
+        """Answer from the user's semantic cache when it has really seen the question.
+
+        A per-user hit also needs that no memory newer than the answer is retrieved for the question now.
+        """
+        if self.cache is None or not self._cacheable(state):
             return {}
         cache = self.cache.for_user(runtime.context["user_id"])
         decision = cache.decide(
             _question(state).text, history=self._history_before_question(state), llm_string=self._cache_key(state)
         )
+        if decision.hit and not cache.shared:
+            memory = self.memory.for_user(runtime.context["user_id"])
+            decision = self._newer_knowledge(decision, memory.invoke(_question(state).text, **self._options(memory)))
         return self._cache_result(decision)
 
     async def acache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`cache_lookup`."""
-        if self.cache is None:
+        if self.cache is None or not self._cacheable(state):
             return {}
         cache = self.cache.for_user(runtime.context["user_id"])
         decision = await cache.adecide(
             _question(state).text, history=self._history_before_question(state), llm_string=self._cache_key(state)
         )
+        if decision.hit and not cache.shared:
+            memory = self.memory.for_user(runtime.context["user_id"])
+            memories = await memory.ainvoke(_question(state).text, **self._options(memory))
+            decision = self._newer_knowledge(decision, memories)
         return self._cache_result(decision)
 
     # -- retrieval -----------------------------------------------------------------------------
@@ -260,14 +310,16 @@ class SessionRAGNodes:
 
         A process-wide LLM cache (``set_llm_cache(SemanticLLMCache(...))``) is scoped to this turn's user.
         """
-        with cache_scope(runtime.context["user_id"]):
-            answer = self._model.invoke(_prompt_messages(state))
+        user = runtime.context["user_id"]
+        with cache_scope(user, private=bool(self.user_specific(state))):
+            answer = self._model.with_config(metadata={"user_id": user}).invoke(_prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
-        with cache_scope(runtime.context["user_id"]):
-            answer = await self._model.ainvoke(_prompt_messages(state))
+        user = runtime.context["user_id"]
+        with cache_scope(user, private=bool(self.user_specific(state))):
+            answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(_prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     # -- store ---------------------------------------------------------------------------------
@@ -310,7 +362,7 @@ class SessionRAGNodes:
     def _store_plan(self, state: SessionRAGState) -> dict[str, Any]:
         """Arguments of this turn's writes; ``cache`` is None when the answer must not be cached."""
         plan: dict[str, Any] = {"exchange": self._exchange(state), "cache": None}
-        if self.cache is None or state.get("cache", {}).get("hit"):
+        if self.cache is None or state.get("cache", {}).get("hit") or not self._cacheable(state):
             return plan
         if self.cache.shared and self.user_specific(state):
             with self.cache._lock:  # noqa: SLF001 - the cache's own counter
@@ -399,15 +451,15 @@ def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
     """
 
     def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt = _prompt_messages(state)
-        with cache_scope(runtime.context["user_id"]):
-            result = agent.invoke({"messages": prompt}, config)
+        prompt, user = _prompt_messages(state), runtime.context["user_id"]
+        with cache_scope(user, private=True):
+            result = agent.with_config(metadata={"user_id": user}).invoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt = _prompt_messages(state)
-        with cache_scope(runtime.context["user_id"]):
-            result = await agent.ainvoke({"messages": prompt}, config)
+        prompt, user = _prompt_messages(state), runtime.context["user_id"]
+        with cache_scope(user, private=True):
+            result = await agent.with_config(metadata={"user_id": user}).ainvoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
 
     return run, arun

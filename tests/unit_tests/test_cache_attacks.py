@@ -189,7 +189,7 @@ TRUE_REPEATS = [
     ("How do I reset my password?", "How can I reset my password?"),
     ("How do I reset my password?", "Can you tell me how to reset my password?"),
     ("Which movie did Caroline recommend?", "Which film did Caroline recommend?"),
-    ("How do I convert 100 dollars to euros?", "How can I convert 100 dollars into euros?"),
+    ("How do I convert Celsius to Fahrenheit?", "How can I convert Celsius into Fahrenheit?"),
     ("What's the boiling point of water at sea level?", "What is the boiling point of water at sea level?"),
 ]
 
@@ -272,3 +272,118 @@ def test_the_public_path_on_a_sample_of_the_adversarial_set(make_cache: Factory)
     assert false_hits == []
     assert paraphrases > 20
     assert paraphrase_hits / paraphrases >= 0.8  # measured: 97.8 % of the report split's paraphrases
+
+
+# -- the review's attacks -------------------------------------------------------------------------------------
+
+
+def as_metadata_user(user: str) -> dict[str, Any]:
+    return {"metadata": {"user_id": user}}
+
+
+def test_batch_items_carry_their_own_users_in_metadata(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    chain = ChatPromptTemplate.from_messages([("system", "You are a bank assistant."), ("human", "{q}")]) | llm
+    ask = {"q": "What is my account number?"}
+    assert chain.invoke(ask, config=as_metadata_user("alice")).text == "answer #1"
+    first = chain.batch([ask, ask], config=[as_metadata_user("bob"), as_metadata_user("carol")])
+    again = chain.batch([ask, ask], config=[as_metadata_user("bob"), as_metadata_user("carol")])
+    assert sorted(m.text for m in first) == ["answer #2", "answer #3"]
+    assert [m.text for m in again] == [m.text for m in first], "each item is served its own user's entry"
+    with cache_scope("alice"), pytest.warns(UserWarning, match="no user in scope"):
+        crossed = chain.batch([ask, ask], config=[as_metadata_user("bob"), as_metadata_user("carol")])
+    assert "answer #1" not in [m.text for m in crossed], "a scope never overrides the run's own user"
+    direct = model()
+    assert direct.invoke("What is my PIN?", config=as_metadata_user("dave")).text == "answer #1"
+    assert direct.invoke("What is my PIN?", config=as_metadata_user("dave")).text == "answer #1"
+    assert direct.invoke("What is my PIN?", config=as_metadata_user("erin")).text == "answer #2"
+
+
+def test_images_are_part_of_the_key_and_image_only_questions_are_not_cached(llm_cache: SemanticLLMCache) -> None:
+    from langchain_core.messages import HumanMessage
+
+    def ask(url: str, text: str = "Is this mole dangerous?") -> HumanMessage:
+        blocks: list[Any] = [{"type": "image_url", "image_url": {"url": url}}]
+        if text:
+            blocks.insert(0, {"type": "text", "text": text})
+        return HumanMessage(content=blocks)
+
+    llm = model()
+    with cache_scope("alice"):
+        assert llm.invoke([ask("https://x/mole1.jpg")]).text == "answer #1"
+        assert llm.invoke([ask("https://x/mole2.jpg")]).text == "answer #2"
+        assert llm.invoke([ask("https://x/mole1.jpg")]).text == "answer #1"
+        assert llm.invoke([ask("https://x/a.jpg", "")]).text == "answer #3"
+        assert llm.invoke([ask("https://x/b.jpg", "")]).text == "answer #4", "no text: nothing to match"
+
+
+def test_chat_messages_with_a_user_role_keep_the_exact_digest(llm_cache: SemanticLLMCache) -> None:
+    from langchain_core.messages import ChatMessage, SystemMessage
+
+    llm = model()
+    with cache_scope("alice"):
+        for side, expected in (("landlord", "answer #1"), ("tenant", "answer #2"), ("landlord", "answer #1")):
+            prompt = [
+                SystemMessage(f"You advise the {side}."),
+                ChatMessage(role="user", content="Can I withhold rent?"),
+            ]
+            assert llm.invoke(prompt).text == expected
+        assert llm.invoke([SystemMessage("Write all code in C#.")]).text == "answer #3"
+        assert llm.invoke([SystemMessage("Write all code in C++.")]).text == "answer #4", "no user message: no cache"
+
+
+REVIEW_NEAR_MISSES = [
+    ("Are all squares rectangles?", "Are all rectangles squares?"),
+    ("Is a square a rectangle?", "Is a rectangle a square?"),
+    ("Can a landlord evict a tenant?", "Can a tenant evict a landlord?"),
+    ("Does the cat chase the mouse?", "Does the mouse chase the cat?"),
+    ("Does the moon orbit the earth?", "Does the earth orbit the moon?"),
+    ("Is a tomato a fruit?", "Is a fruit a tomato?"),
+    ("Does vitamin D help absorb calcium?", "Does calcium help absorb vitamin D?"),
+    ("Who is Bob's father?", "Whose father is Bob?"),
+    ("Do I owe him money?", "Does he owe me money?"),
+    ("Did I hurt her feelings?", "Did she hurt my feelings?"),
+    ("Can my boss read my emails?", "Can I read my boss's emails?"),
+    ("What is my password?", "What is the password?"),
+    ("How many grams are in an ounce?", "How many ounces are in a gram?"),
+    ("How many cups are in a liter?", "How many liters are in a cup?"),
+    ("Is it legal to record a call?", "Is it illegal to record a call?"),
+    ("What are the duties of a buyer?", "What are the duties of a seller?"),
+    ("What are the duties of a landlord?", "What are the duties of a tenant?"),
+    ("Is being overweight risky?", "Is being underweight risky?"),
+    ("How do I increment a counter?", "How do I decrement a counter?"),
+    ("Is the larger number prime?", "Is the smaller number prime?"),
+    ("Is C++ faster than C#?", "Is C# faster than C++?"),
+    ("Is x > 5 when x is 3?", "Is x < 5 when x is 3?"),
+    ("What is 5 minus -3?", "What is 5 minus 3?"),
+    ("Should I add ½ cup of sugar?", "Should I add ¼ cup of sugar?"),
+    ("Is a 5% fee normal?", "Is a 5‰ fee normal?"),
+]
+
+
+@pytest.mark.parametrize(("cached", "asked"), [*REVIEW_NEAR_MISSES, *[(b, a) for a, b in REVIEW_NEAR_MISSES]])
+def test_the_reviews_near_misses_miss(make_cache: Factory, cached: str, asked: str) -> None:
+    cache = make_cache("alice", threshold=0.5)
+    assert cache.update(cached, "cached answer")
+    decision = cache.decide(asked)
+    assert not decision.hit, decision
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["What is the EUR USD rate?", "How many euros is a dollar?", "100 dollars to euros", "How much is gold per ounce?",
+     "What day is it?", "How many days until Christmas?", "How old is Taylor Swift?", "Who is the Pope?",
+     "Did the Lakers win?", "Is Gmail down?", "What is the temperature in Paris?", "What is my account balance?",
+     "Where is my package?", "When is my next appointment?", "What's on my calendar?"],
+)  # fmt: skip
+def test_more_time_sensitive_questions_are_never_stored(make_cache: Factory, question: str) -> None:
+    assert make_cache("alice").update(question, "stale") is False
+
+
+def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> None:
+    cache = make_cache("alice")
+    with pytest.raises(InvalidRequestError, match="question must be a string"):
+        cache.lookup(None)  # type: ignore[arg-type]
+    assert cache.update("", "x") is False
+    assert cache.update("?!", "x") is False
+    assert cache.decide("").reason == "no_text"

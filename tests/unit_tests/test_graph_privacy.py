@@ -156,3 +156,66 @@ def test_another_model_configuration_is_another_cache_key(tmp_path: Path, memory
     same = graph_a.invoke(question, context=ctx("carol", "s2"))
     other = graph_b.invoke(question, context=ctx("carol", "s3"))
     assert (same["cache"]["hit"], other["cache"]["hit"]) == (True, False)
+
+
+def test_a_process_wide_shared_llm_cache_never_carries_private_answers(
+    tmp_path: Path, memory: SessionVectorMemory
+) -> None:
+    for user, fact in (("alice", "My doctor told me I am overweight."), ("bob", "My doctor told me I am underweight.")):
+        memory.for_user(user).add_messages([{"role": "user", "content": fact, "timestamp": "2026-01-05T09:00:00"},
+                                            {"role": "assistant", "content": "Noted."}], session_id="old")  # fmt: skip
+    shared = SemanticCache.local(path=tmp_path / "c", user_id="anyone", shared=True, embeddings=memory.embeddings)
+    set_llm_cache(SemanticLLMCache(shared))
+    try:
+        model = CountingModel(responses=["answer"])
+        graph = create_session_rag_graph(model, memory).compile()
+        question = {"messages": [HumanMessage("What did my doctor say about my weight?")]}
+        alice = graph.invoke(question, context=ctx("alice"))
+        bob = graph.invoke(question, context=ctx("bob"))
+    finally:
+        set_llm_cache(None)
+    assert alice["memories"]
+    assert bob["memories"]
+    assert (alice["messages"][-1].text, bob["messages"][-1].text) == ("answer #1", "answer #2")
+    assert shared.clear() == 0, "nothing built on a user's memories was stored in the shared scope"
+
+
+def test_a_new_memory_makes_a_cached_answer_stale(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    model = CountingModel(responses=["I don't know your favourite colour yet.", "Noted: teal.", "It is teal."])
+    graph = create_session_rag_graph(model, memory, cache=cache).compile()
+    question = {"messages": [HumanMessage("What is my favourite colour?")]}
+    graph.invoke(question, context=ctx("alice", "s1"))
+    repeat = graph.invoke(question, context=ctx("alice", "s2"))
+    assert repeat["cache"]["hit"] is True, "nothing new: the repeat is a hit"
+    import time
+
+    time.sleep(1.1)  # the memory must be newer than the cached answer
+    graph.invoke({"messages": [HumanMessage("My favourite colour is teal, please remember it.")]},
+                 context=ctx("alice", "s3"))  # fmt: skip
+    memory.flush()
+    after = graph.invoke(question, context=ctx("alice", "s4"))
+    assert after["cache"] == {"hit": False, "reason": "stale_version"}
+    assert after["messages"][-1].text.startswith("answer") or "teal" in after["messages"][-1].text
+
+
+def test_an_image_question_is_not_cached_by_the_graph(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    graph = create_session_rag_graph(CountingModel(responses=["answer"]), memory, cache=cache).compile()
+    for url in ("https://x/mole1.jpg", "https://x/mole2.jpg"):
+        content: list[Any] = [{"type": "text", "text": "Is this mole dangerous?"},
+                              {"type": "image_url", "image_url": {"url": url}}]  # fmt: skip
+        out = graph.invoke({"messages": [HumanMessage(content=content)]}, context=ctx("alice", url))
+        assert out["cache"]["hit"] is False
+    assert cache.for_user("alice").clear() == 0
+
+
+@pytest.mark.parametrize("bad", [7, "", "  ", None])
+def test_a_bad_session_id_fails_before_the_model(memory: SessionVectorMemory, bad: Any) -> None:
+    from langchain_session_rag.errors import InvalidRequestError
+
+    model = CountingModel(responses=["answer"])
+    graph = create_session_rag_graph(model, memory).compile()
+    with pytest.raises(InvalidRequestError, match="session_id"):
+        graph.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "alice", "session_id": bad})
+    assert model.calls == 0
