@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from langchain_session_rag.errors import InvalidMetadataError
 from langchain_session_rag.stores import Record
 
 RESERVED_KEYS = frozenset(
@@ -42,26 +44,62 @@ def chunk_id(user_id: str, session_id: str, kind: str, key: Sequence[str], part:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def metadata_value(value: Any) -> str | int | float | bool:
-    """A value a vector store accepts as metadata: scalars as they are, others as JSON text."""
-    if isinstance(value, str | int | float | bool):
+MAX_SAFE_INT = 2**53
+"""Integers beyond this are not kept exactly by stores that hold numbers as floats."""
+
+
+def metadata_value(value: Any, key: str = "") -> str | int | float | bool:
+    """A value a vector store accepts as metadata: scalars as they are, others as JSON text.
+
+    Raises:
+        InvalidMetadataError: NaN or an infinite number, or an integer beyond 2**53 (not kept exactly).
+    """
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INT:
+            msg = f"metadata {key!r} is {value}, beyond 2**53: stores keep it as a float; pass it as a string."
+            raise InvalidMetadataError(msg)
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            msg = f"metadata {key!r} is {value!r}: not a finite number."
+            raise InvalidMetadataError(msg)
         return value
     return json.dumps(value, default=str, sort_keys=True)
+
+
+def check_metadata_key(key: object) -> str:
+    """A metadata key a store can filter on: a non-empty string, no ``$`` operator, no result key.
+
+    Raises:
+        InvalidMetadataError: Otherwise.
+    """
+    if not isinstance(key, str) or not key.strip() or key.startswith("$"):
+        msg = f"metadata key {key!r} is not allowed: use a non-empty string that does not start with '$'."
+        raise InvalidMetadataError(msg)
+    if key in RESULT_KEYS:
+        msg = f"metadata key {key!r} is added to every result by the memory; rename it."
+        raise InvalidMetadataError(msg)
+    return key
 
 
 def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
     """Validate and encode caller metadata.
 
     Raises:
-        ValueError: If a key is reserved by the memory.
+        InvalidMetadataError: A reserved, empty or operator key, a result key, NaN, a huge integer.
     """
     if not metadata:
         return {}
-    clash = sorted(RESERVED_KEYS & metadata.keys())
+    if not isinstance(metadata, dict):
+        msg = f"metadata must be a dict, got {type(metadata).__name__}."
+        raise InvalidMetadataError(msg)
+    clash = sorted(RESERVED_KEYS & {k for k in metadata if isinstance(k, str)})
     if clash:
         msg = f"metadata keys {clash} are reserved by SessionVectorMemory; rename them."
-        raise ValueError(msg)
-    return {str(k): metadata_value(v) for k, v in metadata.items()}
+        raise InvalidMetadataError(msg)
+    return {check_metadata_key(k): metadata_value(v, k) for k, v in metadata.items()}
 
 
 def session_record(

@@ -13,6 +13,7 @@ __all__ = [
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
     "InvalidMessageError",
+    "InvalidMetadataError",
     "InvalidRequestError",
     "InvalidStorePathError",
     "InvalidTimestampError",
@@ -21,6 +22,7 @@ __all__ = [
     "SessionRAGError",
     "StoreLockedError",
     "StoreWriteError",
+    "UnknownOptionError",
     "UnsupportedOperationError",
 ]
 
@@ -50,6 +52,14 @@ class InvalidTimestampError(InvalidMessageError):
 
 class MessageTooLargeError(InvalidMessageError):
     """A message is longer than the memory's ``max_message_chars``; nothing of its batch was stored."""
+
+
+class InvalidMetadataError(SessionRAGError, ValueError):
+    """Metadata a store cannot keep faithfully: a reserved or empty key, an operator key, NaN, a huge integer."""
+
+
+class UnknownOptionError(SessionRAGError, TypeError):
+    """A keyword option the call does not know."""
 
 
 class EmbeddingModelMismatchError(SessionRAGError, RuntimeError):

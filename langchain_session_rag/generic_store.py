@@ -75,6 +75,24 @@ class VectorStoreBackend:
             return lambda doc: doc.metadata.get("user_id") == user_id
         return {"user_id": user_id}
 
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids among ``ids`` stored for another user.
+
+        Raises:
+            UnsupportedOperationError: The store cannot look ids up, so foreign ids cannot be ruled out.
+        """
+        if not ids:
+            return set()
+        try:
+            found = self.vectorstore.get_by_ids(list(ids))
+        except NotImplementedError as exc:
+            msg = (
+                f"{type(self.vectorstore).__name__} cannot look ids up, so an import cannot check that no id "
+                "belongs to another user; import into a Chroma store instead."
+            )
+            raise UnsupportedOperationError(msg) from exc
+        return {d.id for d in found if d.id is not None and d.metadata.get("user_id") != user_id}
+
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
         if not ids:

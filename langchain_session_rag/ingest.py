@@ -18,7 +18,7 @@ from langchain_core.documents import Document
 from langchain_session_rag._records import RESERVED_KEYS, chunk_id, session_record, user_metadata
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.conversation import Chunk, ExchangeChunker, MessageLike, normalize_messages
-from langchain_session_rag.errors import InvalidMessageError, UnsupportedOperationError
+from langchain_session_rag.errors import InvalidMessageError, InvalidMetadataError, UnsupportedOperationError
 from langchain_session_rag.replica import UserReplica
 from langchain_session_rag.segmentation import Segment, TopicSegmenter
 from langchain_session_rag.stores import MemoryBackend, Record, decode_message_ids
@@ -119,8 +119,8 @@ class SessionWriter:
         self, messages: Sequence[MessageLike], session_id: str, metadata: dict[str, Any] | None, chunking: Chunking
     ) -> Batch:
         """Validate a batch and plan its write (nothing is written here)."""
-        if not isinstance(session_id, str) or not session_id:
-            msg = f"session_id must be a non-empty string, got {session_id!r}."
+        if not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id:
+            msg = f"session_id must be a non-empty string without NUL characters, got {session_id!r}."
             raise InvalidMessageError(msg)
         if chunking not in ("exchange", "topic"):
             msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."
@@ -305,7 +305,11 @@ class SessionWriter:
             raw_name = meta.get("name") or meta.get("source") or meta.get("title") or f"document-{n}"
             name = Path(str(raw_name)).name or str(raw_name)
             ts = parse_timestamp(meta["timestamp"]) if "timestamp" in meta else now
-            extra = user_metadata({k: v for k, v in meta.items() if k not in RESERVED_KEYS})
+            clash = sorted(RESERVED_KEYS & {k for k in meta if isinstance(k, str)} - {"timestamp"})
+            if clash:
+                msg = f"documents[{n}] metadata keys {clash} are reserved by SessionVectorMemory; rename them."
+                raise InvalidMetadataError(msg)
+            extra = user_metadata(dict(meta))
             digest = hashlib.sha256(doc.page_content.encode()).hexdigest()[:16]
             for part, piece in enumerate(self.chunker.split_text(doc.page_content)):
                 record = session_record(

@@ -20,7 +20,7 @@ from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.conversation import ExchangeChunker, MessageLike
 from langchain_session_rag.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.embeddings import get_default_embeddings
-from langchain_session_rag.errors import UnsupportedOperationError
+from langchain_session_rag.errors import InvalidRequestError, UnsupportedOperationError
 from langchain_session_rag.generic_store import VectorStoreBackend
 from langchain_session_rag.ingest import Chunking, Consolidation, SessionWriter
 from langchain_session_rag.portability import read_jsonl, write_jsonl
@@ -45,6 +45,14 @@ WRITE_SYNC_AGE = 1.0
 """Seconds a replica sync may be old when a write plans against it (reads always sync)."""
 DEFAULT_SEGMENT_TOKENS = 128
 """Token cap of the default segmenter's segments (LoCoMo: best recall per prompt token)."""
+
+
+def _check_query(query: object) -> str:
+    """The retrieval query: a string (the current user message)."""
+    if not isinstance(query, str):
+        msg = f"The query must be a string (the current user message), got {type(query).__name__}."
+        raise InvalidRequestError(msg)
+    return query
 
 
 class SessionVectorMemory(BaseRetriever):
@@ -503,6 +511,7 @@ class SessionVectorMemory(BaseRetriever):
         run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
         **kwargs: Any,
     ) -> list[Document]:
+        query = _check_query(query)
         q = self._query(kwargs)
         vector = None if self._backend.embeds_itself else self._embeddings.embed_query(query)
         return self._search(query, vector, q)
@@ -514,6 +523,7 @@ class SessionVectorMemory(BaseRetriever):
         run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
         **kwargs: Any,
     ) -> list[Document]:
+        query = _check_query(query)
         q = self._query(kwargs)
         vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
         return await asyncio.to_thread(self._search, query, vector, q)
@@ -564,7 +574,15 @@ class SessionVectorMemory(BaseRetriever):
         """
         if session_id is None and before is None and ids is None:
             msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
-            raise ValueError(msg)
+            raise InvalidRequestError(msg)
+        if ids is not None and (isinstance(ids, str | bytes) or not all(isinstance(i, str) for i in ids)):
+            msg = f"ids must be a list of chunk ids, got {ids!r}."
+            raise InvalidRequestError(msg)
+        if session_id is not None and (
+            not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id
+        ):
+            msg = f"session_id must be a non-empty string, got {session_id!r}."
+            raise InvalidRequestError(msg)
         self.flush()
         targets = self._writer().forget_targets(session_id, before, ids)
         try:
@@ -655,14 +673,13 @@ class SessionVectorMemory(BaseRetriever):
         records = read_jsonl(path, user_id=self.user_id, model_id=self._model_id)
         self.flush()
         ids = [r.id for r in records]
-        if isinstance(self._backend, ChromaBackend):
-            foreign = self._backend.foreign_ids(self.user_id, ids)
-            if foreign:
-                msg = (
-                    f"{len(foreign)} id(s) in {path} belong to another user of this store "
-                    f"(e.g. {min(foreign)!r}); nothing was imported."
-                )
-                raise ValueError(msg)
+        foreign = self._backend.foreign_ids(self.user_id, ids)
+        if foreign:
+            msg = (
+                f"{len(foreign)} id(s) in {path} belong to another user of this store "
+                f"(e.g. {min(foreign)!r}); nothing was imported."
+            )
+            raise InvalidRequestError(msg)
         stored = self._backend.existing_ids(self.user_id, ids)
         new = [r for r in records if r.id not in stored]
         writer = self._writer()

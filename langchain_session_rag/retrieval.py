@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,6 +11,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp, utcnow
+from langchain_session_rag.errors import InvalidRequestError, UnknownOptionError
 from langchain_session_rag.ranking import SECONDS_PER_DAY, cosine, decayed_score, fused_score, marker
 from langchain_session_rag.replica import UserReplica
 from langchain_session_rag.stores import MemoryBackend, Record, Where, decode_message_ids
@@ -49,16 +51,52 @@ class RetrievalQuery:
     now: datetime
 
 
+def _ids(name: str, value: Any) -> list[str]:
+    """A list of non-empty strings (a bare string is refused: "ab" is not the sessions "a" and "b")."""
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
+        msg = f"{name} must be a list of strings, got {value!r}."
+        raise InvalidRequestError(msg)
+    if not all(isinstance(v, str) and v.strip() and "\x00" not in v for v in value):
+        msg = f"{name} must hold non-empty strings, got {list(value)!r}."
+        raise InvalidRequestError(msg)
+    return list(value)
+
+
 def _session_conditions(sessions: Any, excluded: Any) -> dict[str, Any]:
     cond: dict[str, Any] = {}
     if sessions is not None:
-        cond["$in"] = list(sessions)
+        cond["$in"] = _ids("session_ids", sessions)
     if excluded:
-        cond["$nin"] = list(excluded)
+        cond["$nin"] = _ids("exclude_session_ids", excluded)
     return cond
 
 
-def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901
+def _filter(value: Any) -> dict[str, Any]:
+    """A metadata equality filter: string keys (no operators), scalar values or ``{"$in": [...]}``-style ranges."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        msg = f"filter must be a dict of metadata equalities, got {value!r}."
+        raise InvalidRequestError(msg)
+    for key, cond in value.items():
+        if not isinstance(key, str) or not key or key.startswith("$"):
+            msg = f"filter keys must be metadata names, got {key!r} (operators such as $and/$or are not supported)."
+            raise InvalidRequestError(msg)
+        if isinstance(cond, dict):
+            bad = sorted(set(cond) - _OPERATORS)
+            if bad:
+                msg = f"filter[{key!r}] uses unsupported operator(s) {bad}; supported: {sorted(_OPERATORS)}."
+                raise InvalidRequestError(msg)
+        elif not isinstance(cond, str | int | float | bool) or (isinstance(cond, float) and not math.isfinite(cond)):
+            msg = f"filter[{key!r}] must be a string, number or boolean, got {cond!r}."
+            raise InvalidRequestError(msg)
+    return dict(value)
+
+
+_OPERATORS = frozenset({"$in", "$nin", "$gte", "$lte", "$gt", "$lt", "$ne", "$eq"})
+
+
+def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901, PLR0912 - one check per option
     """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery`.
 
     Raises:
@@ -68,16 +106,22 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     unknown = set(options) - OPTIONS
     if unknown:
         msg = f"Unknown retrieval option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}."
-        raise TypeError(msg)
+        raise UnknownOptionError(msg)
     opt = {**defaults, **options}
     k = opt["k"]
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         msg = f"k must be a positive integer, got {k!r}."
-        raise ValueError(msg)
-    filt = dict(opt.get("filter") or {})
+        raise InvalidRequestError(msg)
+    filt = _filter(opt.get("filter"))
     if "user_id" in filt:
         msg = "filter may not name user_id: a memory is bound to its user; use memory.for_user(...)."
-        raise ValueError(msg)
+        raise InvalidRequestError(msg)
+    threshold = opt.get("score_threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not -1 <= threshold <= 1
+    ):
+        msg = f"score_threshold is a cosine similarity: a number in [-1, 1] or None, got {threshold!r}."
+        raise InvalidRequestError(msg)
     where: Where = filt
     sessions = _session_conditions(opt.get("session_ids"), opt.get("exclude_session_ids"))
     if sessions:
@@ -93,27 +137,27 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     if source_type is not None:
         if source_type not in ("session", "document"):
             msg = f"source_type must be 'session' or 'document', got {source_type!r}."
-            raise ValueError(msg)
+            raise InvalidRequestError(msg)
         where["source_type"] = source_type
     half_life = opt.get("half_life_days")
     if half_life is not None and half_life <= 0:
         msg = f"half_life_days must be > 0, got {half_life!r}."
-        raise ValueError(msg)
+        raise InvalidRequestError(msg)
     weight = opt.get("recency_weight", 0.5)
     if not 0 <= weight <= 1:
         msg = f"recency_weight must lie in [0, 1], got {weight!r}."
-        raise ValueError(msg)
+        raise InvalidRequestError(msg)
     lexical = opt.get("lexical_weight", 0.0)
     if not isinstance(lexical, int | float) or not 0 <= lexical <= 1:
         msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
-        raise ValueError(msg)
+        raise InvalidRequestError(msg)
     now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
     return RetrievalQuery(
         k=k,
         fetch=max(k, fetch_k) if half_life is not None or lexical > 0 else k,
         lexical_weight=float(lexical),
         where=where,
-        threshold=opt.get("score_threshold"),
+        threshold=threshold,
         half_life_days=half_life,
         recency_weight=weight,
         now=now,

@@ -190,6 +190,9 @@ class MemoryBackend(Protocol):
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Return which of ``ids`` are stored."""
 
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Return which of ``ids`` are stored for another user (an import must never overwrite them)."""
+
     def add(self, user_id: str, records: Sequence[Record]) -> None:
         """Store records (their ``embedding`` set unless ``embeds_itself``)."""
 
