@@ -7,6 +7,7 @@ The pure preparation shared by the sync and async methods of
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ def segment_part(segment: Segment) -> int:
     Segments that cover parts of one long message (the same message ids) so get distinct ids.
     """
     return int(segment.document.metadata.get("chunk_part", 0))
+
+
+_INDEX_LOCK = threading.Lock()
 
 
 @dataclass
@@ -249,9 +253,11 @@ class SessionWriter:
         added = [r.id for r in records]
         on_done = None
         if replica is not None:
-            replica.begin(added, superseded)
-            replica.put(records)
-            replica.drop([i for i in superseded if i not in set(added)])
+            with _INDEX_LOCK:  # numbering and publishing are one step: concurrent writers never share an index
+                self.renumber(replica, records)
+                replica.begin(added, superseded)
+                replica.put(records)
+                replica.drop([i for i in superseded if i not in set(added)])
 
             def on_done(error: BaseException | None) -> None:
                 replica.settle(added, superseded)
@@ -259,6 +265,22 @@ class SessionWriter:
                     replica.invalidate()
 
         return self.queue.submit(self.user_id, records, superseded, detached=not wait, on_done=on_done)
+
+    @staticmethod
+    def renumber(replica: UserReplica, records: Sequence[Record]) -> None:
+        """Give the new session chunks of each session the next free ``chunk_index`` as the replica holds it now.
+
+        A batch was numbered when it was planned; another writer of the same session may have published chunks
+        since. Chunks already held (edits) keep their index.
+        """
+        by_session: dict[str, list[Record]] = {}
+        for record in records:
+            meta = record.metadata
+            if meta.get("source_type") == "session" and not replica.has(record.id):
+                by_session.setdefault(str(meta.get("session_id")), []).append(record)
+        for session_id, new in by_session.items():
+            _, start = replica.session_view(session_id, set())
+            SessionWriter.index(sorted(new, key=lambda r: int(r.metadata.get("chunk_index", 0))), start)
 
     def pending(self, records: list[Record]) -> list[Record]:
         """Records still needing a vector (none when the store embeds itself)."""

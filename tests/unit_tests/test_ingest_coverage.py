@@ -139,3 +139,24 @@ def test_re_adding_an_edited_message_replaces_what_was_stored(
     out = tmp_path / "x.jsonl"
     memory.export_jsonl(out)
     assert "1111" not in out.read_text(encoding="utf-8")
+
+
+def test_concurrent_writers_of_one_session_get_unique_chunk_indexes(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=DeterministicFakeEmbedding(size=16)
+    )
+
+    def write(n: int) -> None:
+        memory.add_messages([{"role": "user", "id": f"u{n}", "content": f"Question {n}: " + "word " * 30},
+                             {"role": "assistant", "id": f"a{n}", "content": f"Answer {n}: " + "word " * 30}],
+                            session_id="shared", chunking="exchange")  # fmt: skip
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(write, range(40)))
+    out = tmp_path / "x.jsonl"
+    memory.export_jsonl(out)
+    indexes = [json.loads(line)["metadata"]["chunk_index"] for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(indexes) == 40
+    assert sorted(indexes) == list(range(40))
