@@ -21,6 +21,7 @@ __all__ = [
     "MissingDependencyError",
     "SessionRAGError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "StoreWriteError",
     "UnknownOptionError",
     "UnsupportedOperationError",
@@ -89,6 +90,13 @@ class StoreLockedError(SessionRAGError, RuntimeError):
     """Another process has this embedded store open: an embedded Chroma store has one writer process.
 
     Run a Chroma server for several processes (``SessionVectorMemory.server(...)``).
+    """
+
+
+class StoreUnavailableError(SessionRAGError, ConnectionError):
+    """The Chroma server did not answer (down, restarting, unreachable).
+
+    Retryable: nothing was changed by the failed call; try again when the server is back.
     """
 
 

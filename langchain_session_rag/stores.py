@@ -10,6 +10,7 @@ thousands of users in one process.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import operator
@@ -18,9 +19,14 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
-from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidStorePathError, StoreLockedError
+from langchain_session_rag.errors import (
+    EmbeddingModelMismatchError,
+    InvalidStorePathError,
+    StoreLockedError,
+    StoreUnavailableError,
+)
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -38,6 +44,8 @@ __all__ = [
     "shard_of",
 ]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 Where = dict[str, Any]
 """Equality / range conditions: ``{"key": value}`` or ``{"key": {"$in" | "$nin" | "$gte" | "$lte": v}}``."""
 
@@ -156,7 +164,13 @@ def open_chroma_client(
 
     settings = Settings(anonymized_telemetry=False)
     if host is not None:
-        return chromadb.HttpClient(host=host, port=port, settings=settings)
+        try:
+            return chromadb.HttpClient(host=host, port=port, settings=settings)
+        except (ValueError, OSError) as exc:
+            if not _is_connection_error(exc):
+                raise
+            msg = f"No Chroma server answers at {host}:{port} (start one with `chroma run --port {port}`): {exc}"
+            raise StoreUnavailableError(msg) from exc
     if path is None:
         msg = "An embedded store needs a path (or give host= for a Chroma server)."
         raise InvalidStorePathError(msg)
@@ -232,6 +246,30 @@ def _distance_to_similarity(space: str) -> Callable[[float], float]:
     if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
         return lambda d: 1.0 - d / 2.0
     return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """Whether an exception means the server did not answer (httpx transport errors, refused connections)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    transport = {"TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "TimeoutException"}
+    return bool(names & transport) or isinstance(exc, ConnectionError) or "Could not connect" in str(exc)
+
+
+def _server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turn a lost server connection into :class:`StoreUnavailableError` (typed, retryable)."""
+
+    @functools.wraps(method)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            if isinstance(exc, StoreUnavailableError) or not _is_connection_error(exc):
+                raise
+            name = getattr(args[0], "name", "?") if args else "?"
+            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); retry later."
+            raise StoreUnavailableError(msg) from exc
+
+    return call
 
 
 _GENERATIONS: dict[str, int] = {}
@@ -416,6 +454,7 @@ class ChromaBackend:
     def _scoped(user_id: str, where: Where) -> dict[str, Any]:
         return to_chroma_where({**where, "user_id": user_id})
 
+    @_server_call
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
         if not ids:
@@ -423,6 +462,7 @@ class ChromaBackend:
         got = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=[])
         return set(got["ids"])
 
+    @_server_call
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for *another* user of the same collection."""
         if not ids:
@@ -431,6 +471,7 @@ class ChromaBackend:
         got = self._collection(user_id).get(ids=list(ids), where=not_mine, include=[])
         return set(got["ids"])
 
+    @_server_call
     def add(self, user_id: str, records: Sequence[Record]) -> None:
         """Upsert records of one user in batches of the client's maximum size."""
         col = self._collection(user_id)
@@ -445,6 +486,7 @@ class ChromaBackend:
                 embeddings=vectors,
             )
 
+    @_server_call
     def query(
         self,
         user_id: str,
@@ -473,21 +515,25 @@ class ChromaBackend:
             )
         ]
 
+    @_server_call
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
         """Every record of the user matching ``where``."""
         include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
         res: Any = self._collection(user_id).get(where=self._scoped(user_id, where), include=include)
         return self._records(res, with_embeddings=with_embeddings)
 
+    @_server_call
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Delete the user's records among ``ids`` (others' records are never touched)."""
         if ids:
             self._collection(user_id).delete(ids=list(ids), where={"user_id": user_id})
 
+    @_server_call
     def all_ids(self, user_id: str) -> list[str]:
         """Ids of every record of the user (an ids-only read)."""
         return list(self._collection(user_id).get(where={"user_id": user_id}, include=[])["ids"])
 
+    @_server_call
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
         """The user's records among ``ids``."""
         if not ids:
@@ -509,10 +555,12 @@ class ChromaBackend:
             for n in range(len(res["ids"]))
         ]
 
+    @_server_call
     def purge(self, user_id: str) -> int:
         """Delete every record of the user; return how many."""
         return purge(self, user_id)
 
+    @_server_call
     def count(self) -> int:
         """Number of chunks in the whole store (all users)."""
         return sum(c.count() for c in self.all_collections())

@@ -18,37 +18,47 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
-    """A real Chroma server (``chroma run``) on a free loopback port, stopped by its PID."""
+def start_chroma_server(folder: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``chroma run`` on a loopback port and wait until it answers."""
     chroma = Path(sys.executable).parent / "chroma"
-    port = _free_port()
-    data = tmp_path_factory.mktemp("chroma-server")
-    log = (data / "server.log").open("w")
+    port = port or _free_port()
+    log = (folder / "server.log").open("a")
     proc = subprocess.Popen(
-        [str(chroma), "run", "--path", str(data / "db"), "--host", "127.0.0.1", "--port", str(port)],
+        [str(chroma), "run", "--path", str(folder / "db"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )
+    log.close()
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"chroma server did not start; see {folder / 'server.log'}")
+            time.sleep(0.1)
+
+
+def stop_chroma_server(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"chroma server did not start; see {data / 'server.log'}")
-                time.sleep(0.1)
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A real Chroma server (``chroma run``) on a free loopback port, stopped by its PID."""
+    proc, port = start_chroma_server(tmp_path_factory.mktemp("chroma-server"))
+    try:
         yield "127.0.0.1", port
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        stop_chroma_server(proc)
 
 
 def ollama_host() -> str:
