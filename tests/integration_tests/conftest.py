@@ -35,7 +35,7 @@ def start_chroma_server(folder: Path, port: int | None = None) -> tuple[subproce
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
                 return proc, port
-        except OSError:
+        except OSError:  # noqa: PERF203 - polling until the server answers
             if proc.poll() is not None or time.monotonic() > deadline:
                 proc.kill()
                 pytest.fail(f"chroma server did not start; see {folder / 'server.log'}")
