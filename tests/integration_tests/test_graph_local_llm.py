@@ -44,3 +44,32 @@ def test_two_sessions_with_the_real_local_model(tmp_path: Path, real_embeddings)
 def test_local_model_streams_tokens() -> None:
     chunks = [c.text for c in LocalChatModel(max_tokens=12).stream("Say hi")]
     assert len(chunks) > 1
+
+
+def test_the_running_summary_over_8_turns_with_the_real_local_model(tmp_path: Path, real_embeddings) -> None:
+    """Turns leaving the window are folded into the summary by the real model; the summary reaches the prompt."""
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_session_rag import SummaryBuffer, TokenBudget
+    from langchain_session_rag.prompts import SUMMARY_OPEN
+
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)
+    summariser = SummaryBuffer(LocalChatModel(max_tokens=32), max_summary_words=30)
+    graph = create_session_rag_graph(LocalChatModel(max_tokens=16), memory, window_turns=2, summary=summariser,
+                                     budget=TokenBudget(context_window=1024, reserve_for_answer=128))  # fmt: skip
+    app = graph.compile(checkpointer=InMemorySaver())
+    recorder = PromptRecorder()
+    config: Any = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
+    summary_calls = 0
+    out: dict[str, Any] = {}
+    for turn in range(8):
+        text = f"Turn {turn}: tell me about my garden. " + "I grow many vegetables every summer. " * 30
+        out = app.invoke({"messages": [HumanMessage(text)]}, config, context={"user_id": "alice", "session_id": "s"})
+        summary_calls += out["llm_calls"] - 1
+        assert len([m for m in out["messages"] if m.type == "human"]) <= 2, "the window stays at two turns"
+        assert all(isinstance(m, HumanMessage | AIMessage) for m in out["messages"])
+    assert summary_calls >= 5, "every turn leaving the window is folded (a turn holds > 200 tokens)"
+    assert out["summary"], "the running summary exists"
+    answer_prompts = [p for p in recorder.prompts if p and p[0].type == "system"]
+    assert SUMMARY_OPEN in answer_prompts[-1][0].text, "the summary reaches the answer's prompt, as quoted data"

@@ -166,3 +166,31 @@ def test_a_model_that_fails_half_way_leaves_the_store_as_it_was(tmp_path: Path) 
     again = SessionVectorMemory.local(path=folder, user_id="u5", embeddings=fake(), embedding_model_id="fake-16")
     assert [d.page_content for d in again.invoke("fact of 5", k=1)] == ["User: fact of 5"]
     assert json.loads(json.dumps(again.backend.manifest))["embedding_model"] == "fake-16"
+
+
+INGEST = """
+import sys
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_session_rag import SessionVectorMemory
+memory = SessionVectorMemory.local(path=sys.argv[1], user_id="alice", embeddings=DeterministicFakeEmbedding(size=16))
+print("start", flush=True)
+filler = " ".join(f"word{k}" for k in range(30))
+for s in range(60):
+    turns = [{"role": role, "id": f"{s}-{i}-{role}", "content": f"{role} {s} {i}: {filler}"}
+             for i in range(5) for role in ("user", "assistant")]
+    memory.add_messages(turns, session_id=f"s{s}", chunking="exchange")
+print("done", memory.count(), flush=True)
+"""
+
+
+@pytest.mark.parametrize("trial", range(2))
+def test_an_ingest_killed_at_a_random_moment_converges_on_rerun(tmp_path: Path, trial: int) -> None:
+    folder = tmp_path / "store"
+    child = subprocess.Popen([sys.executable, "-c", INGEST, str(folder)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "start"
+    time.sleep(random.Random(100 + trial).uniform(0.2, 2.0))  # noqa: S311 - a kill moment, not a secret
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    out = subprocess.run([sys.executable, "-c", INGEST, str(folder)], capture_output=True, text=True, check=True)
+    assert "done 300" in out.stdout, out.stdout  # 60 sessions x 5 exchanges, each exactly once
