@@ -29,7 +29,7 @@ import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -80,36 +80,30 @@ MISS_REASONS = (
 )
 
 _CACHE_USER: ContextVar[tuple[str, int] | None] = ContextVar("langchain_session_rag_cache_user", default=None)
-"""The scoped user, and the thread that entered the scope (a scope is not trusted in another thread, such as a
-worker of ``batch`` running another item with its own config)."""
+"""The scoped user (and the thread that entered the scope)."""
 _CACHE_PRIVATE: ContextVar[bool] = ContextVar("langchain_session_rag_cache_private", default=False)
 _RUN_METADATA: ContextVar[dict[str, Any] | None] = ContextVar("langchain_session_rag_run_metadata", default=None)
 
 
 class _RunMetadataCapture(BaseCallbackHandler):
-    """Makes each model run's metadata (which holds its config's ``configurable`` values) visible to the cache.
+    """Makes each chat model run's metadata visible to the cache.
 
-    LangChain calls ``on_chat_model_start`` / ``on_llm_start`` in the run's own context just before it asks
-    the cache, so the cache sees the user of *this* run, also inside ``batch`` (where the item's config is
-    not the ambient one).
+    LangChain calls ``on_chat_model_start`` in the run's own context just before a chat model asks the cache,
+    so the cache sees the user of *this* run (``config["metadata"]``), also for each item of a ``batch``. The
+    value is cleared when the run ends. (A completion model, ``BaseLLM``, asks its cache *before* its start
+    callback: it has no run metadata at lookup, so an unbound cache fails closed for it.)
     """
 
     run_inline = True
     raise_error = False
 
-    def __init__(self) -> None:
-        self._tokens: dict[UUID, Token[dict[str, Any] | None]] = {}
+    @staticmethod
+    def _start(run_id: UUID, metadata: dict[str, Any] | None) -> None:  # noqa: ARG004 - callback signature
+        _RUN_METADATA.set(dict(metadata or {}))
 
-    def _start(self, run_id: UUID, metadata: dict[str, Any] | None) -> None:
-        self._tokens[run_id] = _RUN_METADATA.set(dict(metadata or {}))
-
-    def _end(self, run_id: UUID) -> None:
-        token = self._tokens.pop(run_id, None)
-        if token is not None:
-            try:
-                _RUN_METADATA.reset(token)
-            except ValueError:  # ended in another context than it started in
-                _RUN_METADATA.set(None)
+    @staticmethod
+    def _end(run_id: UUID) -> None:  # noqa: ARG004 - callback signature
+        _RUN_METADATA.set(None)
 
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,  # noqa: ARG002
                             **kwargs: Any) -> None:  # noqa: ARG002  # fmt: skip
@@ -159,21 +153,24 @@ def _check_user_id(user_id: object) -> str:
 
 @contextmanager
 def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
-    """Scope every :class:`SemanticLLMCache` lookup and update in this context (thread or task) to a user.
+    """Restrict every :class:`SemanticLLMCache` call in this context (thread or task) to one user's runs.
 
-    The LangChain cache interface passes only the prompt and the model configuration, not the run's config,
-    so a cache installed once per process (``set_llm_cache``) needs to learn the user of each request from
-    the context. The graphs of this package set the scope themselves for every turn. ``private=True`` says the
-    prompts of this scope hold the user's own data (memories, notes): a shared cache is then not used at all.
+    Inside the scope a cache serves only model runs that name this same user in their metadata (or a cache
+    bound to this user with :meth:`SemanticLLMCache.for_user`); a run naming another user fails closed. A scope
+    alone never names the user of a run: LangChain does not tell a cache which run asks, and a ``batch`` inside
+    the scope may be other users' items. ``private=True`` says the prompts in the scope hold the user's own
+    data (memories, history): a shared cache is then not used at all. The graphs of this package set both
+    the scope and the run metadata every turn.
 
     Example:
         .. code-block:: python
 
-            from langchain_session_rag import cache_scope, current_cache_user
+            from langchain_core.language_models.fake_chat_models import FakeListChatModel
+            from langchain_session_rag import cache_scope
 
-            with cache_scope("alice"):
-                assert current_cache_user() == "alice"
-            assert current_cache_user() is None
+            model = FakeListChatModel(responses=["Hi Alice."])
+            with cache_scope("alice", private=True):
+                model.invoke("Hello", config={"metadata": {"user_id": "alice"}})
     """
     token = _CACHE_USER.set((_check_user_id(user_id), threading.get_ident()))
     private_token = _CACHE_PRIVATE.set(private)
@@ -185,23 +182,23 @@ def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
 
 
 def current_cache_user(config_key: str = "user_id") -> str | None:
-    """The user of the current request.
+    """The user of the chat model run being served, or ``None`` (fail closed).
 
-    Three sources are read: the :func:`cache_scope` (trusted only in the thread that entered it); the
-    ``metadata[config_key]`` of the model run being served (``config={"metadata": {"user_id": ...}}``, seen for
-    a direct ``model.invoke`` and for each item of a ``batch``); and ``configurable[config_key]`` of the running
-    chain's config. ``None`` when none names a user, or when they name different users (fail closed).
+    The user must be named by the run itself: ``config={"metadata": {"user_id": ...}}`` on the call, the chain
+    or the graph (metadata is what LangChain passes to each model run, also for each item of a ``batch``;
+    ``configurable`` values are not passed to runs, so they cannot identify one). A :func:`cache_scope` and the
+    running chain's ``configurable[config_key]`` must agree with it when present; any disagreement, or no
+    user in the run, is ``None``.
     """
-    scope = _CACHE_USER.get()
-    if scope is not None and scope[1] != threading.get_ident():
-        return None  # a scope entered in another thread: this call may be another request's
-    scoped = scope[0] if scope is not None else None
     run = (_RUN_METADATA.get() or {}).get(config_key)
-    configured = ensure_config().get("configurable", {}).get(config_key)
-    named = {str(v) for v in (scoped, run, configured) if v is not None and str(v).strip()}
-    if len(named) != 1:  # nobody, or two different users: fail closed
+    if not isinstance(run, str) or not run.strip():
         return None
-    return named.pop()
+    scope = _CACHE_USER.get()
+    configured = ensure_config().get("configurable", {}).get(config_key)
+    for other in (scope[0] if scope is not None else None, configured):
+        if other is not None and str(other) != run:
+            return None
+    return run
 
 
 def source_digest(sources: Iterable[tuple[str, str]]) -> str:
@@ -697,9 +694,11 @@ def _question_and_context(text: str) -> tuple[str, str]:
 class SemanticLLMCache(BaseCache):
     """The semantic cache as a LangChain ``BaseCache``: one cache per process, each request its own user.
 
-    The user of a request comes from :func:`cache_scope` (the graphs of this package set it every turn) or
-    from the running chain's ``configurable["user_id"]``. With neither, nothing is looked up or stored (a
-    warning says so once), unless the wrapped cache is ``shared=True``.
+    The user of a chat model call is named by the run's metadata (``config={"metadata": {"user_id": ...}}``)
+    or by binding the cache with :meth:`for_user`.
+
+    A :func:`cache_scope` or a chain's ``configurable["user_id"]`` must agree with it. With no user, nothing is
+    looked up or stored (a warning says so once), unless the wrapped cache is ``shared=True``.
 
     Only the last user message of a chat prompt is matched semantically; everything else in the prompt (system
     messages, earlier turns, retrieved context, tools) and the model configuration must match exactly.
@@ -712,8 +711,8 @@ class SemanticLLMCache(BaseCache):
             from langchain_session_rag import SemanticCache, SemanticLLMCache
 
             set_llm_cache(SemanticLLMCache(SemanticCache.local(path=tempfile.mkdtemp(), user_id="anyone")))
-            # chain.invoke(question, config={"configurable": {"user_id": "alice"}}) is served from alice's
-            # entries; outside a chain, wrap calls in ``with cache_scope("alice"):``.
+            # chain.invoke(question, config={"metadata": {"user_id": "alice"}}) is served from alice's
+            # entries; ChatX(cache=llm_cache.for_user("alice")) binds a model to one user.
             set_llm_cache(None)
     """
 
@@ -728,23 +727,43 @@ class SemanticLLMCache(BaseCache):
         """
         self.cache = cache
         self.config_key = config_key
+        self._user: str | None = None
         _install_capture()
         self._warned = False
         self._views: OrderedDict[str, SemanticCache] = OrderedDict()
         self._lock = threading.Lock()
 
+    def for_user(self, user_id: str) -> SemanticLLMCache:
+        """This cache bound to one user, for direct calls and per-request models (``ChatX(cache=...)``).
+
+        A bound cache serves its user without run metadata; a run whose metadata names another user, or a
+        scope of another user, still fails closed.
+        """
+        bound = SemanticLLMCache(self.cache, config_key=self.config_key)
+        bound._user = _check_user_id(user_id)
+        return bound
+
+    def _current_user(self) -> str | None:
+        if self._user is None:
+            return current_cache_user(self.config_key)
+        run = (_RUN_METADATA.get() or {}).get(self.config_key)
+        scope = _CACHE_USER.get()
+        others = [run, scope[0] if scope is not None else None]
+        return None if any(o is not None and o != self._user for o in others) else self._user
+
     def _view(self) -> SemanticCache | None:
         """The cache of the current request's user, or ``None`` (fail closed) when there is no user."""
         if self.cache.shared:
             return None if _CACHE_PRIVATE.get() else self.cache
-        user = current_cache_user(self.config_key)
+        user = self._current_user()
         if user is None:
             if not self._warned:
                 self._warned = True
                 warnings.warn(
-                    "SemanticLLMCache: no user in scope, so the cache is not used for this call. Set one with "
-                    "`with cache_scope(user_id):` or config={'configurable': {'user_id': ...}} on a chain, or "
-                    "build the SemanticCache with shared=True for answers every user may get.",
+                    "SemanticLLMCache: no user in scope, so the cache is not used for this call. Name the user "
+                    "in the run's metadata (config={'metadata': {'user_id': ...}} on the call, chain or graph), "
+                    "bind one with SemanticLLMCache.for_user(user_id), or build the SemanticCache with "
+                    "shared=True for answers every user may get.",
                     stacklevel=3,
                 )
             return None

@@ -170,7 +170,7 @@ def test_llm_cache_keys_chat_prompts_on_the_last_user_message(make_cache: Factor
     from langchain_core.load import dumps
     from langchain_core.outputs import Generation
 
-    adapter = SemanticLLMCache(make_cache())
+    adapter = SemanticLLMCache(make_cache()).for_user("alice")
     prompt = dumps([HumanMessage("How do I reset my password?")])
     with cache_scope("alice"):
         adapter.update(prompt, "llm", [Generation(text="Settings.")])
@@ -185,26 +185,25 @@ def test_llm_cache_keys_chat_prompts_on_the_last_user_message(make_cache: Factor
 # -- the langchain-tests standard cache suites ------------------------------------------------------
 
 
-# The suites call the cache directly, outside any chain: the user comes from an explicit scope, as a web
-# handler would set it per request. (Without one the cache fails closed: see the attack tests below.)
+# The suites call the cache directly, outside any model run: the cache is bound to one user with for_user(), as
+# a per-request model would be. (Unbound and without a run naming its user, the cache fails closed: see
+# test_cache_attacks.py.)
 
 
 class TestSemanticLLMCacheSync(SyncCacheTestSuite):
     @pytest.fixture
     def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
         store = SemanticCache.local(path=tmp_path, user_id="anyone", embeddings=get_default_embeddings())
-        with cache_scope("alice"):
-            yield SemanticLLMCache(store)
-            store.for_user("alice").clear()
+        yield SemanticLLMCache(store).for_user("alice")
+        store.for_user("alice").clear()
 
 
 class TestSemanticLLMCacheAsync(AsyncCacheTestSuite):
     @pytest.fixture
     def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
         store = SemanticCache.local(path=tmp_path, user_id="anyone", embeddings=get_default_embeddings())
-        with cache_scope("alice"):
-            yield SemanticLLMCache(store)
-            store.for_user("alice").clear()
+        yield SemanticLLMCache(store).for_user("alice")
+        store.for_user("alice").clear()
 
 
 class TestSharedSemanticLLMCacheSync(SyncCacheTestSuite):

@@ -18,6 +18,7 @@ import pytest
 from langchain_core.globals import set_llm_cache
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda
 
 from langchain_session_rag import SemanticCache, SemanticLLMCache, cache_scope, current_cache_user
 from langchain_session_rag.errors import InvalidRequestError
@@ -63,6 +64,11 @@ def model() -> CountingModel:
 
 
 def as_user(user: str) -> dict[str, Any]:
+    """A run naming its user, as LangChain passes it to each model run: in metadata."""
+    return {"metadata": {"user_id": user}}
+
+
+def configurable(user: str) -> dict[str, Any]:
     return {"configurable": {"user_id": user}}
 
 
@@ -92,26 +98,29 @@ async def test_async_chains_are_scoped_too(llm_cache: SemanticLLMCache) -> None:
 def test_no_user_means_no_lookup_and_no_store_with_one_warning(llm_cache: SemanticLLMCache) -> None:
     llm = model()
     with pytest.warns(UserWarning, match="no user in scope"):
-        assert llm.invoke("What is my PIN?", config=as_user("alice")).text == "answer #1"
+        assert llm.invoke("What is my PIN?", config=configurable("alice")).text == "answer #1"
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the warning is said once
         assert llm.invoke("What is my PIN?").text == "answer #2", "nothing was stored without a user"
-    with cache_scope("alice"):  # a direct call is scoped explicitly
-        assert llm.invoke("What is my PIN?").text == "answer #3"
-        assert llm.invoke("What is my PIN?").text == "answer #3"
-    with cache_scope("bob"):
-        assert llm.invoke("What is my PIN?").text == "answer #4"
+        with cache_scope("alice"):  # a scope alone names no run's user
+            assert llm.invoke("What is my PIN?").text == "answer #3"
+            assert llm.invoke("What is my PIN?").text == "answer #4"
+    assert llm.invoke("What is my PIN?", config=as_user("alice")).text == "answer #5"
+    assert llm.invoke("What is my PIN?", config=as_user("alice")).text == "answer #5"
+    assert llm.invoke("What is my PIN?", config=as_user("bob")).text == "answer #6"
 
 
-def test_a_scope_that_disagrees_with_the_config_fails_closed(llm_cache: SemanticLLMCache) -> None:
+def test_a_scope_that_disagrees_with_the_run_fails_closed(llm_cache: SemanticLLMCache) -> None:
     llm = model()
     chain = ChatPromptTemplate.from_messages([("human", "{q}")]) | llm
     chain.invoke({"q": "Which locker is mine?"}, config=as_user("alice"))
     with cache_scope("bob"), pytest.warns(UserWarning, match="no user in scope"):
         assert chain.invoke({"q": "Which locker is mine?"}, config=as_user("alice")).text == "answer #2"
     with cache_scope("alice"):
-        assert current_cache_user() == "alice"
+        assert current_cache_user() is None, "outside a model run no user is named"
         assert chain.invoke({"q": "Which locker is mine?"}, config=as_user("alice")).text == "answer #1"
+        both = {**as_user("alice"), **configurable("bob")}
+        assert chain.invoke({"q": "Which locker is mine?"}, config=both).text == "answer #3"
 
 
 @pytest.mark.parametrize("user", ["", "  ", "a\x00b", 7])
@@ -142,9 +151,8 @@ def test_other_retrieved_context_is_another_prompt(llm_cache: SemanticLLMCache) 
 
 def test_other_model_parameters_are_another_key(llm_cache: SemanticLLMCache) -> None:
     a, b = CountingModel(responses=["a"]), CountingModel(responses=["b"])
-    with cache_scope("alice"):
-        assert a.invoke("How do I boil an egg?").text == "a #1"
-        assert b.invoke("How do I boil an egg?").text == "b #1"
+    assert a.invoke("How do I boil an egg?", config=as_user("alice")).text == "a #1"
+    assert b.invoke("How do I boil an egg?", config=as_user("alice")).text == "b #1"
 
 
 # -- 3. the shared scope -------------------------------------------------------------------------------------
@@ -281,6 +289,59 @@ def as_metadata_user(user: str) -> dict[str, Any]:
     return {"metadata": {"user_id": user}}
 
 
+def test_a_scope_never_names_the_user_of_a_run_whose_user_is_only_in_configurable(
+    llm_cache: SemanticLLMCache,
+) -> None:
+    llm = model()
+    chain = ChatPromptTemplate.from_messages([("system", "You are a bank assistant."), ("human", "{q}")]) | llm
+    ask = {"q": "What is my account number?"}
+    assert chain.invoke(ask, config=as_user("alice")).text == "answer #1"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with cache_scope("alice"):
+            served = [m.text for m in chain.batch([ask, ask], config=[configurable("bob"), configurable("carol")])]
+            served += [m.text for m in chain.batch([ask], config=[configurable("bob")])]
+            prompt = [("system", "You are a bank assistant."), ("human", ask["q"])]
+            served.append(llm.invoke(prompt, config=configurable("bob")).text)
+        # Nested runs inherit their parent's metadata: items of another user override it with their own.
+        inner = RunnableLambda(lambda x: chain.batch([x, x], config=[as_user("bob"), as_user("carol")]))
+        served += [m.text for m in inner.invoke(ask, config={**as_user("alice"), **configurable("alice")})]
+    assert "answer #1" not in served, "Alice's answer never reaches a run that is not hers"
+
+
+async def test_abatch_under_a_scope_never_serves_the_scopes_user(llm_cache: SemanticLLMCache) -> None:
+    llm = model()
+    chain = ChatPromptTemplate.from_messages([("human", "{q}")]) | llm
+    ask = {"q": "Where is my safe deposit box?"}
+    assert (await chain.ainvoke(ask, config=as_user("alice"))).text == "answer #1"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with cache_scope("alice"):
+            out = await chain.abatch([ask, ask], config=[configurable("bob"), configurable("carol")])
+    assert "answer #1" not in [m.text for m in out]
+
+
+def test_completion_models_leave_no_user_behind(llm_cache: SemanticLLMCache) -> None:
+    from langchain_core.language_models.fake import FakeListLLM
+
+    class CountingLLM(FakeListLLM):
+        calls: int = 0
+
+        def _call(self, *args: Any, **kwargs: Any) -> str:
+            self.calls += 1
+            return f"answer #{self.calls}"
+
+    llm = CountingLLM(responses=["x"])
+    question = "What is my account number?"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first = llm.batch([question, question], config=[as_user("bob"), as_user("carol")])
+        later = [llm.invoke(question, config=as_user("dave")), llm.invoke(question)]
+    assert not set(later) & set(first), "a completion model's lookup never sees another run's user"
+    bound = CountingLLM(responses=["x"], cache=llm_cache.for_user("erin"))
+    assert bound.invoke(question) == bound.invoke(question) == "answer #1"
+
+
 def test_batch_items_carry_their_own_users_in_metadata(llm_cache: SemanticLLMCache) -> None:
     llm = model()
     chain = ChatPromptTemplate.from_messages([("system", "You are a bank assistant."), ("human", "{q}")]) | llm
@@ -308,28 +369,23 @@ def test_images_are_part_of_the_key_and_image_only_questions_are_not_cached(llm_
             blocks.insert(0, {"type": "text", "text": text})
         return HumanMessage(content=blocks)
 
-    llm = model()
-    with cache_scope("alice"):
-        assert llm.invoke([ask("https://x/mole1.jpg")]).text == "answer #1"
-        assert llm.invoke([ask("https://x/mole2.jpg")]).text == "answer #2"
-        assert llm.invoke([ask("https://x/mole1.jpg")]).text == "answer #1"
-        assert llm.invoke([ask("https://x/a.jpg", "")]).text == "answer #3"
-        assert llm.invoke([ask("https://x/b.jpg", "")]).text == "answer #4", "no text: nothing to match"
+    llm = model().with_config(as_user("alice"))
+    assert llm.invoke([ask("https://x/mole1.jpg")]).text == "answer #1"
+    assert llm.invoke([ask("https://x/mole2.jpg")]).text == "answer #2"
+    assert llm.invoke([ask("https://x/mole1.jpg")]).text == "answer #1"
+    assert llm.invoke([ask("https://x/a.jpg", "")]).text == "answer #3"
+    assert llm.invoke([ask("https://x/b.jpg", "")]).text == "answer #4", "no text: nothing to match"
 
 
 def test_chat_messages_with_a_user_role_keep_the_exact_digest(llm_cache: SemanticLLMCache) -> None:
     from langchain_core.messages import ChatMessage, SystemMessage
 
-    llm = model()
-    with cache_scope("alice"):
-        for side, expected in (("landlord", "answer #1"), ("tenant", "answer #2"), ("landlord", "answer #1")):
-            prompt = [
-                SystemMessage(f"You advise the {side}."),
-                ChatMessage(role="user", content="Can I withhold rent?"),
-            ]
-            assert llm.invoke(prompt).text == expected
-        assert llm.invoke([SystemMessage("Write all code in C#.")]).text == "answer #3"
-        assert llm.invoke([SystemMessage("Write all code in C++.")]).text == "answer #4", "no user message: no cache"
+    llm = model().with_config(as_user("alice"))
+    for side, expected in (("landlord", "answer #1"), ("tenant", "answer #2"), ("landlord", "answer #1")):
+        prompt = [SystemMessage(f"You advise the {side}."), ChatMessage(role="user", content="Can I withhold rent?")]
+        assert llm.invoke(prompt).text == expected
+    assert llm.invoke([SystemMessage("Write all code in C#.")]).text == "answer #3"
+    assert llm.invoke([SystemMessage("Write all code in C++.")]).text == "answer #4", "no user message: no cache"
 
 
 REVIEW_NEAR_MISSES = [
