@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -30,6 +31,7 @@ RESERVED_KEYS = frozenset(
         "topic_index",
         "exchange_count",
         "boundary_similarity",
+        "stored_epoch",
     }
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""
@@ -116,6 +118,7 @@ def session_record(
     skipped_blocks: int = 0,
     extra: dict[str, Any] | None = None,
     vector: list[float] | None = None,
+    stored_epoch: float | None = None,
 ) -> Record:
     """A session chunk (``kind`` ``"exchange"`` or ``"topic"``); ``chunk_index`` is set by the caller."""
     return Record(
@@ -135,6 +138,7 @@ def session_record(
             "token_count": token_count,
             "skipped_blocks": skipped_blocks,
             "embedding_model": model_id,
+            "stored_epoch": time.time() if stored_epoch is None else stored_epoch,
         },
         embedding=vector,
     )

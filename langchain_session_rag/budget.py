@@ -52,13 +52,15 @@ SECTIONS: tuple[Section, ...] = ("core_memory", "history", "summary", "memories"
 _TRUNCATABLE = frozenset({"core_memory", "summary", "memories", "documents"})
 _MIN_TRUNCATED = 8  # never keep a truncated stub of fewer tokens than this
 _LESS = "<\uff1c\u2039\u3008\u27e8\u2329\u1438\u02c2\ufe64\u276e\u29fc\u300a\u27ea\u276c\u2770\u227a\u2989\u22d6\u2aa1"
+_LESS += "\u226a\u22d8\u25c1\u2af7\u2e28"
 _MORE = ">\uff1e\u203a\u3009\u27e9\u232a\u1433\u02c3\ufe65\u276f\u29fd\u300b\u27eb\u276d\u2771\u227b\u298a\u22d7\u2aa2"
+_MORE += "\u226b\u22d9\u25b7\u2af8\u2e29"
 _ANGLES = str.maketrans(
     dict.fromkeys(_LESS, "&lt;") | dict.fromkeys(_MORE, "&gt;") | dict.fromkeys("\u00ab\u00bb", '"')
 )
 """Angle brackets and their look-alikes (a tag cannot be written with them); guillemets become plain quotes."""
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
-_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800")
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800\u17b4\u17b5\u180b\u180c\u180d\u180f")
 _KEEP = frozenset("\n\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 _MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)\]|\[D: [^\[\]]{1,120}\]")
 _MAX_MARKER = 120
@@ -157,6 +159,7 @@ def _visible(text: str) -> str:
             unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
             and ch not in _FILLERS
             and not 0xFE00 <= ord(ch) <= 0xFE0F  # noqa: PLR2004 - variation selectors
+            and not 0xE0100 <= ord(ch) <= 0xE01EF  # noqa: PLR2004 - variation selectors supplement
         )
     )
 

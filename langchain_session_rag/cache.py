@@ -77,6 +77,7 @@ MISS_REASONS = (
     "context_dependent",
     "no_user",
     "no_text",
+    "personal_context",
 )
 
 _CACHE_USER: ContextVar[tuple[str, int] | None] = ContextVar("langchain_session_rag_cache_user", default=None)

@@ -246,25 +246,34 @@ _VOLATILE = re.compile(
     r"\b(today|tonight|tomorrow|yesterday|now|right now|nowadays|currently|current|latest|newest|recent|recently|"
     r"this (?:morning|afternoon|evening|week|weekend|month|quarter|year|season)|"
     r"next (?:week|month|year|game|match|train|bus|flight|release|election)|"
-    r"last (?:night|week|month|year|game|match)|at the moment|these days|so far|yet|live|up to date|"
-    r"weather|forecast|temperature outside|rain(?:ing)?|snow(?:ing)?|"
+    r"last (?:night|week|month|year|game|match)|at the moment|these days|so far|yet|live (?:score|scores|stream)|"
+    r"up to date|weather|forecast|temperature outside|(?:will|going to) (?:rain|snow)|is it (?:raining|snowing)|"
     r"price|prices|priced|cost of|how much (?:is|are|does|do) .{0,40}(?:cost|worth|trade|sell)|worth|"
     r"(?:exchange|interest|conversion|tax|inflation|mortgage|unemployment|crime) rates?|fx|forex|ticker|"
-    r"stock|stocks|share price|market cap|valuation|bitcoin|btc|ethereum|crypto|inflation|"
-    r"news|headlines?|trending|score|scores|standings?|leaderboard|odds|poll|polls|"
-    r"election|schedule|schedules|timetable|opening hours|open (?:now|today)|hours today|departures?|"
+    r"stock price|stock market|stocks|share price|market cap|valuation|bitcoin|btc|ethereum|crypto|inflation|"
+    r"news|headlines?|trending|score of|(?:game|match|final) score|scores|standings?|leaderboard|odds|polls?|"
+    r"election|(?:train|bus|flight|game|match|tv) schedules?|timetable|opening hours|open (?:now|today)|"
+    r"hours today|departures?|minimum wage|top of the|trading at|how many (?:covid|flu) cases|stamp|"
     r"arrivals?|delayed|traffic|outage|uptime|in stock|release date|what time is it|deadline|countdown|"
     r"how long until|population of|who is the (?:ceo|president|prime minister|leader|champion|chair|pope|king|"
-    r"queen|chancellor|mayor|governor|owner|coach|manager|head)|who (?:won|leads|is leading)|"
+    r"queen|chancellor|mayor|governor|owner|coach|manager|head)|who is the (?:us|current) |"
+    r"who (?:leads|is leading)|who won (?:the )?(?:game|match|race|election|final|league|cup|series)\b|"
     r"what (?:day|date|time|year|month|week) is (?:it|today)|how (?:many|much) (?:days|weeks|hours|time) "
     r"(?:until|till|left|before)|days until|how old is|(?:did|will) .{1,40} win|is .{1,40} (?:down|offline|up "
     r"right now|open right now)|temperature (?:in|at|outside)|per (?:ounce|barrel|gram|troy ounce)|"
     r"(?:dollar|dollars|euro|euros|pound|pounds|yen|franc|francs|rupee|rupees|peso|pesos|yuan|bitcoin|bitcoins|"
     r"usd|eur|gbp|jpy|chf|btc)s? (?:to|in|into|is|are|against|vs) (?:a |an |one )?(?:dollar|dollars|euro|euros|"
     r"pound|pounds|yen|franc|francs|rupee|rupees|peso|pesos|yuan|bitcoin|usd|eur|gbp|jpy|chf|btc)|"
-    r"(?:account|bank|card) balance|my balance|my (?:package|parcel|order|delivery|shipment|appointment|"
-    r"appointments|calendar|agenda|schedule|meeting|meetings|flight|reservation|booking|inbox|notifications|"
-    r"tasks|to-?do)|next (?:appointment|meeting|holiday|payday|bus|train|flight))\b",
+    r"(?:account|bank|card) balance|my balance|(?:where|when|what) (?:is|are|was) my (?:package|parcel|order|"
+    r"delivery|shipment|appointment|appointments|meeting|meetings|flight|reservation|booking)|"
+    r"(?:what's|what is) (?:on|in) my (?:calendar|agenda|schedule|inbox)|my (?:notifications|tasks|to-?do)|"
+    r"next (?:appointment|meeting|holiday|payday|bus|train|flight))\b",
+    re.IGNORECASE,
+)
+# Questions that mention time words but whose answers do not change with time.
+_TIMELESS = re.compile(
+    r"\b(?:in|with|using) (?:python|javascript|js|typescript|java|c#|go|rust|ruby|php|sql|bash|excel|pandas|"
+    r"numpy|react|node|kotlin|swift)\b|\b(?:battle|war|treaty|siege|revolution) of\b",
     re.IGNORECASE,
 )
 # Polite frames around a question, which change neither its topic nor its persons.
@@ -592,6 +601,8 @@ def is_volatile(question: str) -> bool:
 
     "today", "latest", prices, rates, scores, weather, schedules, a currency pair such as "USD to EUR", ...
     """
+    if _TIMELESS.search(question):  # time words in questions that do not change: dates in code, history
+        return False
     if _VOLATILE.search(question):
         return True
     codes = {w.lower() for w in re.findall(r"\b[A-Za-z]{3}\b", question) if w.lower() in _CURRENCIES}

@@ -193,6 +193,7 @@ class SessionWriter:
                 token_count=int(meta["token_count"]),
                 model_id=self.model_id,
                 part=segment_part(segment),
+                stored_epoch=float(meta["stored_epoch"]) if "stored_epoch" in meta else None,
                 skipped_blocks=int(meta.get("skipped_blocks", 0)),
                 extra={k: v for k, v in meta.items() if k not in RESERVED_KEYS},
                 vector=segment.vector,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -123,5 +124,6 @@ def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> 
                 raise _fail(path, lineno, f"a {len(vector)}-dimensional vector among {dimension}-dimensional ones")
             dimension = len(vector)
         meta["embedding_model"] = model_id
+        meta["stored_epoch"] = time.time()  # stored now, whatever the conversation's own time
         records.append(Record(id=item["id"], text=item["text"], metadata=meta, embedding=vector))
     return records

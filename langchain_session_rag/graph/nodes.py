@@ -19,7 +19,10 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableWithFallbacks
+from langchain_core.runnables.base import RunnableBindingBase
+from langchain_core.runnables.configurable import DynamicRunnable
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
@@ -64,6 +67,30 @@ def _window(state: SessionRAGState) -> list[AnyMessage]:
     return list(state["messages"][:-1])
 
 
+RELEVANT_SIMILARITY = 0.35
+"""A memory this similar to the question bears on it (all-MiniLM-L6-v2: unrelated texts score about 0-0.2)."""
+_RUN_KEYS_IGNORED = ("thread_id", "checkpoint_id", "checkpoint_ns", "user_id", "session_id")
+
+
+def _miss(decision: CacheDecision, reason: str, detail: str) -> CacheDecision:
+    return CacheDecision(hit=False, reason=reason, similarity=decision.similarity,
+                         matched_question=decision.matched_question, detail=detail)  # fmt: skip
+
+
+def _run_configurable() -> dict[str, Any]:
+    """The run's configurable values that may select a model or a prompt (``configurable_alternatives``)."""
+    try:
+        configurable = get_config().get("configurable", {})
+    except RuntimeError:  # not inside a graph run
+        return {}
+    plain = (str, int, float, bool)
+    return {
+        k: v
+        for k, v in sorted(configurable.items())
+        if not k.startswith("__") and k not in _RUN_KEYS_IGNORED and isinstance(v, plain)
+    }
+
+
 def model_key(model: Any) -> str:
     """A chat model's class and its settings, for cache keys.
 
@@ -72,9 +99,15 @@ def model_key(model: Any) -> str:
     are read without serialising the model (an iterator field is never consumed); values that are not JSON
     (clients, callbacks) are left out.
     """
-    if isinstance(model, RunnableBinding):
+    if isinstance(model, RunnableBindingBase):
         bound = json.dumps(model.kwargs, sort_keys=True, default=_describe)
         return f"{model_key(model.bound)}|bound:{bound}"
+    if isinstance(model, RunnableWithFallbacks):
+        return f"fallbacks({model_key(model.runnable)};{';'.join(model_key(f) for f in model.fallbacks)})"
+    if isinstance(model, DynamicRunnable):  # configurable_fields / configurable_alternatives: see the run's key
+        return (
+            f"dynamic({model_key(model.default)};{type(model).__name__};{model.model_dump_json(exclude={'default'})})"
+        )
     settings = {}
     for name, value in sorted(vars(model).items()):
         if name.startswith("_") or isinstance(value, Iterator):
@@ -183,7 +216,7 @@ class SessionRAGNodes:
             out["messages"] = [AIMessage(decision.answer or "", response_metadata={"cache_hit": True})]
         return out
 
-    def _cache_key(self, state: SessionRAGState) -> str:
+    def _cache_key(self, state: SessionRAGState, documents: Sequence[Document] | None = None) -> str:
         """The exact part of the cache key: the model configuration and a digest of the rest of the prompt.
 
         That is every part known before retrieval: instructions, summary, earlier turns of the window.
@@ -195,6 +228,11 @@ class SessionRAGNodes:
             "instructions": budget.memory_instructions,
             "summary": state.get("summary") or "",
             "history": [[m.type, m.text] for m in state["messages"][: _last_human_index(state["messages"])]],
+            "documents": [
+                [d.id or "", str(d.metadata.get("source", "")), d.page_content]
+                for d in (state.get("documents", []) if documents is None else documents)
+            ],
+            "configurable": _run_configurable(),
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
@@ -206,48 +244,69 @@ class SessionRAGNodes:
             isinstance(content, str) or all(isinstance(b, dict) and b.get("type") == "text" for b in content)
         )
 
-    def _newer_knowledge(self, decision: CacheDecision, memories: list[Document]) -> CacheDecision:
-        """A hit whose answer predates a memory retrieved for the question now is stale: new knowledge arrived.
+    def _judge_hit(
+        self, decision: CacheDecision, memories: list[Document], *, question: str, shared: bool
+    ) -> CacheDecision:
+        """Check a hit against the user's memories retrieved for the question now.
 
-        Exchanges that hold the cached answer itself (earlier asks of the same question) do not count.
+        Per user: a relevant memory stored after the answer was cached is new knowledge, so the hit is stale
+        (exchanges holding the same question and the cached answer, earlier asks, do not count). Shared: a
+        relevant memory of this user means the impersonal answer may not fit this user, so it is not served.
         """
+        relevant = [d for d in memories if float(d.metadata.get("similarity", 1.0)) >= RELEVANT_SIMILARITY]
+        if shared:
+            if relevant:
+                return _miss(decision, "personal_context", "this user has relevant memories")
+            return decision
         created = decision.created_at or 0.0
-        for doc in memories:
-            newer = float(doc.metadata.get("timestamp_epoch", 0.0)) > created + 1.0
-            if newer and (decision.answer or "") not in doc.page_content:
-                return CacheDecision(hit=False, reason="stale_version", similarity=decision.similarity,
-                                     matched_question=decision.matched_question, detail="newer memories")  # fmt: skip
+        asked, answer = question.strip().lower(), (decision.answer or "").strip().lower()
+        for doc in relevant:
+            stored = float(doc.metadata.get("stored_epoch", doc.metadata.get("timestamp_epoch", 0.0)))
+            text = doc.page_content.lower()
+            earlier_ask = bool(answer) and asked in text and answer in text
+            if stored > created and not earlier_ask:
+                return _miss(decision, "stale_version", "newer memories")
         return decision
+
+    def _fetch_documents(self, state: SessionRAGState) -> list[Document]:
+        return [] if self.documents is None else self.documents.invoke(_question(state).text)
+
+    async def _afetch_documents(self, state: SessionRAGState) -> list[Document]:
+        return [] if self.documents is None else await self.documents.ainvoke(_question(state).text)
 
     def cache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Answer from the user's semantic cache when it has really seen the question.
 
-        A per-user hit also needs that no memory newer than the answer is retrieved for the question now.
+        The reference documents are retrieved first (they are part of the key); a hit is then checked against
+        the user's memories (:meth:`_judge_hit`).
         """
         if self.cache is None or not self._cacheable(state):
             return {}
-        cache = self.cache.for_user(runtime.context["user_id"])
+        documents = self._fetch_documents(state)
+        cache, question = self.cache.for_user(runtime.context["user_id"]), _question(state).text
         decision = cache.decide(
-            _question(state).text, history=self._history_before_question(state), llm_string=self._cache_key(state)
+            question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
-        if decision.hit and not cache.shared:
+        if decision.hit:
             memory = self.memory.for_user(runtime.context["user_id"])
-            decision = self._newer_knowledge(decision, memory.invoke(_question(state).text, **self._options(memory)))
-        return self._cache_result(decision)
+            memories = memory.invoke(question, **self._options(memory))
+            decision = self._judge_hit(decision, memories, question=question, shared=cache.shared)
+        return {**self._cache_result(decision), "documents": documents}
 
     async def acache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`cache_lookup`."""
         if self.cache is None or not self._cacheable(state):
             return {}
-        cache = self.cache.for_user(runtime.context["user_id"])
+        documents = await self._afetch_documents(state)
+        cache, question = self.cache.for_user(runtime.context["user_id"]), _question(state).text
         decision = await cache.adecide(
-            _question(state).text, history=self._history_before_question(state), llm_string=self._cache_key(state)
+            question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
-        if decision.hit and not cache.shared:
+        if decision.hit:
             memory = self.memory.for_user(runtime.context["user_id"])
-            memories = await memory.ainvoke(_question(state).text, **self._options(memory))
-            decision = self._newer_knowledge(decision, memories)
-        return self._cache_result(decision)
+            memories = await memory.ainvoke(question, **self._options(memory))
+            decision = self._judge_hit(decision, memories, question=question, shared=cache.shared)
+        return {**self._cache_result(decision), "documents": documents}
 
     # -- retrieval -----------------------------------------------------------------------------
     def _not_in_window(self, state: SessionRAGState, docs: list[Document]) -> list[Document]:
@@ -271,16 +330,16 @@ class SessionRAGNodes:
         return {"memories": self._not_in_window(state, docs)}
 
     def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
-        """Reference documents from the configured retriever (none when there is none)."""
-        if self.documents is None:
-            return {"documents": []}
-        return {"documents": self.documents.invoke(_question(state).text)}
+        """Reference documents from the configured retriever (reused when the cache lookup fetched them)."""
+        if state.get("documents"):
+            return {}
+        return {"documents": self._fetch_documents(state)}
 
     async def aretrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
         """Async :meth:`retrieve_documents`."""
-        if self.documents is None:
-            return {"documents": []}
-        return {"documents": await self.documents.ainvoke(_question(state).text)}
+        if state.get("documents"):
+            return {}
+        return {"documents": await self._afetch_documents(state)}
 
     # -- prompt and model ----------------------------------------------------------------------
     def build_prompt(self, state: SessionRAGState) -> dict[str, Any]:

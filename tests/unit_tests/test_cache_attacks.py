@@ -443,3 +443,24 @@ def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> No
     assert cache.update("", "x") is False
     assert cache.update("?!", "x") is False
     assert cache.decide("").reason == "no_text"
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Where do penguins live?", "How do I make chicken stock?", "How do I get today's date in Python?",
+     "How do I get the current date in JavaScript?", "Who won the Battle of Hastings?", "Why does it rain?",
+     "How do I schedule a cron job?", "What is a credit score?", "How do I cancel my order on Amazon?",
+     "How do I share my calendar in Google?"],
+)  # fmt: skip
+def test_evergreen_questions_with_time_words_are_cached(make_cache: Factory, question: str) -> None:
+    assert make_cache("alice").update(question, "answer") is True
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Who is the US president?", "How much is a first class stamp?", "What is the minimum wage in California?",
+     "Which team is top of the Premier League?", "What's Apple trading at?", "Is it going to rain in Paris?",
+     "What is the score of the Lakers game?"],
+)  # fmt: skip
+def test_the_reviews_time_sensitive_questions_are_not_stored(make_cache: Factory, question: str) -> None:
+    assert make_cache("alice").update(question, "stale") is False

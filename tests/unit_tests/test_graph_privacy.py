@@ -219,3 +219,82 @@ def test_a_bad_session_id_fails_before_the_model(memory: SessionVectorMemory, ba
     with pytest.raises(InvalidRequestError, match="session_id"):
         graph.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "alice", "session_id": bad})
     assert model.calls == 0
+
+
+def test_a_short_cached_answer_inside_a_new_fact_still_goes_stale(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    model = CountingModel(responses=["No"])
+    graph = create_session_rag_graph(model, memory, cache=cache, background_writes=False).compile()
+    question = {"messages": [HumanMessage("Am I allergic to penicillin?")]}
+    graph.invoke(question, context=ctx("alice", "s1"))
+    assert graph.invoke(question, context=ctx("alice", "s2"))["cache"]["hit"] is True
+    graph.invoke({"messages": [HumanMessage("I was just diagnosed: I am allergic to penicillin.")]},
+                 context=ctx("alice", "s3"))  # fmt: skip
+    assert graph.invoke(question, context=ctx("alice", "s4"))["cache"]["reason"] == "stale_version"
+
+
+def test_an_imported_old_memory_makes_a_cached_answer_stale(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    import json
+
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    graph = create_session_rag_graph(CountingModel(responses=["teal"]), memory, cache=cache).compile()
+    question = {"messages": [HumanMessage("What is my favourite colour?")]}
+    graph.invoke(question, context=ctx("alice", "s1"))
+    other = memory.for_user("carol")
+    other.add_messages([{"role": "user", "content": "My favourite colour is now red.",
+                         "timestamp": "2026-03-01T00:00:00"}], session_id="old")  # fmt: skip
+    export = tmp_path / "old.jsonl"
+    other.export_jsonl(export)
+    lines = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
+    export.write_text("\n".join(json.dumps({**line, "id": "imported-1"}) for line in lines) + "\n", encoding="utf-8")
+    memory.for_user("alice").import_jsonl(export)
+    assert graph.invoke(question, context=ctx("alice", "s2"))["cache"]["reason"] == "stale_version"
+
+
+def test_changed_documents_are_another_key(tmp_path: Path, memory: SessionVectorMemory) -> None:
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+
+    class Policy(BaseRetriever):
+        text: str = "The refund window is 30 days."
+
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            return [Document(self.text, metadata={"source": "policy.md"})]
+
+    policy = Policy()
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="anyone", embeddings=memory.embeddings)
+    graph = create_session_rag_graph(CountingModel(responses=["answer"]), memory, documents=policy, cache=cache)
+    app = graph.compile()
+    question = {"messages": [HumanMessage("How long is the refund window?")]}
+    app.invoke(question, context=ctx("alice", "s1"))
+    assert app.invoke(question, context=ctx("alice", "s2"))["cache"]["hit"] is True
+    policy.text = "The refund window is 14 days."
+    after = app.invoke(question, context=ctx("alice", "s3"))
+    assert after["cache"]["hit"] is False
+    assert after["documents"][0].page_content == "The refund window is 14 days."
+
+
+def test_a_shared_answer_is_not_served_to_a_user_whose_memories_bear_on_it(
+    tmp_path: Path, memory: SessionVectorMemory
+) -> None:
+    memory.for_user("alice").add_messages([{"role": "user", "content": "My favourite colour is teal."},
+                                           {"role": "assistant", "content": "Noted: teal."}], session_id="old")  # fmt: skip
+    shared = SemanticCache.local(path=tmp_path / "c", user_id="anyone", shared=True, embeddings=memory.embeddings)
+    model = CountingModel(responses=["I don't know your favourite colour."])
+    graph = create_session_rag_graph(model, memory, cache=shared).compile()
+    question = {"messages": [HumanMessage("What is my favourite colour?")]}
+    graph.invoke(question, context=ctx("newcomer"))
+    assert graph.invoke(question, context=ctx("another"))["cache"]["hit"] is True
+    alice = graph.invoke(question, context=ctx("alice"))
+    assert alice["cache"]["reason"] == "personal_context"
+
+
+def test_wrapped_models_have_their_own_keys() -> None:
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from langchain_session_rag.graph.nodes import model_key
+
+    mini, large = FakeListChatModel(responses=["mini"]), FakeListChatModel(responses=["large"])
+    assert model_key(mini.with_fallbacks([large])) != model_key(large.with_fallbacks([mini]))
+    assert model_key(mini.with_retry()) != model_key(large.with_retry())
+    assert model_key(mini.bind(stop=["x"])) != model_key(mini)
