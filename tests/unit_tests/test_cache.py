@@ -190,28 +190,29 @@ def test_llm_cache_keys_chat_prompts_on_the_last_user_message(make_cache: Factor
 # test_cache_attacks.py.)
 
 
+def bound_llm_cache(tmp_path: Path, *, shared: bool = False) -> Iterator[BaseCache]:
+    """A SemanticLLMCache bound to alice (or a shared one), cleared afterwards."""
+    store = SemanticCache.local(path=tmp_path, user_id="anyone", shared=shared, embeddings=get_default_embeddings())
+    yield SemanticLLMCache(store) if shared else SemanticLLMCache(store).for_user("alice")
+    (store if shared else store.for_user("alice")).clear()
+
+
 class TestSemanticLLMCacheSync(SyncCacheTestSuite):
     @pytest.fixture
     def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
-        store = SemanticCache.local(path=tmp_path, user_id="anyone", embeddings=get_default_embeddings())
-        yield SemanticLLMCache(store).for_user("alice")
-        store.for_user("alice").clear()
+        yield from bound_llm_cache(tmp_path)
 
 
 class TestSemanticLLMCacheAsync(AsyncCacheTestSuite):
     @pytest.fixture
     def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
-        store = SemanticCache.local(path=tmp_path, user_id="anyone", embeddings=get_default_embeddings())
-        yield SemanticLLMCache(store).for_user("alice")
-        store.for_user("alice").clear()
+        yield from bound_llm_cache(tmp_path)
 
 
 class TestSharedSemanticLLMCacheSync(SyncCacheTestSuite):
     @pytest.fixture
     def cache(self, tmp_path: Path) -> Iterator[BaseCache]:
-        store = SemanticCache.local(path=tmp_path, user_id="anyone", shared=True, embeddings=get_default_embeddings())
-        yield SemanticLLMCache(store)
-        store.clear()
+        yield from bound_llm_cache(tmp_path, shared=True)
 
 
 def test_an_answer_stops_hitting_when_its_sources_change(make_cache: Factory) -> None:
