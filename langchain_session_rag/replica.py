@@ -175,7 +175,9 @@ class UserReplica:
             listing = lambda: [r.id for r in loaded]  # noqa: E731 - the read just made
         current = (set(listing()) | adding) - deleting
         with self.lock:
-            self.drop([doc_id for doc_id in self._texts if doc_id not in current])
+            # A write that began after the pending marks were read is not in the listing yet: keep it.
+            keep = current | set(self._pending_add)
+            self.drop([doc_id for doc_id in self._texts if doc_id not in keep])
             missing = sorted(current - self._texts.keys())
         for start in range(0, len(missing), FETCH_BATCH):
             fetched = fetch(missing[start : start + FETCH_BATCH])
