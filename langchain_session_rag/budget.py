@@ -61,6 +61,7 @@ _ANGLES = str.maketrans(
 """Angle brackets and their look-alikes (a tag cannot be written with them); guillemets become plain quotes."""
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
 _FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800\u17b4\u17b5\u180b\u180c\u180d\u180f")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
 _KEEP = frozenset("\n\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 _MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)\]|\[D: [^\[\]]{1,120}\]")
 _MAX_MARKER = 120
@@ -151,6 +152,8 @@ def _visible(text: str) -> str:
     Dropped: control, format (bidi, tag, zero-width), private-use and unassigned characters, variation
     selectors, and invisible fillers.
     """
+    if text.isascii():  # the common case, in C: only ASCII control characters can be invisible
+        return _ASCII_CONTROL.sub("", text)
     return "".join(
         ch
         for ch in text
