@@ -65,6 +65,8 @@ SHARED_SCOPE = "shared"
 USER_SCOPE_PREFIX = "user:"
 RECENT_VECTORS = 256
 """Question vectors kept from lookups for the update that follows a miss (same text, same model)."""
+USER_VIEWS = 256
+"""Per-user views a SemanticLLMCache keeps (least recently used first out; a view is cheap to rebuild)."""
 WORD_VECTORS = 4096
 """Word vectors kept for the word-alignment guard."""
 MISS_REASONS = (
@@ -80,8 +82,8 @@ MISS_REASONS = (
     "personal_context",
 )
 
-_CACHE_USER: ContextVar[tuple[str, int] | None] = ContextVar("langchain_session_rag_cache_user", default=None)
-"""The scoped user (and the thread that entered the scope)."""
+_CACHE_USER: ContextVar[str | None] = ContextVar("langchain_session_rag_cache_user", default=None)
+"""The scoped user: a run's user must agree with it."""
 _CACHE_PRIVATE: ContextVar[bool] = ContextVar("langchain_session_rag_cache_private", default=False)
 _RUN_METADATA: ContextVar[dict[str, Any] | None] = ContextVar("langchain_session_rag_run_metadata", default=None)
 
@@ -173,7 +175,7 @@ def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
             with cache_scope("alice", private=True):
                 model.invoke("Hello", config={"metadata": {"user_id": "alice"}})
     """
-    token = _CACHE_USER.set((_check_user_id(user_id), threading.get_ident()))
+    token = _CACHE_USER.set(_check_user_id(user_id))
     private_token = _CACHE_PRIVATE.set(private)
     try:
         yield
@@ -194,9 +196,8 @@ def current_cache_user(config_key: str = "user_id") -> str | None:
     run = (_RUN_METADATA.get() or {}).get(config_key)
     if not isinstance(run, str) or not run.strip():
         return None
-    scope = _CACHE_USER.get()
     configured = ensure_config().get("configurable", {}).get(config_key)
-    for other in (scope[0] if scope is not None else None, configured):
+    for other in (_CACHE_USER.get(), configured):
         if other is not None and str(other) != run:
             return None
     return run
@@ -748,9 +749,7 @@ class SemanticLLMCache(BaseCache):
         if self._user is None:
             return current_cache_user(self.config_key)
         run = (_RUN_METADATA.get() or {}).get(self.config_key)
-        scope = _CACHE_USER.get()
-        others = [run, scope[0] if scope is not None else None]
-        return None if any(o is not None and o != self._user for o in others) else self._user
+        return None if any(o is not None and o != self._user for o in (run, _CACHE_USER.get())) else self._user
 
     def _view(self) -> SemanticCache | None:
         """The cache of the current request's user, or ``None`` (fail closed) when there is no user."""
@@ -773,7 +772,7 @@ class SemanticLLMCache(BaseCache):
             if view is None:
                 view = self._views[user] = self.cache.for_user(user)
             self._views.move_to_end(user)
-            while len(self._views) > RECENT_VECTORS:
+            while len(self._views) > USER_VIEWS:
                 self._views.popitem(last=False)
         return view
 

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 
 from langchain_session_rag.lexical import stem
 
 __all__ = [
     "GuardResult",
-    "canonical",
     "content_words",
     "guard_mismatch",
     "is_context_dependent",
@@ -335,15 +334,6 @@ def content_words(question: str) -> list[str]:
     return [stem(w) for w in _content(question)]
 
 
-def canonical(question: str) -> str:
-    """The topic words of a question, stemmed, in order, with negations kept.
-
-    "How can I reset my password?" and "What's the way to reset the password?" both give ``"reset password"``.
-    """
-    words = _joined(_words(question))
-    return " ".join(stem(w) for w in words if (w not in _FILLER and w not in _PERSONS) or w in _NEGATIONS)
-
-
 def _numbers(question: str) -> set[str]:
     found = {n.replace(",", "") for n in re.findall(r"\d+(?:[.,]\d+)*", question)}
     return found | {w for w in _words(question) if w in _NUMBER_WORDS}
@@ -544,7 +534,9 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
         for j in range(i + 1, len(seq_a)):
             y = seq_a[j][0]
             swapped = x in pos_b and y in pos_b and pos_b[x] > pos_b[y] and x != y
-            if swapped and (strict or _pivot(seq_a, i, j, pos_b) or _pivot_b(seq_b, pos_b[y], pos_b[x], seq_a)):
+            if swapped and (
+                strict or _pivot(seq_a, i, j, pos_b) or _pivot(seq_b, pos_b[y], pos_b[x], {w for w, _ in seq_a})
+            ):
                 return f"{x!r} and {y!r} in another order"
     # Same words in the same order, but the direction words differ: "migrate from X" vs "migrate to X".
     marks_a, marks_b = _direction_marks(wa), _direction_marks(wb)
@@ -553,16 +545,10 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
     return ""
 
 
-def _pivot(seq_a: list[tuple[str, bool]], i: int, j: int, pos_b: dict[str, int]) -> bool:
-    """Between positions ``i`` and ``j`` of ``seq_a``: a marker, or a word the other question also has."""
-    between = seq_a[i + 1 : j + 1]
-    return any(marked for _, marked in between) or any(word in pos_b for word, _ in between[:-1])
-
-
-def _pivot_b(seq_b: list[tuple[str, bool]], lo: int, hi: int, seq_a: list[tuple[str, bool]]) -> bool:
-    words_a = {w for w, _ in seq_a}
-    between = seq_b[lo + 1 : hi + 1]
-    return any(marked for _, marked in between) or any(word in words_a for word, _ in between[:-1])
+def _pivot(seq: list[tuple[str, bool]], lo: int, hi: int, other: Container[str]) -> bool:
+    """Between positions ``lo`` and ``hi`` of ``seq``: a marker, or a word that ``other`` also holds."""
+    between = seq[lo + 1 : hi + 1]
+    return any(marked for _, marked in between) or any(word in other for word, _ in between[:-1])
 
 
 def _ordered(words: list[str]) -> list[tuple[str, bool]]:

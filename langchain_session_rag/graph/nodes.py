@@ -219,7 +219,8 @@ class SessionRAGNodes:
     def _cache_key(self, state: SessionRAGState, documents: Sequence[Document] | None = None) -> str:
         """The exact part of the cache key: the model configuration and a digest of the rest of the prompt.
 
-        That is every part known before retrieval: instructions, summary, earlier turns of the window.
+        That is the instructions, summary, earlier turns of the window, the reference documents and the run's
+        configurable values; the user's memories are checked separately on a hit (:meth:`_judge_hit`).
         """
         budget = self._budget
         parts = {
