@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_embeddings import CachedEmbeddings
 
 from langchain_session_rag import SemanticCache, get_default_embeddings
-from langchain_session_rag.guards import guard_mismatch, is_volatile, normalise_question
-from langchain_session_rag.ranking import cosine
+from langchain_session_rag.cache.guards import guard_mismatch, is_volatile, normalise_question
+from langchain_session_rag.models.similarity import cosine
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"

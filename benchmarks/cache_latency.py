@@ -20,7 +20,7 @@ from langchain_core.messages import HumanMessage
 
 from langchain_session_rag import SemanticCache, SessionVectorMemory, get_default_embeddings
 from langchain_session_rag.graph import create_session_rag_graph
-from langchain_session_rag.local_llm import LocalChatModel, default_chat_model
+from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
 
 RESULTS = Path(__file__).parent / "results"
 QUESTIONS = [

@@ -28,7 +28,7 @@ from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag import SessionVectorMemory, get_default_embeddings
-from langchain_session_rag.stores import open_chroma_client
+from langchain_session_rag.stores.adapter import open_chroma_client
 
 RESULTS = Path(__file__).parent / "results"
 THRESHOLD = 0.7

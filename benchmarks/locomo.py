@@ -33,8 +33,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag import ExchangeChunker, SessionVectorMemory, TopicSegmenter, get_default_embeddings
-from langchain_session_rag.conversation import Chunk, Turn
-from langchain_session_rag.tokens import tiktoken_counter
+from langchain_session_rag.chunking.exchanges import Chunk
+from langchain_session_rag.chunking.messages import Turn
+from langchain_session_rag.models.tokens import tiktoken_counter
 
 RESULTS = Path(__file__).parent / "results"
 KS = (1, 5, 10, 25)

@@ -39,7 +39,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from langchain_session_rag import ExchangeChunker, SessionVectorMemory, get_default_embeddings
-from langchain_session_rag.stores import open_chroma_client
+from langchain_session_rag.stores.adapter import open_chroma_client
 
 RESULTS = Path(__file__).parent / "results"
 USERS = 100

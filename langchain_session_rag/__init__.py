@@ -1,39 +1,48 @@
 """Long-term conversational memory for LangChain and LangGraph: past sessions as a RAG corpus."""
 
-from langchain_session_rag.budget import AssembledPrompt, BudgetReport, TokenBudget
-from langchain_session_rag.cache import (
-    CacheDecision,
-    CacheStats,
-    SemanticCache,
-    SemanticLLMCache,
-    cache_scope,
-    current_cache_user,
-)
-from langchain_session_rag.conversation import ExchangeChunker
-from langchain_session_rag.embeddings import LocalEmbeddings, get_default_embeddings
-from langchain_session_rag.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
-from langchain_session_rag.memory import Consolidation, SessionVectorMemory
-from langchain_session_rag.segmentation import SimilarityProfile, TopicSegmenter
+from langchain_session_rag.cache.decision import CacheDecision, CacheStats
+from langchain_session_rag.cache.llm_cache import SemanticLLMCache
+from langchain_session_rag.cache.scope import cache_scope, current_cache_user
+from langchain_session_rag.cache.semantic import SemanticCache
+from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
+from langchain_session_rag.chunking.messages import Turn, normalize_messages
+from langchain_session_rag.chunking.segmenter import SimilarityProfile, TopicSegmenter
+from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.memory.retriever import Consolidation, SessionVectorMemory
+from langchain_session_rag.models.embeddings import LocalEmbeddings, get_default_embeddings
+from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
+from langchain_session_rag.models.tokens import tiktoken_counter
+from langchain_session_rag.prompt.budget import TokenBudget
+from langchain_session_rag.prompt.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
+from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, SectionReport
 
 __all__ = [
     "AssembledPrompt",
     "BudgetReport",
     "CacheDecision",
     "CacheStats",
+    "Chunk",
     "Consolidation",
     "ExchangeChunker",
     "HistoryWindow",
+    "LocalChatModel",
     "LocalEmbeddings",
+    "SectionReport",
     "SemanticCache",
     "SemanticLLMCache",
+    "SessionRAGError",
     "SessionVectorMemory",
     "SimilarityProfile",
     "SummaryBuffer",
     "TokenBudget",
     "TopicSegmenter",
+    "Turn",
     "cache_scope",
     "current_cache_user",
+    "default_chat_model",
     "get_default_embeddings",
     "last_turns",
+    "normalize_messages",
+    "tiktoken_counter",
     "trim_turns",
 ]

@@ -43,7 +43,7 @@ def run_demo(
     with_llm: bool = True,
 ) -> None:
     """Ingest the sample conversations into an embedded store at ``path`` and query them."""
-    from langchain_session_rag.memory import SessionVectorMemory  # noqa: PLC0415
+    from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
 
     sample = load_sample()
     started = time.perf_counter()
@@ -86,10 +86,10 @@ def _graph_turn(memory: Any, question: str) -> None:
     """One turn of the LangGraph graph with a real model: Ollama when it answers, else SmolLM2 in process."""
     from langchain_core.messages import HumanMessage  # noqa: PLC0415
 
-    from langchain_session_rag.budget import TokenBudget  # noqa: PLC0415
     from langchain_session_rag.errors import MissingDependencyError  # noqa: PLC0415
     from langchain_session_rag.graph import create_session_rag_graph  # noqa: PLC0415
-    from langchain_session_rag.local_llm import default_chat_model  # noqa: PLC0415
+    from langchain_session_rag.models.local_llm import default_chat_model  # noqa: PLC0415
+    from langchain_session_rag.prompt.budget import TokenBudget  # noqa: PLC0415
 
     started = time.perf_counter()
     try:

@@ -1,8 +1,9 @@
 """Exception types raised by ``langchain-session-rag``.
 
 Every error says what was wrong, shows the offending value, and says what to do.
-They subclass the built-in ``ValueError`` / ``RuntimeError`` / ``ImportError`` so that
-code catching those keeps working.
+Every one derives from :class:`SessionRAGError`, and also from the built-in exception code would have caught
+before (``ValueError``, ``TypeError``, ``RuntimeError``, ``ImportError``, ``ConnectionError``), so that code keeps
+working. ``tests/unit_tests/test_error_family.py`` checks that no public path raises a bare built-in.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ __all__ = [
     "DuplicateMessageIdError",
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
+    "InvalidArgumentError",
     "InvalidMessageError",
     "InvalidMetadataError",
     "InvalidRequestError",
@@ -24,12 +26,20 @@ __all__ = [
     "StoreUnavailableError",
     "StoreWriteError",
     "UnknownOptionError",
+    "UnreadableFileError",
     "UnsupportedOperationError",
 ]
 
 
 class SessionRAGError(Exception):
     """Base class of every error raised by this package."""
+
+
+class InvalidArgumentError(SessionRAGError, ValueError, TypeError):
+    """An argument of the wrong type or out of its range (a negative ``k``, a ``user_id`` that is not text, ...).
+
+    It is both a ``ValueError`` and a ``TypeError``, so code catching either keeps working.
+    """
 
 
 class InvalidMessageError(SessionRAGError, ValueError):
@@ -98,6 +108,10 @@ class StoreUnavailableError(SessionRAGError, ConnectionError):
 
     Retryable: nothing was changed by the failed call; try again when the server is back.
     """
+
+
+class UnreadableFileError(SessionRAGError, OSError):
+    """A file given to the package cannot be read (missing, a folder, no permission); nothing was changed."""
 
 
 class InvalidStorePathError(SessionRAGError, ValueError):

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import get_runtime
 
-from langchain_session_rag.budget import TokenBudget
-from langchain_session_rag.cache import SemanticCache
+from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.graph.nodes import (
     AGENT,
     BUILD_PROMPT,
@@ -27,8 +28,9 @@ from langchain_session_rag.graph.nodes import (
     route_after_cache,
 )
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
-from langchain_session_rag.history import SummaryBuffer
-from langchain_session_rag.memory import Consolidation, SessionVectorMemory
+from langchain_session_rag.memory.retriever import Consolidation, SessionVectorMemory
+from langchain_session_rag.prompt.budget import TokenBudget
+from langchain_session_rag.prompt.history import SummaryBuffer
 
 __all__ = ["aend_session", "create_memory_agent_graph", "create_session_rag_graph", "end_session"]
 
@@ -38,9 +40,30 @@ summary model's). Their outputs hold no chat message either: the prompt is kept 
 ANSWER_NODES = frozenset({CACHE_LOOKUP, CALL_MODEL, AGENT})
 
 
-def _node(name: str, sync: Any, asyn: Any) -> RunnableCallable:
-    tags = None if name in ANSWER_NODES else list(INTERNAL_TAGS)
-    return RunnableCallable(sync, asyn, name=name, tags=tags)
+def _node(name: str, sync: Callable[..., Any], asyn: Callable[..., Any]) -> Runnable[Any, Any]:
+    """A graph node from a sync and an async body, with public APIs only (``RunnableLambda``, ``get_runtime``).
+
+    A body takes the state, plus ``runtime`` and ``config`` when its signature names them. Internal nodes are
+    tagged no-stream (see ``INTERNAL_TAGS``).
+    """
+    wants = set(inspect.signature(sync).parameters)
+
+    def extras(config: RunnableConfig) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if "runtime" in wants:
+            out["runtime"] = get_runtime(SessionContext)
+        if "config" in wants:
+            out["config"] = config
+        return out
+
+    def call(state: SessionRAGState, config: RunnableConfig) -> Any:
+        return sync(state, **extras(config))
+
+    async def acall(state: SessionRAGState, config: RunnableConfig) -> Any:
+        return await asyn(state, **extras(config))
+
+    node = RunnableLambda(call, afunc=acall, name=name)
+    return node if name in ANSWER_NODES else node.with_config(tags=list(INTERNAL_TAGS))
 
 
 def create_session_rag_graph(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -19,26 +19,26 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableWithFallbacks
-from langchain_core.runnables.base import RunnableBindingBase
-from langchain_core.runnables.configurable import DynamicRunnable
-from langgraph.config import get_config
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
-from langchain_session_rag.budget import TokenBudget
-from langchain_session_rag.cache import CacheDecision, SemanticCache, cache_scope, source_digest
+from langchain_session_rag.cache.decision import source_digest
+from langchain_session_rag.cache.scope import cache_scope
+from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
-from langchain_session_rag.history import SummaryBuffer, split_turns
-from langchain_session_rag.memory import SessionVectorMemory
+from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.prompt.budget import TokenBudget
+from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
 
 __all__ = [
     "AGENT",
     "BUILD_PROMPT",
     "CACHE_LOOKUP",
     "CALL_MODEL",
-    "CONSOLIDATE",
     "RETRIEVE_DOCUMENTS",
     "RETRIEVE_MEMORIES",
     "SUMMARISE_AND_STORE",
@@ -55,7 +55,6 @@ RETRIEVE_DOCUMENTS = "retrieve_documents"
 BUILD_PROMPT = "build_prompt"
 CALL_MODEL = "call_model"
 AGENT = "agent"
-CONSOLIDATE = "consolidate"
 SUMMARISE_AND_STORE = "summarise_and_store"
 
 
@@ -65,65 +64,6 @@ def _question(state: SessionRAGState) -> BaseMessage:
 
 def _window(state: SessionRAGState) -> list[AnyMessage]:
     return list(state["messages"][:-1])
-
-
-RELEVANT_SIMILARITY = 0.35
-"""A memory this similar to the question bears on it (all-MiniLM-L6-v2: unrelated texts score about 0-0.2)."""
-_RUN_KEYS_IGNORED = ("thread_id", "checkpoint_id", "checkpoint_ns", "user_id", "session_id")
-
-
-def _miss(decision: CacheDecision, reason: str, detail: str) -> CacheDecision:
-    return CacheDecision(hit=False, reason=reason, similarity=decision.similarity,
-                         matched_question=decision.matched_question, detail=detail)  # fmt: skip
-
-
-def _run_configurable() -> dict[str, Any]:
-    """The run's configurable values that may select a model or a prompt (``configurable_alternatives``)."""
-    try:
-        configurable = get_config().get("configurable", {})
-    except RuntimeError:  # not inside a graph run
-        return {}
-    plain = (str, int, float, bool)
-    return {
-        k: v
-        for k, v in sorted(configurable.items())
-        if not k.startswith("__") and k not in _RUN_KEYS_IGNORED and isinstance(v, plain)
-    }
-
-
-def model_key(model: Any) -> str:
-    """A chat model's class and its settings, for cache keys.
-
-    Another model name, temperature, base URL, stop list or output format is another key, and so are the
-    arguments bound with ``bind`` / ``bind_tools`` / ``with_structured_output`` (a ``RunnableBinding``). Fields
-    are read without serialising the model (an iterator field is never consumed); values that are not JSON
-    (clients, callbacks) are left out.
-    """
-    if isinstance(model, RunnableBindingBase):
-        bound = json.dumps(model.kwargs, sort_keys=True, default=_describe)
-        return f"{model_key(model.bound)}|bound:{bound}"
-    if isinstance(model, RunnableWithFallbacks):
-        return f"fallbacks({model_key(model.runnable)};{';'.join(model_key(f) for f in model.fallbacks)})"
-    if isinstance(model, DynamicRunnable):  # configurable_fields / configurable_alternatives: see the run's key
-        return (
-            f"dynamic({model_key(model.default)};{type(model).__name__};{model.model_dump_json(exclude={'default'})})"
-        )
-    settings = {}
-    for name, value in sorted(vars(model).items()):
-        if name.startswith("_") or isinstance(value, Iterator):
-            continue
-        try:
-            settings[name] = json.loads(json.dumps(value, sort_keys=True))
-        except (TypeError, ValueError):
-            continue
-    return f"{type(model).__module__}.{type(model).__qualname__}:{json.dumps(settings, sort_keys=True)}"
-
-
-def _describe(value: Any) -> str:
-    """A stable text for a bound argument that is not JSON (a tool, a schema class)."""
-    name = getattr(value, "name", None) or getattr(value, "__name__", None) or type(value).__name__
-    schema = getattr(value, "args", None)
-    return f"{name}:{json.dumps(schema, sort_keys=True, default=str) if schema is not None else ''}"
 
 
 def _prompt_messages(state: SessionRAGState) -> list[BaseMessage]:
@@ -170,8 +110,25 @@ class SessionRAGNodes:
             self.budget = TokenBudget(context_window=8192)
         if not self.llm_string and self.model is not None:
             self.llm_string = model_key(self.model)
-        if self.cache is not None and not self.cache.shared and self.cache.source_check is None:
-            self.cache = self.cache.model_copy(update={"source_check": self._memory_digest})
+
+    def _cache_for(self, user_id: str) -> SemanticCache:
+        """The caller's cache as seen by ``user_id``.
+
+        Its stats and lock are the caller's object's, so ``cache.stats`` counts the graph's traffic; a per-user
+        cache checks the memories behind its answers.
+        """
+        cache = self._configured_cache
+        update: dict[str, Any] = {"user_id": user_id}
+        if not cache.shared and cache.source_check is None:
+            update["source_check"] = self._memory_digest
+        return cache.model_copy(update=update)  # a shallow copy: shares the caller's stats object
+
+    @property
+    def _configured_cache(self) -> SemanticCache:
+        if self.cache is None:  # pragma: no cover - callers check first
+            msg = "no cache configured"
+            raise InvalidRequestError(msg)
+        return self.cache
 
     def _memory_digest(self, user_id: str, ids: list[str]) -> str:
         docs = self.memory.for_user(user_id).get_by_ids(ids)
@@ -179,10 +136,7 @@ class SessionRAGNodes:
 
     @property
     def _budget(self) -> TokenBudget:
-        if self.budget is None:  # pragma: no cover - set in __post_init__
-            msg = "no budget"
-            raise RuntimeError(msg)
-        return self.budget
+        return cast("TokenBudget", self.budget)  # set by the validator
 
     # -- validate ------------------------------------------------------------------------------
     def validate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -220,7 +174,7 @@ class SessionRAGNodes:
         """The exact part of the cache key: the model configuration and a digest of the rest of the prompt.
 
         That is the instructions, summary, earlier turns of the window, the reference documents and the run's
-        configurable values; the user's memories are checked separately on a hit (:meth:`_judge_hit`).
+        configurable values; the user's memories are checked separately on a hit (``cache_keys.judge_hit``).
         """
         budget = self._budget
         parts = {
@@ -233,7 +187,7 @@ class SessionRAGNodes:
                 [d.id or "", str(d.metadata.get("source", "")), d.page_content]
                 for d in (state.get("documents", []) if documents is None else documents)
             ],
-            "configurable": _run_configurable(),
+            "configurable": run_configurable(),
         }
         return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
@@ -245,30 +199,6 @@ class SessionRAGNodes:
             isinstance(content, str) or all(isinstance(b, dict) and b.get("type") == "text" for b in content)
         )
 
-    def _judge_hit(
-        self, decision: CacheDecision, memories: list[Document], *, question: str, shared: bool
-    ) -> CacheDecision:
-        """Check a hit against the user's memories retrieved for the question now.
-
-        Per user: a relevant memory stored after the answer was cached is new knowledge, so the hit is stale
-        (exchanges holding the same question and the cached answer, earlier asks, do not count). Shared: a
-        relevant memory of this user means the impersonal answer may not fit this user, so it is not served.
-        """
-        relevant = [d for d in memories if float(d.metadata.get("similarity", 1.0)) >= RELEVANT_SIMILARITY]
-        if shared:
-            if relevant:
-                return _miss(decision, "personal_context", "this user has relevant memories")
-            return decision
-        created = decision.created_at or 0.0
-        asked, answer = question.strip().lower(), (decision.answer or "").strip().lower()
-        for doc in relevant:
-            stored = float(doc.metadata.get("stored_epoch", doc.metadata.get("timestamp_epoch", 0.0)))
-            text = doc.page_content.lower()
-            earlier_ask = bool(answer) and asked in text and answer in text
-            if stored > created and not earlier_ask:
-                return _miss(decision, "stale_version", "newer memories")
-        return decision
-
     def _fetch_documents(self, state: SessionRAGState) -> list[Document]:
         return [] if self.documents is None else self.documents.invoke(_question(state).text)
 
@@ -279,19 +209,19 @@ class SessionRAGNodes:
         """Answer from the user's semantic cache when it has really seen the question.
 
         The reference documents are retrieved first (they are part of the key); a hit is then checked against
-        the user's memories (:meth:`_judge_hit`).
+        the user's memories (``cache_keys.judge_hit``).
         """
         if self.cache is None or not self._cacheable(state):
             return {}
         documents = self._fetch_documents(state)
-        cache, question = self.cache.for_user(runtime.context["user_id"]), _question(state).text
+        cache, question = self._cache_for(runtime.context["user_id"]), _question(state).text
         decision = cache.decide(
             question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
         if decision.hit:
             memory = self.memory.for_user(runtime.context["user_id"])
             memories = memory.invoke(question, **self._options(memory))
-            decision = self._judge_hit(decision, memories, question=question, shared=cache.shared)
+            decision = judge_hit(decision, memories, question=question, shared=cache.shared)
         return {**self._cache_result(decision), "documents": documents}
 
     async def acache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -299,14 +229,14 @@ class SessionRAGNodes:
         if self.cache is None or not self._cacheable(state):
             return {}
         documents = await self._afetch_documents(state)
-        cache, question = self.cache.for_user(runtime.context["user_id"]), _question(state).text
+        cache, question = self._cache_for(runtime.context["user_id"]), _question(state).text
         decision = await cache.adecide(
             question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
         if decision.hit:
             memory = self.memory.for_user(runtime.context["user_id"])
             memories = await memory.ainvoke(question, **self._options(memory))
-            decision = self._judge_hit(decision, memories, question=question, shared=cache.shared)
+            decision = judge_hit(decision, memories, question=question, shared=cache.shared)
         return {**self._cache_result(decision), "documents": documents}
 
     # -- retrieval -----------------------------------------------------------------------------
@@ -362,7 +292,7 @@ class SessionRAGNodes:
     def _model(self) -> BaseChatModel:
         if self.model is None:
             msg = "No chat model configured for call_model."
-            raise ValueError(msg)
+            raise InvalidRequestError(msg)
         return self.model
 
     def call_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -460,7 +390,7 @@ class SessionRAGNodes:
             plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
-            self.cache.for_user(ctx["user_id"]).update(**plan["cache"])
+            self._cache_for(ctx["user_id"]).update(**plan["cache"])
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out
@@ -473,24 +403,11 @@ class SessionRAGNodes:
             plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
-            await self.cache.for_user(ctx["user_id"]).aupdate(**plan["cache"])
+            await self._cache_for(ctx["user_id"]).aupdate(**plan["cache"])
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out
         return self._with_summary(out, state, await self.summary.afold(fold, state.get("summary")))
-
-    # -- end of session ------------------------------------------------------------------------
-    def consolidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:  # noqa: ARG002
-        """Replace the session's exchange chunks by topic segments (wire it where a session ends)."""
-        ctx = runtime.context
-        self.memory.for_user(ctx["user_id"]).consolidate(ctx["session_id"])
-        return {}
-
-    async def aconsolidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:  # noqa: ARG002
-        """Async :meth:`consolidate`."""
-        ctx = runtime.context
-        await self.memory.for_user(ctx["user_id"]).aconsolidate(ctx["session_id"])
-        return {}
 
     @staticmethod
     def _asked(state: SessionRAGState) -> str:
@@ -528,5 +445,5 @@ def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
 def route_after_cache(state: SessionRAGState) -> list[str] | str:
     """End the turn on a cache hit; otherwise retrieve memories and documents in parallel."""
     if state.get("cache", {}).get("hit"):
-        return "__end__"
+        return END
     return [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS]

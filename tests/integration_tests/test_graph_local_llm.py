@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.graph import create_session_rag_graph
-from langchain_session_rag.local_llm import LocalChatModel
+from langchain_session_rag.models.local_llm import LocalChatModel
 
 
 class PromptRecorder(BaseCallbackHandler):
@@ -52,7 +52,7 @@ def test_the_running_summary_over_8_turns_with_the_real_local_model(tmp_path: Pa
     from langgraph.checkpoint.memory import InMemorySaver
 
     from langchain_session_rag import SummaryBuffer, TokenBudget
-    from langchain_session_rag.prompts import SUMMARY_OPEN
+    from langchain_session_rag.prompt.texts import SUMMARY_OPEN
 
     memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)
     summariser = SummaryBuffer(LocalChatModel(max_tokens=32), max_summary_words=30)

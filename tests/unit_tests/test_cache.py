@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tests.integration_tests import AsyncCacheTestSuite, SyncCacheTestSuite
 
 from langchain_session_rag import SemanticCache, SemanticLLMCache, cache_scope, get_default_embeddings
-from langchain_session_rag.guards import is_volatile
+from langchain_session_rag.cache.guards import is_volatile
 
 PAIRS = json.loads((Path(__file__).parents[1] / "data" / "cache_pairs.json").read_text(encoding="utf-8"))
 _names = itertools.count()
@@ -218,7 +218,7 @@ class TestSharedSemanticLLMCacheSync(SyncCacheTestSuite):
 def test_an_answer_stops_hitting_when_its_sources_change(make_cache: Factory) -> None:
     from langchain_core.documents import Document
 
-    from langchain_session_rag.cache import source_digest
+    from langchain_session_rag.cache.decision import source_digest
 
     live = {"m1": "We deploy to Fly.io."}
     cache = make_cache(source_check=lambda scope, ids: source_digest((i, live[i]) for i in ids if i in live))

@@ -13,7 +13,8 @@ from types import CodeType
 import pytest
 
 import langchain_session_rag
-from langchain_session_rag import graph, tokens
+from langchain_session_rag import graph
+from langchain_session_rag.models import tokens
 
 OBJECTS = [getattr(langchain_session_rag, name) for name in langchain_session_rag.__all__] + [
     tokens.tiktoken_counter,

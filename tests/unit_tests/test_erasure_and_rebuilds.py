@@ -15,7 +15,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import EmbeddingModelMismatchError, UnsupportedOperationError
-from langchain_session_rag.migration import NEXT_SUFFIX
+from langchain_session_rag.stores.migration import NEXT_SUFFIX
 
 SECRETS = [f"SECRET{n:04d}QZX" for n in range(40)]
 
@@ -109,7 +109,8 @@ def _fill(folder: Path) -> None:
 def _state(folder: Path) -> tuple[str, int, int]:
     code = (
         "import sys, json\n"
-        "from langchain_session_rag.stores import ChromaBackend, open_chroma_client\n"
+        "from langchain_session_rag.stores.adapter import open_chroma_client\n"
+        "from langchain_session_rag.stores.chroma import ChromaBackend\n"
         "b = ChromaBackend(open_chroma_client(path=sys.argv[1]))\n"
         "names = [c.name for c in b.client.list_collections()]\n"
         "print(json.dumps([b.manifest.get('embedding_model'), b.count(), sum(n.endswith('-next') for n in names)]))"

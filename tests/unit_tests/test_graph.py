@@ -88,6 +88,8 @@ def test_cache_hit_ends_the_turn_without_a_model_call(tmp_path: Path, memory: Se
                          context=ctx("bob"))  # fmt: skip
     assert other["cache"]["hit"] is False, "no sharing across users"
     assert other["messages"][-1].text == "An answer for Bob."
+    assert cache.stats.hits == 1, "the caller's cache object counts the graph's lookups"
+    assert cache.stats.misses["empty"] == 2
 
 
 def test_window_and_checkpoint_stay_bounded_over_300_turns(memory: SessionVectorMemory) -> None:
@@ -187,10 +189,8 @@ def test_memory_around_a_tool_calling_agent(memory: SessionVectorMemory) -> None
     assert "> Assistant: Your table at Chez Anna is booked." in prompt
 
 
-def test_end_of_session_consolidation_node_and_helper(memory: SessionVectorMemory) -> None:
-    from langgraph.graph import END, START, StateGraph
-
-    from langchain_session_rag.graph import CONSOLIDATE, SessionContext, SessionRAGNodes, end_session
+def test_end_of_session_consolidation_helper(memory: SessionVectorMemory) -> None:
+    from langchain_session_rag.graph import end_session
 
     answers = ["Install it with pip.", "Check sys.executable.", "Build an image and run it."]
     graph = create_session_rag_graph(GenericFakeChatModel(messages=iter([AIMessage(a) for a in answers])), memory)
@@ -200,12 +200,7 @@ def test_end_of_session_consolidation_node_and_helper(memory: SessionVectorMemor
                      "How do I deploy the web app to production on a server?"]:  # fmt: skip
         app.invoke({"messages": [HumanMessage(question)]}, context=ctx())
     assert memory.for_user("alice").count() == 3
-    nodes = SessionRAGNodes(model=None, memory=memory)
-    closer = StateGraph(SessionRAGState, context_schema=SessionContext)
-    closer.add_node(CONSOLIDATE, nodes.consolidate)
-    closer.add_edge(START, CONSOLIDATE)
-    closer.add_edge(CONSOLIDATE, END)
-    closer.compile().invoke({"messages": []}, context=ctx())
+    assert end_session(memory, user_id="alice", session_id="s1").exchanges == 3
     after = memory.for_user("alice")
     docs = after.invoke("python", k=10)
     assert all(d.metadata["chunking"] == "topic" for d in docs)

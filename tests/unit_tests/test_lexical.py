@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.lexical import BM25Index, stem, tokenize
+from langchain_session_rag.memory.lexical import BM25Index, stem, tokenize
 from tests.conftest import chroma_session, cooking_session
 
 Factory = Callable[..., SessionVectorMemory]
@@ -26,12 +26,12 @@ def test_bm25_ranks_rare_terms_and_tracks_removals() -> None:
     index.add("b", "we went camping with the kids", {"user_id": "u"})
     index.add("c", "the kids loved the camping trip and the pottery", {"user_id": "v"})
     assert [i for i, _ in index.top("pottery class", 3)] == ["a", "c"]
-    assert [i for i, _ in index.top("pottery", 3, allowed=lambda m: m["user_id"] == "u")] == ["a"]
+    assert [i for i, _ in index.top("pottery", 3, only={"a", "b"})] == ["a"]
     index.remove("a")
     assert [i for i, _ in index.top("pottery class", 3)] == ["c"]
-    index.sync(["b"], lambda ids: [])
-    assert index.ids == {"b"}
-    index.sync(["b", "d"], lambda ids: [(i, "a pottery wheel", {}) for i in ids])
+    index.remove("c")
+    index.add("d", "a pottery wheel")
+    assert index.ids == {"b", "d"}
     assert [i for i, _ in index.top("pottery", 3)] == ["d"]
 
 

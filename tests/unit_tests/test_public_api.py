@@ -7,20 +7,60 @@ def test_all_is_pinned() -> None:
         "BudgetReport",
         "CacheDecision",
         "CacheStats",
+        "Chunk",
         "Consolidation",
         "ExchangeChunker",
         "HistoryWindow",
+        "LocalChatModel",
         "LocalEmbeddings",
+        "SectionReport",
         "SemanticCache",
         "SemanticLLMCache",
+        "SessionRAGError",
         "SessionVectorMemory",
         "SimilarityProfile",
         "SummaryBuffer",
         "TokenBudget",
         "TopicSegmenter",
+        "Turn",
         "cache_scope",
         "current_cache_user",
+        "default_chat_model",
         "get_default_embeddings",
         "last_turns",
+        "normalize_messages",
+        "tiktoken_counter",
         "trim_turns",
     ]
+
+
+def test_graph_names_are_pinned() -> None:
+    from langchain_session_rag import graph
+
+    assert sorted(graph.__all__) == [
+        "AGENT",
+        "BUILD_PROMPT",
+        "CACHE_LOOKUP",
+        "CALL_MODEL",
+        "RETRIEVE_DOCUMENTS",
+        "RETRIEVE_MEMORIES",
+        "SUMMARISE_AND_STORE",
+        "SessionContext",
+        "SessionRAGNodes",
+        "SessionRAGState",
+        "VALIDATE",
+        "aend_session",
+        "agent_node",
+        "create_memory_agent_graph",
+        "create_session_rag_graph",
+        "end_session",
+        "route_after_cache",
+    ]
+    assert all(hasattr(graph, name) for name in graph.__all__)
+
+
+def test_every_error_is_in_the_family() -> None:
+    from langchain_session_rag import errors
+
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.SessionRAGError)

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import StoreWriteError
-from langchain_session_rag.replica import UserReplica
-from langchain_session_rag.stores import Record
-from langchain_session_rag.writes import WriteQueue
+from langchain_session_rag.memory.replica import UserReplica
+from langchain_session_rag.memory.writes import WriteQueue
+from langchain_session_rag.stores.base import Record
 from tests.conftest import chroma_session, cooking_session
 
 Factory = Callable[..., SessionVectorMemory]
@@ -63,17 +63,17 @@ def test_replica_sync_follows_the_store_but_keeps_writes_in_flight() -> None:
         return [stored[i] for i in ids if i in stored]
 
     replica.sync(lambda: list(stored), fetch)
-    assert {r.id for r in replica.records({})} == {"a", "b"}
+    assert replica.select({}) == {"a", "b"}
     # c is on its way to the store, b is being deleted: a listing without c and with b changes neither.
     replica.begin(["c"], ["b"])
     replica.put([_record("c", [1, 1])])
     replica.drop(["b"])
     replica.sync(lambda: list(stored), fetch)
-    assert {r.id for r in replica.records({})} == {"a", "c"}
+    assert replica.select({}) == {"a", "c"}
     # Once settled, the store decides: here the write of c failed and the delete of b did not happen.
     replica.settle(["c"], ["b"])
     replica.sync(lambda: list(stored), fetch)
-    assert {r.id for r in replica.records({})} == {"a", "b"}
+    assert replica.select({}) == {"a", "b"}
     # A recent sync stands when max_age allows it; invalidate() forces the next one.
     del stored["a"]
     replica.sync(lambda: list(stored), fetch, max_age=60)
@@ -211,7 +211,7 @@ async def test_async_background_write_and_flush(make_memory: Factory) -> None:
 
 
 def test_replica_cache_evicts_least_recently_used_within_its_limits() -> None:
-    from langchain_session_rag.replica import ReplicaCache
+    from langchain_session_rag.memory.replica import ReplicaCache
 
     cache = ReplicaCache(max_users=3, max_chunks=4)
     for user in ("a", "b", "c"):
@@ -238,19 +238,19 @@ def test_replica_cache_evicts_least_recently_used_within_its_limits() -> None:
     )
 )
 def test_replica_select_agrees_with_the_filter_semantics(where: dict[str, Any]) -> None:
-    from langchain_session_rag.stores import matches
+    from langchain_session_rag.stores.filters import matches
 
     replica = UserReplica()
     for n in range(12):
         kind = "document" if n % 4 == 0 else "session"
         replica.put([_record(f"d{n}", [1, n], source_type=kind, session_id=f"s{n % 3}", chunk_index=n,
                              message_ids=f'["m{n}"]')])  # fmt: skip
-    expected = {r.id for r in replica.records({}) if matches(r.metadata, where)}
+    expected = {i for i in replica.select({}) if matches(replica.record(i).metadata, where)}
     assert replica.select(where) == expected
 
 
 def test_bm25_ignores_a_term_found_in_nearly_every_chunk() -> None:
-    from langchain_session_rag.lexical import BM25Index
+    from langchain_session_rag.memory.lexical import BM25Index
 
     index = BM25Index()
     for n in range(30):

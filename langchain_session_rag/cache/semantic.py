@@ -1,0 +1,426 @@
+"""``SemanticCache``: answers repeated questions, and never a question it has not really seen.
+
+A hit needs all of:
+
+- the same user (a shared scope only by opt-in; the shared scope is a namespace no ``user_id`` can name);
+- the same ``llm_string`` exactly: the model configuration *and* a digest of every other part of the prompt
+  (system messages, earlier turns, retrieved context, tools), so only the last user question is matched
+  semantically;
+- cosine similarity of the normalised questions ≥ ``threshold``;
+- no guard objection (:mod:`langchain_session_rag.cache.guards`: numbers, negation, names, persons, opposing
+  words, direction and word order, topic words aligned word by word);
+- an unexpired entry (TTL per entry), the same knowledge version, and unchanged sources.
+
+Time-sensitive questions (prices, rates, scores, weather, schedules, "latest", ...) are never stored;
+questions that lean on earlier turns are neither looked up nor stored unless the caller gives a standalone
+rewrite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from langchain_session_rag.cache.decision import CacheDecision, CacheStats, source_digest
+from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
+from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
+from langchain_session_rag.cache.vectors import VectorMemo
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
+from langchain_session_rag.stores.adapter import open_chroma_client
+from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.chroma import ChromaBackend
+
+__all__ = ["SemanticCache"]
+
+
+class SemanticCache(BaseModel):
+    """A per-user semantic answer cache on Chroma.
+
+    Instantiate:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_session_rag import SemanticCache
+
+            cache = SemanticCache.local(path=tempfile.mkdtemp(), user_id="alice", ttl=3600)
+
+    Usage:
+        .. code-block:: python
+
+            cache.update("How do I reset my password?", "Settings → Security → Reset password.")
+            assert cache.lookup("How can I reset my password?") == "Settings → Security → Reset password."
+            assert cache.lookup("How do I reset my username?") is None        # another key noun
+            assert cache.for_user("bob").lookup("How do I reset my password?") is None
+            print(cache.stats.hits, dict(cache.stats.misses))
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    user_id: str
+    """Whose cache this is; entries never cross users (see ``shared``)."""
+    chroma_client: Any
+    """A chromadb client (``SemanticCache.local`` / ``.server`` build one)."""
+    collection_name: str = "semantic_cache"
+    embeddings: Embeddings | None = None
+    """Embeds normalised questions (and, for the word-alignment guard, single words); the bundled MiniLM by
+    default."""
+    threshold: float = 0.85
+    """Minimum cosine similarity of the normalised questions, in (0, 1]; the guards decide among candidates."""
+    word_threshold: float = Field(default=0.8, gt=0, le=1)
+    """Similarity at which two different topic words count as the same word (the ``content`` guard)."""
+    ttl: float | None = Field(default=7 * 86_400, gt=0)
+    """Seconds an entry lives (per entry; ``None``: forever)."""
+    knowledge_version: str = ""
+    """A tag of the knowledge behind answers; entries written under another tag never hit."""
+    llm_string: str = ""
+    """The model/prompt configuration; entries of another configuration never hit."""
+    shared: bool = False
+    """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
+    candidates: int = Field(default=4, ge=1)
+    """Nearest entries examined per lookup."""
+    source_check: Callable[[str, list[str]], str] | None = None
+    """Given the user id and the ids of the sources behind an entry, the :func:`source_digest` of those sources as
+    they are now. Entries stored with ``sources=`` whose sources changed or were deleted miss as
+    ``stale_version``: the knowledge behind the answer changed."""
+
+    _backend: ChromaBackend = PrivateAttr()
+    _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _vectors: VectorMemo = PrivateAttr(default_factory=VectorMemo)
+    """Question vectors of recent lookups and word vectors of the guards (shared by ``for_user`` views)."""
+
+    @field_validator("threshold")
+    @classmethod
+    def _check_threshold(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            msg = f"threshold must lie in (0, 1], got {value!r}."
+            raise InvalidArgumentError(msg)
+        return value
+
+    @field_validator("user_id")
+    @classmethod
+    def _check_user(cls, value: str) -> str:
+        return check_user_id(value)
+
+    @model_validator(mode="after")
+    def _open(self) -> SemanticCache:
+        if self.embeddings is None:
+            self.embeddings = get_default_embeddings()
+        self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
+        self._backend.check_model(embedding_model_id(self.embeddings), None)
+        return self
+
+    @classmethod
+    def local(cls, path: str | os.PathLike[str] = "./semantic_cache", *, user_id: str, **kwargs: Any) -> SemanticCache:
+        """An embedded Chroma cache in ``path``."""
+        return cls(chroma_client=open_chroma_client(path=path), user_id=user_id, **kwargs)
+
+    @classmethod
+    def server(cls, host: str = "localhost", port: int = 8000, *, user_id: str, **kwargs: Any) -> SemanticCache:
+        """A cache on a Chroma server, shared by processes."""
+        return cls(chroma_client=open_chroma_client(host=host, port=port), user_id=user_id, **kwargs)
+
+    def for_user(self, user_id: str) -> SemanticCache:
+        """The same cache seen by another user (with fresh stats)."""
+        other = self.model_copy(update={"user_id": check_user_id(user_id)})
+        other._stats = CacheStats()  # noqa: SLF001
+        return other
+
+    @property
+    def stats(self) -> CacheStats:
+        """Hits and misses of this object."""
+        return self._stats
+
+    @property
+    def _scope(self) -> str:
+        return SHARED_SCOPE if self.shared else USER_SCOPE_PREFIX + self.user_id
+
+    @property
+    def _embedder(self) -> Embeddings:
+        return cast("Embeddings", self.embeddings)  # set by the validator
+
+    # -- pure parts ------------------------------------------------------------------------------
+    def _key(self, question: str, history: Sequence[str], standalone: str | None) -> tuple[str | None, str]:
+        """The question to use, or ``None`` with the reason it must not be cached."""
+        for name, value in (("question", question), ("standalone", standalone)):
+            if (value is not None or name == "question") and not isinstance(value, str):
+                msg = f"{name} must be a string, got {type(value).__name__}."
+                raise InvalidRequestError(msg)
+        q = standalone or question
+        if not any(ch.isalnum() for ch in q):
+            return None, "no_text"
+        if is_volatile(q):
+            return None, "volatile"
+        if standalone is None and is_context_dependent(question, history):
+            return None, "context_dependent"
+        return q, ""
+
+    @staticmethod
+    def _llm_key(llm_string: str) -> str:
+        return hashlib.sha256(llm_string.encode()).hexdigest()[:16]
+
+    def _entry_id(self, question: str, llm_key: str, version: str) -> str:
+        raw = "\x1f".join([self._scope, llm_key, version, normalise_question(question)])
+        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+    def word_similarity(self, left: Sequence[str], right: Sequence[str]) -> list[list[float]]:
+        """Cosine similarities of single words (rows: ``left``), embedded once and kept (for the guards)."""
+        return self._vectors.word_similarity(self._embedder, left, right)
+
+    def _decide(self, question: str, version: str, hits: list[tuple[Record, float]], now: float) -> CacheDecision:
+        if not hits:
+            return CacheDecision(hit=False, reason="empty")
+        first: CacheDecision | None = None
+        for record, similarity in hits:
+            meta = record.metadata
+            cached_q = str(meta.get("question", ""))
+            decision: CacheDecision
+            if similarity < self.threshold:
+                decision = CacheDecision(
+                    hit=False, reason="below_threshold", similarity=similarity, matched_question=cached_q
+                )
+            elif 0 < float(meta.get("expires_at", 0)) <= now:
+                decision = CacheDecision(hit=False, reason="expired", similarity=similarity, matched_question=cached_q)
+            elif meta.get("knowledge_version", "") != version:
+                decision = CacheDecision(
+                    hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
+                )
+            elif self._sources_changed(meta):
+                decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
+                                         matched_question=cached_q, detail="sources changed")  # fmt: skip
+            else:
+                guard = guard_mismatch(
+                    question, cached_q, word_similarity=self.word_similarity, word_threshold=self.word_threshold
+                )
+                if guard.reason is None:
+                    return CacheDecision(
+                        hit=True,
+                        answer=str(meta.get("answer", "")),
+                        similarity=similarity,
+                        matched_question=cached_q,
+                        created_at=float(meta.get("created_at", 0)),
+                    )
+                decision = CacheDecision(hit=False, reason="guard", similarity=similarity, matched_question=cached_q,
+                                         detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
+            first = first or decision
+        return first or CacheDecision(hit=False, reason="empty")
+
+    def _sources_changed(self, meta: dict[str, Any]) -> bool:
+        ids = json.loads(str(meta.get("source_ids") or "[]"))
+        if not ids or self.source_check is None:
+            return False
+        return bool(self.source_check(self.user_id, ids) != meta.get("source_digest"))
+
+    def _count(self, decision: CacheDecision) -> CacheDecision:
+        with self._lock:
+            if decision.hit:
+                self._stats.hits += 1
+            else:
+                self._stats.misses[decision.reason] += 1
+        return decision
+
+    def _plan(
+        self,
+        question: str,
+        llm_string: str | None,
+        knowledge_version: str | None,
+        history: Sequence[str | BaseMessage],
+        standalone: str | None,
+    ) -> CacheDecision | tuple[str, str, str]:
+        """The question, model key and version to look up, or the miss when it must not be looked up."""
+        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        q, reason = self._key(question, hist, standalone)
+        if q is None:
+            return CacheDecision(hit=False, reason=reason)
+        key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+        return q, key, self.knowledge_version if knowledge_version is None else knowledge_version
+
+    # -- lookup ----------------------------------------------------------------------------------
+    def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
+        return self._backend.query(self._scope, normalise_question(q), vector, self.candidates, {"llm_key": llm_key})
+
+    def decide(
+        self,
+        question: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+    ) -> CacheDecision:
+        """Look a question up and explain the outcome (counted in :attr:`stats`)."""
+        plan = self._plan(question, llm_string, knowledge_version, history, standalone)
+        if isinstance(plan, CacheDecision):
+            return self._count(plan)
+        q, key, version = plan
+        text = normalise_question(q)
+        vector = self._vectors.remember(text, self._vectors.recalled(text) or self._embedder.embed_query(text))
+        return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
+
+    async def adecide(
+        self,
+        question: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+    ) -> CacheDecision:
+        """Async :meth:`decide`."""
+        plan = self._plan(question, llm_string, knowledge_version, history, standalone)
+        if isinstance(plan, CacheDecision):
+            return self._count(plan)
+        q, key, version = plan
+        text = normalise_question(q)
+        vector = self._vectors.remember(text, self._vectors.recalled(text) or await self._embedder.aembed_query(text))
+        hits = await asyncio.to_thread(self._search, q, vector, key)
+        return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
+
+    def lookup(self, question: str, **kwargs: Any) -> str | None:
+        """The cached answer of ``question``, or ``None`` (options as :meth:`decide`)."""
+        return self.decide(question, **kwargs).answer
+
+    async def alookup(self, question: str, **kwargs: Any) -> str | None:
+        """Async :meth:`lookup`."""
+        return (await self.adecide(question, **kwargs)).answer
+
+    # -- update ----------------------------------------------------------------------------------
+    def _record(
+        self,
+        q: str,
+        answer: str,
+        *,
+        llm_string: str | None,
+        version: str | None,
+        ttl: float | None,
+        extra: dict[str, Any],
+        sources: Sequence[Document] = (),
+    ) -> Record:
+        key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+        ver = self.knowledge_version if version is None else version
+        life = self.ttl if ttl is None else ttl
+        now = time.time()
+        return Record(
+            id=self._entry_id(q, key, ver),
+            text=normalise_question(q),
+            metadata={
+                **extra,
+                "user_id": self._scope,
+                "question": q,
+                "answer": answer,
+                "llm_key": key,
+                "knowledge_version": ver,
+                "created_at": now,
+                "expires_at": now + life if life else 0.0,
+                **self._source_meta(sources),
+            },
+        )
+
+    @staticmethod
+    def _source_meta(sources: Sequence[Document]) -> dict[str, str]:
+        pairs = [(d.id, d.page_content) for d in sources if d.id]
+        if not pairs:
+            return {}
+        return {"source_ids": json.dumps([i for i, _ in pairs]), "source_digest": source_digest(pairs)}
+
+    def _skip(self, question: str, history: Sequence[str | BaseMessage], standalone: str | None) -> str | None:
+        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        q, reason = self._key(question, hist, standalone)
+        if q is None:
+            with self._lock:
+                self._stats.skipped_updates[reason] += 1
+        return q
+
+    def _prepare(  # noqa: PLR0917 - private mirror of update()'s options
+        self,
+        question: str,
+        answer: str,
+        llm_string: str | None,
+        version: str | None,
+        history: Sequence[str | BaseMessage],
+        standalone: str | None,
+        ttl: float | None,
+        metadata: dict[str, Any] | None,
+        sources: Sequence[Document] = (),
+    ) -> Record | None:
+        """The record to store, or ``None`` (counted) when the question must not be cached."""
+        q = self._skip(question, history, standalone)
+        if q is None:
+            return None
+        return self._record(
+            q, answer, llm_string=llm_string, version=version, ttl=ttl, extra=metadata or {}, sources=sources
+        )
+
+    def _write(self, record: Record) -> None:
+        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding or []))
+        self._backend.add(self._scope, [record])
+
+    def update(
+        self,
+        question: str,
+        answer: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+        ttl: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        sources: Sequence[Document] = (),
+    ) -> bool:
+        """Store an answer; return False when the question must not be cached (volatile, context-dependent).
+
+        ``sources`` are the retrieved documents (with ids) behind the answer: with a ``source_check`` the entry
+        stops hitting once any of them changes or is deleted.
+        """
+        record = self._prepare(
+            question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata, sources
+        )
+        if record is None:
+            return False
+        record.embedding = self._vectors.recalled(record.text) or self._embedder.embed_query(record.text)
+        self._write(record)
+        return True
+
+    async def aupdate(
+        self,
+        question: str,
+        answer: str,
+        *,
+        llm_string: str | None = None,
+        knowledge_version: str | None = None,
+        history: Sequence[str | BaseMessage] = (),
+        standalone: str | None = None,
+        ttl: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        sources: Sequence[Document] = (),
+    ) -> bool:
+        """Async :meth:`update`."""
+        record = self._prepare(
+            question, answer, llm_string, knowledge_version, history, standalone, ttl, metadata, sources
+        )
+        if record is None:
+            return False
+        record.embedding = self._vectors.recalled(record.text) or await self._embedder.aembed_query(record.text)
+        await asyncio.to_thread(self._write, record)
+        return True
+
+    def clear(self) -> int:
+        """Delete every entry of this scope (this user's, or the shared one); return how many."""
+        return self._backend.purge(self._scope)
+
+    async def aclear(self) -> int:
+        """Async :meth:`clear`."""
+        return await asyncio.to_thread(self.clear)

@@ -1,0 +1,211 @@
+"""Conversation input: messages (LangChain messages or plain dicts) validated as a whole into turns.
+
+Nothing of an invalid batch is stored; no message is ever dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag.errors import (
+    DuplicateMessageIdError,
+    EmptyConversationError,
+    InvalidMessageError,
+    MessageTooLargeError,
+)
+
+__all__ = ["MessageLike", "Role", "Turn", "normalize_messages"]
+
+Role = Literal["user", "assistant", "system", "tool"]
+MessageLike = BaseMessage | Mapping[str, Any]
+
+_ROLE_ALIASES: dict[str, Role] = {
+    "user": "user",
+    "human": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+}
+_LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+_TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One validated message."""
+
+    role: Role
+    text: str
+    id: str
+    name: str | None = None
+    timestamp: datetime | None = None
+    skipped_blocks: int = 0
+
+    @property
+    def label(self) -> str:
+        """The speaker label used in chunk text: the message ``name``, else the role."""
+        return self.name or _LABELS[self.role]
+
+
+def _message_role(message: BaseMessage) -> Role:
+    if isinstance(message, HumanMessage):
+        return "user"
+    if isinstance(message, AIMessage):
+        return "assistant"
+    if isinstance(message, SystemMessage):
+        return "system"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    role = _ROLE_ALIASES.get(str(message.type))
+    if role is None:
+        msg = (
+            f"Unsupported message type {type(message).__name__} (type={message.type!r}); "
+            "use Human/AI/System/ToolMessage."
+        )
+        raise InvalidMessageError(msg)
+    return role
+
+
+def _content_text(content: Any, where: str) -> tuple[str, int]:
+    """Return the text of a message content and the number of non-text blocks skipped."""
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        texts: list[str] = []
+        skipped = 0
+        for block in content:
+            if isinstance(block, str):
+                texts.append(block)
+            elif (
+                isinstance(block, Mapping)
+                and block.get("type") in _TEXT_BLOCK_TYPES
+                and isinstance(block.get("text"), str)
+            ):
+                texts.append(block["text"])
+            else:
+                skipped += 1
+        return "\n".join(t for t in texts if t), skipped
+    msg = (
+        f"{where}: content must be a string or a list of content blocks, "
+        f"got {type(content).__name__} ({content!r:.60})."
+    )
+    raise InvalidMessageError(msg)
+
+
+def _tool_calls_text(tool_calls: Any) -> str:
+    parts = []
+    for call in tool_calls or []:
+        name = call.get("name", "tool") if isinstance(call, Mapping) else "tool"
+        args = call.get("args", {}) if isinstance(call, Mapping) else {}
+        parts.append(f"[called {name}({json.dumps(args, sort_keys=True, default=str)})]")
+    return " ".join(parts)
+
+
+def _generated_id(session_id: str, index: int, role: str, text: str) -> str:
+    digest = hashlib.sha256(f"{session_id}\x1f{index}\x1f{role}\x1f{text}".encode()).hexdigest()
+    return f"m-{digest[:16]}"
+
+
+def _one_turn(message: Any, index: int, session_id: str) -> Turn:
+    where = f"message {index}"
+    tool_calls: Any = None
+    if isinstance(message, BaseMessage):
+        role = _message_role(message)
+        content: Any = message.content
+        msg_id = message.id
+        name = message.name
+        raw_ts = message.additional_kwargs.get("timestamp") or message.response_metadata.get("timestamp")
+        tool_calls = getattr(message, "tool_calls", None)
+    elif isinstance(message, Mapping):
+        raw_role = message.get("role")
+        if not isinstance(raw_role, str) or raw_role.lower() not in _ROLE_ALIASES:
+            msg = f"{where}: unknown role {raw_role!r}; expected one of user, assistant, system, tool (or human, ai)."
+            raise InvalidMessageError(msg)
+        role = _ROLE_ALIASES[raw_role.lower()]
+        if "content" not in message or message["content"] is None:
+            msg = f"{where} (role {raw_role!r}) has no 'content'."
+            raise InvalidMessageError(msg)
+        content = message["content"]
+        msg_id = message.get("id")
+        name = message.get("name")
+        raw_ts = message.get("timestamp")
+        tool_calls = message.get("tool_calls")
+    else:
+        msg = (
+            f"{where}: expected a LangChain message or a dict with 'role' and 'content', got {type(message).__name__}."
+        )
+        raise InvalidMessageError(msg)
+    text, skipped = _content_text(content, where)
+    text = text.strip()
+    calls = _tool_calls_text(tool_calls)
+    if calls:
+        text = f"{text}\n{calls}".strip()
+    if not text:
+        if skipped:
+            text = f"[{skipped} non-text content block{'s' if skipped > 1 else ''}]"
+        else:
+            msg = f"{where} (role {role!r}) has empty text content; remove it or give it text."
+            raise InvalidMessageError(msg)
+    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id):
+        msg = f"{where}: id must be a non-empty string, got {msg_id!r}."
+        raise InvalidMessageError(msg)
+    if name is not None and not isinstance(name, str):
+        msg = f"{where}: name must be a string, got {name!r}."
+        raise InvalidMessageError(msg)
+    timestamp = None if raw_ts is None else parse_timestamp(raw_ts, what=f"{where} timestamp")
+    return Turn(
+        role=role,
+        text=text,
+        id=msg_id or _generated_id(session_id, index, role, text),
+        name=name or None,
+        timestamp=timestamp,
+        skipped_blocks=skipped,
+    )
+
+
+def normalize_messages(messages: Sequence[MessageLike], *, session_id: str, max_chars: int | None = None) -> list[Turn]:
+    """Validate a conversation batch and return its turns.
+
+    Messages may be LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
+    A message timestamp may also be given in ``additional_kwargs["timestamp"]``. Ids that are not
+    given are generated deterministically from the session, position and text.
+
+    Raises:
+        EmptyConversationError: No messages.
+        InvalidMessageError: Unknown role, missing or non-text content, bad types.
+        InvalidTimestampError: A timestamp that does not parse.
+        DuplicateMessageIdError: Two messages with the same id.
+        MessageTooLargeError: A message longer than ``max_chars`` characters.
+    """
+    if isinstance(messages, str | bytes | Mapping | BaseMessage):
+        msg = f"messages must be a list of messages, got a single {type(messages).__name__}; wrap it in a list."
+        raise InvalidMessageError(msg)
+    if not messages:
+        msg = f"Empty conversation for session {session_id!r}: nothing to store."
+        raise EmptyConversationError(msg)
+    turns = [_one_turn(m, i, session_id) for i, m in enumerate(messages)]
+    for i, turn in enumerate(turns):
+        if max_chars is not None and len(turn.text) > max_chars:
+            msg = (
+                f"messages[{i}] (id {turn.id!r}) has {len(turn.text):,} characters, over the limit of "
+                f"{max_chars:,} (max_message_chars); split it, or raise the limit."
+            )
+            raise MessageTooLargeError(msg)
+    seen: dict[str, int] = {}
+    for i, turn in enumerate(turns):
+        if turn.id in seen:
+            msg = (
+                f"Duplicate message id {turn.id!r} at messages {seen[turn.id]} and {i}; ids must be unique in a batch."
+            )
+            raise DuplicateMessageIdError(msg)
+        seen[turn.id] = i
+    return turns

@@ -1,0 +1,314 @@
+"""An in-process replica of each user's stored chunks: BM25 terms and unit vectors, searched exactly.
+
+A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process
+costs less than a round trip to the store's vector index and needs no ``where`` filter over other users'
+chunks. A replica is loaded in one read on first use. Where other processes may write (a Chroma server, a
+collection the caller also writes to), each use first lists the user's ids (an ids-only read), so chunks
+they added or deleted show at once and only the new ones are fetched; on embedded Chroma, which is
+single-process, the replica is trusted after its load. Writes made through this process are applied to the
+replica immediately, also while they are still on their way to the store
+(:class:`~langchain_session_rag.writes.WriteQueue`): a listing counts them as present until the store has them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.memory.lexical import BM25Index
+from langchain_session_rag.stores.base import Record, Where, decode_message_ids
+from langchain_session_rag.stores.filters import matches
+
+__all__ = ["ReplicaCache", "UserReplica"]
+
+FETCH_BATCH = 2_000
+"""Ids fetched per store read when a replica catches up (keeps each read well under SQL variable limits)."""
+
+
+class UserReplica:
+    """One user's chunks in process: texts, metadata, a BM25 index and a matrix of unit vectors."""
+
+    def __init__(self) -> None:
+        """Create an empty replica."""
+        self.lexical = BM25Index()
+        self._texts: dict[str, str] = {}
+        self._row: dict[str, int] = {}
+        self._ids: list[str] = []
+        self._matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
+        self._sessions: dict[str, dict[str, int]] = {}
+        """Session id → {chunk id: chunk_index} of the session's conversation chunks."""
+        self._by_message: dict[tuple[str, str], set[str]] = {}
+        """(session id, message id) → ids of the conversation chunks covering that message."""
+        self._pending_add: Counter[str] = Counter()
+        self._pending_delete: Counter[str] = Counter()
+        self.lock = threading.RLock()
+        self.synced_at: float | None = None
+        """``time.monotonic()`` of the last completed sync."""
+        self._generation = 0
+
+    def __len__(self) -> int:
+        """Number of chunks held."""
+        return len(self._texts)
+
+    @property
+    def busy(self) -> bool:
+        """Whether writes of this replica are still on their way to the store."""
+        return bool(self._pending_add or self._pending_delete)
+
+    # -- changes ---------------------------------------------------------------------------------
+    def _set_vector(self, doc_id: str, vector: Sequence[float] | None) -> None:
+        if vector is None or len(vector) == 0:
+            self._drop_vector(doc_id)
+            return
+        row = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(row))
+        row = row / norm if norm > 0 else row
+        if self._matrix.shape[1] != row.shape[0]:
+            if self._ids:
+                msg = f"Vector of dimension {row.shape[0]} for {doc_id!r}; the replica holds {self._matrix.shape[1]}."
+                raise InvalidArgumentError(msg)
+            self._matrix = np.zeros((16, row.shape[0]), dtype=np.float32)
+        index = self._row.get(doc_id)
+        if index is None:
+            index = len(self._ids)
+            if index == self._matrix.shape[0]:
+                grown = np.zeros((2 * index, self._matrix.shape[1]), dtype=np.float32)
+                grown[:index] = self._matrix
+                self._matrix = grown
+            self._ids.append(doc_id)
+            self._row[doc_id] = index
+        self._matrix[index] = row
+
+    def _drop_vector(self, doc_id: str) -> None:
+        index = self._row.pop(doc_id, None)
+        if index is None:
+            return
+        last = len(self._ids) - 1
+        if index != last:  # move the last row into the hole
+            moved = self._ids[last]
+            self._matrix[index] = self._matrix[last]
+            self._ids[index] = moved
+            self._row[moved] = index
+        self._ids.pop()
+
+    def _register(self, doc_id: str, meta: dict[str, Any], *, add: bool) -> None:
+        if meta.get("source_type") != "session" or "session_id" not in meta:
+            return
+        session = str(meta["session_id"])
+        chunks = self._sessions.setdefault(session, {})
+        if add:
+            chunks[doc_id] = int(meta.get("chunk_index", 0))
+        else:
+            chunks.pop(doc_id, None)
+        for message in decode_message_ids(meta.get("message_ids")):
+            holders = self._by_message.setdefault((session, message), set())
+            if add:
+                holders.add(doc_id)
+            else:
+                holders.discard(doc_id)
+
+    def put(self, records: Iterable[Record]) -> None:
+        """Add or replace records (their embeddings become unit rows; a record without one is text-only)."""
+        with self.lock:
+            for record in records:
+                if record.id in self._texts:
+                    self.drop([record.id])
+                meta = dict(record.metadata)
+                self._texts[record.id] = record.text
+                self.lexical.add(record.id, record.text, meta)
+                self._set_vector(record.id, record.embedding)
+                self._register(record.id, meta, add=True)
+
+    def drop(self, ids: Iterable[str]) -> None:
+        """Remove records."""
+        with self.lock:
+            for doc_id in ids:
+                if self._texts.pop(doc_id, None) is not None:
+                    self._register(doc_id, self.lexical.metadata[doc_id], add=False)
+                    self.lexical.remove(doc_id)
+                    self._drop_vector(doc_id)
+
+    def begin(self, added: Iterable[str], deleted: Iterable[str]) -> None:
+        """Mark writes as sent but not yet in the store."""
+        with self.lock:
+            self._pending_add.update(added)
+            self._pending_delete.update(deleted)
+
+    def settle(self, added: Iterable[str], deleted: Iterable[str]) -> None:
+        """Unmark writes the store has answered (stored, or failed: the next sync then follows the store)."""
+        with self.lock:
+            self._pending_add.subtract(added)
+            self._pending_delete.subtract(deleted)
+            self._pending_add = +self._pending_add
+            self._pending_delete = +self._pending_delete
+
+    def sync(
+        self,
+        listing: Callable[[], Iterable[str]],
+        fetch: Callable[[Sequence[str]], list[Record]],
+        *,
+        load: Callable[[], list[Record]] | None = None,
+        max_age: float = 0.0,
+    ) -> None:
+        """Follow the store: drop what it no longer holds, fetch what it holds and the replica lacks.
+
+        Skipped when the last sync is at most ``max_age`` seconds old. An empty replica is filled by
+        ``load`` (every record in one read, much faster than fetching a long list of ids) when given.
+        Pending marks are read before the store is read, so a write landing in between is counted once
+        either way.
+        """
+        started, generation = time.monotonic(), self._generation
+        if self.synced_at is not None and started - self.synced_at <= max_age:
+            return
+        with self.lock:
+            adding, deleting = set(self._pending_add), set(self._pending_delete)
+            empty = not self._texts
+        if empty and load is not None:
+            loaded = load()
+            with self.lock:
+                self.put(r for r in loaded if r.id not in self._pending_delete)
+            listing = lambda: [r.id for r in loaded]  # noqa: E731 - the read just made
+        current = (set(listing()) | adding) - deleting
+        with self.lock:
+            # A write that began after the pending marks were read is not in the listing yet: keep it.
+            keep = current | set(self._pending_add)
+            self.drop([doc_id for doc_id in self._texts if doc_id not in keep])
+            missing = sorted(current - self._texts.keys())
+        for start in range(0, len(missing), FETCH_BATCH):
+            fetched = fetch(missing[start : start + FETCH_BATCH])
+            with self.lock:
+                self.put(r for r in fetched if r.id not in self._pending_delete)
+        with self.lock:
+            if self._generation == generation:  # not invalidated meanwhile
+                self.synced_at = started
+
+    def invalidate(self) -> None:
+        """Make the next :meth:`sync` list the store, whatever its ``max_age``."""
+        with self.lock:
+            self._generation += 1
+            self.synced_at = None
+
+    # -- reads -----------------------------------------------------------------------------------
+    def session_view(self, session_id: str, messages: set[str]) -> tuple[list[Record], int]:
+        """Copies of the session's chunks covering any of ``messages``, and the session's next ``chunk_index``."""
+        with self.lock:
+            ids = set().union(*(self._by_message.get((session_id, m), set()) for m in messages))
+            start = 1 + max(self._sessions.get(session_id, {}).values(), default=-1)
+            meta = self.lexical.metadata
+            chunks = self._sessions.get(session_id, {})
+            ordered = sorted(ids, key=lambda i: (chunks.get(i, 0), i))
+            return [Record(id=i, text=self._texts[i], metadata=dict(meta[i])) for i in ordered], start
+
+    def has(self, doc_id: str) -> bool:
+        """Whether ``doc_id`` is held."""
+        return doc_id in self._texts
+
+    def record(self, doc_id: str) -> Record:
+        """The record ``doc_id`` (its metadata shared with the replica: do not modify)."""
+        return Record(id=doc_id, text=self._texts[doc_id], metadata=self.lexical.metadata[doc_id])
+
+    def select(self, where: Where) -> set[str]:
+        """Ids of the records matching ``where`` (a snapshot, to filter several searches with one evaluation).
+
+        ``source_type`` and ``session_id`` equalities are answered from the replica's session index.
+        """
+        with self.lock:
+            rest = dict(where)
+            ids: set[str] | None = None
+            if rest.get("source_type") == "session":
+                del rest["source_type"]
+                session = rest.pop("session_id", None)
+                if isinstance(session, str):
+                    ids = set(self._sessions.get(session, {}))
+                else:
+                    if session is not None:
+                        rest["session_id"] = session
+                    ids = set().union(*self._sessions.values())
+            meta = self.lexical.metadata
+            candidates = self._texts.keys() if ids is None else ids
+            if not rest:
+                return set(candidates)
+            return {doc_id for doc_id in candidates if matches(meta[doc_id], rest)}
+
+    def dense(self, vector: Sequence[float], k: int, *, only: set[str] | None = None) -> list[tuple[Record, float]]:
+        """The ``k`` records most cosine-similar to ``vector`` (among ``only``, from :meth:`select`), best first."""
+        with self.lock:
+            n = len(self._ids)
+            if not n or k < 1:
+                return []
+            query = np.asarray(vector, dtype=np.float32)
+            if query.shape[0] != self._matrix.shape[1]:
+                msg = f"Query vector of dimension {query.shape[0]}; the stored vectors have {self._matrix.shape[1]}."
+                raise InvalidArgumentError(msg)
+            norm = float(np.linalg.norm(query))
+            scores = self._matrix[:n] @ (query / norm if norm > 0 else query)
+            if only is not None:
+                keep = np.fromiter((i in only for i in self._ids[:n]), dtype=bool, count=n)
+                scores = np.where(keep, scores, -np.inf)
+            top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+            ordered = sorted(top.tolist(), key=lambda i: (-float(scores[i]), self._ids[i]))
+            return [(self.record(self._ids[i]), float(scores[i])) for i in ordered if np.isfinite(scores[i])]
+
+    def scored(self, ids: Sequence[str], vector: Sequence[float]) -> list[tuple[Record, float]]:
+        """The records ``ids`` (those held) with their cosine similarity to ``vector`` (0 without a vector)."""
+        with self.lock:
+            query = np.asarray(vector, dtype=np.float32)
+            norm = float(np.linalg.norm(query))
+            query = query / norm if norm > 0 else query
+            out = []
+            for doc_id in ids:
+                if doc_id not in self._texts:
+                    continue
+                index = self._row.get(doc_id)
+                similarity = float(self._matrix[index] @ query) if index is not None else 0.0
+                out.append((self.record(doc_id), similarity))
+            return out
+
+    def lexical_top(self, query: str, k: int, *, only: set[str] | None = None) -> list[tuple[str, float]]:
+        """The ``k`` best BM25 matches of ``query`` (among ``only``, e.g. from :meth:`select`), best first."""
+        with self.lock:
+            return self.lexical.top(query, k, only=only)
+
+
+class ReplicaCache:
+    """Per-user replicas, least recently used first out (never one with writes still pending)."""
+
+    def __init__(self, max_users: int = 1_000, max_chunks: int = 200_000) -> None:
+        """Keep at most ``max_users`` replicas holding at most ``max_chunks`` chunks in all (about 1.5 KB each)."""
+        self.max_users = max_users
+        self.max_chunks = max_chunks
+        self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str) -> UserReplica:
+        """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits."""
+        with self._lock:
+            replica = self._replicas.get(user_id)
+            if replica is None:
+                replica = UserReplica()
+                self._replicas[user_id] = replica
+            else:
+                self._replicas.move_to_end(user_id)
+            held = sum(len(r) for r in self._replicas.values())
+            for victim in [u for u, r in self._replicas.items() if u != user_id and not r.busy]:
+                if len(self._replicas) <= self.max_users and held <= self.max_chunks:
+                    break
+                held -= len(self._replicas.pop(victim))
+            return replica
+
+    def evict(self, user_id: str) -> None:
+        """Forget one user's replica (rebuilt from the store on its next use)."""
+        with self._lock:
+            self._replicas.pop(user_id, None)
+
+    def clear(self) -> None:
+        """Forget every replica (each is rebuilt from the store on its next use)."""
+        with self._lock:
+            self._replicas.clear()

@@ -1,0 +1,266 @@
+"""Retrieval requests: option validation into store conditions, and ranking of the hits."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_session_rag._time import parse_timestamp, utcnow
+from langchain_session_rag.errors import InvalidRequestError, UnknownOptionError
+from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
+from langchain_session_rag.memory.replica import UserReplica
+from langchain_session_rag.models.similarity import cosine
+from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
+
+__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "lexical_candidates", "rank", "replica_search"]
+
+OPTIONS = frozenset(
+    {
+        "k",
+        "session_ids",
+        "exclude_session_ids",
+        "since",
+        "until",
+        "source_type",
+        "filter",
+        "score_threshold",
+        "half_life_days",
+        "recency_weight",
+        "lexical_weight",
+        "now",
+    }
+)
+"""Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
+
+
+@dataclass
+class RetrievalQuery:
+    """A validated retrieval request."""
+
+    k: int
+    fetch: int
+    where: Where
+    threshold: float | None
+    half_life_days: float | None
+    recency_weight: float
+    lexical_weight: float
+    now: datetime
+
+
+def _ids(name: str, value: Any) -> list[str]:
+    """A list of non-empty strings (a bare string is refused: "ab" is not the sessions "a" and "b")."""
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
+        msg = f"{name} must be a list of strings, got {value!r}."
+        raise InvalidRequestError(msg)
+    if not all(isinstance(v, str) and v.strip() and "\x00" not in v for v in value):
+        msg = f"{name} must hold non-empty strings, got {list(value)!r}."
+        raise InvalidRequestError(msg)
+    return list(value)
+
+
+def _session_conditions(sessions: Any, excluded: Any) -> dict[str, Any]:
+    cond: dict[str, Any] = {}
+    if sessions is not None:
+        cond["$in"] = _ids("session_ids", sessions)
+    if excluded:
+        cond["$nin"] = _ids("exclude_session_ids", excluded)
+    return cond
+
+
+def _filter(value: Any) -> dict[str, Any]:
+    """A metadata equality filter: string keys (no operators), scalar values or ``{"$in": [...]}``-style ranges."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        msg = f"filter must be a dict of metadata equalities, got {value!r}."
+        raise InvalidRequestError(msg)
+    for key, cond in value.items():
+        if not isinstance(key, str) or not key or key.startswith("$"):
+            msg = f"filter keys must be metadata names, got {key!r} (operators such as $and/$or are not supported)."
+            raise InvalidRequestError(msg)
+        if isinstance(cond, dict):
+            bad = sorted(set(cond) - _OPERATORS)
+            if bad:
+                msg = f"filter[{key!r}] uses unsupported operator(s) {bad}; supported: {sorted(_OPERATORS)}."
+                raise InvalidRequestError(msg)
+        elif not isinstance(cond, str | int | float | bool) or (isinstance(cond, float) and not math.isfinite(cond)):
+            msg = f"filter[{key!r}] must be a string, number or boolean, got {cond!r}."
+            raise InvalidRequestError(msg)
+    return dict(value)
+
+
+_OPERATORS = frozenset({"$in", "$nin", "$gte", "$lte", "$gt", "$lt", "$ne", "$eq"})
+
+
+def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901, PLR0912 - one check per option
+    """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery`.
+
+    Raises:
+        TypeError: An unknown option.
+        ValueError: A value out of range, or a filter naming ``user_id``.
+    """
+    unknown = set(options) - OPTIONS
+    if unknown:
+        msg = f"Unknown retrieval option(s) {sorted(unknown)}; known: {sorted(OPTIONS)}."
+        raise UnknownOptionError(msg)
+    opt = {**defaults, **options}
+    k = opt["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        msg = f"k must be a positive integer, got {k!r}."
+        raise InvalidRequestError(msg)
+    filt = _filter(opt.get("filter"))
+    if "user_id" in filt:
+        msg = "filter may not name user_id: a memory is bound to its user; use memory.for_user(...)."
+        raise InvalidRequestError(msg)
+    threshold = opt.get("score_threshold")
+    if threshold is not None and (
+        isinstance(threshold, bool) or not isinstance(threshold, int | float) or not -1 <= threshold <= 1
+    ):
+        msg = f"score_threshold is a cosine similarity: a number in [-1, 1] or None, got {threshold!r}."
+        raise InvalidRequestError(msg)
+    where: Where = filt
+    sessions = _session_conditions(opt.get("session_ids"), opt.get("exclude_session_ids"))
+    if sessions:
+        where["session_id"] = sessions
+    span: dict[str, float] = {}
+    if opt.get("since") is not None:
+        span["$gte"] = parse_timestamp(opt["since"], what="since").timestamp()
+    if opt.get("until") is not None:
+        span["$lte"] = parse_timestamp(opt["until"], what="until").timestamp()
+    if span:
+        where["timestamp_epoch"] = span
+    source_type = opt.get("source_type")
+    if source_type is not None:
+        if source_type not in ("session", "document"):
+            msg = f"source_type must be 'session' or 'document', got {source_type!r}."
+            raise InvalidRequestError(msg)
+        where["source_type"] = source_type
+    half_life = opt.get("half_life_days")
+    if half_life is not None and half_life <= 0:
+        msg = f"half_life_days must be > 0, got {half_life!r}."
+        raise InvalidRequestError(msg)
+    weight = opt.get("recency_weight", 0.5)
+    if not 0 <= weight <= 1:
+        msg = f"recency_weight must lie in [0, 1], got {weight!r}."
+        raise InvalidRequestError(msg)
+    lexical = opt.get("lexical_weight", 0.0)
+    if not isinstance(lexical, int | float) or not 0 <= lexical <= 1:
+        msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
+        raise InvalidRequestError(msg)
+    now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
+    return RetrievalQuery(
+        k=k,
+        fetch=max(k, fetch_k) if half_life is not None or lexical > 0 else k,
+        lexical_weight=float(lexical),
+        where=where,
+        threshold=threshold,
+        half_life_days=half_life,
+        recency_weight=weight,
+        now=now,
+    )
+
+
+def _epoch(meta: dict[str, Any]) -> float | None:
+    """A chunk's time in epoch seconds (stored as ``timestamp_epoch``; parsed from ``timestamp`` otherwise)."""
+    epoch = meta.get("timestamp_epoch")
+    if isinstance(epoch, int | float):
+        return float(epoch)
+    return parse_timestamp(meta["timestamp"]).timestamp() if meta.get("timestamp") else None
+
+
+def rank(
+    query: RetrievalQuery,
+    hits: list[tuple[Record, float]],
+    *,
+    user_id: str,
+    lexical: dict[str, float] | None = None,
+) -> list[Document]:
+    """Drop other users' and sub-threshold hits, fuse lexical scores, apply decay, return the top ``k``.
+
+    ``lexical`` maps record ids to BM25 scores; they are divided by the best one of the query.
+    """
+    best = max(lexical.values(), default=0.0) if lexical else 0.0
+    now = query.now.timestamp()
+    scored: list[tuple[float, str, Record, float, dict[str, float]]] = []
+    for record, similarity in hits:
+        meta = record.metadata
+        if meta.get("user_id") != user_id:  # fail closed, whatever the store did
+            continue
+        if query.threshold is not None and similarity < query.threshold:
+            continue
+        epoch = _epoch(meta)
+        age = (now - epoch) / SECONDS_PER_DAY if epoch is not None else 0.0
+        relevance = similarity
+        extra: dict[str, float] = {}
+        if query.lexical_weight > 0:
+            lex = (lexical or {}).get(record.id, 0.0) / best if best > 0 else 0.0
+            relevance = fused_score(similarity, lex, lexical_weight=query.lexical_weight)
+            extra["lexical"] = lex
+        score = decayed_score(
+            relevance, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
+        )
+        scored.append((score, record.id, record, similarity, extra))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [_document(record, similarity, extra, score) for score, _, record, similarity, extra in scored[: query.k]]
+
+
+def _document(record: Record, similarity: float, extra: dict[str, float], score: float) -> Document:
+    meta = record.metadata
+    ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+    return Document(
+        page_content=record.text,
+        metadata={
+            **meta,
+            "message_ids": decode_message_ids(meta.get("message_ids")),
+            "similarity": similarity,
+            **extra,
+            "score": score,
+            "marker": marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name")),
+        },
+        id=record.id,
+    )
+
+
+def replica_search(
+    replica: UserReplica, user_id: str, query: str, vector: Sequence[float], q: RetrievalQuery
+) -> list[Document]:
+    """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
+    only = replica.select(q.where) if q.where else None  # evaluate the filter once per chunk
+    hits = replica.dense(vector, q.fetch, only=only)
+    lexical: dict[str, float] | None = None
+    if q.lexical_weight > 0:
+        top = replica.lexical_top(query, q.fetch, only=only)
+        known = {r.id for r, _ in hits}
+        hits.extend(replica.scored([doc_id for doc_id, _ in top if doc_id not in known], vector))
+        lexical = dict(top)
+    return rank(q, hits, user_id=user_id, lexical=lexical)
+
+
+def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search
+    backend: MemoryBackend,
+    replica: UserReplica,
+    user_id: str,
+    query: str,
+    vector: list[float] | None,
+    q: RetrievalQuery,
+    hits: list[tuple[Record, float]],
+) -> dict[str, float]:
+    """BM25 scores of the query's best chunks; those the store's search missed join ``hits`` with their similarity.
+
+    For stores whose vectors the replica does not hold (stores that embed themselves); ``replica`` is synced.
+    """
+    top = replica.lexical_top(query, q.fetch, only=replica.select(q.where) if q.where else None)
+    known = {r.id for r, _ in hits}
+    missing = [doc_id for doc_id, _ in top if doc_id not in known]
+    if missing:
+        for record in backend.fetch(user_id, missing, with_embeddings=vector is not None):
+            similarity = cosine(vector, record.embedding) if vector is not None and record.embedding else 0.0
+            record.embedding = None
+            hits.append((record, similarity))
+    return dict(top)

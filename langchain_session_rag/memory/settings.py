@@ -1,0 +1,201 @@
+"""The settings of :class:`~langchain_session_rag.SessionVectorMemory` and how it opens its store."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal, cast
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from typing_extensions import Self
+
+from langchain_session_rag.chunking.exchanges import ExchangeChunker
+from langchain_session_rag.chunking.segmenter import TopicSegmenter
+from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.memory.ingest import Chunking
+from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
+from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
+from langchain_session_rag.models.embeddings import get_default_embeddings
+from langchain_session_rag.stores.adapter import open_chroma_client
+from langchain_session_rag.stores.base import MemoryBackend
+from langchain_session_rag.stores.chroma import ChromaBackend
+from langchain_session_rag.stores.vectorstore import backend_for
+
+__all__ = ["DEFAULT_SEGMENT_TOKENS", "MemorySettings", "SourceType"]
+
+SourceType = Literal["session", "document"]
+DEFAULT_SEGMENT_TOKENS = 128
+"""Token cap of the default segmenter's segments (LoCoMo: best recall per prompt token)."""
+
+
+class MemorySettings(BaseRetriever):
+    """The fields, validation and store opening of :class:`~langchain_session_rag.SessionVectorMemory`."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    user_id: str
+    """The user whose memories this object reads and writes; nobody else's."""
+    vectorstore: VectorStore | None = None
+    """Any LangChain vector store. A ``langchain_chroma.Chroma`` is used natively (one collection)."""
+    chroma_client: Any = None
+    """A chromadb client; the store is then user-partitioned collections named after ``collection_name``."""
+    collection_name: str = "session_memory"
+    """The store name used with ``chroma_client``."""
+    shards: int = Field(default=32, ge=1)
+    """Collections a new Chroma store spreads users over (an existing store keeps its own)."""
+    embeddings: Embeddings | None = None
+    """The embedding model. Defaults to the store's own, else the bundled all-MiniLM-L6-v2."""
+    embedding_model_id: str | None = None
+    """The identity recorded in the store for ``embeddings``; derived from the model when not given."""
+    k: int = Field(default=4, ge=1)
+    """How many memories to return."""
+    fetch_k: int = Field(default=50, ge=1)
+    """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
+    lexical_weight: float = Field(default=0.3, ge=0, le=1)
+    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only."""
+    score_threshold: float | None = None
+    """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
+    half_life_days: float | None = Field(default=None, gt=0)
+    """Recency decay half-life in days; ``None`` (default) turns decay off."""
+    recency_weight: float = Field(default=0.5, ge=0, le=1)
+    """Share of the score that decays with age (see :func:`~langchain_session_rag.memory.ranking.decayed_score`)."""
+    session_ids: list[str] | None = None
+    """Restrict retrieval to these sessions."""
+    exclude_session_ids: list[str] | None = None
+    """Never return memories of these sessions (e.g. the current one, already in the prompt)."""
+    source_type: SourceType | None = None
+    """Return only ``"session"`` memories or only ``"document"`` chunks."""
+    chunker: ExchangeChunker = Field(default_factory=ExchangeChunker)
+    """How conversations are cut into exchange chunks."""
+    chunking: Chunking = "topic"
+    """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default, which
+    retrieved best on LoCoMo) or one chunk per ``"exchange"``. A batch of one exchange (live chat) is stored
+    as an exchange either way, retrievable at once; :meth:`consolidate` groups a session's exchanges later."""
+    max_message_chars: int = Field(default=1_000_000, ge=1)
+    """The longest message ``add_messages`` accepts, in characters: a longer one raises
+    ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
+    segmenter: TopicSegmenter | None = None
+    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
+    comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
+
+    _backend: MemoryBackend = PrivateAttr()
+    _state: StoreState = PrivateAttr()
+    _model_id: str = PrivateAttr()
+
+    @field_validator("user_id")
+    @classmethod
+    def _check_user(cls, value: str) -> str:
+        if not isinstance(value, str) or not value.strip() or len(value) > 256:  # noqa: PLR2004
+            msg = f"user_id must be a non-empty string of at most 256 characters, got {value!r}."
+            raise InvalidArgumentError(msg)
+        return value
+
+    @model_validator(mode="after")
+    def _open(self) -> Self:
+        if self.vectorstore is not None and self.chroma_client is not None:
+            msg = "Pass either vectorstore= or chroma_client=, not both."
+            raise InvalidArgumentError(msg)
+        backend: MemoryBackend
+        if self.chroma_client is not None:
+            backend = ChromaBackend(self.chroma_client, name=self.collection_name, shards=self.shards)
+        elif self.vectorstore is not None:
+            if self.embeddings is None:
+                self.embeddings = self.vectorstore.embeddings
+            backend = backend_for(self.vectorstore)
+        else:
+            msg = (
+                "SessionVectorMemory needs a store: use SessionVectorMemory.local(path=..., user_id=...), "
+                "SessionVectorMemory.server(host=..., port=..., user_id=...), or pass vectorstore=."
+            )
+            raise InvalidArgumentError(msg)
+        if self.embeddings is None:
+            self.embeddings = get_default_embeddings()
+        if self.segmenter is None:
+            self.segmenter = TopicSegmenter(
+                self.embeddings, max_tokens=DEFAULT_SEGMENT_TOKENS, token_counter=self.chunker.count
+            )
+        elif self.segmenter.embeddings is not self.embeddings:
+            msg = (
+                "The segmenter must use the memory's embedding model (its vectors are stored): "
+                "build it as TopicSegmenter(memory_embeddings, ...) with the same object as embeddings=."
+            )
+            raise InvalidArgumentError(msg)
+        self._model_id = self.embedding_model_id or model_id_of(self.embeddings)
+        backend.check_model(self._model_id, None)
+        self._backend = backend
+        self._state = state_of(backend)
+        return self
+
+    # -- constructors ----------------------------------------------------------------------------
+    @classmethod
+    def local(
+        cls,
+        path: str | os.PathLike[str] = "./session_memory",
+        *,
+        user_id: str,
+        embeddings: Embeddings | None = None,
+        collection_name: str = "session_memory",
+        **kwargs: Any,
+    ) -> Self:
+        """Open (or create) an embedded Chroma store in ``path``.
+
+        The embedding model defaults to the bundled all-MiniLM-L6-v2, loaded on first use.
+        Other keyword arguments are the constructor's (``k``, ``half_life_days``, ...).
+        """
+        client = open_chroma_client(path=path)
+        return cls(
+            chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
+        )
+
+    @classmethod
+    def server(
+        cls,
+        host: str = "localhost",
+        port: int = 8000,
+        *,
+        user_id: str,
+        embeddings: Embeddings | None = None,
+        collection_name: str = "session_memory",
+        **kwargs: Any,
+    ) -> Self:
+        """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes."""
+        client = open_chroma_client(host=host, port=port)
+        return cls(
+            chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
+        )
+
+    def for_user(self, user_id: str) -> Self:
+        """Return the view of another user over the same store, with the same settings."""
+        return self.model_copy(update={"user_id": self._check_user(user_id)})
+
+    @property
+    def backend(self) -> MemoryBackend:
+        """The storage back end (for inspection and benchmarks)."""
+        return self._backend
+
+    @property
+    def model_id(self) -> str:
+        """The embedding model identity recorded in the store."""
+        return self._model_id
+
+    @property
+    def _embeddings(self) -> Embeddings:
+        return cast("Embeddings", self.embeddings)  # set by the validator
+
+    @property
+    def _segmenter(self) -> TopicSegmenter:
+        return cast("TopicSegmenter", self.segmenter)  # set by the validator
+
+    def _store(self) -> UserStore:
+        return UserStore(
+            self._backend,
+            self._state,
+            self.user_id,
+            self._model_id,
+            self._embeddings,
+            self.chunker,
+            self._segmenter,
+            self.max_message_chars,
+        )

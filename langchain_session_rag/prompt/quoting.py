@@ -1,0 +1,80 @@
+"""Data in prompts: quoting (no tag can be opened or closed, no line unquoted) and citation markers."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+
+__all__ = ["marker", "quote_data", "safe_marker"]
+
+_LESS = "<\uff1c\u2039\u3008\u27e8\u2329\u1438\u02c2\ufe64\u276e\u29fc\u300a\u27ea\u276c\u2770\u227a\u2989\u22d6\u2aa1"
+_LESS += "\u226a\u22d8\u25c1\u2af7\u2e28"
+_MORE = ">\uff1e\u203a\u3009\u27e9\u232a\u1433\u02c3\ufe65\u276f\u29fd\u300b\u27eb\u276d\u2771\u227b\u298a\u22d7\u2aa2"
+_MORE += "\u226b\u22d9\u25b7\u2af8\u2e29"
+_ANGLES = str.maketrans(
+    dict.fromkeys(_LESS, "&lt;") | dict.fromkeys(_MORE, "&gt;") | dict.fromkeys("\u00ab\u00bb", '"')
+)
+"""Angle brackets and their look-alikes (a tag cannot be written with them); guillemets become plain quotes."""
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
+_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800\u17b4\u17b5\u180b\u180c\u180d\u180f")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
+_KEEP = frozenset("\n\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+_MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)\]|\[D: [^\[\]]{1,120}\]")
+_MAX_MARKER = 120
+_UNSAFE = str.maketrans({"[": "(", "]": ")", "<": "(", ">": ")"})
+
+
+def _visible(text: str) -> str:
+    """Drop invisible characters; keep line breaks and tabs (quoting handles them).
+
+    Dropped: control, format (bidi, tag, zero-width), private-use and unassigned characters, variation
+    selectors, and invisible fillers.
+    """
+    if text.isascii():  # the common case, in C: only ASCII control characters can be invisible
+        return _ASCII_CONTROL.sub("", text)
+    return "".join(
+        ch
+        for ch in text
+        if ch in _KEEP
+        or (
+            unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+            and ch not in _FILLERS
+            and not 0xFE00 <= ord(ch) <= 0xFE0F  # noqa: PLR2004 - variation selectors
+            and not 0xE0100 <= ord(ch) <= 0xE01EF  # noqa: PLR2004 - variation selectors supplement
+        )
+    )
+
+
+def quote_data(text: str) -> str:
+    """Quote text that is data (a memory, a document, a note, a summary) for a prompt.
+
+    Angle brackets and their look-alikes become ``&lt;`` / ``&gt;`` (no tag can be opened or closed), invisible
+    and control characters are dropped, and every line (any Unicode line break) starts with ``"> "``.
+    """
+    safe = _visible(text.translate(_ANGLES).replace("\r\n", "\n"))
+    return "\n".join(f"> {line}" for line in safe.splitlines() or [""])
+
+
+def safe_marker(value: object) -> str:
+    """A citation marker fit for a prompt: one line, no angle brackets, at most 120 characters.
+
+    A well-formed marker (``[S: 2026-02-06]``, ``[D: readme.md]``) is kept as it is; anything else (a
+    ``metadata["source"]`` of a foreign retriever, a hostile file name) becomes ``[D: …]`` around its cleaned text.
+    """
+    text = " ".join(_visible(str(value).translate(_ANGLES)).split())
+    if _MARKER.fullmatch(text):
+        return text
+    inner = text.replace("[", "(").replace("]", ")")[:_MAX_MARKER] or "record"
+    return f"[D: {inner}]"
+
+
+def marker(source_type: str, *, timestamp: datetime | None = None, name: str | None = None) -> str:
+    """Return the citation marker of a chunk: ``[S: 2026-02-06]`` or ``[D: readme.md]``.
+
+    A document name is folded to one line without square or angle brackets, at most 120 characters.
+    """
+    if source_type == "document":
+        clean = " ".join(str(name or "").split()).translate(_UNSAFE)[:120]
+        return f"[D: {clean or 'document'}]"
+    return f"[S: {timestamp.date().isoformat() if timestamp else 'unknown date'}]"

@@ -1,0 +1,96 @@
+"""The one module that knows how chromadb and langchain-chroma work inside.
+
+Everything else talks to Chroma through :class:`~langchain_session_rag.stores.chroma.ChromaBackend` and the
+helpers here: opening a client, telling an embedded client from a server, naming the store a client opens, and
+taking the collection out of a ``langchain_chroma.Chroma`` (the only private attributes the package reads; a test
+fails if one is read anywhere else).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from langchain_session_rag.errors import InvalidStorePathError, StoreUnavailableError
+from langchain_session_rag.stores.locking import lock_embedded_store
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["chroma_collection_of", "client_location", "is_connection_error", "open_chroma_client", "persist_directory"]
+
+
+def open_chroma_client(
+    path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000
+) -> ClientAPI:
+    """A chromadb client: a server when ``host`` is given, else an embedded store in ``path``.
+
+    An embedded store is locked to this process (see :func:`lock_embedded_store`).
+    """
+    import chromadb  # noqa: PLC0415 - chromadb is slow to import; only when a store is opened
+    from chromadb.config import Settings  # noqa: PLC0415
+
+    settings = Settings(anonymized_telemetry=False)
+    if host is not None:
+        try:
+            return chromadb.HttpClient(host=host, port=port, settings=settings)
+        except (ValueError, OSError) as exc:
+            if not is_connection_error(exc):
+                raise
+            msg = f"No Chroma server answers at {host}:{port} (start one with `chroma run --port {port}`): {exc}"
+            raise StoreUnavailableError(msg) from exc
+    if path is None:
+        msg = "An embedded store needs a path (or give host= for a Chroma server)."
+        raise InvalidStorePathError(msg)
+    lock_embedded_store(path)
+    return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """Whether an exception means the server did not answer (httpx transport errors, refused connections)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    transport = {"TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "TimeoutException"}
+    return bool(names & transport) or isinstance(exc, ConnectionError) or "Could not connect" in str(exc)
+
+
+def _embedded(client: ClientAPI) -> bool:
+    return "fastapi" not in str(client.get_settings().chroma_api_impl).lower()
+
+
+def client_location(client: ClientAPI) -> str:
+    """Where a client's data lives: the folder of an embedded store, ``host:port`` of a server, or ``ephemeral``.
+
+    Clients of one folder (or one server) give the same location, so in-process state can be shared by store.
+    """
+    settings = client.get_settings()
+    if not _embedded(client):
+        return f"http://{settings.chroma_server_host}:{settings.chroma_server_http_port}"
+    if settings.is_persistent and settings.persist_directory:
+        return os.path.realpath(str(settings.persist_directory))
+    return "ephemeral"
+
+
+def is_embedded(client: ClientAPI) -> bool:
+    """Whether the client runs Chroma in this process (``PersistentClient`` / ``EphemeralClient``)."""
+    return _embedded(client)
+
+
+def persist_directory(client: ClientAPI) -> str | None:
+    """The folder of an embedded persistent store (``None`` on a server or in memory)."""
+    settings = client.get_settings()
+    return str(settings.persist_directory) if _embedded(client) and settings.is_persistent else None
+
+
+def chroma_collection_of(vectorstore: Any) -> tuple[ClientAPI, Collection] | None:
+    """The chromadb client and collection behind a ``langchain_chroma.Chroma``; ``None`` for any other store.
+
+    langchain-chroma has no public accessor for them, so this reads its ``_client`` / ``_collection``; it is the
+    only place in the package that does. A ``Chroma`` instance means ``langchain_chroma`` is already imported,
+    so the check never imports it.
+    """
+    module = sys.modules.get("langchain_chroma")
+    if module is None or not isinstance(vectorstore, module.Chroma):
+        return None
+    return vectorstore._client, vectorstore._collection  # noqa: SLF001 - see the docstring

@@ -1,0 +1,118 @@
+"""What a memory store is: the stored record, the back-end protocol every store implements, and the shard rule."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["MemoryBackend", "Record", "Where", "decode_message_ids", "purge", "shard_of"]
+
+Where = dict[str, Any]
+"""Equality / range conditions: ``{"key": value}`` or ``{"key": {"$in" | "$nin" | "$gte" | "$lte": v}}``."""
+
+
+@dataclass
+class Record:
+    """A stored chunk."""
+
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    embedding: list[float] | None = None
+
+
+def shard_of(user_id: str, shards: int) -> int:
+    """Return the shard index of a user (stable across processes and versions)."""
+    return int(hashlib.sha256(user_id.encode()).hexdigest()[:8], 16) % shards
+
+
+class MemoryBackend(Protocol):
+    """What :class:`~langchain_session_rag.SessionVectorMemory` needs from a store.
+
+    Every method takes the ``user_id`` it acts for; implementations touch nothing else.
+    """
+
+    embeds_itself: bool
+
+    @property
+    def single_process(self) -> bool:
+        """Whether every write to the store comes through this process (so in-process state can be trusted)."""
+        ...
+
+    @property
+    def process_key(self) -> str:
+        """Identifies the store within this process."""
+        ...
+
+    """True when the store embeds texts itself (``add`` then ignores ``embeddings``)."""
+
+    def check_model(self, model_id: str, dimension: int | None) -> None:
+        """Raise :class:`EmbeddingModelMismatchError` if the store was written by another model."""
+
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Return which of ``ids`` are stored."""
+
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Return which of ``ids`` are stored for another user (an import must never overwrite them)."""
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        """Store records (their ``embedding`` set unless ``embeds_itself``)."""
+
+    def query(
+        self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where
+    ) -> list[tuple[Record, float]]:
+        """Return up to ``k`` records of the user matching ``where``, with cosine similarity."""
+
+    def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
+        """Return every record of the user that matches ``where``."""
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete records of the user."""
+
+    def all_ids(self, user_id: str) -> list[str]:
+        """Ids of every record of the user (raises UnsupportedOperationError if the store cannot list)."""
+
+    def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
+        """The user's records among ``ids``."""
+
+    def purge(self, user_id: str) -> int:
+        """Delete every record of the user; return how many."""
+
+    def compact(self) -> int:
+        """Erase deleted records from the store's files (every user); return how many records are kept.
+
+        Raises UnsupportedOperationError when the store cannot do it.
+        """
+
+    def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str) -> int:
+        """Re-embed every record of every user with a new model; return how many.
+
+        Raises UnsupportedOperationError when the store cannot do it.
+        """
+
+
+def purge(backend: MemoryBackend, user_id: str) -> int:
+    """Delete every record of ``user_id`` through ``backend`` (ids first, so the count is exact)."""
+    ids = backend.all_ids(user_id)
+    backend.delete(user_id, ids)
+    return len(ids)
+
+
+def decode_message_ids(value: Any) -> list[str]:
+    """Decode ``message_ids`` from whatever the store returned (JSON text, list, comma text)."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value]
+    text = str(value)
+    if text.startswith("["):
+        try:
+            decoded = json.loads(text)
+        except json.JSONDecodeError:
+            decoded = None
+        if isinstance(decoded, list):
+            return [str(v) for v in decoded]
+    return [part for part in text.split(",") if part]

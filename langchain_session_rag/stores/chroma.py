@@ -1,0 +1,368 @@
+"""The default store: Chroma collections partitioned by user, with a manifest of the embedding model.
+
+A store named ``NAME`` is a manifest collection ``NAME-manifest`` (which embedding model wrote the store, its
+dimension, the shard count) and ``shards`` collections ``NAME-u00`` … each holding the chunks of the users whose
+id hashes to it. Reads and writes name the user and filter on it; retrieval normally runs on the user's
+in-process replica (:mod:`langchain_session_rag.memory.replica`), so the collections are the durable copy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
+from langchain_session_rag.stores.adapter import client_location, is_connection_error, is_embedded, persist_directory
+from langchain_session_rag.stores.base import Record, Where, purge, shard_of
+from langchain_session_rag.stores.filters import to_chroma_where
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+    from chromadb.api.models.Collection import Collection
+
+__all__ = ["MANIFEST_VERSION", "ChromaBackend"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+MANIFEST_VERSION = 1
+
+
+def _distance_to_similarity(space: str) -> Callable[[float], float]:
+    if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
+        return lambda d: 1.0 - d / 2.0
+    return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
+
+
+def _server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Turn a lost server connection into :class:`StoreUnavailableError` (typed, retryable)."""
+
+    @functools.wraps(method)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            if isinstance(exc, StoreUnavailableError) or not is_connection_error(exc):
+                raise
+            name = getattr(args[0], "name", "?") if args else "?"
+            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); retry later."
+            raise StoreUnavailableError(msg) from exc
+
+    return call
+
+
+_GENERATIONS: dict[str, int] = {}
+"""Per store (process key): how often its collections were rebuilt in this process."""
+
+
+class ChromaBackend:
+    """Chroma collections partitioned by user (or one given collection), with a model manifest."""
+
+    embeds_itself = False
+
+    def __init__(
+        self,
+        client: ClientAPI,
+        *,
+        name: str = "session_memory",
+        shards: int = 32,
+        collection: Collection | None = None,
+    ) -> None:
+        """Open (or create lazily) a partitioned store.
+
+        Args:
+            client: A chromadb client (``PersistentClient``, ``HttpClient``, ...).
+            name: The store name; collections are ``{name}-manifest`` and ``{name}-uNN``.
+            shards: Shard count for a new store; an existing store keeps its own.
+            collection: Use this single collection instead of shards (e.g. a ``langchain_chroma.Chroma``'s).
+        """
+        if not 3 <= len(name) <= 500:  # noqa: PLR2004 - Chroma's collection name limits, minus suffixes
+            msg = f"Store name must be 3-500 characters, got {name!r}."
+            raise InvalidArgumentError(msg)
+        if shards < 1:
+            msg = f"shards must be >= 1, got {shards!r}."
+            raise InvalidArgumentError(msg)
+        self.client = client
+        self.name = name
+        self._single = collection
+        self._collections: dict[int, Collection] = {}
+        self._manifest = client.get_or_create_collection(
+            f"{collection.name if collection is not None else name}-manifest",
+            metadata={"store_version": MANIFEST_VERSION, "shards": 1 if collection is not None else shards},
+        )
+        meta = dict(self._manifest.metadata or {})
+        self.shards = int(meta.get("shards", shards))
+        self._generation = _GENERATIONS.get(self.process_key, 0)
+        if meta.get("migration"):
+            from langchain_session_rag.stores.migration import recover  # noqa: PLC0415 - migration imports this module
+
+            recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
+
+    @property
+    def process_key(self) -> str:
+        """Identifies this store among the stores a process opens (clients of one path share it)."""
+        where = client_location(self.client)
+        tenant = getattr(self.client, "tenant", "")
+        database = getattr(self.client, "database", "")
+        target = f"collection:{self._single.id}" if self._single is not None else f"store:{self.name}"
+        return f"chroma|{where}|{tenant}|{database}|{target}"
+
+    @property
+    def single_process(self) -> bool:
+        """Whether this store's writes all come through this memory code in this process.
+
+        True for the sharded collections on embedded Chroma, which is not process-safe. False on a Chroma
+        server (``HttpClient``), which serves many processes, and for a collection handed in by the caller
+        (a ``langchain_chroma.Chroma``), which the caller may also write to directly.
+        """
+        return is_embedded(self.client) and self._single is None
+
+    # -- manifest -------------------------------------------------------------------------------
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """The manifest: ``embedding_model``, ``embedding_dim``, ``shards``, ``store_version``."""
+        return dict(self._manifest.metadata or {})
+
+    def check_model(self, model_id: str, dimension: int | None) -> None:
+        """Record the model on first write; refuse a different one afterwards."""
+        meta = self.manifest
+        stored_model = meta.get("embedding_model")
+        stored_dim = int(meta.get("embedding_dim", -1))
+        if stored_model is not None and stored_model != model_id:
+            msg = (
+                f"Store {self.name!r} was written by embedding model {stored_model!r} "
+                f"(dimension {stored_dim}), but {model_id!r} is in use: their vectors are incompatible. "
+                f"Open it with the model that wrote it, or re-embed it once with "
+                f"SessionVectorMemory.reembed(client_or_path, embeddings=<new model>, collection_name={self.name!r})."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        if dimension is not None and stored_dim not in (-1, dimension):
+            msg = (
+                f"Store {self.name!r} holds {stored_dim}-dimensional vectors from {stored_model!r}, "
+                f"but the model in use returned {dimension} dimensions. Re-embed the store with "
+                f"SessionVectorMemory.reembed(...) or use the original model."
+            )
+            raise EmbeddingModelMismatchError(msg)
+        if stored_model is None or (dimension is not None and stored_dim == -1):
+            meta.update(
+                {"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim}
+            )
+            self._manifest.modify(metadata=meta)
+
+    def set_model(self, model_id: str, dimension: int) -> None:
+        """Overwrite the recorded model (after a re-embedding)."""
+        self.update_manifest({"embedding_model": model_id, "embedding_dim": dimension})
+
+    def update_manifest(self, values: dict[str, Any]) -> None:
+        """Set manifest entries (scalars)."""
+        meta = self.manifest
+        meta.update(values)
+        self._manifest.modify(metadata=meta)
+
+    @property
+    def persist_directory(self) -> str | None:
+        """The folder of an embedded store (``None`` on a server)."""
+        return persist_directory(self.client)
+
+    @property
+    def max_batch(self) -> int:
+        """The client's largest write batch."""
+        return max(1, self.client.get_max_batch_size())
+
+    def space_of(self, col: Collection) -> str:
+        """The distance space of a collection."""
+        return self._space(col)
+
+    def collections_changed(self) -> None:
+        """Forget cached collection handles here and in every backend of this store in the process."""
+        key = self.process_key
+        _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1
+        self._collections.clear()
+        if self._single is not None:
+            self._single = self.client.get_collection(self._single.name)
+
+    # -- collections ----------------------------------------------------------------------------
+    def shard_name(self, index: int) -> str:
+        """The collection name of a shard."""
+        return f"{self.name}-u{index:02d}"
+
+    def _collection(self, user_id: str) -> Collection:
+        generation = _GENERATIONS.get(self.process_key, 0)
+        if generation != self._generation:  # another backend rebuilt the store's collections
+            self._generation = generation
+            self._collections.clear()
+            if self._single is not None:
+                self._single = self.client.get_collection(self._single.name)
+        if self._single is not None:
+            return self._single
+        index = shard_of(user_id, self.shards)
+        col = self._collections.get(index)
+        if col is None:
+            col = self.client.get_or_create_collection(
+                self.shard_name(index), configuration={"hnsw": {"space": "cosine"}}
+            )
+            self._collections[index] = col
+        return col
+
+    def all_collections(self) -> Iterator[Collection]:
+        """Every data collection that exists (shards never written are skipped)."""
+        if self._single is not None:
+            yield self._single
+            return
+        existing = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        for index in range(self.shards):
+            if self.shard_name(index) in existing:
+                yield self.client.get_collection(self.shard_name(index))
+
+    @staticmethod
+    def _space(col: Collection) -> str:
+        config: Any = col.configuration or {}
+        hnsw = config.get("hnsw") or {}
+        space = hnsw.get("space") or (col.metadata or {}).get("hnsw:space") or "l2"
+        return str(space)
+
+    # -- data -----------------------------------------------------------------------------------
+    @staticmethod
+    def _scoped(user_id: str, where: Where) -> dict[str, Any]:
+        return to_chroma_where({**where, "user_id": user_id})
+
+    @_server_call
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids among ``ids`` stored for this user."""
+        if not ids:
+            return set()
+        got = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=[])
+        return set(got["ids"])
+
+    @_server_call
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Ids among ``ids`` stored for *another* user of the same collection."""
+        if not ids:
+            return set()
+        not_mine: Any = {"user_id": {"$ne": user_id}}
+        got = self._collection(user_id).get(ids=list(ids), where=not_mine, include=[])
+        return set(got["ids"])
+
+    @_server_call
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        """Upsert records of one user in batches of the client's maximum size."""
+        col = self._collection(user_id)
+        batch = max(1, self.client.get_max_batch_size())
+        for start in range(0, len(records), batch):
+            part = records[start : start + batch]
+            vectors: Any = [r.embedding or [] for r in part]
+            col.upsert(
+                ids=[r.id for r in part],
+                documents=[r.text for r in part],
+                metadatas=[r.metadata for r in part],
+                embeddings=vectors,
+            )
+
+    @_server_call
+    def query(
+        self,
+        user_id: str,
+        query: str,  # noqa: ARG002 - part of the MemoryBackend protocol
+        vector: list[float] | None,
+        k: int,
+        where: Where,
+    ) -> list[tuple[Record, float]]:
+        """Nearest records of the user, with cosine similarity."""
+        if vector is None:
+            msg = "ChromaBackend.query needs a query vector."
+            raise InvalidArgumentError(msg)
+        col = self._collection(user_id)
+        query_vectors: Any = [vector]
+        res: Any = col.query(
+            query_embeddings=query_vectors,
+            n_results=k,
+            where=self._scoped(user_id, where),
+            include=["documents", "metadatas", "distances"],
+        )
+        to_sim = _distance_to_similarity(self._space(col))
+        return [
+            (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
+            for i, t, m, d in zip(
+                res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
+            )
+        ]
+
+    @_server_call
+    def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
+        """Every record of the user matching ``where``."""
+        include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
+        res: Any = self._collection(user_id).get(where=self._scoped(user_id, where), include=include)
+        return self._records(res, with_embeddings=with_embeddings)
+
+    @_server_call
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """Delete the user's records among ``ids`` (others' records are never touched)."""
+        if ids:
+            self._collection(user_id).delete(ids=list(ids), where={"user_id": user_id})
+
+    @_server_call
+    def all_ids(self, user_id: str) -> list[str]:
+        """Ids of every record of the user (an ids-only read)."""
+        return list(self._collection(user_id).get(where={"user_id": user_id}, include=[])["ids"])
+
+    @_server_call
+    def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
+        """The user's records among ``ids``."""
+        if not ids:
+            return []
+        include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
+        res: Any = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=include)
+        return self._records(res, with_embeddings=with_embeddings)
+
+    @staticmethod
+    def _records(res: Any, *, with_embeddings: bool) -> list[Record]:
+        embeddings = res.get("embeddings") if with_embeddings else None
+        return [
+            Record(
+                id=res["ids"][n],
+                text=res["documents"][n] or "",
+                metadata=dict(res["metadatas"][n] or {}),
+                embedding=_floats(embeddings[n]) if embeddings is not None else None,
+            )
+            for n in range(len(res["ids"]))
+        ]
+
+    @_server_call
+    def purge(self, user_id: str) -> int:
+        """Delete every record of the user; return how many."""
+        return purge(self, user_id)
+
+    @_server_call
+    def count(self) -> int:
+        """Number of chunks in the whole store (all users)."""
+        return sum(c.count() for c in self.all_collections())
+
+    def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str) -> int:
+        """Re-embed every chunk of every user with a new model; return how many were re-embedded.
+
+        Crash-safe (copy, verify, switch; see :mod:`langchain_session_rag.stores.migration`): the old model keeps
+        working until every copy is complete, and a run killed at any moment is repaired by the next open.
+        """
+        from langchain_session_rag.stores.migration import rebuild  # noqa: PLC0415 - migration imports this module
+
+        return rebuild(self, embed=embed, model_id=model_id)
+
+    def compact(self) -> int:
+        """Rebuild every collection from its live records, then vacuum an embedded store's files.
+
+        Deleted records stay in Chroma's write-ahead log and in SQLite's free pages until then: after
+        ``compact()`` a byte scan of the folder finds none of them. Returns the number of records kept.
+        """
+        from langchain_session_rag.stores.migration import rebuild, vacuum  # noqa: PLC0415
+
+        kept = rebuild(self)
+        path = self.persist_directory
+        if path is not None:
+            vacuum(path)
+        return kept
+
+
+def _floats(vector: Any) -> list[float]:
+    """A stored vector as a list of floats (numpy rows convert in C)."""
+    return vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]

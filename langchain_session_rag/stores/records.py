@@ -1,0 +1,144 @@
+"""Building stored records: ids, reserved metadata keys, metadata encoding."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from langchain_session_rag.errors import InvalidMetadataError
+from langchain_session_rag.stores.base import Record
+
+RESERVED_KEYS = frozenset(
+    {
+        "user_id",
+        "session_id",
+        "timestamp",
+        "timestamp_epoch",
+        "message_ids",
+        "source_type",
+        "chunking",
+        "chunk_index",
+        "chunk_part",
+        "token_count",
+        "embedding_model",
+        "source_name",
+        "skipped_blocks",
+        "topic_index",
+        "exchange_count",
+        "boundary_similarity",
+        "stored_epoch",
+    }
+)
+"""Metadata keys the memory writes itself; user metadata may not use them."""
+
+RESULT_KEYS = frozenset({"score", "similarity", "lexical", "marker"})
+"""Keys added to returned documents, never stored."""
+
+
+def chunk_id(user_id: str, session_id: str, kind: str, key: Sequence[str], part: int) -> str:
+    """Deterministic id of a chunk: the same content key always gives the same id."""
+    raw = "\x1f".join([user_id, session_id, kind, "\x1e".join(key), str(part)])
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+MAX_SAFE_INT = 2**53
+"""Integers beyond this are not kept exactly by stores that hold numbers as floats."""
+
+
+def metadata_value(value: Any, key: str = "") -> str | int | float | bool:
+    """A value a vector store accepts as metadata: scalars as they are, others as JSON text.
+
+    Raises:
+        InvalidMetadataError: NaN or an infinite number, or an integer beyond 2**53 (not kept exactly).
+    """
+    if isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        if abs(value) > MAX_SAFE_INT:
+            msg = f"metadata {key!r} is {value}, beyond 2**53: stores keep it as a float; pass it as a string."
+            raise InvalidMetadataError(msg)
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            msg = f"metadata {key!r} is {value!r}: not a finite number."
+            raise InvalidMetadataError(msg)
+        return value
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def check_metadata_key(key: object) -> str:
+    """A metadata key a store can filter on: a non-empty string, no ``$`` operator, no result key.
+
+    Raises:
+        InvalidMetadataError: Otherwise.
+    """
+    if not isinstance(key, str) or not key.strip() or key.startswith("$"):
+        msg = f"metadata key {key!r} is not allowed: use a non-empty string that does not start with '$'."
+        raise InvalidMetadataError(msg)
+    if key in RESULT_KEYS:
+        msg = f"metadata key {key!r} is added to every result by the memory; rename it."
+        raise InvalidMetadataError(msg)
+    return key
+
+
+def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """Validate and encode caller metadata.
+
+    Raises:
+        InvalidMetadataError: A reserved, empty or operator key, a result key, NaN, a huge integer.
+    """
+    if not metadata:
+        return {}
+    if not isinstance(metadata, dict):
+        msg = f"metadata must be a dict, got {type(metadata).__name__}."
+        raise InvalidMetadataError(msg)
+    clash = sorted(RESERVED_KEYS & {k for k in metadata if isinstance(k, str)})
+    if clash:
+        msg = f"metadata keys {clash} are reserved by SessionVectorMemory; rename them."
+        raise InvalidMetadataError(msg)
+    return {check_metadata_key(k): metadata_value(v, k) for k, v in metadata.items()}
+
+
+def session_record(
+    *,
+    user_id: str,
+    session_id: str,
+    kind: str,
+    text: str,
+    message_ids: list[str],
+    timestamp: datetime,
+    token_count: int,
+    model_id: str,
+    part: int = 0,
+    skipped_blocks: int = 0,
+    extra: dict[str, Any] | None = None,
+    vector: list[float] | None = None,
+    stored_epoch: float | None = None,
+) -> Record:
+    """A session chunk (``kind`` ``"exchange"`` or ``"topic"``); ``chunk_index`` is set by the caller."""
+    return Record(
+        id=chunk_id(user_id, session_id, kind, message_ids, part),
+        text=text,
+        metadata={
+            **(extra or {}),
+            "user_id": user_id,
+            "session_id": session_id,
+            "source_type": "session",
+            "chunking": kind,
+            "timestamp": timestamp.isoformat(),
+            "timestamp_epoch": timestamp.timestamp(),
+            "message_ids": json.dumps(message_ids),
+            "chunk_index": -1,
+            "chunk_part": part,
+            "token_count": token_count,
+            "skipped_blocks": skipped_blocks,
+            "embedding_model": model_id,
+            "stored_epoch": time.time() if stored_epoch is None else stored_epoch,
+        },
+        embedding=vector,
+    )
