@@ -6,12 +6,12 @@ from langchain_session_rag.cache.scope import cache_scope, current_cache_user
 from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import Turn, normalize_messages
-from langchain_session_rag.chunking.segmenter import SimilarityProfile, TopicSegmenter
+from langchain_session_rag.chunking.segmenter import Segment, SimilarityProfile, TopicSegmenter
 from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.retriever import Consolidation, SessionVectorMemory
 from langchain_session_rag.models.embeddings import LocalEmbeddings, get_default_embeddings
 from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
-from langchain_session_rag.models.tokens import tiktoken_counter
+from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
 from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, SectionReport
@@ -28,6 +28,7 @@ __all__ = [
     "LocalChatModel",
     "LocalEmbeddings",
     "SectionReport",
+    "Segment",
     "SemanticCache",
     "SemanticLLMCache",
     "SessionRAGError",
@@ -35,6 +36,7 @@ __all__ = [
     "SimilarityProfile",
     "SummaryBuffer",
     "TokenBudget",
+    "TokenCounter",
     "TopicSegmenter",
     "Turn",
     "cache_scope",

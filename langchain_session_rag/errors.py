@@ -13,6 +13,7 @@ __all__ = [
     "DuplicateMessageIdError",
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
+    "FileAccessError",
     "InvalidArgumentError",
     "InvalidMessageError",
     "InvalidMetadataError",
@@ -26,7 +27,6 @@ __all__ = [
     "StoreUnavailableError",
     "StoreWriteError",
     "UnknownOptionError",
-    "UnreadableFileError",
     "UnsupportedOperationError",
 ]
 
@@ -110,8 +110,8 @@ class StoreUnavailableError(SessionRAGError, ConnectionError):
     """
 
 
-class UnreadableFileError(SessionRAGError, OSError):
-    """A file given to the package cannot be read (missing, a folder, no permission); nothing was changed."""
+class FileAccessError(SessionRAGError, OSError):
+    """A file given to the package cannot be read or written (missing, a folder, no permission); nothing changed."""
 
 
 class InvalidStorePathError(SessionRAGError, ValueError):

@@ -148,7 +148,7 @@ class SemanticLLMCache(BaseCache):
         with self._lock:
             view = self._views.get(user)
             if view is None:
-                view = self._views[user] = self.cache.for_user(user)
+                view = self._views[user] = self.cache.for_user(user, share_stats=True)
             self._views.move_to_end(user)
             while len(self._views) > USER_VIEWS:
                 self._views.popitem(last=False)

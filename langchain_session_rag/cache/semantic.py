@@ -19,7 +19,6 @@ rewrite.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import threading
@@ -32,7 +31,15 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from langchain_session_rag.cache.decision import CacheDecision, CacheStats, source_digest
+from langchain_session_rag.cache.decision import CacheDecision, CacheStats
+from langchain_session_rag.cache.entries import (
+    check_text_options,
+    check_update,
+    entry_record,
+    history_texts,
+    llm_key,
+    lookup_options,
+)
 from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
 from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
 from langchain_session_rag.cache.vectors import VectorMemo
@@ -116,6 +123,12 @@ class SemanticCache(BaseModel):
 
     @model_validator(mode="after")
     def _open(self) -> SemanticCache:
+        if not hasattr(self.chroma_client, "get_or_create_collection"):
+            msg = (
+                f"chroma_client must be a chromadb client, got {type(self.chroma_client).__name__}; "
+                "use SemanticCache.local(path=...) or SemanticCache.server(host=..., port=...)."
+            )
+            raise InvalidArgumentError(msg)
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
         self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
@@ -132,11 +145,23 @@ class SemanticCache(BaseModel):
         """A cache on a Chroma server, shared by processes."""
         return cls(chroma_client=open_chroma_client(host=host, port=port), user_id=user_id, **kwargs)
 
-    def for_user(self, user_id: str) -> SemanticCache:
-        """The same cache seen by another user (with fresh stats)."""
+    def for_user(self, user_id: str, *, share_stats: bool = False) -> SemanticCache:
+        """The same cache seen by another user.
+
+        The view has fresh stats, unless ``share_stats=True``: then it counts into this object's :attr:`stats`
+        (what the graph and :class:`~langchain_session_rag.SemanticLLMCache` do, so the object you configured sees
+        their traffic). Entries never cross users either way.
+        """
         other = self.model_copy(update={"user_id": check_user_id(user_id)})
-        other._stats = CacheStats()  # noqa: SLF001
+        if not share_stats:
+            other._stats = CacheStats()  # noqa: SLF001 - the copy's own attribute
+            other._lock = threading.Lock()  # noqa: SLF001
         return other
+
+    def note_skipped(self, reason: str) -> None:
+        """Count an answer that was not stored, by reason (in :attr:`stats` ``.skipped_updates``)."""
+        with self._lock:
+            self._stats.skipped_updates[reason] += 1
 
     @property
     def stats(self) -> CacheStats:
@@ -167,13 +192,9 @@ class SemanticCache(BaseModel):
             return None, "context_dependent"
         return q, ""
 
-    @staticmethod
-    def _llm_key(llm_string: str) -> str:
-        return hashlib.sha256(llm_string.encode()).hexdigest()[:16]
-
-    def _entry_id(self, question: str, llm_key: str, version: str) -> str:
-        raw = "\x1f".join([self._scope, llm_key, version, normalise_question(question)])
-        return hashlib.sha256(raw.encode()).hexdigest()[:32]
+    def _memo_key(self, question: str) -> str:
+        """The in-process memo of a question's vector is per scope: one user cannot time another's questions."""
+        return f"{self._scope}\x1f{normalise_question(question)}"
 
     def word_similarity(self, left: Sequence[str], right: Sequence[str]) -> list[list[float]]:
         """Cosine similarities of single words (rows: ``left``), embedded once and kept (for the guards)."""
@@ -240,11 +261,12 @@ class SemanticCache(BaseModel):
         standalone: str | None,
     ) -> CacheDecision | tuple[str, str, str]:
         """The question, model key and version to look up, or the miss when it must not be looked up."""
-        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
+        hist = history_texts(history)
+        check_text_options(llm_string, knowledge_version)
         q, reason = self._key(question, hist, standalone)
         if q is None:
             return CacheDecision(hit=False, reason=reason)
-        key = self._llm_key(self.llm_string if llm_string is None else llm_string)
+        key = llm_key(self.llm_string if llm_string is None else llm_string)
         return q, key, self.knowledge_version if knowledge_version is None else knowledge_version
 
     # -- lookup ----------------------------------------------------------------------------------
@@ -265,8 +287,8 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        text = normalise_question(q)
-        vector = self._vectors.remember(text, self._vectors.recalled(text) or self._embedder.embed_query(text))
+        text, memo = normalise_question(q), self._memo_key(q)
+        vector = self._vectors.remember(memo, self._vectors.recalled(memo) or self._embedder.embed_query(text))
         return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
 
     async def adecide(
@@ -283,64 +305,24 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        text = normalise_question(q)
-        vector = self._vectors.remember(text, self._vectors.recalled(text) or await self._embedder.aembed_query(text))
+        text, memo = normalise_question(q), self._memo_key(q)
+        vector = self._vectors.remember(memo, self._vectors.recalled(memo) or await self._embedder.aembed_query(text))
         hits = await asyncio.to_thread(self._search, q, vector, key)
         return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
 
     def lookup(self, question: str, **kwargs: Any) -> str | None:
         """The cached answer of ``question``, or ``None`` (options as :meth:`decide`)."""
-        return self.decide(question, **kwargs).answer
+        return self.decide(question, **lookup_options(kwargs)).answer
 
     async def alookup(self, question: str, **kwargs: Any) -> str | None:
         """Async :meth:`lookup`."""
-        return (await self.adecide(question, **kwargs)).answer
+        return (await self.adecide(question, **lookup_options(kwargs))).answer
 
     # -- update ----------------------------------------------------------------------------------
-    def _record(
-        self,
-        q: str,
-        answer: str,
-        *,
-        llm_string: str | None,
-        version: str | None,
-        ttl: float | None,
-        extra: dict[str, Any],
-        sources: Sequence[Document] = (),
-    ) -> Record:
-        key = self._llm_key(self.llm_string if llm_string is None else llm_string)
-        ver = self.knowledge_version if version is None else version
-        life = self.ttl if ttl is None else ttl
-        now = time.time()
-        return Record(
-            id=self._entry_id(q, key, ver),
-            text=normalise_question(q),
-            metadata={
-                **extra,
-                "user_id": self._scope,
-                "question": q,
-                "answer": answer,
-                "llm_key": key,
-                "knowledge_version": ver,
-                "created_at": now,
-                "expires_at": now + life if life else 0.0,
-                **self._source_meta(sources),
-            },
-        )
-
-    @staticmethod
-    def _source_meta(sources: Sequence[Document]) -> dict[str, str]:
-        pairs = [(d.id, d.page_content) for d in sources if d.id]
-        if not pairs:
-            return {}
-        return {"source_ids": json.dumps([i for i, _ in pairs]), "source_digest": source_digest(pairs)}
-
     def _skip(self, question: str, history: Sequence[str | BaseMessage], standalone: str | None) -> str | None:
-        hist = [h.text if isinstance(h, BaseMessage) else h for h in history]
-        q, reason = self._key(question, hist, standalone)
+        q, reason = self._key(question, history_texts(history), standalone)
         if q is None:
-            with self._lock:
-                self._stats.skipped_updates[reason] += 1
+            self.note_skipped(reason)
         return q
 
     def _prepare(  # noqa: PLR0917 - private mirror of update()'s options
@@ -356,11 +338,19 @@ class SemanticCache(BaseModel):
         sources: Sequence[Document] = (),
     ) -> Record | None:
         """The record to store, or ``None`` (counted) when the question must not be cached."""
+        extra = check_update(answer, ttl, llm_string, version, metadata)
         q = self._skip(question, history, standalone)
         if q is None:
             return None
-        return self._record(
-            q, answer, llm_string=llm_string, version=version, ttl=ttl, extra=metadata or {}, sources=sources
+        return entry_record(
+            self._scope,
+            q,
+            answer,
+            key=llm_key(self.llm_string if llm_string is None else llm_string),
+            version=self.knowledge_version if version is None else version,
+            life=self.ttl if ttl is None else ttl,
+            extra=extra,
+            sources=sources,
         )
 
     def _write(self, record: Record) -> None:
@@ -390,7 +380,7 @@ class SemanticCache(BaseModel):
         )
         if record is None:
             return False
-        record.embedding = self._vectors.recalled(record.text) or self._embedder.embed_query(record.text)
+        record.embedding = self._vectors.recalled(self._memo_key(question)) or self._embedder.embed_query(record.text)
         self._write(record)
         return True
 
@@ -413,7 +403,8 @@ class SemanticCache(BaseModel):
         )
         if record is None:
             return False
-        record.embedding = self._vectors.recalled(record.text) or await self._embedder.aembed_query(record.text)
+        memo = self._vectors.recalled(self._memo_key(question))
+        record.embedding = memo or await self._embedder.aembed_query(record.text)
         await asyncio.to_thread(self._write, record)
         return True
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
@@ -119,20 +120,19 @@ class TopicSegmenter(BaseDocumentTransformer):
             token_counter: Counts tokens; tiktoken ``cl100k_base`` by default.
 
         Raises:
-            ValueError: If an argument is out of range.
+            InvalidArgumentError: If an argument is of the wrong type or out of range.
         """
+        if not isinstance(embeddings, Embeddings):
+            msg = f"embeddings must be a LangChain Embeddings model, got {type(embeddings).__name__}."
+            raise InvalidArgumentError(msg)
         if not isinstance(threshold, int | float) or not 0 < threshold < 1:
             msg = f"threshold must lie strictly between 0 and 1, got {threshold!r}."
             raise InvalidArgumentError(msg)
         if comparison not in ("centroid", "previous"):
             msg = f"comparison must be 'centroid' or 'previous', got {comparison!r}."
             raise InvalidArgumentError(msg)
-        if min_exchanges < 1:
-            msg = f"min_exchanges must be >= 1, got {min_exchanges!r}."
-            raise InvalidArgumentError(msg)
-        if max_tokens is not None and max_tokens < 1:
-            msg = f"max_tokens must be >= 1 or None, got {max_tokens!r}."
-            raise InvalidArgumentError(msg)
+        check_int("min_exchanges", min_exchanges, 1)
+        check_int("max_tokens", max_tokens, 1, optional=True)
         self.embeddings = embeddings
         self.threshold = float(threshold)
         self.comparison: Comparison = comparison

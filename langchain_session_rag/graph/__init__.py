@@ -6,7 +6,7 @@ from langchain_session_rag.graph.builder import (
     create_session_rag_graph,
     end_session,
 )
-from langchain_session_rag.graph.nodes import (
+from langchain_session_rag.graph.names import (
     AGENT,
     BUILD_PROMPT,
     CACHE_LOOKUP,
@@ -15,10 +15,9 @@ from langchain_session_rag.graph.nodes import (
     RETRIEVE_MEMORIES,
     SUMMARISE_AND_STORE,
     VALIDATE,
-    SessionRAGNodes,
-    agent_node,
-    route_after_cache,
 )
+from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
+from langchain_session_rag.graph.runnables import agent_node, graph_node
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 
 __all__ = [
@@ -38,5 +37,6 @@ __all__ = [
     "create_memory_agent_graph",
     "create_session_rag_graph",
     "end_session",
+    "graph_node",
     "route_after_cache",
 ]

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
-from langgraph.constants import TAG_NOSTREAM
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
-from langgraph.runtime import get_runtime
 
 from langchain_session_rag.cache.semantic import SemanticCache
-from langchain_session_rag.graph.nodes import (
+from langchain_session_rag.graph.names import (
     AGENT,
     BUILD_PROMPT,
     CACHE_LOOKUP,
@@ -23,47 +19,15 @@ from langchain_session_rag.graph.nodes import (
     RETRIEVE_MEMORIES,
     SUMMARISE_AND_STORE,
     VALIDATE,
-    SessionRAGNodes,
-    agent_node,
-    route_after_cache,
 )
+from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
+from langchain_session_rag.graph.runnables import agent_node, graph_node
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.memory.retriever import Consolidation, SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer
 
 __all__ = ["aend_session", "create_memory_agent_graph", "create_session_rag_graph", "end_session"]
-
-INTERNAL_TAGS = (TAG_NOSTREAM,)
-"""Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the
-summary model's). Their outputs hold no chat message either: the prompt is kept as message dicts."""
-ANSWER_NODES = frozenset({CACHE_LOOKUP, CALL_MODEL, AGENT})
-
-
-def _node(name: str, sync: Callable[..., Any], asyn: Callable[..., Any]) -> Runnable[Any, Any]:
-    """A graph node from a sync and an async body, with public APIs only (``RunnableLambda``, ``get_runtime``).
-
-    A body takes the state, plus ``runtime`` and ``config`` when its signature names them. Internal nodes are
-    tagged no-stream (see ``INTERNAL_TAGS``).
-    """
-    wants = set(inspect.signature(sync).parameters)
-
-    def extras(config: RunnableConfig) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if "runtime" in wants:
-            out["runtime"] = get_runtime(SessionContext)
-        if "config" in wants:
-            out["config"] = config
-        return out
-
-    def call(state: SessionRAGState, config: RunnableConfig) -> Any:
-        return sync(state, **extras(config))
-
-    async def acall(state: SessionRAGState, config: RunnableConfig) -> Any:
-        return await asyn(state, **extras(config))
-
-    node = RunnableLambda(call, afunc=acall, name=name)
-    return node if name in ANSWER_NODES else node.with_config(tags=list(INTERNAL_TAGS))
 
 
 def create_session_rag_graph(
@@ -139,7 +103,7 @@ def create_session_rag_graph(
         (CALL_MODEL, nodes.call_model, nodes.acall_model),
         (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
     ):
-        graph.add_node(name, _node(name, sync, asyn))
+        graph.add_node(name, graph_node(name, sync, asyn))
     graph.add_edge(START, VALIDATE)
     graph.add_edge(VALIDATE, CACHE_LOOKUP)
     graph.add_conditional_edges(CACHE_LOOKUP, route_after_cache, [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS, END])
@@ -205,7 +169,7 @@ def create_memory_agent_graph(
         (AGENT, run, arun),
         (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
     ):
-        graph.add_node(name, _node(name, sync, asyn))
+        graph.add_node(name, graph_node(name, sync, asyn))
     graph.add_edge(START, VALIDATE)
     graph.add_edge(VALIDATE, RETRIEVE_MEMORIES)
     graph.add_edge(RETRIEVE_MEMORIES, BUILD_PROMPT)
@@ -216,7 +180,7 @@ def create_memory_agent_graph(
 
 
 def end_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -> Consolidation:
-    """Consolidate a finished session into topic segments (the helper twin of the ``consolidate`` node).
+    """Consolidate a finished session into topic segments (call it where a session ends).
 
     Call it when a chat session ends (or from a scheduled job); it is idempotent and crash-safe.
     """

@@ -12,14 +12,12 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
     BaseMessage,
     RemoveMessage,
-    messages_from_dict,
     messages_to_dict,
 )
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import Runnable
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
@@ -27,9 +25,26 @@ from langchain_session_rag._time import utcnow
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.scope import cache_scope
 from langchain_session_rag.cache.semantic import SemanticCache
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
+from langchain_session_rag.graph.names import (
+    AGENT,
+    BUILD_PROMPT,
+    CACHE_LOOKUP,
+    CALL_MODEL,
+    RETRIEVE_DOCUMENTS,
+    RETRIEVE_MEMORIES,
+    SUMMARISE_AND_STORE,
+    VALIDATE,
+)
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+from langchain_session_rag.graph.turn import (
+    asked_message,
+    is_text_only,
+    last_human_index,
+    prompt_messages,
+    window_messages,
+)
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
@@ -44,38 +59,8 @@ __all__ = [
     "SUMMARISE_AND_STORE",
     "VALIDATE",
     "SessionRAGNodes",
-    "agent_node",
     "route_after_cache",
 ]
-
-VALIDATE = "validate"
-CACHE_LOOKUP = "cache_lookup"
-RETRIEVE_MEMORIES = "retrieve_memories"
-RETRIEVE_DOCUMENTS = "retrieve_documents"
-BUILD_PROMPT = "build_prompt"
-CALL_MODEL = "call_model"
-AGENT = "agent"
-SUMMARISE_AND_STORE = "summarise_and_store"
-
-
-def _question(state: SessionRAGState) -> BaseMessage:
-    return state["messages"][-1]  # a user turn: checked by validate
-
-
-def _window(state: SessionRAGState) -> list[AnyMessage]:
-    return list(state["messages"][:-1])
-
-
-def _prompt_messages(state: SessionRAGState) -> list[BaseMessage]:
-    prompt = state.get("prompt")
-    if prompt is None:  # pragma: no cover - build_prompt runs before
-        msg = "No prompt in the state: build_prompt must run before the model."
-        raise InvalidRequestError(msg)
-    return messages_from_dict(prompt)
-
-
-def _last_human_index(messages: Sequence[BaseMessage]) -> int:
-    return max(i for i, m in enumerate(messages) if m.type == "human")
 
 
 @dataclass
@@ -105,11 +90,32 @@ class SessionRAGNodes:
     the turn, so checkpoints do not carry it."""
 
     def __post_init__(self) -> None:
-        """Default budget: an 8K window; a per-user cache checks the memories behind its answers."""
+        """Check the settings; default budget: an 8K window."""
+        self._check()
         if self.budget is None:
             self.budget = TokenBudget(context_window=8192)
         if not self.llm_string and self.model is not None:
             self.llm_string = model_key(self.model)
+
+    def _check(self) -> None:
+        """Refuse settings that would fail (or lose messages) only at the first turn."""
+        kinds: tuple[tuple[str, object, type | tuple[type, ...]], ...] = (
+            ("memory", self.memory, SessionVectorMemory),
+            ("model", self.model, (Runnable, type(None))),
+            ("documents", self.documents, (BaseRetriever, type(None))),
+            ("cache", self.cache, (SemanticCache, type(None))),
+            ("budget", self.budget, (TokenBudget, type(None))),
+            ("summary", self.summary, (SummaryBuffer, type(None))),
+        )
+        for name, value, kind in kinds:
+            if not isinstance(value, kind):
+                msg = f"{name} must be a {_kind_name(kind)}, got {type(value).__name__}."
+                raise InvalidArgumentError(msg)
+        for name, number, low in (("window_turns", self.window_turns, 1), ("memory_k", self.memory_k, 1),
+                                  ("summary_min_tokens", self.summary_min_tokens, 0)):  # fmt: skip
+            if isinstance(number, bool) or not isinstance(number, int) or number < low:
+                msg = f"{name} must be an integer >= {low}, got {number!r}."
+                raise InvalidArgumentError(msg)
 
     def _cache_for(self, user_id: str) -> SemanticCache:
         """The caller's cache as seen by ``user_id``.
@@ -117,11 +123,10 @@ class SessionRAGNodes:
         Its stats and lock are the caller's object's, so ``cache.stats`` counts the graph's traffic; a per-user
         cache checks the memories behind its answers.
         """
-        cache = self._configured_cache
-        update: dict[str, Any] = {"user_id": user_id}
-        if not cache.shared and cache.source_check is None:
-            update["source_check"] = self._memory_digest
-        return cache.model_copy(update=update)  # a shallow copy: shares the caller's stats object
+        view = self._configured_cache.for_user(user_id, share_stats=True)
+        if not view.shared and view.source_check is None:
+            view.source_check = self._memory_digest
+        return view
 
     @property
     def _configured_cache(self) -> SemanticCache:
@@ -149,6 +154,12 @@ class SessionRAGNodes:
             msg = f"The last message must be a user turn, got a {messages[-1].type!r} message."
             raise InvalidRequestError(msg)
         context = runtime.context or {}
+        if not isinstance(context, dict):
+            msg = f"context must be a dict with 'user_id' and 'session_id', got {type(context).__name__}."
+            raise InvalidRequestError(msg)
+        if not messages[-1].text.strip() and is_text_only(messages[-1]):
+            msg = "The last user message is empty: send a question."
+            raise InvalidRequestError(msg)
         for key in ("user_id", "session_id"):
             value = context.get(key)
             if not isinstance(value, str) or not value.strip():
@@ -182,7 +193,7 @@ class SessionRAGNodes:
             "system": budget.system_prompt,
             "instructions": budget.memory_instructions,
             "summary": state.get("summary") or "",
-            "history": [[m.type, m.text] for m in state["messages"][: _last_human_index(state["messages"])]],
+            "history": [[m.type, m.text] for m in state["messages"][: last_human_index(state["messages"])]],
             "documents": [
                 [d.id or "", str(d.metadata.get("source", "")), d.page_content]
                 for d in (state.get("documents", []) if documents is None else documents)
@@ -194,16 +205,16 @@ class SessionRAGNodes:
     def _cacheable(self, state: SessionRAGState) -> bool:
         """A cache is configured and the question is text only (an image is not part of any key)."""
         messages = state["messages"]
-        content = messages[_last_human_index(messages)].content
+        content = messages[last_human_index(messages)].content
         return self.cache is not None and (
             isinstance(content, str) or all(isinstance(b, dict) and b.get("type") == "text" for b in content)
         )
 
     def _fetch_documents(self, state: SessionRAGState) -> list[Document]:
-        return [] if self.documents is None else self.documents.invoke(_question(state).text)
+        return [] if self.documents is None else self.documents.invoke(asked_message(state).text)
 
     async def _afetch_documents(self, state: SessionRAGState) -> list[Document]:
-        return [] if self.documents is None else await self.documents.ainvoke(_question(state).text)
+        return [] if self.documents is None else await self.documents.ainvoke(asked_message(state).text)
 
     def cache_lookup(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Answer from the user's semantic cache when it has really seen the question.
@@ -214,7 +225,7 @@ class SessionRAGNodes:
         if self.cache is None or not self._cacheable(state):
             return {}
         documents = self._fetch_documents(state)
-        cache, question = self._cache_for(runtime.context["user_id"]), _question(state).text
+        cache, question = self._cache_for(runtime.context["user_id"]), asked_message(state).text
         decision = cache.decide(
             question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
@@ -229,7 +240,7 @@ class SessionRAGNodes:
         if self.cache is None or not self._cacheable(state):
             return {}
         documents = await self._afetch_documents(state)
-        cache, question = self._cache_for(runtime.context["user_id"]), _question(state).text
+        cache, question = self._cache_for(runtime.context["user_id"]), asked_message(state).text
         decision = await cache.adecide(
             question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
@@ -240,7 +251,7 @@ class SessionRAGNodes:
         return {**self._cache_result(decision), "documents": documents}
 
     # -- retrieval -----------------------------------------------------------------------------
-    def _not_in_window(self, state: SessionRAGState, docs: list[Document]) -> list[Document]:
+    def _not_inwindow(self, state: SessionRAGState, docs: list[Document]) -> list[Document]:
         in_window = {m.id for m in state["messages"] if m.id}
         return [d for d in docs if not (d.metadata.get("message_ids") and set(d.metadata["message_ids"]) <= in_window)]
 
@@ -251,14 +262,14 @@ class SessionRAGNodes:
     def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Past exchanges of this user, queried with the current user message only."""
         memory = self.memory.for_user(runtime.context["user_id"])
-        docs = memory.invoke(_question(state).text, **self._options(memory))
-        return {"memories": self._not_in_window(state, docs)}
+        docs = memory.invoke(asked_message(state).text, **self._options(memory))
+        return {"memories": self._not_inwindow(state, docs)}
 
     async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`retrieve_memories`."""
         memory = self.memory.for_user(runtime.context["user_id"])
-        docs = await memory.ainvoke(_question(state).text, **self._options(memory))
-        return {"memories": self._not_in_window(state, docs)}
+        docs = await memory.ainvoke(asked_message(state).text, **self._options(memory))
+        return {"memories": self._not_inwindow(state, docs)}
 
     def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
         """Reference documents from the configured retriever (reused when the cache lookup fetched them)."""
@@ -276,8 +287,8 @@ class SessionRAGNodes:
     def build_prompt(self, state: SessionRAGState) -> dict[str, Any]:
         """Lay the turn out within the token budget: instructions, history, retrieved context, question."""
         prompt = self._budget.assemble(
-            _question(state).text,
-            history=_window(state),
+            asked_message(state).text,
+            history=window_messages(state),
             memories=state.get("memories", []),
             documents=state.get("documents", []),
             summary=state.get("summary"),
@@ -302,20 +313,20 @@ class SessionRAGNodes:
         """
         user = runtime.context["user_id"]
         with cache_scope(user, private=bool(self.user_specific(state))):
-            answer = self._model.with_config(metadata={"user_id": user}).invoke(_prompt_messages(state))
+            answer = self._model.with_config(metadata={"user_id": user}).invoke(prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
         user = runtime.context["user_id"]
         with cache_scope(user, private=bool(self.user_specific(state))):
-            answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(_prompt_messages(state))
+            answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     # -- store ---------------------------------------------------------------------------------
     def _exchange(self, state: SessionRAGState) -> list[dict[str, Any]]:
         messages = state["messages"]
-        start = _last_human_index(messages)
+        start = last_human_index(messages)
         now = utcnow().isoformat()
         return [
             {"role": "user" if m.type == "human" else "assistant", "content": m.text, "id": m.id, "timestamp": now}
@@ -345,7 +356,7 @@ class SessionRAGNodes:
             found.append("documents")
         if state.get("summary"):
             found.append("summary")
-        if _last_human_index(state["messages"]) > 0:
+        if last_human_index(state["messages"]) > 0:
             found.append("history")
         return found
 
@@ -355,8 +366,7 @@ class SessionRAGNodes:
         if self.cache is None or state.get("cache", {}).get("hit") or not self._cacheable(state):
             return plan
         if self.cache.shared and self.user_specific(state):
-            with self.cache._lock:  # noqa: SLF001 - the cache's own counter
-                self.cache.stats.skipped_updates["private"] += 1
+            self.cache.note_skipped("private")
             return plan
         plan["cache"] = {
             "question": self._asked(state),
@@ -411,35 +421,12 @@ class SessionRAGNodes:
 
     @staticmethod
     def _asked(state: SessionRAGState) -> str:
-        return state["messages"][_last_human_index(state["messages"])].text
+        return state["messages"][last_human_index(state["messages"])].text
 
     @staticmethod
     def _history_before_question(state: SessionRAGState) -> list[str]:
         messages = state["messages"]
-        return [m.text for m in messages[: _last_human_index(messages)] if m.type in {"human", "ai"}]
-
-
-def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
-    """Sync and async bodies of a node that runs ``agent`` on the budgeted prompt.
-
-    The agent (a compiled LangGraph agent, or any runnable taking and returning ``{"messages": [...]}``) sees
-    the instructions, the history and the retrieved memories; the messages it adds (tool calls, tool results,
-    the answer) join the conversation.
-    """
-
-    def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt, user = _prompt_messages(state), runtime.context["user_id"]
-        with cache_scope(user, private=True):
-            result = agent.with_config(metadata={"user_id": user}).invoke({"messages": prompt}, config)
-        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
-
-    async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt, user = _prompt_messages(state), runtime.context["user_id"]
-        with cache_scope(user, private=True):
-            result = await agent.with_config(metadata={"user_id": user}).ainvoke({"messages": prompt}, config)
-        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
-
-    return run, arun
+        return [m.text for m in messages[: last_human_index(messages)] if m.type in {"human", "ai"}]
 
 
 def route_after_cache(state: SessionRAGState) -> list[str] | str:
@@ -447,3 +434,8 @@ def route_after_cache(state: SessionRAGState) -> list[str] | str:
     if state.get("cache", {}).get("hit"):
         return END
     return [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS]
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)

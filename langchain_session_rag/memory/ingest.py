@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from langchain_core.documents import Document
 
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike, normalize_messages
@@ -297,7 +298,7 @@ class SessionWriter:
 
     def consolidation_input(self, session_id: str) -> tuple[list[Record], list[Record]]:
         """The session's stored chunks and its exchange chunks in order, with vectors."""
-        stored = self.stored_session(session_id, with_embeddings=True)
+        stored = self.stored_session(check_session_id(session_id), with_embeddings=True)
         exchanges = sorted(
             (r for r in stored if r.metadata.get("chunking", "exchange") == "exchange"),
             key=lambda r: (int(r.metadata.get("chunk_index", 0)), float(r.metadata.get("timestamp_epoch", 0))),

@@ -11,10 +11,10 @@ from typing import Any
 
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
+    FileAccessError,
     InvalidMessageError,
     InvalidMetadataError,
     InvalidTimestampError,
-    UnreadableFileError,
 )
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import RESULT_KEYS, check_metadata_key, metadata_value
@@ -28,7 +28,12 @@ def write_jsonl(records: list[Record], path: str | os.PathLike[str]) -> int:
         records,
         key=lambda r: (str(r.metadata.get("session_id")), float(r.metadata.get("timestamp_epoch", 0)), r.id),
     )
-    with Path(path).open("w", encoding="utf-8") as fh:
+    try:
+        out = Path(path).open("w", encoding="utf-8")  # noqa: SIM115 - closed by the with below
+    except OSError as exc:
+        msg = f"Cannot write {str(path)!r}: {exc.strerror or exc}."
+        raise FileAccessError(msg) from exc
+    with out as fh:
         for r in ordered:
             meta = {**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))}
             line = {
@@ -98,7 +103,7 @@ def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> 
 
     Raises:
         InvalidMessageError: A malformed line (the file is rejected whole).
-        UnreadableFileError: The file is missing or cannot be read.
+        FileAccessError: The file is missing or cannot be read.
     """
     records: list[Record] = []
     seen: dict[str, int] = {}
@@ -107,7 +112,7 @@ def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> 
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         msg = f"Cannot read {str(path)!r}: {exc.strerror or exc}; nothing was imported."
-        raise UnreadableFileError(msg) from exc
+        raise FileAccessError(msg) from exc
     except UnicodeDecodeError as exc:
         msg = f"{path}: not UTF-8 text (byte {exc.start}); nothing was imported."
         raise InvalidMessageError(msg) from exc

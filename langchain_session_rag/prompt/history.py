@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import Runnable
 
+from langchain_session_rag._checks import check_int, check_messages, check_text
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 from langchain_session_rag.prompt.texts import SUMMARY_PROMPT
@@ -31,10 +33,8 @@ def split_turns(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
 
 def last_turns(messages: Sequence[BaseMessage], n: int) -> list[BaseMessage]:
     """The last ``n`` whole turns (a fixed window)."""
-    if n < 0:
-        msg = f"n must be >= 0, got {n!r}."
-        raise InvalidArgumentError(msg)
-    turns = split_turns(messages)
+    check_int("n", n, 0)
+    turns = split_turns(check_messages("messages", messages))
     return [m for turn in turns[max(len(turns) - n, 0) :] for m in turn] if n else []
 
 
@@ -46,6 +46,7 @@ def trim_turns(
     tokens_per_message: int = 3,
 ) -> list[BaseMessage]:
     """The newest whole turns whose tokens (text + ``tokens_per_message`` each) fit ``max_tokens``."""
+    check_int("max_tokens", max_tokens, 0)
     count = token_counter or tiktoken_counter()
     kept: list[list[BaseMessage]] = []
     used = 0
@@ -107,9 +108,12 @@ class SummaryBuffer:
             max_summary_words: Length asked of the summary.
             token_counter: Counts tokens for ``max_tokens``; tiktoken cl100k by default.
         """
-        if max_turns < 0:
-            msg = f"max_turns must be >= 0, got {max_turns!r}."
+        if not isinstance(model, Runnable):
+            msg = f"model must be a chat model (a Runnable), got {type(model).__name__}."
             raise InvalidArgumentError(msg)
+        check_int("max_turns", max_turns, 0)
+        check_int("max_tokens", max_tokens, 0, optional=True)
+        check_int("max_summary_words", max_summary_words, 1)
         self.model = model
         self.max_turns = max_turns
         self.max_tokens = max_tokens
@@ -131,6 +135,7 @@ class SummaryBuffer:
 
     def update(self, messages: Sequence[BaseMessage], summary: str | None = None) -> HistoryWindow:
         """Fold the turns that leave the window into ``summary``; return the window and the new summary."""
+        check_text("summary", summary, optional=True)
         old, recent = self._split(messages)
         if not old:
             return HistoryWindow(recent=recent, summary=summary, summarised_turns=0, llm_calls=0)
@@ -139,6 +144,7 @@ class SummaryBuffer:
 
     async def aupdate(self, messages: Sequence[BaseMessage], summary: str | None = None) -> HistoryWindow:
         """Async :meth:`update`."""
+        check_text("summary", summary, optional=True)
         old, recent = self._split(messages)
         if not old:
             return HistoryWindow(recent=recent, summary=summary, summarised_turns=0, llm_calls=0)
@@ -147,7 +153,8 @@ class SummaryBuffer:
 
     def fold(self, messages: Sequence[BaseMessage], summary: str | None = None) -> HistoryWindow:
         """Fold all of ``messages`` (turns that already left a window) into ``summary`` with one model call."""
-        old = split_turns(messages)
+        check_text("summary", summary, optional=True)
+        old = split_turns(check_messages("messages", messages))
         if not old:
             return HistoryWindow(recent=[], summary=summary, summarised_turns=0, llm_calls=0)
         new_summary = self.model.invoke(self._prompt(old, summary)).text.strip()
@@ -155,7 +162,8 @@ class SummaryBuffer:
 
     async def afold(self, messages: Sequence[BaseMessage], summary: str | None = None) -> HistoryWindow:
         """Async :meth:`fold`."""
-        old = split_turns(messages)
+        check_text("summary", summary, optional=True)
+        old = split_turns(check_messages("messages", messages))
         if not old:
             return HistoryWindow(recent=[], summary=summary, summarised_turns=0, llm_calls=0)
         new_summary = (await self.model.ainvoke(self._prompt(old, summary))).text.strip()

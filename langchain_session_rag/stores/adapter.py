@@ -16,8 +16,8 @@ from langchain_session_rag.errors import InvalidStorePathError, StoreUnavailable
 from langchain_session_rag.stores.locking import lock_embedded_store
 
 if TYPE_CHECKING:
+    from chromadb import Collection
     from chromadb.api import ClientAPI
-    from chromadb.api.models.Collection import Collection
 
 __all__ = ["chroma_collection_of", "client_location", "is_connection_error", "open_chroma_client", "persist_directory"]
 

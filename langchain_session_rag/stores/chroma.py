@@ -18,8 +18,8 @@ from langchain_session_rag.stores.base import Record, Where, purge, shard_of
 from langchain_session_rag.stores.filters import to_chroma_where
 
 if TYPE_CHECKING:
+    from chromadb import Collection
     from chromadb.api import ClientAPI
-    from chromadb.api.models.Collection import Collection
 
 __all__ = ["MANIFEST_VERSION", "ChromaBackend"]
 

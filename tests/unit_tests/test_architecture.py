@@ -19,7 +19,7 @@ import langchain_session_rag
 
 PACKAGE = Path(langchain_session_rag.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "_time"},
+    {"errors", "_time", "_checks"},
     {"models"},
     {"stores"},
     {"chunking"},
@@ -64,26 +64,48 @@ def layer_of(unit: str) -> int:
     raise AssertionError(msg)
 
 
-def imported_units(tree: ast.AST) -> set[str]:
-    found: set[str] = set()
+def dynamic_imports(tree: ast.AST) -> list[str]:
+    """Module names given as text to ``importlib.import_module`` / ``__import__``."""
+    found = []
     for node in ast.walk(tree):
-        names: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in {"import_module", "__import__"} and isinstance(node.args[0].value, str):
+                found.append(node.args[0].value)
+    return found
+
+
+def imported_modules(path: Path) -> list[str]:
+    """Every module a file imports, relative imports resolved, dynamic imports included."""
+    tree = ast.parse(path.read_text())
+    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
+    found = dynamic_imports(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package[: len(package) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            found += [base] + [f"{base}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "langchain_session_rag" and len(parts) > 1:
-                found.add(parts[1])
-    return found - {"__init__"}
+            found += [a.name for a in node.names]
+    return found
+
+
+def imported_units(path: Path) -> set[str]:
+    units = set()
+    for name in imported_modules(path):
+        parts = name.split(".")
+        if parts[0] == "langchain_session_rag" and len(parts) > 1 and parts[1] != "__init__":
+            units.add(parts[1])
+    return units
 
 
 @pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_only_go_down(path: Path) -> None:
     unit = unit_of(path)
-    tree = ast.parse(path.read_text())
-    upward = {u for u in imported_units(tree) if layer_of(u) > layer_of(unit)}
+    upward = {u for u in imported_units(path) if layer_of(u) > layer_of(unit)}
     assert not upward, f"{path.relative_to(PACKAGE)} imports the higher layer(s) {sorted(upward)}"
 
 
@@ -102,53 +124,56 @@ def test_modules_stay_small(path: Path) -> None:
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE)} has {lines} lines: split it by concept"
 
 
+def _private(name: object) -> bool:
+    return isinstance(name, str) and name.startswith("_") and not name.startswith("__")
+
+
+def _call_name(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
 def private_uses(path: Path) -> list[str]:
-    """Private names of dependencies used in a module: ``_x`` import components, ``getattr(obj, "_x")``, and
-    ``obj._x`` where ``_x`` is not a private attribute of one of this package's own classes."""
+    """Ways a module reaches private names of code that is not its own.
+
+    Imports of a ``_x`` module or name from outside the package (static or through ``import_module``);
+    ``getattr`` / ``hasattr`` / ``setattr`` / ``object.__getattribute__`` / ``attrgetter`` with a ``"_x"`` name or a
+    computed one; ``vars(obj)["_x"]`` / ``obj.__dict__["_x"]``; and ``obj._x`` unless ``obj`` is ``self`` / ``cls``
+    or ``_x`` is an attribute this same module assigns (its own class's private state).
+    """
     tree = ast.parse(path.read_text())
-    found: list[str] = []
+    own = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+    own |= {n.target.id for n in ast.walk(tree) if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    found = [
+        f"import {name}"
+        for name in imported_modules(path)
+        if not name.startswith("langchain_session_rag") and any(_private(p) for p in name.split("."))
+    ]
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(THIRD_PARTY):
-            if any(p.startswith("_") for p in node.module.split(".")) or any(
-                a.name.startswith("_") for a in node.names
-            ):
-                found.append(f"from {node.module} import ...")
-        elif isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.startswith(THIRD_PARTY) and "._" in a.name]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in {"getattr", "hasattr"}:
-            arg = node.args[1] if len(node.args) > 1 else None
-            name = arg.value if isinstance(arg, ast.Constant) else None
-            if isinstance(name, str) and name.startswith("_") and not name.startswith("__"):
-                found.append(f"{node.func.id}(..., {name!r})")
+        if isinstance(node, ast.Call) and _call_name(node) in NAME_TAKERS:
+            name = _call_name(node)
+            index = 0 if name == "attrgetter" else 1
+            arg = node.args[index] if len(node.args) > index else None
+            if arg is not None and not isinstance(arg, ast.Constant):
+                found.append(f"{name}(..., <computed name>)")
+            elif arg is not None and _private(arg.value):
+                found.append(f"{name}(..., {arg.value!r})")
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and _private(node.slice.value):
+            holder = node.value
+            is_vars = isinstance(holder, ast.Call) and _call_name(holder) == "vars"
+            if is_vars or (isinstance(holder, ast.Attribute) and holder.attr == "__dict__"):
+                found.append(f"[{node.slice.value!r}]")
         elif (
             isinstance(node, ast.Attribute)
-            and node.attr.startswith("_")
-            and not node.attr.startswith("__")
+            and _private(node.attr)
             and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})
-            and node.attr not in OWN_PRIVATE
+            and node.attr not in own
         ):
-            found.append(f"._{node.attr.lstrip('_')}")
+            found.append(f".{node.attr}")
     return found
 
 
-def own_private_attributes() -> set[str]:
-    """Private attributes this package's classes define (``self._x = ...``, ``_x: T = PrivateAttr()``)."""
-    names: set[str] = set()
-    for path in modules():
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr.startswith("_"):
-                names.add(node.attr)
-            elif (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and node.target.id.startswith("_")
-                and not node.target.id.isupper()
-            ):
-                names.add(node.target.id)
-    return names
-
-
-OWN_PRIVATE = own_private_attributes()
+NAME_TAKERS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__getattribute__", "attrgetter"})
 
 
 @pytest.mark.parametrize("path", [p for p in modules() if p != ADAPTER], ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -156,14 +181,53 @@ def test_no_private_dependency_api_outside_the_adapter(path: Path) -> None:
     assert private_uses(path) == [], f"{path.relative_to(PACKAGE)} reaches into a dependency's private API"
 
 
-def test_the_checker_sees_private_uses(tmp_path: Path) -> None:
-    sample = tmp_path / "sample.py"
-    sample.write_text(
+PROBE = PACKAGE / "models" / "_probe_for_the_checker.py"
+
+
+def test_the_checker_sees_private_uses() -> None:
+    PROBE.write_text(
+        "import importlib, operator\n"
         "from langgraph._internal._runnable import RunnableCallable\n"
-        "def f(store, client):\n"
-        "    return store._client, getattr(client, '_identifier', None)\n"
+        "from torch._C import _get_tracing_state\n"
+        "def f(store, client, name):\n"
+        "    importlib.import_module('langgraph._internal')\n"
+        "    vars(store)['_client'], store.__dict__['_collection'], operator.attrgetter('_client')(store)\n"
+        "    getattr(client, '_' + name), object.__getattribute__(store, '_client')\n"
+        "    return store._client, store._lock, getattr(client, '_identifier', None)\n"
     )
-    assert sorted(private_uses(sample)) == sorted(
-        ["from langgraph._internal._runnable import ...", "._client", "getattr(..., '_identifier')"]
+    try:
+        uses = private_uses(PROBE)
+    finally:
+        PROBE.unlink()
+    assert sorted(uses) == sorted(
+        [
+            "import langgraph._internal._runnable",
+            "import langgraph._internal._runnable.RunnableCallable",
+            "import torch._C",
+            "import torch._C._get_tracing_state",
+            "import langgraph._internal",
+            "['_client']",
+            "['_collection']",
+            "attrgetter(..., '_client')",
+            "getattr(..., <computed name>)",
+            "__getattribute__(..., '_client')",
+            "._client",
+            "._lock",
+            "getattr(..., '_identifier')",
+        ]
     )
     assert private_uses(ADAPTER), "the adapter is where langchain-chroma's internals are read"
+
+
+def test_the_layer_check_sees_relative_and_dynamic_imports() -> None:
+    PROBE.write_text(
+        "import importlib\n"
+        "from ..graph import nodes\n"
+        "from . import tokens\n"
+        "importlib.import_module('langchain_session_rag.cache.semantic')\n"
+    )
+    try:
+        units = imported_units(PROBE)
+    finally:
+        PROBE.unlink()
+    assert units == {"graph", "models", "cache"}

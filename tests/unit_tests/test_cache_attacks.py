@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import Embeddings
 from langchain_core.globals import set_llm_cache
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.outputs import Generation
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 
@@ -464,3 +466,38 @@ def test_evergreen_questions_with_time_words_are_cached(make_cache: Factory, que
 )  # fmt: skip
 def test_the_reviews_time_sensitive_questions_are_not_stored(make_cache: Factory, question: str) -> None:
     assert make_cache("alice").update(question, "stale") is False
+
+
+# -- 9. in-process state of one user's lookups is not another user's -------------------------------------
+
+
+class CountingEmbeddings(Embeddings):
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner, self.queries = inner, 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+
+def test_the_question_vector_memo_is_per_user(make_cache: Factory, real_embeddings: Any) -> None:
+    """A user cannot time a lookup to learn that another user just asked the same question."""
+    counting = CountingEmbeddings(real_embeddings)
+    cache = make_cache(embeddings=counting)
+    alice, bob = cache.for_user("alice"), cache.for_user("bob")
+    alice.lookup("What is the guest wifi password?")
+    alice.lookup("What is the guest wifi password?")
+    assert counting.queries == 1, "the user's own repeat reuses the vector"
+    bob.lookup("What is the guest wifi password?")
+    assert counting.queries == 2, "another user's lookup embeds the question itself"
+
+
+def test_llm_cache_traffic_is_counted_on_the_configured_cache(make_cache: Factory) -> None:
+    cache = make_cache()
+    adapter = SemanticLLMCache(cache).for_user("alice")
+    adapter.update("How do I reset my password?", "llm-x", [Generation(text="Settings.")])
+    assert adapter.lookup("How do I reset my password?", "llm-x") is not None
+    assert cache.stats.hits == 1

@@ -14,18 +14,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from pydantic import ValidationError
 
 import langchain_session_rag
 from langchain_session_rag import (
     ExchangeChunker,
+    LocalChatModel,
     SemanticCache,
     SessionVectorMemory,
+    SummaryBuffer,
     TokenBudget,
     TopicSegmenter,
     last_turns,
 )
 from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
 from langchain_session_rag.models.tokens import get_encoding
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.chroma import ChromaBackend
@@ -87,7 +92,48 @@ CALLS: dict[str, Callable[[SessionVectorMemory, SemanticCache], object]] = {
     "segmenter with mismatched vectors": lambda m, _: TopicSegmenter(m.embeddings).segment([], [[1.0]]),  # type: ignore[arg-type]
     "embedded store without a path": lambda _m, _c: open_chroma_client(),
     "store name too short": lambda m, _: ChromaBackend(m.backend.client, name="ab"),  # type: ignore[attr-defined]
+    "consolidate a non-string session": lambda m, _: m.consolidate(5),  # type: ignore[arg-type]
+    "export into a folder": lambda m, _: m.export_jsonl("/"),
+    "cache update with operator metadata": lambda _, c: c.update("Where is the office?", "Berlin", metadata={"$x": 1}),
+    "cache update with a non-string answer": lambda _, c: c.update("Where is the office?", 5),  # type: ignore[arg-type]
+    "cache update with a negative ttl": lambda _, c: c.update("Where is the office?", "Berlin", ttl=-1),
+    "cache lookup with a numeric llm_string": lambda _, c: c.lookup("Where is the office?", llm_string=5),
+    "cache lookup with an unknown option": lambda _, c: c.lookup("Where is the office?", bogus=1),
+    "assemble with a non-message history": lambda _m, _c: TokenBudget(context_window=4096).assemble("q", history=[5]),  # type: ignore[list-item]
+    "assemble with memories as text": lambda _m, _c: TokenBudget(context_window=4096).assemble("q", memories="x"),  # type: ignore[arg-type]
+    "last_turns with a string n": lambda _m, _c: last_turns([HumanMessage("hi")], "a"),  # type: ignore[arg-type]
+    "SummaryBuffer with a string max_turns": lambda _m, _c: SummaryBuffer(_model(), max_turns="x"),  # type: ignore[arg-type]
+    "SummaryBuffer without a model": lambda _m, _c: SummaryBuffer(None),  # type: ignore[arg-type]
+    "TopicSegmenter without embeddings": lambda _m, _c: TopicSegmenter(None),  # type: ignore[arg-type]
+    "a missing GGUF file": lambda _m, _c: LocalChatModel(model_path="/nope.gguf").invoke("hi"),
+    "graph over a non-memory": lambda _m, _c: create_session_rag_graph(_model(), "x"),  # type: ignore[arg-type]
+    "graph with a non-cache": lambda m, _: create_session_rag_graph(_model(), m, cache=5),  # type: ignore[arg-type]
+    "graph with a non-budget": lambda m, _: create_session_rag_graph(_model(), m, budget="x"),  # type: ignore[arg-type]
+    "graph with window_turns=-1": lambda m, _: create_session_rag_graph(_model(), m, window_turns=-1),
+    "agent graph over a non-agent": lambda m, _: create_memory_agent_graph(5, m),  # type: ignore[arg-type]
+    "graph invoked with a string context": lambda m, _: _graph(m).invoke(
+        {"messages": [("user", "hi")]},
+        context="alice",  # type: ignore[arg-type]
+    ),
+    "graph invoked with an empty question": lambda m, _: _graph(m).invoke(
+        {"messages": [("user", "  ")]}, context={"user_id": "alice", "session_id": "s"}
+    ),
 }
+
+
+def _model() -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([AIMessage("ok")] * 3))
+
+
+def _graph(memory: SessionVectorMemory) -> Any:
+    return create_session_rag_graph(_model(), memory).compile()
+
+
+def test_constructors_report_a_bad_field_as_a_validation_error(real_embeddings: Any) -> None:
+    with pytest.raises(ValidationError, match="chromadb client"):
+        SemanticCache(chroma_client=5, user_id="alice", embeddings=real_embeddings)
+    with pytest.raises(ValidationError, match="user_id"):
+        SessionVectorMemory(chroma_client=None, user_id="", embeddings=real_embeddings)
 
 
 @pytest.mark.parametrize("name", list(CALLS))

@@ -289,7 +289,7 @@ def test_a_shared_answer_is_not_served_to_a_user_whose_memories_bear_on_it(
 def test_wrapped_models_have_their_own_keys() -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
-    from langchain_session_rag.graph.nodes import model_key
+    from langchain_session_rag.graph.cache_keys import model_key
 
     mini, large = FakeListChatModel(responses=["mini"]), FakeListChatModel(responses=["large"])
     assert model_key(mini.with_fallbacks([large])) != model_key(large.with_fallbacks([mini]))

@@ -21,7 +21,7 @@ def test_fixed_window_keeps_whole_turns() -> None:
     assert [m.text for m in last_turns(msgs, 1)] == ["question 2", "answer 2", "tool output"]
     assert last_turns(msgs, 0) == []
     assert len(last_turns(msgs, 10)) == len(msgs)
-    with pytest.raises(ValueError, match="n must be >= 0"):
+    with pytest.raises(ValueError, match="n must be an integer >= 0"):
         last_turns(msgs, -1)
 
 

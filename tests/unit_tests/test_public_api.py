@@ -14,6 +14,7 @@ def test_all_is_pinned() -> None:
         "LocalChatModel",
         "LocalEmbeddings",
         "SectionReport",
+        "Segment",
         "SemanticCache",
         "SemanticLLMCache",
         "SessionRAGError",
@@ -21,6 +22,7 @@ def test_all_is_pinned() -> None:
         "SimilarityProfile",
         "SummaryBuffer",
         "TokenBudget",
+        "TokenCounter",
         "TopicSegmenter",
         "Turn",
         "cache_scope",
@@ -54,6 +56,7 @@ def test_graph_names_are_pinned() -> None:
         "create_memory_agent_graph",
         "create_session_rag_graph",
         "end_session",
+        "graph_node",
         "route_after_cache",
     ]
     assert all(hasattr(graph, name) for name in graph.__all__)

@@ -1,0 +1,105 @@
+"""What a cache entry is (its id, key and stored fields) and the checks of what callers hand the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
+
+from langchain_session_rag.cache.decision import source_digest
+from langchain_session_rag.cache.questions import normalise_question
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError, UnknownOptionError
+from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.records import user_metadata
+
+__all__ = ["LOOKUP_OPTIONS", "check_update", "entry_id", "entry_record", "history_texts", "llm_key", "lookup_options"]
+
+LOOKUP_OPTIONS = frozenset({"llm_string", "knowledge_version", "history", "standalone"})
+
+
+def llm_key(llm_string: str) -> str:
+    """The exact part of an entry's key: a digest of the model / prompt configuration."""
+    return hashlib.sha256(llm_string.encode()).hexdigest()[:16]
+
+
+def entry_id(scope: str, question: str, key: str, version: str) -> str:
+    """The id of an entry: one per scope, configuration, knowledge version and normalised question."""
+    raw = "\x1f".join([scope, key, version, normalise_question(question)])
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def entry_record(
+    scope: str,
+    question: str,
+    answer: str,
+    *,
+    key: str,
+    version: str,
+    life: float | None,
+    extra: dict[str, Any],
+    sources: Sequence[Document] = (),
+) -> Record:
+    """The record of an answer (without its vector): the question, the answer, its key, version and expiry."""
+    now = time.time()
+    pairs = [(d.id, d.page_content) for d in sources if d.id]
+    source_meta = {"source_ids": json.dumps([i for i, _ in pairs]), "source_digest": source_digest(pairs)}
+    return Record(
+        id=entry_id(scope, question, key, version),
+        text=normalise_question(question),
+        metadata={
+            **extra,
+            "user_id": scope,
+            "question": question,
+            "answer": answer,
+            "llm_key": key,
+            "knowledge_version": version,
+            "created_at": now,
+            "expires_at": now + life if life else 0.0,
+            **(source_meta if pairs else {}),
+        },
+    )
+
+
+def check_text_options(llm_string: object, knowledge_version: object) -> None:
+    """``llm_string`` and ``knowledge_version`` are strings when given."""
+    for name, value in (("llm_string", llm_string), ("knowledge_version", knowledge_version)):
+        if value is not None and not isinstance(value, str):
+            msg = f"{name} must be a string, got {type(value).__name__}."
+            raise InvalidRequestError(msg)
+
+
+def check_update(
+    answer: object, ttl: object, llm_string: object, version: object, metadata: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Check what ``update`` was given; return the caller's metadata, validated and encoded."""
+    if not isinstance(answer, str):
+        msg = f"answer must be a string, got {type(answer).__name__}."
+        raise InvalidRequestError(msg)
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf):
+        msg = f"ttl must be a positive number of seconds (or None for the cache's own), got {ttl!r}."
+        raise InvalidArgumentError(msg)
+    check_text_options(llm_string, version)
+    return user_metadata(metadata)
+
+
+def lookup_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The keyword options of ``lookup``, refusing unknown ones."""
+    unknown = sorted(set(options) - LOOKUP_OPTIONS)
+    if unknown:
+        msg = f"Unknown lookup option(s) {unknown}; known: {sorted(LOOKUP_OPTIONS)}."
+        raise UnknownOptionError(msg)
+    return options
+
+
+def history_texts(history: Sequence[str | BaseMessage]) -> list[str]:
+    """Earlier turns as texts."""
+    if isinstance(history, str | bytes) or not all(isinstance(h, str | BaseMessage) for h in history):
+        msg = "history must be a list of earlier turns (strings or messages)."
+        raise InvalidRequestError(msg)
+    return [h.text if isinstance(h, BaseMessage) else h for h in history]

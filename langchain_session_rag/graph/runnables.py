@@ -1,0 +1,80 @@
+"""Graph nodes from sync and async bodies, with public APIs only, and the node that runs an existing agent."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.runtime import Runtime, get_runtime
+
+from langchain_session_rag.cache.scope import cache_scope
+from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.graph.names import AGENT, CACHE_LOOKUP, CALL_MODEL
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+from langchain_session_rag.graph.turn import prompt_messages
+
+__all__ = ["ANSWER_NODES", "INTERNAL_TAGS", "agent_node", "graph_node"]
+
+INTERNAL_TAGS = (TAG_NOSTREAM,)
+"""Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the
+summary model's). Their outputs hold no chat message either: the prompt is kept as message dicts."""
+ANSWER_NODES = frozenset({CACHE_LOOKUP, CALL_MODEL, AGENT})
+
+
+def graph_node(name: str, sync: Callable[..., Any], asyn: Callable[..., Any]) -> Runnable[Any, Any]:
+    """A graph node from a sync and an async body, with public APIs only (``RunnableLambda``, ``get_runtime``).
+
+    A body takes the state, plus ``runtime`` and ``config`` when its signature names them. Nodes other than the
+    answer nodes (``cache_lookup``, ``call_model``, ``agent``) are tagged no-stream, so ``stream_mode="messages"``
+    never shows a summary model's tokens. Use it to add :class:`SessionRAGNodes` methods to your own graph::
+
+        graph.add_node("summarise_and_store", graph_node("summarise_and_store", nodes.summarise_and_store,
+                                                         nodes.asummarise_and_store))
+    """
+    wants = set(inspect.signature(sync).parameters)
+
+    def extras(config: RunnableConfig) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if "runtime" in wants:
+            out["runtime"] = get_runtime(SessionContext)
+        if "config" in wants:
+            out["config"] = config
+        return out
+
+    def call(state: SessionRAGState, config: RunnableConfig) -> Any:
+        return sync(state, **extras(config))
+
+    async def acall(state: SessionRAGState, config: RunnableConfig) -> Any:
+        return await asyn(state, **extras(config))
+
+    node = RunnableLambda(call, afunc=acall, name=name)
+    return node if name in ANSWER_NODES else node.with_config(tags=list(INTERNAL_TAGS))
+
+
+def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
+    """Sync and async bodies of a node that runs ``agent`` on the budgeted prompt.
+
+    The agent (a compiled LangGraph agent, or any runnable taking and returning ``{"messages": [...]}``) sees
+    the instructions, the history and the retrieved memories; the messages it adds (tool calls, tool results,
+    the answer) join the conversation.
+    """
+    if not isinstance(agent, Runnable):
+        msg = f"agent must be a Runnable (a compiled graph or any runnable), got {type(agent).__name__}."
+        raise InvalidArgumentError(msg)
+
+    def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
+        prompt, user = prompt_messages(state), runtime.context["user_id"]
+        with cache_scope(user, private=True):
+            result = agent.with_config(metadata={"user_id": user}).invoke({"messages": prompt}, config)
+        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
+        prompt, user = prompt_messages(state), runtime.context["user_id"]
+        with cache_scope(user, private=True):
+            result = await agent.with_config(metadata={"user_id": user}).ainvoke({"messages": prompt}, config)
+        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    return run, arun

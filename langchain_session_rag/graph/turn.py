@@ -1,0 +1,42 @@
+"""Reading the current turn from the graph state: the question, the window before it, the prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AnyMessage, BaseMessage, messages_from_dict
+
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.graph.state import SessionRAGState
+
+__all__ = ["asked_message", "is_text_only", "last_human_index", "prompt_messages", "window_messages"]
+
+
+def asked_message(state: SessionRAGState) -> BaseMessage:
+    """The current user message: the last message of the state (``validate`` checks it is a user turn)."""
+    return state["messages"][-1]  # a user turn: checked by validate
+
+
+def window_messages(state: SessionRAGState) -> list[AnyMessage]:
+    """The conversation before the current message."""
+    return list(state["messages"][:-1])
+
+
+def prompt_messages(state: SessionRAGState) -> list[BaseMessage]:
+    """The turn's budgeted prompt, as messages (kept in the state as message dicts)."""
+    prompt = state.get("prompt")
+    if prompt is None:  # pragma: no cover - build_prompt runs before
+        msg = "No prompt in the state: build_prompt must run before the model."
+        raise InvalidRequestError(msg)
+    return messages_from_dict(prompt)
+
+
+def last_human_index(messages: Sequence[BaseMessage]) -> int:
+    """The index of the last user message."""
+    return max(i for i, m in enumerate(messages) if m.type == "human")
+
+
+def is_text_only(message: BaseMessage) -> bool:
+    """Whether a message holds text only (no image or other block)."""
+    content = message.content
+    return isinstance(content, str) or all(isinstance(b, str) or b.get("type") == "text" for b in content)
