@@ -12,13 +12,23 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
+from langchain_session_rag._checks import check_documents
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.questions import normalise_question
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError, UnknownOptionError
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import user_metadata
 
-__all__ = ["LOOKUP_OPTIONS", "check_update", "entry_id", "entry_record", "history_texts", "llm_key", "lookup_options"]
+__all__ = [
+    "LOOKUP_OPTIONS",
+    "check_sources",
+    "check_update",
+    "entry_id",
+    "entry_record",
+    "history_texts",
+    "llm_key",
+    "lookup_options",
+]
 
 LOOKUP_OPTIONS = frozenset({"llm_string", "knowledge_version", "history", "standalone"})
 
@@ -88,6 +98,11 @@ def check_update(
     return user_metadata(metadata)
 
 
+def check_sources(sources: object) -> Sequence[Document]:
+    """The documents behind an answer."""
+    return check_documents("sources", sources)
+
+
 def lookup_options(options: dict[str, Any]) -> dict[str, Any]:
     """The keyword options of ``lookup``, refusing unknown ones."""
     unknown = sorted(set(options) - LOOKUP_OPTIONS)
@@ -99,7 +114,11 @@ def lookup_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def history_texts(history: Sequence[str | BaseMessage]) -> list[str]:
     """Earlier turns as texts."""
-    if isinstance(history, str | bytes) or not all(isinstance(h, str | BaseMessage) for h in history):
+    if (
+        isinstance(history, str | bytes)
+        or not isinstance(history, Sequence)
+        or not all(isinstance(h, str | BaseMessage) for h in history)
+    ):
         msg = "history must be a list of earlier turns (strings or messages)."
         raise InvalidRequestError(msg)
     return [h.text if isinstance(h, BaseMessage) else h for h in history]

@@ -7,11 +7,13 @@ import json
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.load import dumps, loads
 from langchain_core.messages import BaseMessage
+from langchain_core.outputs import Generation
 
 from langchain_session_rag.cache.scope import (
     bound_user_allowed,
@@ -21,6 +23,7 @@ from langchain_session_rag.cache.scope import (
     scope_is_private,
 )
 from langchain_session_rag.cache.semantic import SemanticCache
+from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.prompt.texts import CONTEXT_CLOSE, CONTEXT_OPEN
 
 __all__ = ["USER_VIEWS", "SemanticLLMCache"]
@@ -174,7 +177,7 @@ class SemanticLLMCache(BaseCache):
         if view is None:
             return
         question, history, key = self._key(prompt, llm_string)
-        view.update(question, dumps(list(return_val)), llm_string=key, history=history)
+        view.update(question, dumps(_generations(return_val)), llm_string=key, history=history)
 
     def clear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Delete the current user's entries (the shared scope's, for a shared cache)."""
@@ -197,10 +200,17 @@ class SemanticLLMCache(BaseCache):
         if view is None:
             return
         question, history, key = self._key(prompt, llm_string)
-        await view.aupdate(question, dumps(list(return_val)), llm_string=key, history=history)
+        await view.aupdate(question, dumps(_generations(return_val)), llm_string=key, history=history)
 
     async def aclear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Async :meth:`clear`."""
         view = self._view()
         if view is not None:
             await view.aclear()
+
+
+def _generations(return_val: object) -> list[Generation]:
+    if not isinstance(return_val, Sequence) or not all(isinstance(g, Generation) for g in return_val):
+        msg = f"return_val must be a list of Generation objects, got {type(return_val).__name__}."
+        raise InvalidRequestError(msg)
+    return list(return_val)

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
+    check_sources,
     check_text_options,
     check_update,
     entry_record,
@@ -339,6 +340,7 @@ class SemanticCache(BaseModel):
     ) -> Record | None:
         """The record to store, or ``None`` (counted) when the question must not be cached."""
         extra = check_update(answer, ttl, llm_string, version, metadata)
+        check_sources(sources)
         q = self._skip(question, history, standalone)
         if q is None:
             return None

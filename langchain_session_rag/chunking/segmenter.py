@@ -18,7 +18,7 @@ from typing import Any, Literal
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag._checks import check_int
+from langchain_session_rag._checks import check_documents, check_int
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
@@ -221,7 +221,7 @@ class TopicSegmenter(BaseDocumentTransformer):
             The segments, each with its vector; ``texts_embedded`` on the first segment counts the texts
             embedded by this call.
         """
-        docs = list(documents)
+        docs = list(check_documents("documents", documents))
         fresh = vectors is None
         if vectors is None:
             vectors = self.embeddings.embed_documents([d.page_content for d in docs]) if docs else []
@@ -234,7 +234,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
     ) -> list[Segment]:
         """Async :meth:`segment` (uses the model's native async embedding)."""
-        docs = list(documents)
+        docs = list(check_documents("documents", documents))
         fresh = vectors is None
         if vectors is None:
             vectors = await self.embeddings.aembed_documents([d.page_content for d in docs]) if docs else []
@@ -270,7 +270,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]] | None = None
     ) -> SimilarityProfile:
         """Return the similarity series and chosen boundaries of a session, for plotting."""
-        docs = list(documents)
+        docs = list(check_documents("documents", documents))
         if vectors is None:
             vectors = self.embeddings.embed_documents([d.page_content for d in docs]) if docs else []
         self._check(docs, vectors)

@@ -73,6 +73,9 @@ def tiktoken_counter(encoding_name: str = DEFAULT_ENCODING) -> TokenCounter:
     encoding = get_encoding(encoding_name)
 
     def count(text: str) -> int:
+        if not isinstance(text, str):
+            msg = f"Only text has tokens, got {type(text).__name__}."
+            raise InvalidArgumentError(msg)
         return len(encoding.encode(text, disallowed_special=()))
 
     return count

@@ -401,7 +401,7 @@ class TokenBudget(BaseModel):
 
     def count(self, text: str) -> int:
         """Tokens of a text with this budget's counter."""
-        return self._count(text)
+        return self._count(check_text("text", text))
 
 
 def _notes(value: object) -> list[object]:

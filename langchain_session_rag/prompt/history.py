@@ -47,6 +47,7 @@ def trim_turns(
 ) -> list[BaseMessage]:
     """The newest whole turns whose tokens (text + ``tokens_per_message`` each) fit ``max_tokens``."""
     check_int("max_tokens", max_tokens, 0)
+    check_messages("messages", messages)
     count = token_counter or tiktoken_counter()
     kept: list[list[BaseMessage]] = []
     used = 0

@@ -23,11 +23,14 @@ from langchain_session_rag import (
     ExchangeChunker,
     LocalChatModel,
     SemanticCache,
+    SemanticLLMCache,
     SessionVectorMemory,
     SummaryBuffer,
     TokenBudget,
     TopicSegmenter,
     last_turns,
+    tiktoken_counter,
+    trim_turns,
 )
 from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
@@ -111,6 +114,13 @@ CALLS: dict[str, Callable[[SessionVectorMemory, SemanticCache], object]] = {
     "graph with a non-budget": lambda m, _: create_session_rag_graph(_model(), m, budget="x"),  # type: ignore[arg-type]
     "graph with window_turns=-1": lambda m, _: create_session_rag_graph(_model(), m, window_turns=-1),
     "agent graph over a non-agent": lambda m, _: create_memory_agent_graph(5, m),  # type: ignore[arg-type]
+    "cache lookup with a numeric history": lambda _, c: c.lookup("Where is the office?", history=5),
+    "cache update with non-document sources": lambda _, c: c.update("Where is the office?", "Berlin", sources=[5]),  # type: ignore[list-item]
+    "LLM cache update with non-generations": lambda _, c: SemanticLLMCache(c).for_user("alice").update("p", "x", 5),  # type: ignore[arg-type]
+    "budget count of a non-string": lambda _m, _c: TokenBudget(context_window=4096).count(5),  # type: ignore[arg-type]
+    "segment non-documents": lambda m, _: TopicSegmenter(m.embeddings).segment([5]),  # type: ignore[arg-type, list-item]
+    "trim_turns of non-messages": lambda _m, _c: trim_turns([5], 1),  # type: ignore[list-item]
+    "token count of a non-string": lambda _m, _c: tiktoken_counter()(5),  # type: ignore[arg-type]
     "graph invoked with a string context": lambda m, _: _graph(m).invoke(
         {"messages": [("user", "hi")]},
         context="alice",  # type: ignore[arg-type]
