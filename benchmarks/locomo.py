@@ -398,13 +398,15 @@ def plot(payload: dict[str, Any], split: str | None = None) -> Any:
     )
     chosen = payload["selection"].get("any_strategy", {})
     main = [n for n in ("turn", "window-128", "exchange", "default", chosen.get("name")) if n in names]
-    for n, color in zip(dict.fromkeys(main), plt.get_cmap("tab10").colors, strict=False):
+    for n, color, marker in zip(dict.fromkeys(main), plt.get_cmap("tab10").colors, "osD^v", strict=False):
         for w, style in ((0.0, "--"), (weight, "-")):
             if (n, w) in by:
                 t = by[(n, w)]["recall_at_tokens"]
                 budgets = sorted(t, key=int)
-                left.plot([int(b) for b in budgets], [t[b]["overall"] for b in budgets], style, marker="o",
-                          color=color, label=f"{n}, {'dense' if w == 0 else f'hybrid {w}'}")  # fmt: skip
+                left.plot([int(b) for b in budgets], [t[b]["overall"] for b in budgets], style, marker=marker,
+                          color=color, markerfacecolor="none" if n != "default" else color,
+                          linewidth=2.2 if n == "default" else 1.2, zorder=3 if n == "default" else 2,
+                          label=f"{n}, {'dense' if w == 0 else f'hybrid {w}'}")  # fmt: skip
     left.axhline(payload["paper_table_3"]["turn k=25"]["overall"], color="grey", linestyle=":",
                  label="paper: DRAGON turns k=25 (~600 tok, 10 conv.)")  # fmt: skip
     left.set(xlabel="retrieved prompt tokens (marker + text)", ylabel="evidence recall %",
