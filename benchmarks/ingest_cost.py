@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -125,12 +126,14 @@ PIPELINES = {"ours": ours, "naive": naive, "naive, batched": naive_batched}
 
 def measure(name: str, data: list[tuple[str, list[dict[str, Any]]]], exchanges: int) -> dict[str, Any]:
     embeddings = Counting(get_default_embeddings())
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     stored = PIPELINES[name](data, embeddings, Path(tempfile.mkdtemp(prefix="ingest-")))
     seconds = time.perf_counter() - started
     row = {
         "pipeline": name,
         "seconds": round(seconds, 1),
+        "load_avg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after: other work on the box
         "exchanges_per_s": round(exchanges / seconds, 1),
         "stored_chunks": stored,
         "embedding_calls": embeddings.calls,
@@ -166,7 +169,13 @@ def main() -> None:
         seconds = [r["seconds"] for r in got]
         best = min(seconds)
         rows.append(
-            {**got[0], "seconds": best, "exchanges_per_s": round(exchanges / best, 1), "seconds_all_rounds": seconds}
+            {
+                **got[0],
+                "seconds": best,
+                "exchanges_per_s": round(exchanges / best, 1),
+                "seconds_all_rounds": seconds,
+                "load_avg_1min_all_rounds": [r["load_avg_1min"] for r in got],
+            }
         )
     mine, theirs, careful = rows
 

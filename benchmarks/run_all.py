@@ -143,10 +143,11 @@ def systems_of(stage: dict[str, Any]) -> list[str]:
 def ingest_lines(ingest: dict[str, Any]) -> list[str]:
     lines = ["", f"## Ingest ({ingest['data']})", "",
              f"Seconds: the best of {ingest['repeats']} rounds (the three pipelines alternate within a round); all rounds listed.", "",
-             "| pipeline | seconds (best) | all rounds | exchanges/s | stored chunks | embedding calls | texts embedded | texts per chunk |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| pipeline | seconds (best) | all rounds | load avg before→after, per round | exchanges/s | stored chunks | embedding calls | texts embedded | texts per chunk |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     lines += [
         f"| {r['pipeline']} | {r['seconds']} | {', '.join(str(x) for x in r['seconds_all_rounds'])} | "
+        f"{', '.join(f'{a}→{b}' for a, b in r.get('load_avg_1min_all_rounds', []))} | "
         f"{r['exchanges_per_s']} | {r['stored_chunks']} | {r['embedding_calls']} | {r['texts_embedded']} | "
         f"{r['texts_per_stored_chunk']} |"
         for r in ingest["pipelines"]
@@ -242,9 +243,12 @@ def locomo_lines(loc: dict[str, Any]) -> list[str]:
         lines += ["**Bundled sample only** (no report split): set LOCOMO_PATH to the dev file for real figures.", ""]
     if "topic_parameters" in sel:
         tp, anything = sel["topic_parameters"], sel["any_strategy"]
-        lines += [f"Chosen on the tuning split by {sel['metric']}:", "",
-                  (f"- topic parameters: `{tp['name']}` {tp['chosen']} — package defaults {sel['package_defaults']}: "
-                  f"{'match' if tp['matches_defaults'] else '**differ**'};"),
+        defaults = sel["package_defaults"]
+        differ = {k: (v, defaults[k]) for k, v in tp["chosen"].items() if k in defaults and defaults[k] != v}
+        lines += [f"Chosen by {sel['metric']}:", "",
+                  (f"- topic parameters: `{tp['name']}` {tp['chosen']} — package defaults {defaults}: "
+                  + ("match;" if tp["matches_defaults"] else "**differ** in " + ", ".join(
+                      f"{k} (chosen {a!r}, default {b!r})" for k, (a, b) in differ.items()) + ";")),
                   (f"- any strategy: `{anything['name']}` {anything['chosen']} — "
                   f"{'matches the defaults' if anything['matches_defaults'] else '**not the defaults**'}."), ""]  # fmt: skip
     tuned = sel.get("lexical_weight_per_strategy", {})
