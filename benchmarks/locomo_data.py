@@ -1,7 +1,13 @@
-"""Loading LoCoMo conversations from ../shared/data/locomo (read in place, never copied)."""
+"""Loading LoCoMo conversations (read in place, never copied).
+
+Where the data comes from, first found wins: an explicit path (the benchmarks' ``--data PATH``), the
+``LOCOMO_PATH`` environment variable, else the small sample bundled in ``benchmarks/data/`` (conv-26, sessions
+1-4; see its README), so that a clean checkout runs. Results name the file they were measured on.
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -10,15 +16,42 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+SAMPLE_PATH = Path(__file__).resolve().parent / "data" / "locomo_sample.json"
+"""The bundled excerpt of LoCoMo (CC BY-NC 4.0), used when no other file is given."""
+TUNE_SPLIT = ("conv-26", "conv-30")
+"""Dev conversations parameters are chosen on."""
+REPORT_SPLIT = ("conv-41", "conv-42", "conv-43")
+"""Dev conversations results are reported on (never used to choose anything)."""
 
 
-def data_path() -> Path:
-    path = Path(os.environ.get("LOCOMO_PATH", DEFAULT_PATH))
-    if not path.exists():
-        msg = f"LoCoMo data not found at {path}; set LOCOMO_PATH to locomo_dev.json"
+def data_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The LoCoMo file to read: ``path``, else ``$LOCOMO_PATH``, else the bundled sample."""
+    chosen = Path(path or os.environ.get("LOCOMO_PATH") or SAMPLE_PATH)
+    if not chosen.exists():
+        msg = f"LoCoMo data not found at {chosen}; pass --data PATH or set LOCOMO_PATH to locomo_dev.json"
         raise FileNotFoundError(msg)
-    return path
+    return chosen
+
+
+def is_sample(path: Path) -> bool:
+    """Whether ``path`` is the bundled sample."""
+    return path.resolve() == SAMPLE_PATH
+
+
+def describe(path: Path, conversations: list[Conversation]) -> str:
+    """A one-line description of the data measured, for results files."""
+    name = "bundled sample benchmarks/data/locomo_sample.json" if is_sample(path) else path.name
+    ids = ", ".join(c.sample_id for c in conversations)
+    turns = sum(len(s.messages) for c in conversations for s in c.sessions)
+    questions = sum(1 for c in conversations for q in c.questions if q.evidence)
+    return f"{name} ({ids}; {turns} turns, {questions} questions with evidence)"
+
+
+def add_data_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--data PATH`` (default: ``$LOCOMO_PATH``, else the bundled sample)."""
+    parser.add_argument(
+        "--data", default=None, help="LoCoMo JSON file (default: $LOCOMO_PATH, else the bundled sample)"
+    )
 
 
 @dataclass
@@ -71,8 +104,9 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
-def load(path: Path | None = None) -> list[Conversation]:
-    samples = json.loads((path or data_path()).read_text(encoding="utf-8"))
+def load(path: str | os.PathLike[str] | None = None) -> list[Conversation]:
+    """Conversations of ``path`` (see :func:`data_path` for the default)."""
+    samples = json.loads(data_path(path).read_text(encoding="utf-8"))
     conversations: list[Conversation] = []
     for sample in samples:
         conv = sample["conversation"]
