@@ -28,14 +28,8 @@ from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
 from langchain_session_rag.graph.names import (
-    AGENT,
-    BUILD_PROMPT,
-    CACHE_LOOKUP,
-    CALL_MODEL,
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
-    SUMMARISE_AND_STORE,
-    VALIDATE,
 )
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.graph.turn import (
@@ -49,18 +43,7 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
 
-__all__ = [
-    "AGENT",
-    "BUILD_PROMPT",
-    "CACHE_LOOKUP",
-    "CALL_MODEL",
-    "RETRIEVE_DOCUMENTS",
-    "RETRIEVE_MEMORIES",
-    "SUMMARISE_AND_STORE",
-    "VALIDATE",
-    "SessionRAGNodes",
-    "route_after_cache",
-]
+__all__ = ["SessionRAGNodes", "route_after_cache"]
 
 
 @dataclass

@@ -47,6 +47,8 @@ class UserReplica:
         self._by_message: dict[tuple[str, str], set[str]] = {}
         """(session id, message id) → ids of the conversation chunks covering that message."""
         self._pending_add: Counter[str] = Counter()
+        self._writes_begun = 0
+        """Writes begun so far: a sync drops nothing when one began while it read the store."""
         self._pending_delete: Counter[str] = Counter()
         self.lock = threading.RLock()
         self.synced_at: float | None = None
@@ -138,6 +140,7 @@ class UserReplica:
     def begin(self, added: Iterable[str], deleted: Iterable[str]) -> None:
         """Mark writes as sent but not yet in the store."""
         with self.lock:
+            self._writes_begun += 1
             self._pending_add.update(added)
             self._pending_delete.update(deleted)
 
@@ -169,7 +172,7 @@ class UserReplica:
             return
         with self.lock:
             adding, deleting = set(self._pending_add), set(self._pending_delete)
-            empty = not self._texts
+            empty, begun = not self._texts, self._writes_begun
         if empty and load is not None:
             loaded = load()
             with self.lock:
@@ -178,8 +181,11 @@ class UserReplica:
         current = (set(listing()) | adding) - deleting
         with self.lock:
             # A write that began after the pending marks were read is not in the listing yet: keep it.
+            # A write that began and even finished while the store was being read is missing from the listing
+            # too: drop nothing then (a later sync follows the store).
             keep = current | set(self._pending_add)
-            self.drop([doc_id for doc_id in self._texts if doc_id not in keep])
+            if self._writes_begun == begun:
+                self.drop([doc_id for doc_id in self._texts if doc_id not in keep])
             missing = sorted(current - self._texts.keys())
         for start in range(0, len(missing), FETCH_BATCH):
             fetched = fetch(missing[start : start + FETCH_BATCH])

@@ -282,3 +282,19 @@ def test_a_background_write_reaches_the_store_without_flush(make_memory: Factory
     while m.backend.all_ids("alice") != ids and time.monotonic() < deadline:
         time.sleep(0.02)
     assert m.backend.all_ids("alice") == ids, "the writer thread sends it after its linger"
+
+
+def test_a_write_that_finishes_while_a_sync_reads_the_store_is_kept() -> None:
+    """The listing a sync reads can predate a write that begins and settles meanwhile: the write stays."""
+    replica = UserReplica()
+    written = _record("new", [1.0, 0.0], session_id="s", chunk_index=0)
+
+    def slow_load() -> list[Record]:
+        store_before = []  # the store as read before the write landed
+        replica.begin(["new"], [])
+        replica.put([written])
+        replica.settle(["new"], [])
+        return store_before
+
+    replica.sync(list, lambda ids: [], load=slow_load)
+    assert replica.has("new"), "a concurrent writer would otherwise number its chunk 0 again"
