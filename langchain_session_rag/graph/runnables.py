@@ -6,7 +6,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import ensure_config, merge_configs, set_config_context
+from langchain_core.runnables.utils import coro_with_context
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime, get_runtime
 
@@ -16,7 +18,7 @@ from langchain_session_rag.graph.names import AGENT, CACHE_LOOKUP, CALL_MODEL
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.graph.turn import prompt_messages
 
-__all__ = ["ANSWER_NODES", "INTERNAL_TAGS", "agent_node", "graph_node"]
+__all__ = ["ANSWER_NODES", "INTERNAL_TAGS", "GraphNode", "agent_node", "graph_node"]
 
 INTERNAL_TAGS = (TAG_NOSTREAM,)
 """Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the
@@ -24,8 +26,55 @@ summary model's). Their outputs hold no chat message either: the prompt is kept 
 ANSWER_NODES = frozenset({CACHE_LOOKUP, CALL_MODEL, AGENT})
 
 
+class GraphNode(Runnable[Any, Any]):
+    """A graph node from a sync and an async body, on LangChain's public ``Runnable`` interface.
+
+    LangGraph already traces each node as a run, so the node adds none of its own (as LangGraph does for plain
+    functions): it only sets the run's config, with the node's tags, as the context of its body, so the models the
+    body calls inherit the callbacks (token streaming) and the tags. A body takes the state, plus ``runtime``
+    (``langgraph.runtime.get_runtime``) and ``config`` when its signature names them.
+    """
+
+    def __init__(self, name: str, sync: Callable[..., Any], asyn: Callable[..., Any], tags: list[str]) -> None:
+        """Wrap the bodies; ``tags`` go on every run the body starts."""
+        self.name = name
+        self.sync, self.asyn, self.tags = sync, asyn, tags
+        wants = set(inspect.signature(sync).parameters)
+        self.wants_runtime, self.wants_config = "runtime" in wants, "config" in wants
+
+    def _config(self, config: RunnableConfig | None) -> RunnableConfig:
+        config = ensure_config(config)
+        return merge_configs(config, {"tags": self.tags}) if self.tags else config
+
+    def _extras(self, config: RunnableConfig) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.wants_runtime:
+            out["runtime"] = get_runtime(SessionContext)
+        if self.wants_config:
+            out["config"] = config
+        return out
+
+    def _call(self, state: Any, config: RunnableConfig) -> Any:
+        return self.sync(state, **self._extras(config))
+
+    async def _acall(self, state: Any, config: RunnableConfig) -> Any:
+        return await self.asyn(state, **self._extras(config))
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002, ARG002
+        """Run the sync body with the node's config as its context."""
+        config = self._config(config)
+        with set_config_context(config) as context:
+            return context.run(self._call, input, config)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002, ARG002
+        """Run the async body with the node's config as its context."""
+        config = self._config(config)
+        with set_config_context(config) as context:
+            return await coro_with_context(self._acall(input, config), context)
+
+
 def graph_node(name: str, sync: Callable[..., Any], asyn: Callable[..., Any]) -> Runnable[Any, Any]:
-    """A graph node from a sync and an async body, with public APIs only (``RunnableLambda``, ``get_runtime``).
+    """A graph node from a sync and an async body, with public APIs only (:class:`GraphNode`).
 
     A body takes the state, plus ``runtime`` and ``config`` when its signature names them. Nodes other than the
     answer nodes (``cache_lookup``, ``call_model``, ``agent``) are tagged no-stream, so ``stream_mode="messages"``
@@ -34,24 +83,7 @@ def graph_node(name: str, sync: Callable[..., Any], asyn: Callable[..., Any]) ->
         graph.add_node("summarise_and_store", graph_node("summarise_and_store", nodes.summarise_and_store,
                                                          nodes.asummarise_and_store))
     """
-    wants = set(inspect.signature(sync).parameters)
-
-    def extras(config: RunnableConfig) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if "runtime" in wants:
-            out["runtime"] = get_runtime(SessionContext)
-        if "config" in wants:
-            out["config"] = config
-        return out
-
-    def call(state: SessionRAGState, config: RunnableConfig) -> Any:
-        return sync(state, **extras(config))
-
-    async def acall(state: SessionRAGState, config: RunnableConfig) -> Any:
-        return await asyn(state, **extras(config))
-
-    node = RunnableLambda(call, afunc=acall, name=name)
-    return node if name in ANSWER_NODES else node.with_config(tags=list(INTERNAL_TAGS))
+    return GraphNode(name, sync, asyn, [] if name in ANSWER_NODES else list(INTERNAL_TAGS))
 
 
 def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
