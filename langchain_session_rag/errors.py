@@ -14,6 +14,7 @@ __all__ = [
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
     "FileAccessError",
+    "IdentityConflictError",
     "InvalidArgumentError",
     "InvalidMessageError",
     "InvalidMetadataError",
@@ -120,3 +121,12 @@ class InvalidStorePathError(SessionRAGError, ValueError):
 
 class StoreWriteError(SessionRAGError, RuntimeError):
     """A write sent to the store in the background failed; its chunks were not stored."""
+
+
+class IdentityConflictError(SessionRAGError, ValueError):
+    """A run names two different users (or sessions), or a user other than the one a memory serves.
+
+    Either its ``context`` and ``config["configurable"]`` disagree, or a memory bound to one user is run for another.
+
+    Nothing was read or written: guessing which user was meant could show one user's memories to another.
+    """

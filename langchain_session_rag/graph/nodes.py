@@ -31,7 +31,7 @@ from langchain_session_rag.graph.names import (
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
 )
-from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import (
     asked_message,
     is_text_only,
@@ -136,21 +136,10 @@ class SessionRAGNodes:
         if messages[-1].type != "human":
             msg = f"The last message must be a user turn, got a {messages[-1].type!r} message."
             raise InvalidRequestError(msg)
-        context = runtime.context or {}
-        if not isinstance(context, dict):
-            msg = f"context must be a dict with 'user_id' and 'session_id', got {type(context).__name__}."
-            raise InvalidRequestError(msg)
         if not messages[-1].text.strip() and is_text_only(messages[-1]):
             msg = "The last user message is empty: send a question."
             raise InvalidRequestError(msg)
-        for key in ("user_id", "session_id"):
-            value = context.get(key)
-            if not isinstance(value, str) or not value.strip():
-                msg = (
-                    f"context must carry a non-empty string {key!r}, got {value!r}: "
-                    "invoke(..., context={'user_id': ..., 'session_id': ...})."
-                )
-                raise InvalidRequestError(msg)
+        run_ids(runtime)
         return {"llm_calls": 0, "memories": [], "documents": [], "cache": {"hit": False, "reason": "off"}}
 
     async def avalidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -208,12 +197,12 @@ class SessionRAGNodes:
         if self.cache is None or not self._cacheable(state):
             return {}
         documents = self._fetch_documents(state)
-        cache, question = self._cache_for(runtime.context["user_id"]), asked_message(state).text
+        cache, question = self._cache_for(run_ids(runtime)[0]), asked_message(state).text
         decision = cache.decide(
             question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
         if decision.hit:
-            memory = self.memory.for_user(runtime.context["user_id"])
+            memory = self.memory.for_user(run_ids(runtime)[0])
             memories = memory.invoke(question, **self._options(memory))
             decision = judge_hit(decision, memories, question=question, shared=cache.shared)
         return {**self._cache_result(decision), "documents": documents}
@@ -223,12 +212,12 @@ class SessionRAGNodes:
         if self.cache is None or not self._cacheable(state):
             return {}
         documents = await self._afetch_documents(state)
-        cache, question = self._cache_for(runtime.context["user_id"]), asked_message(state).text
+        cache, question = self._cache_for(run_ids(runtime)[0]), asked_message(state).text
         decision = await cache.adecide(
             question, history=self._history_before_question(state), llm_string=self._cache_key(state, documents)
         )
         if decision.hit:
-            memory = self.memory.for_user(runtime.context["user_id"])
+            memory = self.memory.for_user(run_ids(runtime)[0])
             memories = await memory.ainvoke(question, **self._options(memory))
             decision = judge_hit(decision, memories, question=question, shared=cache.shared)
         return {**self._cache_result(decision), "documents": documents}
@@ -240,17 +229,17 @@ class SessionRAGNodes:
 
     def _options(self, memory: SessionVectorMemory) -> dict[str, Any]:
         threshold = memory.score_threshold if self.score_threshold is None else self.score_threshold
-        return {"k": self.memory_k, "source_type": "session", "score_threshold": threshold}
+        return {"k": self.memory_k, "source_type": ["session", "note"], "score_threshold": threshold}
 
     def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
-        """Past exchanges of this user, queried with the current user message only."""
-        memory = self.memory.for_user(runtime.context["user_id"])
+        """Past exchanges and saved notes of this user, queried with the current user message only."""
+        memory = self.memory.for_user(run_ids(runtime)[0])
         docs = memory.invoke(asked_message(state).text, **self._options(memory))
         return {"memories": self._not_inwindow(state, docs)}
 
     async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`retrieve_memories`."""
-        memory = self.memory.for_user(runtime.context["user_id"])
+        memory = self.memory.for_user(run_ids(runtime)[0])
         docs = await memory.ainvoke(asked_message(state).text, **self._options(memory))
         return {"memories": self._not_inwindow(state, docs)}
 
@@ -294,14 +283,14 @@ class SessionRAGNodes:
 
         A process-wide LLM cache (``set_llm_cache(SemanticLLMCache(...))``) is scoped to this turn's user.
         """
-        user = runtime.context["user_id"]
+        user = run_ids(runtime)[0]
         with cache_scope(user, private=bool(self.user_specific(state))):
             answer = self._model.with_config(metadata={"user_id": user}).invoke(prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
-        user = runtime.context["user_id"]
+        user = run_ids(runtime)[0]
         with cache_scope(user, private=bool(self.user_specific(state))):
             answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(prompt_messages(state))
         return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
@@ -378,12 +367,12 @@ class SessionRAGNodes:
 
         The turn's prompt is dropped from the state here, so checkpoints do not carry it.
         """
-        ctx, plan = runtime.context, self._store_plan(state)
-        self.memory.for_user(ctx["user_id"]).add_messages(
-            plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
+        (user, session), plan = run_ids(runtime), self._store_plan(state)
+        self.memory.for_user(user).add_messages(
+            plan["exchange"], session_id=session, chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
-            self._cache_for(ctx["user_id"]).update(**plan["cache"])
+            self._cache_for(user).update(**plan["cache"])
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out
@@ -391,12 +380,12 @@ class SessionRAGNodes:
 
     async def asummarise_and_store(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`summarise_and_store`."""
-        ctx, plan = runtime.context, self._store_plan(state)
-        await self.memory.for_user(ctx["user_id"]).aadd_messages(
-            plan["exchange"], session_id=ctx["session_id"], chunking="exchange", wait=not self.background_writes
+        (user, session), plan = run_ids(runtime), self._store_plan(state)
+        await self.memory.for_user(user).aadd_messages(
+            plan["exchange"], session_id=session, chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
-            await self._cache_for(ctx["user_id"]).aupdate(**plan["cache"])
+            await self._cache_for(user).aupdate(**plan["cache"])
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out

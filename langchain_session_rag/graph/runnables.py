@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langchain_session_rag.cache.scope import cache_scope
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.graph.names import AGENT, CACHE_LOOKUP, CALL_MODEL
-from langchain_session_rag.graph.state import SessionContext, SessionRAGState
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import prompt_messages
 
 __all__ = ["ANSWER_NODES", "INTERNAL_TAGS", "GraphNode", "agent_node", "graph_node"]
@@ -98,13 +98,13 @@ def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
         raise InvalidArgumentError(msg)
 
     def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt, user = prompt_messages(state), runtime.context["user_id"]
+        prompt, user = prompt_messages(state), run_ids(runtime)[0]
         with cache_scope(user, private=True):
             result = agent.with_config(metadata={"user_id": user}).invoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
-        prompt, user = prompt_messages(state), runtime.context["user_id"]
+        prompt, user = prompt_messages(state), run_ids(runtime)[0]
         with cache_scope(user, private=True):
             result = await agent.with_config(metadata={"user_id": user}).ainvoke({"messages": prompt}, config)
         return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}

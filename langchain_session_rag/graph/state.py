@@ -7,13 +7,17 @@ from typing import Annotated, Any
 from langchain_core.documents import Document
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-__all__ = ["SessionContext", "SessionRAGState"]
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.identity import run_identity
+
+__all__ = ["SessionContext", "SessionRAGState", "run_ids"]
 
 
 class SessionContext(TypedDict):
-    """Run-scoped ids (``context=`` of ``invoke``), never stored in the state."""
+    """Run-scoped ids (``context=`` of ``invoke``, or ``config["configurable"]``), never stored in the state."""
 
     user_id: str
     session_id: str
@@ -41,3 +45,21 @@ class SessionRAGState(TypedDict, total=False):
     """This turn's cache decision: ``{"hit": bool, "reason": str}``."""
     llm_calls: int
     """Model calls made this turn (answer and summary)."""
+
+
+def run_ids(runtime: Runtime[Any]) -> tuple[str, str]:
+    """The turn's ``(user_id, session_id)``, from the run's context or its ``configurable`` values.
+
+    Raises:
+        IdentityConflictError: The context and the configurable values name different users or sessions.
+        InvalidRequestError: A missing or empty id.
+    """
+    identity = run_identity(context=runtime.context)
+    if identity.user_id is None or identity.session_id is None:
+        missing = "user_id" if identity.user_id is None else "session_id"
+        msg = (
+            f"The run names no {missing!r}: invoke(..., context={{'user_id': ..., 'session_id': ...}}) "
+            "or config={'configurable': {'user_id': ..., 'session_id': ...}}."
+        )
+        raise InvalidRequestError(msg)
+    return identity.user_id, identity.session_id

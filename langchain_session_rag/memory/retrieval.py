@@ -18,7 +18,16 @@ from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
 
-__all__ = ["OPTIONS", "RetrievalQuery", "build_query", "lexical_candidates", "rank", "replica_search"]
+__all__ = [
+    "OPTIONS",
+    "SOURCE_TYPES",
+    "RetrievalQuery",
+    "build_query",
+    "lexical_candidates",
+    "rank",
+    "replica_search",
+    "source_condition",
+]
 
 OPTIONS = frozenset(
     {
@@ -98,7 +107,7 @@ def _filter(value: Any) -> dict[str, Any]:
 _OPERATORS = frozenset({"$in", "$nin", "$gte", "$lte", "$gt", "$lt", "$ne", "$eq"})
 
 
-def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901, PLR0912 - one check per option
+def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901 - one check per option
     """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery`.
 
     Raises:
@@ -137,10 +146,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         where["timestamp_epoch"] = span
     source_type = opt.get("source_type")
     if source_type is not None:
-        if source_type not in ("session", "document"):
-            msg = f"source_type must be 'session' or 'document', got {source_type!r}."
-            raise InvalidRequestError(msg)
-        where["source_type"] = source_type
+        where["source_type"] = source_condition(source_type)
     half_life = opt.get("half_life_days")
     if half_life is not None and half_life <= 0:
         msg = f"half_life_days must be > 0, got {half_life!r}."
@@ -164,6 +170,22 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         recency_weight=weight,
         now=now,
     )
+
+
+SOURCE_TYPES = ("session", "document", "note")
+
+
+def source_condition(value: object) -> str | dict[str, list[str]]:
+    """The store condition of a ``source_type`` option: one type, or a list of types.
+
+    Raises:
+        InvalidRequestError: A type other than ``"session"``, ``"document"`` and ``"note"``.
+    """
+    kinds = list(value) if isinstance(value, list | tuple | set | frozenset) else [value]
+    if not kinds or any(k not in SOURCE_TYPES for k in kinds):
+        msg = f"source_type must be 'session', 'document', 'note' or a list of them, got {value!r}."
+        raise InvalidRequestError(msg)
+    return str(kinds[0]) if len(kinds) == 1 else {"$in": sorted(set(map(str, kinds)))}
 
 
 def _epoch(meta: dict[str, Any]) -> float | None:

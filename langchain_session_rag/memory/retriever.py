@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableConfig
+from typing_extensions import Self
 
-from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.messages import MessageLike
 from langchain_session_rag.chunking.segmenter import SimilarityProfile
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
+from langchain_session_rag.identity import run_identity
+from langchain_session_rag.memory.admin import MemoryAdmin, SessionInfo
 from langchain_session_rag.memory.ingest import Chunking, Consolidation
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
-from langchain_session_rag.memory.scoped import reset_replicas
-from langchain_session_rag.memory.settings import MemorySettings
-from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
-from langchain_session_rag.stores.adapter import open_chroma_client
-from langchain_session_rag.stores.chroma import ChromaBackend
 
-if TYPE_CHECKING:
-    from chromadb.api import ClientAPI
-
-__all__ = ["Consolidation", "SessionVectorMemory"]
+__all__ = ["Consolidation", "SessionInfo", "SessionVectorMemory"]
 
 
 def _check_query(query: object) -> str:
@@ -37,7 +30,7 @@ def _check_query(query: object) -> str:
     return query
 
 
-class SessionVectorMemory(MemorySettings):
+class SessionVectorMemory(MemoryAdmin):
     """Long-term conversational memory: past exchanges as a user-scoped, retrievable corpus.
 
     Every memory object is bound to one ``user_id``: it can never read, return or delete another
@@ -251,6 +244,44 @@ class SessionVectorMemory(MemorySettings):
         return ids
 
     # -- retrieval -------------------------------------------------------------------------------
+    def for_run(self, config: RunnableConfig | None = None) -> Self:
+        """The view of the user the run names, checked against this memory's user.
+
+        With ``user_from_run=True`` the run's user (``config["configurable"]["user_id"]`` or the LangGraph run's
+        ``context``) is served, and a run naming none is refused. Otherwise a run naming another user than
+        ``user_id`` is refused; a run naming none, or this user, is served as ``user_id``.
+
+        Raises:
+            IdentityConflictError: The run names another user (``user_from_run=False``), or two different users.
+            InvalidRequestError: ``user_from_run=True`` and the run names no user.
+        """
+        identity = run_identity(config)
+        user = identity.user_id
+        if self.user_from_run:
+            named = identity.require_user("This memory (user_from_run=True)")
+            return self if named == self.user_id else self.for_user(named)
+        if user is not None and user != self.user_id:
+            msg = (
+                f"This memory serves user {self.user_id!r}, but the run names user {user!r}. Use "
+                f"memory.for_user({user!r}), or build the memory with user_from_run=True to serve the run's user."
+            )
+            raise IdentityConflictError(msg)
+        return self
+
+    def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:  # noqa: A002
+        """Retrieve this user's memories for ``input`` (the current user message); see the class docstring.
+
+        Raises:
+            IdentityConflictError: The run's config or context names another user (see :meth:`for_run`).
+        """
+        target = self.for_run(config)
+        return super(SessionVectorMemory, target).invoke(input, config, **kwargs)
+
+    async def ainvoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:  # noqa: A002
+        """Async :meth:`invoke`."""
+        target = self.for_run(config)
+        return await super(SessionVectorMemory, target).ainvoke(input, config, **kwargs)
+
     def _query(self, options: dict[str, Any]) -> RetrievalQuery:
         defaults = {
             "k": self.k,
@@ -298,121 +329,3 @@ class SessionVectorMemory(MemorySettings):
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Async :meth:`get_by_ids`."""
         return await asyncio.to_thread(self.get_by_ids, ids)
-
-    # -- forgetting ------------------------------------------------------------------------------
-    def forget(
-        self,
-        *,
-        session_id: str | None = None,
-        before: TimestampLike | None = None,
-        ids: Sequence[str] | None = None,
-    ) -> int:
-        """Delete this user's memories matching every given criterion; return how many were removed.
-
-        Args:
-            session_id: Only chunks of this session.
-            before: Only chunks whose timestamp is earlier than this.
-            ids: Only these chunk ids (ids of other users are ignored).
-
-        Raises:
-            InvalidRequestError: No criterion is given (use :meth:`forget_all`), or one is malformed.
-        """
-        return self._store().forget(session_id, before, ids)
-
-    async def aforget(
-        self,
-        *,
-        session_id: str | None = None,
-        before: TimestampLike | None = None,
-        ids: Sequence[str] | None = None,
-    ) -> int:
-        """Async :meth:`forget`."""
-        return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
-
-    def forget_all(self) -> int:
-        """Delete every memory of this user (and only this user); return how many were removed."""
-        return self._store().forget_all()
-
-    async def aforget_all(self) -> int:
-        """Async :meth:`forget_all`."""
-        return await asyncio.to_thread(self.forget_all)
-
-    def compact(self) -> int:
-        """Erase what was forgotten from the store's files, for every user of the store.
-
-        ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
-        keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
-        and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
-        scan of the folder finds none of the forgotten texts. It copies the whole store: run it after
-        forgetting, not after every write. On a Chroma server the collections are rebuilt; run
-        ``chroma vacuum --path DIR`` on the server's host for its files. Returns the number of chunks kept.
-
-        Raises:
-            UnsupportedOperationError: The store is not a Chroma store.
-        """
-        return self._store().compact()
-
-    async def acompact(self) -> int:
-        """Async :meth:`compact`."""
-        return await asyncio.to_thread(self.compact)
-
-    def count(self) -> int:
-        """How many chunks this user has stored (after :meth:`flush`)."""
-        return self._store().count()
-
-    # -- portability -----------------------------------------------------------------------------
-    def export_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Write every chunk of this user to a JSON Lines file; return how many were written.
-
-        Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
-        and ``embedding_model``.
-        """
-        return self._store().export_jsonl(path)
-
-    async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Async :meth:`export_jsonl`."""
-        return await asyncio.to_thread(self.export_jsonl, path)
-
-    def import_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Import an :meth:`export_jsonl` file into this user's memory; return how many chunks were added.
-
-        The file is validated whole before anything is written. Chunks already stored are skipped;
-        vectors are reused when the file was written with the same embedding model, and texts are
-        re-embedded otherwise.
-
-        Raises:
-            InvalidMessageError: A malformed line (nothing is imported).
-            InvalidRequestError: An id in the file belongs to another user of the same collection.
-        """
-        return self._store().import_jsonl(path)
-
-    async def aimport_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Async :meth:`import_jsonl`."""
-        return await asyncio.to_thread(self.import_jsonl, path)
-
-    @classmethod
-    def reembed(
-        cls,
-        store: str | os.PathLike[str] | ClientAPI,
-        *,
-        embeddings: Embeddings,
-        collection_name: str = "session_memory",
-        embedding_model_id: str | None = None,
-    ) -> int:
-        """Re-embed a whole store (every user) with a new model, from its stored texts.
-
-        Args:
-            store: The folder of an embedded store, or a chromadb client.
-            embeddings: The new embedding model.
-            collection_name: The store name.
-            embedding_model_id: The identity to record; derived from ``embeddings`` when not given.
-
-        Returns:
-            The number of chunks re-embedded.
-        """
-        client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
-        backend = ChromaBackend(client, name=collection_name)
-        try:
-            return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
-        finally:
-            reset_replicas(backend)

@@ -26,7 +26,7 @@ from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
 from langchain_session_rag.memory.retrieval import RetrievalQuery, lexical_candidates, rank, replica_search
 from langchain_session_rag.memory.writes import WriteQueue
-from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
+from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
 
 __all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "reset_replicas", "state_of"]
 
@@ -206,6 +206,17 @@ class UserStore:
             return self.backend.compact()
         finally:
             reset_replicas(self.backend)
+
+    def records(self, where: Where) -> list[Record]:
+        """The user's stored chunks matching ``where`` (after a flush; without vectors)."""
+        self.flush()
+        return self.backend.get(self.user_id, where)
+
+    def save(self, records: list[Record]) -> None:
+        """Embed and store records as they are (notes); a record with a stored id replaces it."""
+        writer = self.writer()
+        self.embed_pending(writer, records)
+        writer.store(records, []).result()
 
     def count(self) -> int:
         """How many chunks the user has stored (after a flush)."""

@@ -25,7 +25,7 @@ from langchain_session_rag.stores.vectorstore import backend_for
 
 __all__ = ["DEFAULT_SEGMENT_TOKENS", "MemorySettings", "SourceType"]
 
-SourceType = Literal["session", "document"]
+SourceType = Literal["session", "document", "note"]
 DEFAULT_SEGMENT_TOKENS = 128
 """Token cap of the default segmenter's segments (uncapped segments cost recall per prompt token on LoCoMo)."""
 
@@ -65,8 +65,9 @@ class MemorySettings(BaseRetriever):
     """Restrict retrieval to these sessions."""
     exclude_session_ids: list[str] | None = None
     """Never return memories of these sessions (e.g. the current one, already in the prompt)."""
-    source_type: SourceType | None = None
-    """Return only ``"session"`` memories or only ``"document"`` chunks."""
+    source_type: SourceType | list[SourceType] | None = None
+    """Return only ``"session"`` memories, ``"document"`` chunks or ``"note"`` memories (saved with ``add_note``),
+    or the types of a list."""
     chunker: ExchangeChunker = Field(default_factory=ExchangeChunker)
     """How conversations are cut into exchange chunks."""
     chunking: Chunking = "topic"
@@ -80,6 +81,12 @@ class MemorySettings(BaseRetriever):
     segmenter: TopicSegmenter | None = None
     """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
+
+    user_from_run: bool = False
+    """Serve the user the run names (``config["configurable"]["user_id"]`` or a LangGraph run's
+    ``context["user_id"]``) instead of ``user_id`` when ``invoke`` / ``ainvoke`` run; a run naming no user is
+    then refused. When ``False`` (default), a run naming another user than ``user_id`` is refused with
+    ``IdentityConflictError``: a user override is never silently ignored."""
 
     _backend: MemoryBackend = PrivateAttr()
     _state: StoreState = PrivateAttr()

@@ -9,17 +9,22 @@ from __future__ import annotations
 import asyncio
 import atexit
 import importlib.util
+import json
 import os
 import threading
 import urllib.request
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, convert_to_openai_messages
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
@@ -31,7 +36,9 @@ _INSTALL = (
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
     "pip install 'langchain-session-rag[chat]' (scripts/setup.sh installs both)."
 )
-_MODELS: dict[tuple[str, int], Any] = {}
+_MODELS: dict[tuple[str, int, str | None], Any] = {}
+_TOOL_FORMAT = "chatml-function-calling"
+"""llama.cpp's grammar-constrained tool calling: a bound tool is called with arguments that fit its schema."""
 _LOCK = threading.Lock()
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 
@@ -44,9 +51,9 @@ def bundled_model_path() -> str:
     return os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")  # noqa: PTH118
 
 
-def _load(path: str, n_ctx: int) -> Any:
+def _load(path: str, n_ctx: int, chat_format: str | None = None) -> Any:
     with _LOCK:
-        llm = _MODELS.get((path, n_ctx))
+        llm = _MODELS.get((path, n_ctx, chat_format))
         if llm is None:
             try:
                 from llama_cpp import Llama  # noqa: PLC0415
@@ -56,18 +63,24 @@ def _load(path: str, n_ctx: int) -> Any:
                 msg = f"No GGUF model file at {path!r}; give model_path= an existing .gguf file."
                 raise FileAccessError(msg)
             try:
-                llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count() or 2, verbose=False)
+                llm = Llama(
+                    model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count() or 2, verbose=False, chat_format=chat_format
+                )
             except ValueError as exc:  # llama.cpp could not load the file
                 msg = f"llama.cpp could not load {path!r} as a GGUF model: {exc}"
                 raise InvalidArgumentError(msg) from exc
-            _MODELS[(path, n_ctx)] = llm
+            _MODELS[(path, n_ctx, chat_format)] = llm
             # Free it while the interpreter is intact: llama.cpp's finaliser fails during late teardown.
             atexit.register(llm.close)
         return llm
 
 
 class LocalChatModel(BaseChatModel):
-    """A llama.cpp chat model, loaded once per process; streaming and usage metadata supported.
+    """A llama.cpp chat model, loaded once per process; streaming, usage metadata and tool calling supported.
+
+    ``bind_tools`` uses llama.cpp's grammar-constrained function calling (``chatml-function-calling``): the
+    model's tool calls always parse and fit the tool's schema; with the bundled 135M model their arguments are
+    rarely sensible, enough to test tool plumbing with a real model, not to run an agent.
 
     Example:
         .. code-block:: python
@@ -96,25 +109,60 @@ class LocalChatModel(BaseChatModel):
     def _llm(self) -> Any:
         return _load(self.model_path or bundled_model_path(), self.n_ctx)
 
-    def _payload(self, messages: list[BaseMessage], stop: list[str] | None) -> dict[str, Any]:
-        return {
+    def _payload(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> dict[str, Any]:
+        payload: dict[str, Any] = {
             "messages": [{"role": _ROLES.get(m.type, "user"), "content": m.text} for m in messages],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stop": stop or [],
         }
+        if kwargs.get("tools"):
+            payload["messages"] = convert_to_openai_messages(messages)
+            payload["tools"] = kwargs["tools"]
+            payload["tool_choice"] = kwargs.get("tool_choice") or "auto"
+        return payload
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind tools; ``tool_choice`` is ``"auto"`` (default), ``"any"`` / ``"required"`` or a tool name."""
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        choice: Any = tool_choice
+        if tool_choice in ("any", "required"):
+            choice = {"type": "function", "function": {"name": formatted[0]["function"]["name"]}}
+        elif tool_choice not in (None, "auto", "none"):
+            choice = {"type": "function", "function": {"name": tool_choice}}
+        return super().bind(tools=formatted, tool_choice=choice, **kwargs)
 
     def _generate(
         self,
         messages: list[BaseMessage],
         stop: list[str] | None = None,
         run_manager: CallbackManagerForLLMRun | None = None,  # noqa: ARG002
-        **kwargs: Any,  # noqa: ARG002
+        **kwargs: Any,
     ) -> ChatResult:
-        out = self._llm.create_chat_completion(**self._payload(messages, stop))
+        llm = (
+            _load(self.model_path or bundled_model_path(), self.n_ctx, _TOOL_FORMAT)
+            if kwargs.get("tools")
+            else self._llm
+        )
+        out = llm.create_chat_completion(**self._payload(messages, stop, **kwargs))
         usage = out.get("usage") or {}
+        reply = out["choices"][0]["message"]
         message = AIMessage(
-            out["choices"][0]["message"]["content"] or "",
+            reply.get("content") or "",
+            tool_calls=[
+                {
+                    "name": call["function"]["name"],
+                    "args": json.loads(call["function"]["arguments"] or "{}"),
+                    "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
+                }
+                for call in reply.get("tool_calls") or []
+            ],
             usage_metadata=UsageMetadata(
                 input_tokens=usage.get("prompt_tokens", 0),
                 output_tokens=usage.get("completion_tokens", 0),
@@ -128,8 +176,21 @@ class LocalChatModel(BaseChatModel):
         messages: list[BaseMessage],
         stop: list[str] | None = None,
         run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,  # noqa: ARG002
+        **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        if kwargs.get("tools"):  # a tool call is constrained as a whole: one chunk
+            message = self._generate(messages, stop, **kwargs).generations[0].message
+            calls = message.tool_calls if isinstance(message, AIMessage) else []
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content=message.content,
+                    tool_call_chunks=[
+                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": n}
+                        for n, c in enumerate(calls)
+                    ],
+                )
+            )
+            return
         for part in self._llm.create_chat_completion(**self._payload(messages, stop), stream=True):
             text = part["choices"][0]["delta"].get("content")
             if text:
@@ -143,10 +204,10 @@ class LocalChatModel(BaseChatModel):
         messages: list[BaseMessage],
         stop: list[str] | None = None,
         run_manager: AsyncCallbackManagerForLLMRun | None = None,  # noqa: ARG002
-        **kwargs: Any,  # noqa: ARG002
+        **kwargs: Any,
     ) -> ChatResult:
         """CPU-bound: runs in a worker thread so the event loop stays free."""
-        return await asyncio.to_thread(self._generate, messages, stop)
+        return await asyncio.to_thread(self._generate, messages, stop, **kwargs)
 
 
 def ollama_available(host: str | None = None, *, timeout: float = 0.5) -> bool:

@@ -32,6 +32,7 @@ RESERVED_KEYS = frozenset(
         "exchange_count",
         "boundary_similarity",
         "stored_epoch",
+        "note_key",
     }
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""

@@ -2,7 +2,8 @@
 
 Layers, bottom first (a module may import its own layer and the ones below, never above):
 
-    errors, _time → models/ → stores/ → chunking/ → prompt/ → memory/ → cache/ → graph/ → cli, the package root
+    errors, _time, identity → models/ → stores/ → chunking/ → prompt/ → memory/ → cache/ → graph/ → agents/ → cli, the
+    package root
 
 Dependencies are used through their public APIs only; the one exception is ``stores/adapter.py``, which reads
 langchain-chroma's ``Chroma`` internals (it has no public accessor for its client and collection).
@@ -19,7 +20,7 @@ import langchain_session_rag
 
 PACKAGE = Path(langchain_session_rag.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "_time", "_checks"},
+    {"errors", "_time", "_checks", "identity"},
     {"models"},
     {"stores"},
     {"chunking"},
@@ -27,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"memory"},
     {"cache"},
     {"graph"},
+    {"agents"},
     {"cli", "__main__", "__init__"},
 ]
 ADAPTER = PACKAGE / "stores" / "adapter.py"

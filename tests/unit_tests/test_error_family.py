@@ -45,9 +45,18 @@ BUILTIN_ERRORS = {
 
 
 def bare_raises(path: Path) -> list[str]:
+    """Raises of built-in exceptions, except ``AttributeError`` in a module ``__getattr__`` (Python's protocol)."""
+    tree = ast.parse(path.read_text())
+    protocol = {
+        id(node)
+        for func in ast.walk(tree)
+        if isinstance(func, ast.FunctionDef) and func.name == "__getattr__"
+        for node in ast.walk(func)
+        if isinstance(node, ast.Raise)
+    }
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Raise) and node.exc is not None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None and id(node) not in protocol:
             exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
             if isinstance(exc, ast.Name) and exc.id in BUILTIN_ERRORS:
                 found.append(f"line {node.lineno}: raise {exc.id}")

@@ -1,0 +1,1 @@
+"""Agent-native memory: tools for tool-calling agents and a LangGraph ``BaseStore`` over the memory."""

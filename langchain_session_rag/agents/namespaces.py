@@ -1,0 +1,98 @@
+"""Store namespaces as users: the template naming a user's part, and the namespaces shared by every user."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.memory.listing import note_id
+
+__all__ = ["USER_SLOT", "NamespaceMap", "Scope"]
+
+USER_SLOT = "{user_id}"
+_SHARED = "\x1fshared\x1f"
+"""Prefix of the pseudo-users holding shared namespaces; no namespace can name a user starting with it."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a namespace (or namespace prefix) points: one user's memory, and the parts below the user's base."""
+
+    user_id: str
+    shared: bool
+    base: tuple[str, ...]
+    """The namespace of the user's conversation memories (the template with the user filled in)."""
+    rest: tuple[str, ...]
+    """The parts after ``base``: an item's sub-namespace, or a search's prefix below ``base``."""
+
+    def note_key(self, key: str) -> str:
+        """The note key an item ``key`` of this namespace is saved under."""
+        return "store:" + json.dumps([*self.rest, key])
+
+    def item_id(self, key: str) -> str:
+        """The id of the note holding item ``key`` of this namespace."""
+        return note_id(self.user_id, self.note_key(key))
+
+    def item_metadata(self, key: str, value: dict[str, Any]) -> dict[str, str]:
+        """Metadata that turns a note back into the item."""
+        return {"store_key": key, "store_namespace": json.dumps(list(self.rest)), "store_value": json.dumps(value)}
+
+    def contains(self, namespace: tuple[str, ...]) -> bool:
+        """Whether ``namespace`` lies under this scope's base and prefix."""
+        prefix = self.base + self.rest
+        return namespace[: len(prefix)] == prefix
+
+
+class NamespaceMap:
+    """Maps namespaces to users by a template such as ``("memories", "{user_id}")``, plus shared prefixes."""
+
+    def __init__(self, template: tuple[str, ...], shared: Sequence[tuple[str, ...]]) -> None:
+        """Check the template (one ``"{user_id}"`` part) and the shared prefixes (non-empty, not user namespaces)."""
+        if (
+            not template
+            or template.count(USER_SLOT) != 1
+            or not all(isinstance(p, str) and p.strip() for p in template)
+        ):
+            msg = f"namespace must be a tuple of strings with exactly one '{USER_SLOT}' part, got {template!r}."
+            raise InvalidArgumentError(msg)
+        self.template = template
+        self.slot = template.index(USER_SLOT)
+        for prefix in shared:
+            if not prefix or not all(isinstance(p, str) and p for p in prefix):
+                msg = f"shared namespaces must be non-empty tuples of strings, got {prefix!r}."
+                raise InvalidArgumentError(msg)
+            k = min(len(prefix), len(template))
+            if all(i == self.slot or prefix[i] == template[i] for i in range(k)):
+                msg = f"shared namespace {prefix!r} overlaps the users' namespaces {template!r}."
+                raise InvalidArgumentError(msg)
+        self.shared = list(shared)
+
+    def scope(self, namespace: tuple[str, ...], *, prefix: bool = False) -> Scope:
+        """The scope of a namespace (``prefix``: a search prefix, which may stop at the user's base).
+
+        Raises:
+            InvalidRequestError: The namespace names no user and is not shared.
+        """
+        namespace = tuple(namespace)
+        n = len(self.template)
+        if len(namespace) >= n and all(i == self.slot or namespace[i] == part for i, part in enumerate(self.template)):
+            user = namespace[self.slot]
+            if not isinstance(user, str) or not user.strip() or user.startswith(_SHARED) or len(user) > 256:  # noqa: PLR2004
+                msg = f"namespace {namespace!r} names no valid user at position {self.slot}."
+                raise InvalidRequestError(msg)
+            base = namespace[:n]
+            return Scope(user, shared=False, base=base, rest=namespace[n:])
+        for shared in self.shared:
+            if namespace[: len(shared)] == shared and (prefix or len(namespace) >= len(shared)):
+                return Scope(
+                    _SHARED + json.dumps(list(shared)), shared=True, base=shared, rest=namespace[len(shared) :]
+                )
+        what = "prefix" if prefix else "namespace"
+        msg = (
+            f"The {what} {namespace!r} names no user: user namespaces look like {self.template!r}. "
+            "Pass shared=[...] to SessionMemoryStore for namespaces every user may read."
+        )
+        raise InvalidRequestError(msg)

@@ -1,0 +1,287 @@
+"""``SessionMemoryStore``: a LangGraph ``BaseStore`` over a session memory, so ``runtime.store`` sees the memories.
+
+``graph.compile(store=SessionMemoryStore(memory))`` gives every node and tool ``runtime.store`` over the same
+user-scoped memories the graph retrieves. A namespace names its user by a template (LangMem's
+``("memories", "{user_id}")`` by default); items put under it are notes of that user, and the user's conversation
+memories appear under it as items too (key: the chunk id). A namespace naming no user is refused unless it is
+configured as shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from langchain_core.documents import Document
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+
+from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag.agents.namespaces import NamespaceMap, Scope
+from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.identity import run_identity
+from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+__all__ = ["SessionMemoryStore"]
+
+_PAGE = 1_000
+_OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+
+
+def _value_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
+    """The text embedded for an item: the given fields, else ``content`` / ``text`` when a string, else its JSON."""
+    if fields:
+        parts = [_lookup(value, f) for f in fields]
+        text = "\n".join(p if isinstance(p, str) else json.dumps(p, default=str) for p in parts if p is not None)
+        if text.strip():
+            return text
+    for name in ("content", "text", "memory"):
+        if isinstance(value.get(name), str) and value[name].strip():
+            return str(value[name])
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _lookup(value: Mapping[str, Any], path: str) -> Any:
+    current: Any = value
+    for part in path.split("."):
+        if not isinstance(current, Mapping) or part not in current:
+            return None
+        current = current[part]
+    return current
+
+
+def _matches(value: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool:
+    """LangGraph's store filter: field equality, or ``{"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": v}``."""
+    for key, cond in (filt or {}).items():
+        actual = _lookup(value, key)
+        if isinstance(cond, Mapping) and cond and set(cond) <= _OPS:
+            for op, wanted in cond.items():
+                if not _compare(actual, op, wanted):
+                    return False
+        elif actual != cond:
+            return False
+    return True
+
+
+def _compare(actual: Any, op: str, wanted: Any) -> bool:
+    if op == "$eq":
+        return bool(actual == wanted)
+    if op == "$ne":
+        return bool(actual != wanted)
+    try:
+        return bool(
+            {"$gt": actual > wanted, "$gte": actual >= wanted, "$lt": actual < wanted, "$lte": actual <= wanted}[op]
+        )
+    except TypeError:
+        return False
+
+
+def _epoch_time(value: object) -> datetime:
+    seconds = float(value) if isinstance(value, int | float) and math.isfinite(value) else 0.0
+    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+
+
+class SessionMemoryStore(BaseStore):
+    """A LangGraph ``BaseStore`` whose namespaces are users of a :class:`SessionVectorMemory`.
+
+    Example:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_session_rag import SessionMemoryStore, SessionVectorMemory
+
+            memory = SessionVectorMemory.local(path=tempfile.mkdtemp(), user_id="default")
+            store = SessionMemoryStore(memory)                      # namespaces ("memories", user_id, ...)
+            store.put(("memories", "alice"), "diet", {"content": "Alice is vegetarian since 2024."})
+            hits = store.search(("memories", "alice"), query="what does Alice eat?", limit=3)
+            assert hits[0].key == "diet" and hits[0].value["content"].startswith("Alice is vegetarian")
+            assert memory.for_user("alice").invoke("what does Alice eat?")[0].metadata["source_type"] == "note"
+            # graph = builder.compile(store=store): every node and tool gets runtime.store over the memory
+
+    Items put under a user's namespace are notes of that user (``source_type="note"``): the graph's retrieval finds
+    them, and a search with ``query=`` finds the user's conversations too (items keyed by chunk id, value
+    ``{"content", "marker", "session_id", "source_type", "timestamp"}``). Every item is embedded (``index=False``
+    is accepted and embeds anyway); ``filter`` matches fields of the values; TTLs are not supported.
+
+    Isolation: an operation reaches the user its namespace names, and only when the current run (its
+    ``configurable`` or LangGraph ``context``) names that user or none; a namespace naming no user is refused
+    unless it starts with one of ``shared`` (kept apart from every user's memories).
+
+    Args:
+        memory: The memory (any of its users; each operation uses ``memory.for_user``).
+        namespace: The namespace template; exactly one part is ``"{user_id}"``.
+        shared: Namespace prefixes every user may read and write (e.g. ``[("policies",)]``).
+        index_fields: Value fields embedded by default (``None``: ``content`` / ``text``, else the whole value).
+    """
+
+    def __init__(
+        self,
+        memory: SessionVectorMemory,
+        *,
+        namespace: tuple[str, ...] = ("memories", "{user_id}"),
+        shared: Iterable[tuple[str, ...]] = (),
+        index_fields: Sequence[str] | None = None,
+    ) -> None:
+        """Map namespaces onto ``memory``'s users (see the class docstring)."""
+        if not isinstance(memory, SessionVectorMemory):
+            msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
+            raise InvalidArgumentError(msg)
+        self.memory = memory
+        self.namespaces = NamespaceMap(tuple(namespace), [tuple(p) for p in shared])
+        self.index_fields = list(index_fields) if index_fields is not None else None
+
+    # -- the BaseStore interface -----------------------------------------------------------------
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run get / search / put / list-namespaces operations in order."""
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op.namespace, op.key))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                msg = f"Unknown store operation {type(op).__name__}."
+                raise InvalidRequestError(msg)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Async :meth:`batch` (in a worker thread, with the run's context)."""
+        return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- operations ------------------------------------------------------------------------------
+    def _view(self, scope: Scope) -> SessionVectorMemory:
+        """The memory of the scope's user, after checking the run names that user or none."""
+        if not scope.shared:
+            named = run_identity().user_id
+            if named is not None and named != scope.user_id:
+                msg = (
+                    f"The namespace names user {scope.user_id!r}, but the current run is for user {named!r}: "
+                    "a run may reach its own user's namespace only."
+                )
+                raise IdentityConflictError(msg)
+        return self.memory.for_user(scope.user_id)
+
+    def _find(self, view: SessionVectorMemory, scope: Scope, key: str) -> Document | None:
+        found = view.get_by_ids([scope.item_id(key)])
+        if not found and not scope.rest:
+            found = [d for d in view.get_by_ids([key]) if "store_key" not in d.metadata]
+        return found[0] if found else None
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        scope = self.namespaces.scope(namespace)
+        doc = self._find(self._view(scope), scope, key)
+        return None if doc is None else self._item(doc, scope)
+
+    def _put(self, op: PutOp) -> None:
+        scope = self.namespaces.scope(op.namespace)
+        view = self._view(scope)
+        if not isinstance(op.key, str) or not op.key:
+            msg = f"A store key must be a non-empty string, got {op.key!r}."
+            raise InvalidRequestError(msg)
+        if op.value is None:
+            doc = self._find(view, scope, op.key)
+            if doc is not None and doc.id:
+                view.forget(ids=[doc.id])
+            return
+        if not isinstance(op.value, Mapping):
+            msg = f"A store value must be a dict, got {type(op.value).__name__}."
+            raise InvalidRequestError(msg)
+        fields = op.index if isinstance(op.index, list) else self.index_fields
+        view.add_note(
+            _value_text(op.value, fields),
+            key=scope.note_key(op.key),
+            session_id=run_identity().session_id or "",
+            metadata=scope.item_metadata(op.key, dict(op.value)),
+        )
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        scope = self.namespaces.scope(op.namespace_prefix, prefix=True)
+        view = self._view(scope)
+        wanted = op.offset + op.limit
+        if op.query:
+            k = wanted if not scope.rest and not op.filter else max(4 * wanted, 50)
+            docs = view.invoke(op.query, k=k)
+        else:
+            docs = []
+            while True:
+                page = view.list_memories(limit=_PAGE, offset=len(docs))
+                docs.extend(page)
+                if len(page) < _PAGE:
+                    break
+        items = [self._item(d, scope) for d in docs]
+        kept = [
+            SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at, d.metadata.get("score"))
+            for i, d in zip(items, docs, strict=True)
+            if scope.contains(i.namespace) and _matches(i.value, op.filter)
+        ]
+        return kept[op.offset : op.offset + op.limit]
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        prefix = next((tuple(c.path) for c in op.match_conditions or () if c.match_type == "prefix"), None)
+        if prefix is None or any(p == "*" for p in prefix):
+            msg = (
+                "list_namespaces needs prefix= naming a user (e.g. ('memories', user_id)) or a shared namespace: "
+                "listing every user's namespaces is not offered."
+            )
+            raise InvalidRequestError(msg)
+        scope = self.namespaces.scope(prefix, prefix=True)
+        view = self._view(scope)
+        found: set[tuple[str, ...]] = set()
+        offset = 0
+        while True:
+            page = view.list_memories(limit=_PAGE, offset=offset)
+            found.update(self._item(d, scope).namespace for d in page)
+            offset += len(page)
+            if len(page) < _PAGE:
+                break
+        names = sorted(
+            ns for ns in found if scope.contains(ns) and all(_suffix_ok(ns, c) for c in op.match_conditions or ())
+        )
+        if op.max_depth is not None:
+            names = sorted({ns[: op.max_depth] for ns in names})
+        return names[op.offset : op.offset + op.limit]
+
+    def _item(self, doc: Document, scope: Scope) -> Item:
+        meta = doc.metadata
+        created = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else _epoch_time(meta.get("stored_epoch"))
+        updated = _epoch_time(meta.get("stored_epoch"))
+        if "store_key" in meta:
+            namespace = scope.base + tuple(json.loads(str(meta.get("store_namespace") or "[]")))
+            value = json.loads(str(meta["store_value"]))
+            return Item(
+                value=value, key=str(meta["store_key"]), namespace=namespace, created_at=created, updated_at=updated
+            )
+        value = {
+            "content": doc.page_content,
+            "marker": meta.get("marker"),
+            "session_id": meta.get("session_id"),
+            "source_type": meta.get("source_type"),
+            "timestamp": meta.get("timestamp"),
+        }
+        return Item(value=value, key=str(doc.id), namespace=scope.base, created_at=created, updated_at=updated)
+
+
+def _suffix_ok(namespace: tuple[str, ...], condition: Any) -> bool:
+    if condition.match_type != "suffix":
+        return True
+    path = tuple(condition.path)
+    tail = namespace[len(namespace) - len(path) :] if len(path) <= len(namespace) else ()
+    return len(tail) == len(path) and all(p in ("*", n) for p, n in zip(path, tail, strict=True))

@@ -1,0 +1,230 @@
+"""Memory tools for tool-calling agents: search the user's memories, and save, correct or forget one.
+
+The user is never a tool argument the model fills in: each call serves the user its run names
+(``config["configurable"]["user_id"]``, or the ``context`` of a LangGraph / ``create_agent`` run), through
+:meth:`SessionVectorMemory.for_run <langchain_session_rag.SessionVectorMemory.for_run>`. A prompt-injected tool call
+therefore cannot reach another user's memories: it can only name what to look for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from langchain_core.documents import Document
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
+from langchain_session_rag.identity import run_identity
+from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.prompt.quoting import quote_data
+
+__all__ = ["create_manage_memory_tool", "create_search_memory_tool", "format_memories"]
+
+Action = Literal["create", "update", "delete"]
+
+SEARCH_DESCRIPTION = (
+    "Search the user's long-term memory: past conversations and saved notes. Use it when the answer may depend on "
+    "something the user said before (their projects, preferences, decisions, people, dates). Each result starts "
+    "with a marker such as [S: 2026-02-06] (the date it was said) and an id; cite the marker. Older results can be "
+    "stale: prefer what the user says now."
+)
+MANAGE_DESCRIPTION = (
+    "Save, correct or forget a long-term memory of the user. action='create' with content saves a new note (a "
+    "fact, preference or decision worth remembering); action='update' with id and content replaces a memory "
+    "(ids come from search_memory); action='delete' with id forgets a memory the user asked you to forget."
+)
+
+
+def _check_memory(memory: object) -> SessionVectorMemory:
+    if not isinstance(memory, SessionVectorMemory):
+        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
+        raise InvalidArgumentError(msg)
+    return memory
+
+
+def format_memories(documents: list[Document]) -> str:
+    """The compact text a search tool returns: per memory its marker, session, score and id, then its quoted text."""
+    if not documents:
+        return "No memories found."
+    blocks = []
+    for n, doc in enumerate(documents, 1):
+        meta = doc.metadata
+        parts = [str(meta.get("marker", "[S: unknown date]"))]
+        if meta.get("session_id"):
+            parts.append(f"session {meta['session_id']}")
+        if isinstance(meta.get("score"), int | float):
+            parts.append(f"score {meta['score']:.2f}")
+        parts.append(f"id {doc.id}")
+        blocks.append(f"{n}. " + " · ".join(parts) + "\n" + quote_data(doc.page_content))
+    return "\n\n".join(blocks)
+
+
+class SearchMemoryInput(BaseModel):
+    """Arguments the model gives the search tool."""
+
+    query: str = Field(description="What to look for: the user's question or a few keywords.")
+    limit: int = Field(default=4, ge=1, le=20, description="How many memories to return.")
+
+
+class ManageMemoryInput(BaseModel):
+    """Arguments the model gives the manage tool."""
+
+    action: Action = Field(default="create", description="create, update or delete.")
+    content: str | None = Field(default=None, description="The memory to save (create, update).")
+    id: str | None = Field(default=None, description="The id of the memory to change (update, delete).")
+
+
+def create_search_memory_tool(
+    memory: SessionVectorMemory,
+    *,
+    name: str = "search_memory",
+    description: str = SEARCH_DESCRIPTION,
+    max_results: int = 20,
+    **search_options: Any,
+) -> BaseTool:
+    """A tool that searches the run's user's memories (sync and async), returning text the model can cite.
+
+    The user comes from the run (see :meth:`SessionVectorMemory.for_run`); the model supplies only ``query`` and
+    ``limit``. The tool's artifact (``ToolMessage.artifact``) is the list of retrieved documents.
+
+    Args:
+        memory: The memory to search. Build it with ``user_from_run=True`` for an agent that serves many users.
+        name: The tool name the model sees.
+        description: The tool description the model sees.
+        max_results: The most memories one call may return, whatever ``limit`` the model asks for.
+        **search_options: Retrieval options of every call (``session_ids``, ``since``, ``source_type``, ...).
+
+    Example:
+        .. code-block:: python
+
+            import tempfile
+            from langchain_session_rag import SessionVectorMemory, create_search_memory_tool
+
+            memory = SessionVectorMemory.local(path=tempfile.mkdtemp(), user_id="default", user_from_run=True)
+            memory.for_user("alice").add_note("Alice deploys the shop to Fly.io.", timestamp="2026-02-06")
+            search = create_search_memory_tool(memory)
+            text = search.invoke({"query": "where do we deploy?"}, {"configurable": {"user_id": "alice"}})
+            print(text)
+            # 1. [S: 2026-02-06] · score 0.23 · id 2b54ef6a…
+            # > Alice deploys the shop to Fly.io.
+            assert "Fly.io" in text
+            # An agent: create_agent(model, tools=[search, create_manage_memory_tool(memory)])
+    """
+    _check_memory(memory)
+    if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+        msg = f"max_results must be a positive integer, got {max_results!r}."
+        raise InvalidArgumentError(msg)
+
+    def search(query: str, config: RunnableConfig, limit: int = 4) -> tuple[str, list[Document]]:
+        try:
+            docs = memory.for_run(config).invoke(query, config, k=min(limit, max_results), **search_options)
+        except SessionRAGError as exc:
+            raise ToolException(str(exc)) from exc
+        return format_memories(docs), docs
+
+    async def asearch(query: str, config: RunnableConfig, limit: int = 4) -> tuple[str, list[Document]]:
+        try:
+            view = memory.for_run(config)
+            docs = await view.ainvoke(query, config, k=min(limit, max_results), **search_options)
+        except SessionRAGError as exc:
+            raise ToolException(str(exc)) from exc
+        return format_memories(docs), docs
+
+    return StructuredTool.from_function(
+        func=search,
+        coroutine=asearch,
+        name=name,
+        description=description,
+        args_schema=SearchMemoryInput,
+        response_format="content_and_artifact",
+        handle_tool_error=True,
+        handle_validation_error=True,
+    )
+
+
+def _manage(  # noqa: PLR0911 - one answer per outcome
+    view: SessionVectorMemory, action: Action, content: str | None, memory_id: str | None, session: str
+) -> str:
+    if action == "create":
+        if not content or not content.strip():
+            return "Nothing saved: give the memory as content."
+        return f"Saved memory {view.add_note(content, session_id=session)}."
+    if not memory_id:
+        return f"Nothing changed: action={action!r} needs the id of a memory (from search_memory)."
+    found = view.get_by_ids([memory_id])
+    if not found:
+        return f"Nothing changed: there is no memory with id {memory_id!r}."
+    if action == "delete":
+        view.forget(ids=[memory_id])
+        return f"Forgot memory {memory_id}."
+    if not content or not content.strip():
+        return "Nothing changed: give the corrected memory as content."
+    old = found[0]
+    key = old.metadata.get("note_key") if old.metadata.get("source_type") == "note" else f"correction:{memory_id}"
+    new_id = view.add_note(content, key=str(key), session_id=str(old.metadata.get("session_id") or session))
+    if new_id != memory_id:
+        view.forget(ids=[memory_id])
+    return f"Updated memory {memory_id}: it is now memory {new_id}."
+
+
+def create_manage_memory_tool(
+    memory: SessionVectorMemory,
+    *,
+    name: str = "manage_memory",
+    description: str = MANAGE_DESCRIPTION,
+    actions: tuple[Action, ...] = ("create", "update", "delete"),
+) -> BaseTool:
+    """A tool that saves, corrects or forgets a memory of the run's user (sync and async).
+
+    ``create`` saves a note (``SessionVectorMemory.add_note``, in the run's session when it names one);
+    ``update`` replaces a memory by a corrected note (a note keeps its id; a conversation chunk is forgotten and
+    the correction saved as a note); ``delete`` forgets a memory (``forget(ids=[...])``; ``compact()`` erases it
+    from the store's files). Ids of another user's memories are treated as unknown. The user comes from the run
+    (see :meth:`SessionVectorMemory.for_run`), never from the model.
+
+    Args:
+        memory: The memory to change.
+        name: The tool name the model sees.
+        description: The tool description the model sees.
+        actions: The actions the model may take (e.g. ``("create",)`` for an agent that may only save).
+    """
+    _check_memory(memory)
+    allowed = tuple(actions)
+    if not allowed or any(a not in ("create", "update", "delete") for a in allowed):
+        msg = f"actions must name some of 'create', 'update', 'delete', got {actions!r}."
+        raise InvalidArgumentError(msg)
+
+    def manage(
+        config: RunnableConfig,
+        action: Action = "create",
+        content: str | None = None,
+        id: str | None = None,  # noqa: A002 - the argument name the model sees
+    ) -> str:
+        if action not in allowed:
+            return f"Nothing changed: this tool may only {', '.join(allowed)}."
+        try:
+            view = memory.for_run(config)
+            return _manage(view, action, content, id, run_identity(config).session_id or "")
+        except SessionRAGError as exc:
+            raise ToolException(str(exc)) from exc
+
+    async def amanage(
+        config: RunnableConfig,
+        action: Action = "create",
+        content: str | None = None,
+        id: str | None = None,  # noqa: A002
+    ) -> str:
+        return await asyncio.to_thread(manage, config, action, content, id)
+
+    return StructuredTool.from_function(
+        func=manage,
+        coroutine=amanage,
+        name=name,
+        description=description,
+        args_schema=ManageMemoryInput,
+        handle_tool_error=True,
+        handle_validation_error=True,
+    )

@@ -1,0 +1,107 @@
+"""Who a run is for: the user and session named by a run's ``context`` and its ``configurable`` values.
+
+LangGraph apps pass ids as ``invoke(..., context={"user_id": ...})`` (the runtime context) or, the older
+convention of LangMem and most memory tutorials, as ``config={"configurable": {"user_id": ...}}``. Both are read;
+when both name a user (or a session) and they differ, the run is refused with :class:`IdentityConflictError`:
+guessing which one was meant could hand one user's memories to another.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config
+
+from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
+
+__all__ = ["RunIdentity", "run_identity"]
+
+_KEYS = ("user_id", "session_id")
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """The ids a run names (``None`` where it names none)."""
+
+    user_id: str | None
+    session_id: str | None
+
+    def require_user(self, what: str) -> str:
+        """The user, or an ``InvalidRequestError`` saying how to name one for ``what``."""
+        if self.user_id is None:
+            msg = (
+                f"{what} needs a user: invoke it with config={{'configurable': {{'user_id': ...}}}} "
+                "or, in a LangGraph run, context={'user_id': ...}."
+            )
+            raise InvalidRequestError(msg)
+        return self.user_id
+
+
+def _fields(source: object) -> dict[str, object]:
+    """``user_id`` and ``session_id`` of a mapping, a dataclass or a model context (``None`` where absent)."""
+    if source is None:
+        return {}
+    if isinstance(source, Mapping):
+        return {"user_id": source.get("user_id"), "session_id": source.get("session_id")}
+    return {"user_id": getattr(source, "user_id", None), "session_id": getattr(source, "session_id", None)}
+
+
+def _checked(value: object, key: str, where: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        msg = f"{where} {key!r} must be a non-empty string, got {value!r}."
+        raise InvalidRequestError(msg)
+    return value
+
+
+def _current_context() -> object:
+    """The runtime context of the LangGraph run this call is part of (``None`` outside a graph run).
+
+    LangGraph is imported only when already loaded: no graph run can be in progress without it.
+    """
+    if "langgraph.runtime" not in sys.modules:
+        return None
+    from langgraph.runtime import get_runtime  # noqa: PLC0415 - already loaded, see above
+
+    try:
+        runtime = get_runtime()
+    except RuntimeError:  # not inside a runnable
+        return None
+    return None if runtime is None else runtime.context
+
+
+def run_identity(
+    config: RunnableConfig | None = None, *, context: object = None, use_run_context: bool = True
+) -> RunIdentity:
+    """The user and session of a run, from its runtime ``context`` and ``configurable`` values.
+
+    Args:
+        config: The run's config; by default the config of the runnable this call is part of (if any).
+        context: The run's context (a dict, a dataclass or a model with ``user_id`` / ``session_id``). By
+            default the context of the LangGraph run this call is part of, if any.
+        use_run_context: Read the current LangGraph run's context when ``context`` is not given.
+
+    Raises:
+        IdentityConflictError: The context and the configurable values name different users (or sessions).
+        InvalidRequestError: An id that is not a non-empty string.
+    """
+    configurable = ensure_config(config).get("configurable") or {}
+    if context is None and use_run_context:
+        context = _current_context()
+    found: dict[str, str | None] = {}
+    named = _fields(context)
+    for key in _KEYS:
+        from_context = _checked(named.get(key), key, "context")
+        from_config = _checked(configurable.get(key), key, "configurable")
+        if from_context is not None and from_config is not None and from_context != from_config:
+            msg = (
+                f"The run names two different {key}s: {from_context!r} in its context and {from_config!r} in "
+                f"config['configurable']. Name it once, or the same in both."
+            )
+            raise IdentityConflictError(msg)
+        found[key] = from_context if from_context is not None else from_config
+    return RunIdentity(found["user_id"], found["session_id"])

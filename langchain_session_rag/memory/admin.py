@@ -1,0 +1,284 @@
+"""The maintenance side of ``SessionVectorMemory``: notes, listing, forgetting, compaction, export, re-embedding."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+from langchain_session_rag._time import TimestampLike
+from langchain_session_rag.memory.listing import (
+    SessionInfo,
+    check_page,
+    listing_where,
+    memory_documents,
+    note_record,
+    sessions_of,
+)
+from langchain_session_rag.memory.scoped import reset_replicas
+from langchain_session_rag.memory.settings import MemorySettings
+from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
+from langchain_session_rag.stores.adapter import open_chroma_client
+from langchain_session_rag.stores.chroma import ChromaBackend
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from chromadb.api import ClientAPI
+
+__all__ = ["MemoryAdmin", "SessionInfo"]
+
+
+class MemoryAdmin(MemorySettings):
+    """Notes, listing, forgetting, compaction and portability of a user's memory (every method acts for ``user_id``)."""
+
+    # -- notes -----------------------------------------------------------------------------------
+    def add_note(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        session_id: str = "",
+        metadata: dict[str, Any] | None = None,
+        timestamp: TimestampLike | None = None,
+    ) -> str:
+        """Save a note: a memory stated on purpose (a fact, a preference, a correction), not a conversation.
+
+        Notes are retrieved with the sessions (``source_type="note"``, marked ``[S: date]`` by the date they were
+        saved). Saving again with the same ``key`` (or, without a key, the same text) replaces the note.
+
+        Args:
+            text: The note.
+            key: A stable name for the note, to replace it later; by default derived from the text.
+            session_id: The session it was saved in (``""``: none).
+            metadata: Extra metadata (scalar values; others are JSON-encoded).
+            timestamp: When it was stated (default: now).
+
+        Returns:
+            The note's id.
+
+        Raises:
+            InvalidRequestError: Empty text or key.
+            InvalidMetadataError: A reserved or unstorable metadata key.
+        """
+        store = self._store()
+        record = note_record(
+            user_id=self.user_id,
+            model_id=self._model_id,
+            text=text,
+            key=key,
+            session_id=session_id,
+            timestamp=timestamp,
+            metadata=metadata,
+            token_count=self.chunker.count(text) if isinstance(text, str) else 0,
+        )
+        store.save([record])
+        return record.id
+
+    async def aadd_note(
+        self,
+        text: str,
+        *,
+        key: str | None = None,
+        session_id: str = "",
+        metadata: dict[str, Any] | None = None,
+        timestamp: TimestampLike | None = None,
+    ) -> str:
+        """Async :meth:`add_note`."""
+        return await asyncio.to_thread(
+            self.add_note, text, key=key, session_id=session_id, metadata=metadata, timestamp=timestamp
+        )
+
+    # -- listing ---------------------------------------------------------------------------------
+    def list_memories(
+        self,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        session_id: str | None = None,
+        since: TimestampLike | None = None,
+        until: TimestampLike | None = None,
+        source_type: str | Sequence[str] | None = None,
+    ) -> list[Document]:
+        """One page of this user's memories, newest first (by timestamp, then storage time, then id).
+
+        Each document carries its metadata and ``marker``. Page with ``offset`` (``offset=20`` is the second page
+        of 20); at most 1,000 a page.
+
+        Args:
+            limit: Page size (1..1000).
+            offset: Memories to skip.
+            session_id: Only this session's.
+            since: Only memories at or after this time.
+            until: Only memories at or before this time.
+            source_type: Only ``"session"``, ``"document"`` or ``"note"`` memories (or a list of them).
+
+        Raises:
+            InvalidRequestError: A malformed filter, or a page size out of range.
+            UnsupportedOperationError: The vector store cannot list its records.
+        """
+        check_page(limit, offset)
+        where = listing_where(session_id=session_id, since=since, until=until, source_type=source_type)
+        records = self._store().records(where)
+        return memory_documents(records, user_id=self.user_id, limit=limit, offset=offset)
+
+    async def alist_memories(
+        self,
+        *,
+        limit: int = 20,
+        offset: int = 0,
+        session_id: str | None = None,
+        since: TimestampLike | None = None,
+        until: TimestampLike | None = None,
+        source_type: str | Sequence[str] | None = None,
+    ) -> list[Document]:
+        """Async :meth:`list_memories`."""
+        return await asyncio.to_thread(
+            self.list_memories,
+            limit=limit,
+            offset=offset,
+            session_id=session_id,
+            since=since,
+            until=until,
+            source_type=source_type,
+        )
+
+    def list_sessions(
+        self, *, since: TimestampLike | None = None, until: TimestampLike | None = None
+    ) -> list[SessionInfo]:
+        """This user's sessions, most recently active first, with their dates and chunk and message counts.
+
+        ``since`` / ``until`` keep the sessions with a chunk in that span.
+
+        Raises:
+            UnsupportedOperationError: The vector store cannot list its records.
+        """
+        records = self._store().records(listing_where(since=since, until=until))
+        return sessions_of(records, user_id=self.user_id)
+
+    async def alist_sessions(
+        self, *, since: TimestampLike | None = None, until: TimestampLike | None = None
+    ) -> list[SessionInfo]:
+        """Async :meth:`list_sessions`."""
+        return await asyncio.to_thread(self.list_sessions, since=since, until=until)
+
+    # -- forgetting ------------------------------------------------------------------------------
+    def forget(
+        self,
+        *,
+        session_id: str | None = None,
+        before: TimestampLike | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> int:
+        """Delete this user's memories matching every given criterion; return how many were removed.
+
+        Args:
+            session_id: Only chunks of this session.
+            before: Only chunks whose timestamp is earlier than this.
+            ids: Only these chunk ids (ids of other users are ignored).
+
+        Raises:
+            InvalidRequestError: No criterion is given (use :meth:`forget_all`), or one is malformed.
+        """
+        return self._store().forget(session_id, before, ids)
+
+    async def aforget(
+        self,
+        *,
+        session_id: str | None = None,
+        before: TimestampLike | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> int:
+        """Async :meth:`forget`."""
+        return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
+
+    def forget_all(self) -> int:
+        """Delete every memory of this user (and only this user); return how many were removed."""
+        return self._store().forget_all()
+
+    async def aforget_all(self) -> int:
+        """Async :meth:`forget_all`."""
+        return await asyncio.to_thread(self.forget_all)
+
+    def compact(self) -> int:
+        """Erase what was forgotten from the store's files, for every user of the store.
+
+        ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
+        keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
+        and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
+        scan of the folder finds none of the forgotten texts. It copies the whole store: run it after
+        forgetting, not after every write. On a Chroma server the collections are rebuilt; run
+        ``chroma vacuum --path DIR`` on the server's host for its files. Returns the number of chunks kept.
+
+        Raises:
+            UnsupportedOperationError: The store is not a Chroma store.
+        """
+        return self._store().compact()
+
+    async def acompact(self) -> int:
+        """Async :meth:`compact`."""
+        return await asyncio.to_thread(self.compact)
+
+    def count(self) -> int:
+        """How many chunks this user has stored (after :meth:`flush`)."""
+        return self._store().count()
+
+    # -- portability -----------------------------------------------------------------------------
+    def export_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Write every chunk of this user to a JSON Lines file; return how many were written.
+
+        Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
+        and ``embedding_model``.
+        """
+        return self._store().export_jsonl(path)
+
+    async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Async :meth:`export_jsonl`."""
+        return await asyncio.to_thread(self.export_jsonl, path)
+
+    def import_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Import an :meth:`export_jsonl` file into this user's memory; return how many chunks were added.
+
+        The file is validated whole before anything is written. Chunks already stored are skipped;
+        vectors are reused when the file was written with the same embedding model, and texts are
+        re-embedded otherwise.
+
+        Raises:
+            InvalidMessageError: A malformed line (nothing is imported).
+            InvalidRequestError: An id in the file belongs to another user of the same collection.
+        """
+        return self._store().import_jsonl(path)
+
+    async def aimport_jsonl(self, path: str | os.PathLike[str]) -> int:
+        """Async :meth:`import_jsonl`."""
+        return await asyncio.to_thread(self.import_jsonl, path)
+
+    @classmethod
+    def reembed(
+        cls,
+        store: str | os.PathLike[str] | ClientAPI,
+        *,
+        embeddings: Embeddings,
+        collection_name: str = "session_memory",
+        embedding_model_id: str | None = None,
+    ) -> int:
+        """Re-embed a whole store (every user) with a new model, from its stored texts.
+
+        Args:
+            store: The folder of an embedded store, or a chromadb client.
+            embeddings: The new embedding model.
+            collection_name: The store name.
+            embedding_model_id: The identity to record; derived from ``embeddings`` when not given.
+
+        Returns:
+            The number of chunks re-embedded.
+        """
+        client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
+        backend = ChromaBackend(client, name=collection_name)
+        try:
+            return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
+        finally:
+            reset_replicas(backend)

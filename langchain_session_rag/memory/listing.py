@@ -1,0 +1,188 @@
+"""Listing a user's memories and sessions (newest first, paged), and the records of saved notes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from langchain_core.documents import Document
+
+from langchain_session_rag._checks import check_session_id
+from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.memory.retrieval import source_condition
+from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.stores.base import Record, Where, decode_message_ids
+from langchain_session_rag.stores.records import chunk_id, user_metadata
+
+__all__ = ["SessionInfo", "check_page", "listing_where", "memory_documents", "note_id", "note_record", "sessions_of"]
+
+MAX_PAGE = 1_000
+"""The largest page ``list_memories`` returns."""
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One stored session of a user, as ``SessionVectorMemory.list_sessions`` lists it."""
+
+    session_id: str
+    started: datetime | None
+    """Timestamp of its earliest stored chunk."""
+    last_active: datetime | None
+    """Timestamp of its latest stored chunk."""
+    chunks: int
+    """Stored chunks (exchanges, topic segments, notes, document parts)."""
+    messages: int
+    """Distinct messages its chunks cover."""
+
+
+def listing_where(
+    *,
+    session_id: str | None = None,
+    since: TimestampLike | None = None,
+    until: TimestampLike | None = None,
+    source_type: str | Sequence[str] | None = None,
+) -> Where:
+    """Store conditions of a listing (the user is added by the store)."""
+    where: Where = {}
+    if session_id is not None:
+        where["session_id"] = check_session_id(session_id)
+    span: dict[str, float] = {}
+    if since is not None:
+        span["$gte"] = parse_timestamp(since, what="since").timestamp()
+    if until is not None:
+        span["$lte"] = parse_timestamp(until, what="until").timestamp()
+    if span:
+        where["timestamp_epoch"] = span
+    if source_type is not None:
+        where["source_type"] = source_condition(source_type)
+    return where
+
+
+def _epoch(record: Record) -> float:
+    value = record.metadata.get("timestamp_epoch")
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _newest_first(records: Iterable[Record]) -> list[Record]:
+    """Newest first by timestamp, then by storage time, then by id (a stable order for paging)."""
+    ordered = sorted(records, key=lambda r: r.id)
+    ordered.sort(key=lambda r: float(r.metadata.get("stored_epoch") or 0.0), reverse=True)
+    ordered.sort(key=lambda r: (_epoch(r), int(r.metadata.get("chunk_index") or 0)), reverse=True)
+    return ordered
+
+
+def _timestamp(meta: dict[str, Any]) -> datetime | None:
+    return parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+
+
+def check_page(limit: object, offset: object) -> None:
+    """A page size in 1..1000 and an offset >= 0.
+
+    Raises:
+        InvalidRequestError: Either is out of range or not an integer.
+    """
+    for name, value, low, high in (("limit", limit, 1, MAX_PAGE), ("offset", offset, 0, None)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+            span = f"between {low} and {high}" if high else f">= {low}"
+            msg = f"{name} must be an integer {span}, got {value!r} (page with offset=)."
+            raise InvalidRequestError(msg)
+
+
+def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, offset: int) -> list[Document]:
+    """One page of a user's records as documents with their markers, newest first."""
+    check_page(limit, offset)
+    mine = [r for r in records if r.metadata.get("user_id") == user_id]  # fail closed, whatever the store did
+    page = _newest_first(mine)[offset : offset + limit]
+    return [
+        Document(
+            page_content=r.text,
+            metadata={
+                **r.metadata,
+                "message_ids": decode_message_ids(r.metadata.get("message_ids")),
+                "marker": marker(
+                    str(r.metadata.get("source_type", "session")),
+                    timestamp=_timestamp(r.metadata),
+                    name=r.metadata.get("source_name"),
+                ),
+            },
+            id=r.id,
+        )
+        for r in page
+    ]
+
+
+def sessions_of(records: Iterable[Record], *, user_id: str) -> list[SessionInfo]:
+    """The sessions a user's records belong to, most recently active first."""
+    grouped: dict[str, list[Record]] = {}
+    for record in records:
+        session = record.metadata.get("session_id")
+        if record.metadata.get("user_id") == user_id and isinstance(session, str) and session:
+            grouped.setdefault(session, []).append(record)
+    infos = []
+    for session, chunks in grouped.items():
+        stamps = sorted(t for t in (_timestamp(r.metadata) for r in chunks) if t is not None)
+        messages = {m for r in chunks for m in decode_message_ids(r.metadata.get("message_ids"))}
+        first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
+        infos.append(SessionInfo(session, first, last, len(chunks), len(messages)))
+    infos.sort(key=lambda s: s.session_id)
+    infos.sort(key=lambda s: s.last_active.timestamp() if s.last_active else 0.0, reverse=True)
+    return infos
+
+
+def note_id(user_id: str, key: str) -> str:
+    """The id of a user's note saved under ``key``."""
+    return chunk_id(user_id, "", "note", [key], 0)
+
+
+def note_record(
+    *,
+    user_id: str,
+    model_id: str,
+    text: str,
+    key: str | None,
+    session_id: str,
+    timestamp: TimestampLike | None,
+    metadata: dict[str, Any] | None,
+    token_count: int,
+) -> Record:
+    """A saved note (``source_type="note"``): its id is derived from ``key`` (or its text), so saving again replaces it.
+
+    Raises:
+        InvalidRequestError: Empty text or an empty key.
+        InvalidMetadataError: Reserved or unstorable metadata.
+    """
+    if not isinstance(text, str) or not text.strip():
+        msg = f"A note needs text, got {text!r:.80}."
+        raise InvalidRequestError(msg)
+    if key is not None and (not isinstance(key, str) or not key.strip()):
+        msg = f"key must be a non-empty string, got {key!r}."
+        raise InvalidRequestError(msg)
+    note_key = key if key is not None else "text:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    when = parse_timestamp(timestamp) if timestamp is not None else utcnow()
+    return Record(
+        id=note_id(user_id, note_key),
+        text=text,
+        metadata={
+            **user_metadata(metadata),
+            "user_id": user_id,
+            "session_id": session_id,
+            "source_type": "note",
+            "chunking": "note",
+            "note_key": note_key,
+            "timestamp": when.isoformat(),
+            "timestamp_epoch": when.timestamp(),
+            "message_ids": json.dumps([]),
+            "chunk_index": 0,
+            "chunk_part": 0,
+            "token_count": token_count,
+            "skipped_blocks": 0,
+            "embedding_model": model_id,
+            "stored_epoch": time.time(),
+        },
+    )

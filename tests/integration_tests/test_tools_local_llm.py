@@ -1,0 +1,54 @@
+"""The memory tools called by a real model: SmolLM2-135M through llama.cpp's grammar-constrained tool calling.
+
+The model's arguments are whatever it produced (a 135M model rarely asks a sensible query); what is tested is that
+a real model's tool call goes through LangGraph's ``ToolNode`` and reaches the run's user only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+
+from langchain_session_rag import SessionVectorMemory, create_manage_memory_tool, create_search_memory_tool
+from langchain_session_rag.models.local_llm import LocalChatModel
+
+
+def test_a_real_models_tool_calls_reach_the_run_user_only(tmp_path: Path, real_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings, user_from_run=True)
+    memory.for_user("alice").add_messages(
+        [{"role": "user", "content": "We deploy to Fly.io, region ams."}, {"role": "assistant", "content": "Noted."}],
+        session_id="s1",
+    )
+    memory.for_user("bob").add_messages(
+        [{"role": "user", "content": "We deploy to Heroku, region eu."}, {"role": "assistant", "content": "Noted."}],
+        session_id="b1",
+    )
+    search, manage = create_search_memory_tool(memory), create_manage_memory_tool(memory, actions=("create",))
+    for tool in (search, manage):
+        model = LocalChatModel(max_tokens=64).bind_tools([tool], tool_choice=tool.name)
+        graph = (
+            StateGraph(MessagesState)
+            .add_node("model", lambda state, m=model: {"messages": [m.invoke(state["messages"])]})
+            .add_node("tools", ToolNode([tool]))
+            .add_edge(START, "model")
+            .add_edge("model", "tools")
+            .add_edge("tools", END)
+            .compile()
+        )
+        out = graph.invoke(
+            {"messages": [HumanMessage("Where do we deploy? Use your memory tool.")]},
+            {"configurable": {"user_id": "alice", "session_id": "s2"}},
+        )
+        call, result = out["messages"][1], out["messages"][2]
+        assert isinstance(call, AIMessage)
+        assert [c["name"] for c in call.tool_calls] == [tool.name]
+        assert isinstance(result, ToolMessage)
+        assert "Heroku" not in result.text
+        if tool is search and result.status == "success":
+            assert "Fly.io" in result.text
+    assert all(d.metadata["user_id"] == "bob" for d in memory.for_user("bob").list_memories())
+    assert [d.metadata["source_type"] for d in memory.for_user("bob").list_memories()] == ["session"]

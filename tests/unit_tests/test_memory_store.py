@@ -1,0 +1,198 @@
+"""``SessionMemoryStore``: LangGraph's ``BaseStore`` over the memory, on the real embedded store and model.
+
+LangGraph's own store tests (``libs/checkpoint/tests/test_store.py``) are not shipped in its wheel; the cases of
+theirs that apply to a store whose namespaces are users are ported here (round trips, overwrite, delete, query
+ranking, filters, paging, namespace listing with prefix / suffix / depth, refused namespaces, async), plus the
+isolation cases of this package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import InvalidNamespaceError, PutOp
+from typing_extensions import TypedDict
+
+from langchain_session_rag import SessionMemoryStore, SessionVectorMemory
+from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.graph import create_session_rag_graph
+
+ALICE = ("memories", "alice")
+BOB = ("memories", "bob")
+
+
+@pytest.fixture
+def memory(tmp_path: Path, real_embeddings: Any) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=tmp_path / "m", user_id="nobody", embeddings=real_embeddings)
+
+
+@pytest.fixture
+def store(memory: SessionVectorMemory) -> SessionMemoryStore:
+    return SessionMemoryStore(memory, shared=[("policies",)])
+
+
+def test_put_get_overwrite_delete(store: SessionMemoryStore, memory: SessionVectorMemory) -> None:
+    store.put(ALICE, "diet", {"content": "Alice is vegetarian.", "since": 2024})
+    item = store.get(ALICE, "diet")
+    assert item is not None
+    assert (item.namespace, item.key, item.value) == (ALICE, "diet", {"content": "Alice is vegetarian.", "since": 2024})
+    assert item.created_at.tzinfo is not None
+    store.put(ALICE, "diet", {"content": "Alice is vegan.", "since": 2026})
+    assert store.get(ALICE, "diet").value["content"] == "Alice is vegan."  # type: ignore[union-attr]
+    assert memory.for_user("alice").count() == 1
+    assert store.get(BOB, "diet") is None
+    store.delete(ALICE, "diet")
+    assert store.get(ALICE, "diet") is None
+    assert memory.for_user("alice").count() == 0
+
+
+def test_items_are_the_users_notes_and_the_graph_retrieves_them(
+    store: SessionMemoryStore, memory: SessionVectorMemory
+) -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    store.put(ALICE, "pet", {"content": "Alice's cat is called Pixel."})
+    [note] = memory.for_user("alice").list_memories()
+    assert note.metadata["source_type"] == "note"
+    assert note.metadata["marker"].startswith("[S: ")
+
+    seen: list[str] = []
+
+    class Recording(GenericFakeChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append("\n".join(m.text for m in messages))
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    model = Recording(messages=iter([AIMessage("Your cat is Pixel.")]))
+    graph = create_session_rag_graph(model, memory, background_writes=False).compile(store=store)
+    graph.invoke(
+        {"messages": [HumanMessage("What is my cat called?")]},
+        {"configurable": {"user_id": "alice", "session_id": "s1"}},
+    )
+    assert "Pixel" in seen[0]
+    # The exchange the graph stored is an item of Alice's namespace too.
+    hits = store.search(ALICE, query="what is the cat called?")
+    assert "pet" in [h.key for h in hits]
+    assert [h.value.get("source_type") for h in hits if h.key != "pet"] == ["session"]
+    assert all(h.namespace == ALICE for h in hits)
+    assert all(isinstance(h.score, float) for h in hits)
+    assert store.search(BOB, query="what is the cat called?") == []
+
+
+def test_nodes_use_runtime_store_scoped_by_the_run(store: SessionMemoryStore) -> None:
+    class State(TypedDict):
+        fact: str
+        found: list[str]
+
+    def remember(state: State, runtime: Runtime[dict[str, str]]) -> dict[str, Any]:
+        user = runtime.context["user_id"]
+        assert runtime.store is not None
+        runtime.store.put(("memories", user), "fact", {"content": state["fact"]})
+        return {"found": [i.value["content"] for i in runtime.store.search(("memories", user), query=state["fact"])]}
+
+    graph = StateGraph(State).add_node("remember", remember).add_edge(START, "remember").compile(store=store)
+    out = graph.invoke({"fact": "Alice flies to Oslo on May 3.", "found": []}, context={"user_id": "alice"})
+    assert out["found"] == ["Alice flies to Oslo on May 3."]
+    assert store.search(BOB) == []
+
+    def snoop(state: State, runtime: Runtime[dict[str, str]]) -> dict[str, Any]:
+        assert runtime.store is not None
+        return {"found": [i.value["content"] for i in runtime.store.search(ALICE)]}
+
+    spy = StateGraph(State).add_node("snoop", snoop).add_edge(START, "snoop").compile(store=store)
+    with pytest.raises(IdentityConflictError, match="bob"):
+        spy.invoke({"fact": "", "found": []}, context={"user_id": "bob"})
+    with pytest.raises(IdentityConflictError):
+        spy.invoke({"fact": "", "found": []}, {"configurable": {"user_id": "bob"}})
+
+
+def test_search_query_ranks_filters_and_pages(store: SessionMemoryStore) -> None:
+    docs = {
+        "doc1": {"text": "short text", "kind": "a", "rank": 1},
+        "doc2": {"text": "Deploys go to Fly.io in the ams region.", "kind": "b", "rank": 2},
+        "doc3": {"text": "The staging app runs on Fly.io too.", "kind": "b", "rank": 3},
+        "doc4": {"description": "text in description field", "kind": "a", "rank": 4},
+    }
+    for key, value in docs.items():
+        store.put(ALICE, key, value)
+    ranked = store.search(ALICE, query="where do we deploy on Fly.io?", limit=2)
+    assert [r.key for r in ranked] == ["doc2", "doc3"]
+    assert ranked[0].score is not None
+    assert ranked[0].score >= ranked[1].score  # type: ignore[operator]
+    assert {r.key for r in store.search(ALICE, filter={"kind": "a"})} == {"doc1", "doc4"}
+    assert {r.key for r in store.search(ALICE, filter={"rank": {"$gte": 3}})} == {"doc3", "doc4"}
+    assert {r.key for r in store.search(ALICE, filter={"rank": {"$ne": 1}, "kind": "b"})} == {"doc2", "doc3"}
+    assert [r.key for r in store.search(ALICE, query="Fly.io", filter={"kind": "a"})] != []
+    everything = store.search(ALICE, limit=10)
+    assert len(everything) == 4
+    assert [r.key for r in store.search(ALICE, limit=2, offset=2)] == [r.key for r in everything[2:]]
+    assert store.search(ALICE, offset=10) == []
+
+
+def test_sub_namespaces_and_list_namespaces(store: SessionMemoryStore) -> None:
+    for ns in [(*ALICE, "prefs"), (*ALICE, "prefs", "food"), (*ALICE, "trips"), (*BOB, "prefs")]:
+        store.put(ns, "k", {"content": f"item of {'/'.join(ns)}"})
+    assert store.get((*ALICE, "prefs"), "k").value["content"] == "item of memories/alice/prefs"  # type: ignore[union-attr]
+    assert store.get(ALICE, "k") is None
+    assert {i.namespace for i in store.search((*ALICE, "prefs"))} == {(*ALICE, "prefs"), (*ALICE, "prefs", "food")}
+    assert store.list_namespaces(prefix=ALICE) == [(*ALICE, "prefs"), (*ALICE, "prefs", "food"), (*ALICE, "trips")]
+    assert store.list_namespaces(prefix=ALICE, suffix=("food",)) == [(*ALICE, "prefs", "food")]
+    assert store.list_namespaces(prefix=ALICE, max_depth=3) == [(*ALICE, "prefs"), (*ALICE, "trips")]
+    assert store.list_namespaces(prefix=ALICE, limit=1, offset=1) == [(*ALICE, "prefs", "food")]
+    with pytest.raises(InvalidRequestError, match="naming a user"):
+        store.list_namespaces()
+    with pytest.raises(InvalidRequestError, match="naming a user"):
+        store.list_namespaces(prefix=("memories", "*"))
+
+
+def test_namespaces_without_a_user_are_refused_unless_shared(
+    store: SessionMemoryStore, memory: SessionVectorMemory
+) -> None:
+    for namespace in [("memories",), ("notes", "alice"), ("alice",)]:
+        with pytest.raises(InvalidRequestError, match="names no user"):
+            store.put(namespace, "k", {"content": "x"})
+        with pytest.raises(InvalidRequestError, match="names no user"):
+            store.search(namespace, query="x")
+    with pytest.raises(InvalidNamespaceError):
+        store.put((), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError):
+        store.put(("langgraph", "alice"), "k", {"content": "x"})
+    store.put(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    assert store.get(("policies",), "refunds").value == {"content": "Refunds within 30 days."}  # type: ignore[union-attr]
+    # Shared items are not any user's memories.
+    assert memory.for_user("alice").list_memories() == []
+    assert store.search(ALICE, query="refunds") == []
+    with pytest.raises(InvalidArgumentError, match="overlaps"):
+        SessionMemoryStore(memory, shared=[("memories",)])
+    with pytest.raises(InvalidArgumentError, match="exactly one"):
+        SessionMemoryStore(memory, namespace=("memories",))
+
+
+def test_a_custom_template(memory: SessionVectorMemory) -> None:
+    store = SessionMemoryStore(memory, namespace=("app", "{user_id}", "facts"))
+    store.put(("app", "carol", "facts"), "job", {"content": "Carol is a nurse."})
+    assert memory.for_user("carol").list_memories()[0].page_content == "Carol is a nurse."
+    with pytest.raises(InvalidRequestError):
+        store.put(("app", "carol"), "job", {"content": "x"})
+
+
+def test_ttl_and_bad_values_are_refused(store: SessionMemoryStore) -> None:
+    with pytest.raises(NotImplementedError):
+        store.put(ALICE, "k", {"content": "x"}, ttl=5)
+    with pytest.raises(InvalidRequestError, match="dict"):
+        store.batch([PutOp(ALICE, "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
+    assert store.search(ALICE) == []
+
+
+async def test_async_round_trip(store: SessionMemoryStore) -> None:
+    await store.aput(ALICE, "city", {"content": "Alice lives in Porto."})
+    assert (await store.aget(ALICE, "city")).value["content"] == "Alice lives in Porto."  # type: ignore[union-attr]
+    assert [i.key for i in await store.asearch(ALICE, query="where does Alice live?")] == ["city"]
+    assert await store.alist_namespaces(prefix=ALICE) == [ALICE]
+    await store.adelete(ALICE, "city")
+    assert await store.aget(ALICE, "city") is None
