@@ -177,7 +177,9 @@ class SessionMemoryStore(BaseStore):
                     "a run may reach its own user's namespace only."
                 )
                 raise IdentityConflictError(msg)
-        return self.memory.for_user(scope.user_id)
+        view = self.memory.for_user(scope.user_id)
+        # The namespace names the user (checked above): its searches serve that user, whatever the run names.
+        return view.model_copy(update={"user_from_run": False}) if view.user_from_run else view
 
     def _find(self, view: SessionVectorMemory, scope: Scope, key: str) -> Document | None:
         found = view.get_by_ids([scope.item_id(key)])
