@@ -124,7 +124,7 @@ def create_memory_agent_graph(
     background_writes: bool = True,
     keep_prompt: bool = False,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
-    """Wrap an existing agent (e.g. a tool-calling ``create_react_agent``) with long-term memory.
+    """Wrap an existing agent (e.g. a tool-calling ``langchain.agents.create_agent``) with long-term memory.
 
     ``validate`` → ``retrieve_memories`` → ``build_prompt`` → ``agent`` → ``summarise_and_store``: the agent
     receives the budgeted prompt (instructions, history, retrieved memories, question), and the final

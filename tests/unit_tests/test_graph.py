@@ -156,11 +156,9 @@ class ToolCallingFake(GenericFakeChatModel):
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
-# create_react_agent now lives in the umbrella `langchain` package, which this project does not depend on.
-@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
 def test_memory_around_a_tool_calling_agent(memory: SessionVectorMemory) -> None:
     from langchain_core.tools import tool
-    from langgraph.prebuilt import create_react_agent
+    from langchain.agents import create_agent
 
     from langchain_session_rag.graph import create_memory_agent_graph
 
@@ -178,7 +176,7 @@ def test_memory_around_a_tool_calling_agent(memory: SessionVectorMemory) -> None
         AIMessage("You booked Chez Anna."),
     ]))  # fmt: skip
     model.seen = []
-    graph = create_memory_agent_graph(create_react_agent(model, [book_table]), memory).compile()
+    graph = create_memory_agent_graph(create_agent(model, [book_table]), memory).compile()
     first = graph.invoke({"messages": [HumanMessage("Book me a table at Chez Anna.")]}, context=ctx())
     assert calls == ["Chez Anna"]
     assert [m.type for m in first["messages"]] == ["human", "ai", "tool", "ai"]
