@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.store.base import PutOp
 from pydantic import ValidationError
 
 import langchain_session_rag
@@ -24,10 +25,13 @@ from langchain_session_rag import (
     LocalChatModel,
     SemanticCache,
     SemanticLLMCache,
+    SessionMemoryStore,
     SessionVectorMemory,
     SummaryBuffer,
     TokenBudget,
     TopicSegmenter,
+    create_manage_memory_tool,
+    create_search_memory_tool,
     last_turns,
     tiktoken_counter,
     trim_turns,
@@ -137,6 +141,26 @@ CALLS: dict[str, Callable[[SessionVectorMemory, SemanticCache], object]] = {
     "graph invoked with an empty question": lambda m, _: _graph(m).invoke(
         {"messages": [("user", "  ")]}, context={"user_id": "alice", "session_id": "s"}
     ),
+    "graph invoked with disagreeing users": lambda m, _: _graph(m).invoke(
+        {"messages": [("user", "hi")]},
+        {"configurable": {"user_id": "bob"}},
+        context={"user_id": "alice", "session_id": "s"},
+    ),
+    "invoke for another user than the bound one": lambda m, _: m.invoke("q", {"configurable": {"user_id": "bob"}}),
+    "invoke with a numeric configurable user": lambda m, _: m.invoke("q", {"configurable": {"user_id": 5}}),
+    "list_memories with limit=0": lambda m, _: m.list_memories(limit=0),
+    "list_memories with a bad source type": lambda m, _: m.list_memories(source_type="secret"),
+    "list_sessions with a bad date": lambda m, _: m.list_sessions(since="not a date"),
+    "add_note without text": lambda m, _: m.add_note("  "),
+    "add_note with reserved metadata": lambda m, _: m.add_note("x", metadata={"user_id": "bob"}),
+    "search tool over a non-memory": lambda _m, _c: create_search_memory_tool("x"),  # type: ignore[arg-type]
+    "manage tool with an unknown action": lambda m, _: create_manage_memory_tool(m, actions=("drop",)),  # type: ignore[arg-type]
+    "store with a template without a user": lambda m, _: SessionMemoryStore(m, namespace=("memories",)),
+    "store namespace naming no user": lambda m, _: SessionMemoryStore(m).put(("notes",), "k", {"content": "x"}),
+    "store value that is not a dict": lambda m, _: SessionMemoryStore(m).batch(
+        [PutOp(("memories", "alice"), "k", "text")]  # type: ignore[arg-type]
+    ),
+    "store listing every user": lambda m, _: SessionMemoryStore(m).list_namespaces(),
 }
 
 

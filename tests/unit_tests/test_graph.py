@@ -157,8 +157,8 @@ class ToolCallingFake(GenericFakeChatModel):
 
 
 def test_memory_around_a_tool_calling_agent(memory: SessionVectorMemory) -> None:
-    from langchain_core.tools import tool
     from langchain.agents import create_agent
+    from langchain_core.tools import tool
 
     from langchain_session_rag.graph import create_memory_agent_graph
 
