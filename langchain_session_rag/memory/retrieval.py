@@ -23,6 +23,7 @@ __all__ = [
     "SOURCE_TYPES",
     "RetrievalQuery",
     "build_query",
+    "check_search_kwargs",
     "lexical_candidates",
     "rank",
     "replica_search",
@@ -105,6 +106,19 @@ def _filter(value: Any) -> dict[str, Any]:
 
 
 _OPERATORS = frozenset({"$in", "$nin", "$gte", "$lte", "$gt", "$lt", "$ne", "$eq"})
+
+
+def check_search_kwargs(options: dict[str, Any]) -> None:
+    """Refuse standing retrieval options that no call could use (unknown names, bad values).
+
+    Raises:
+        UnknownOptionError: An unknown option.
+        InvalidRequestError: A value out of range, or a filter naming ``user_id``.
+    """
+    if not isinstance(options, dict):
+        msg = f"search_kwargs must be a dict of retrieval options, got {type(options).__name__}."
+        raise InvalidRequestError(msg)
+    build_query(dict(options), {"k": 4}, fetch_k=4)
 
 
 def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901 - one check per option

@@ -293,7 +293,7 @@ class SessionVectorMemory(MemoryAdmin):
             "recency_weight": self.recency_weight,
             "lexical_weight": self.lexical_weight,
         }
-        return build_query(options, defaults, fetch_k=self.fetch_k)
+        return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k)
 
     def _get_relevant_documents(
         self,

@@ -15,6 +15,7 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.ingest import Chunking
+from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
@@ -82,6 +83,9 @@ class MemorySettings(BaseRetriever):
     """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
 
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Retrieval options applied to every call, as ``VectorStoreRetriever.search_kwargs`` are (``since``,
+    ``filter``, ``source_type``, ...; see ``invoke``); options passed to a call override them."""
     user_from_run: bool = False
     """Serve the user the run names (``config["configurable"]["user_id"]`` or a LangGraph run's
     ``context["user_id"]``) instead of ``user_id`` when ``invoke`` / ``ainvoke`` run; a run naming no user is
@@ -130,6 +134,7 @@ class MemorySettings(BaseRetriever):
                 "build it as TopicSegmenter(memory_embeddings, ...) with the same object as embeddings=."
             )
             raise InvalidArgumentError(msg)
+        check_search_kwargs(self.search_kwargs)
         self._model_id = self.embedding_model_id or model_id_of(self.embeddings)
         backend.check_model(self._model_id, None)
         self._backend = backend

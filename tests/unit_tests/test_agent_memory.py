@@ -341,3 +341,15 @@ async def test_the_graph_takes_ids_from_configurable_and_refuses_disagreeing_one
     with pytest.raises(InvalidRequestError, match="session_id"):
         graph.invoke({"messages": [HumanMessage("Where do we deploy?")]}, {"configurable": {"user_id": "alice"}})
     assert (memory.count(), memory.for_user("bob").count()) == before
+
+
+def test_search_kwargs_are_standing_options_that_calls_override(memory: SessionVectorMemory) -> None:
+    from langchain_session_rag.errors import UnknownOptionError
+
+    memory.add_note("The shop's deploy checklist lives in docs/deploy.md.")
+    notes_only = memory.model_copy(update={"search_kwargs": {"source_type": "note", "k": 3}})
+    assert [d.metadata["source_type"] for d in notes_only.invoke("deploy")] == ["note"]
+    assert {d.metadata["source_type"] for d in notes_only.invoke("deploy", source_type=None)} == {"note", "session"}
+    with pytest.raises(UnknownOptionError):
+        SessionVectorMemory(chroma_client=memory.chroma_client, embeddings=memory.embeddings, user_id="alice",
+                            search_kwargs={"colour": "red"})  # fmt: skip
