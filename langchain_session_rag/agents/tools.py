@@ -38,6 +38,22 @@ MANAGE_DESCRIPTION = (
 )
 
 
+def _tool(
+    func: Any, coroutine: Any, name: str, description: str, schema: type[BaseModel], *, artifact: bool
+) -> BaseTool:
+    """A structured tool whose errors (a run without a user, invalid arguments) reach the model as its answer."""
+    return StructuredTool.from_function(
+        func=func,
+        coroutine=coroutine,
+        name=name,
+        description=description,
+        args_schema=schema,
+        response_format="content_and_artifact" if artifact else "content",
+        handle_tool_error=True,
+        handle_validation_error=True,
+    )
+
+
 def _check_memory(memory: object) -> SessionVectorMemory:
     if not isinstance(memory, SessionVectorMemory):
         msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
@@ -133,16 +149,7 @@ def create_search_memory_tool(
             raise ToolException(str(exc)) from exc
         return format_memories(docs), docs
 
-    return StructuredTool.from_function(
-        func=search,
-        coroutine=asearch,
-        name=name,
-        description=description,
-        args_schema=SearchMemoryInput,
-        response_format="content_and_artifact",
-        handle_tool_error=True,
-        handle_validation_error=True,
-    )
+    return _tool(search, asearch, name, description, SearchMemoryInput, artifact=True)
 
 
 def _manage(  # noqa: PLR0911 - one answer per outcome
@@ -219,12 +226,4 @@ def create_manage_memory_tool(
     ) -> str:
         return await asyncio.to_thread(manage, config, action, content, id)
 
-    return StructuredTool.from_function(
-        func=manage,
-        coroutine=amanage,
-        name=name,
-        description=description,
-        args_schema=ManageMemoryInput,
-        handle_tool_error=True,
-        handle_validation_error=True,
-    )
+    return _tool(manage, amanage, name, description, ManageMemoryInput, artifact=False)
