@@ -17,9 +17,11 @@ from langchain_core.runnables.config import ensure_config
 
 from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
 
-__all__ = ["RunIdentity", "run_identity"]
+__all__ = ["SYSTEM_PREFIX", "RunIdentity", "acting_user", "run_identity"]
 
 _KEYS = ("user_id", "session_id")
+SYSTEM_PREFIX = "\x1f"
+"""Prefix of the ids of system scopes (a store's shared namespaces): code may choose them, no run can name them."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,8 @@ def _fields(source: object) -> dict[str, object]:
 def _checked(value: object, key: str, where: str) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value.strip() or "\x00" in value:
-        msg = f"{where} {key!r} must be a non-empty string, got {value!r}."
+    if not isinstance(value, str) or not value.strip() or "\x00" in value or value.startswith(SYSTEM_PREFIX):
+        msg = f"{where} {key!r} must be a non-empty string (not starting with a control character), got {value!r}."
         raise InvalidRequestError(msg)
     return value
 
@@ -105,3 +107,28 @@ def run_identity(
             raise IdentityConflictError(msg)
         found[key] = from_context if from_context is not None else from_config
     return RunIdentity(found["user_id"], found["session_id"])
+
+
+def acting_user(bound: str, *, from_run: bool, config: RunnableConfig | None = None) -> str:
+    """The user a memory bound to ``bound`` acts for in the current run.
+
+    ``from_run``: the run's user (a run naming none is refused). Otherwise ``bound``, and a run naming another
+    user is refused. A system scope (``SYSTEM_PREFIX``) is what the code chose: no run can name it.
+
+    Raises:
+        IdentityConflictError: The run names another user than ``bound`` (``from_run=False``), or two users.
+        InvalidRequestError: ``from_run`` and the run names no user.
+    """
+    if bound.startswith(SYSTEM_PREFIX) and not from_run:
+        return bound
+    identity = run_identity(config)
+    if from_run:
+        return identity.require_user("This memory (user_from_run=True)")
+    if identity.user_id is not None and identity.user_id != bound:
+        msg = (
+            f"This memory serves user {bound!r}, but the run names user {identity.user_id!r}. Use "
+            f"memory.for_user({identity.user_id!r}) outside the run, or build the memory with user_from_run=True "
+            "to serve the run's user."
+        )
+        raise IdentityConflictError(msg)
+    return bound

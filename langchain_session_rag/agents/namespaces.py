@@ -8,13 +8,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.identity import SYSTEM_PREFIX
 from langchain_session_rag.memory.listing import note_id
 
-__all__ = ["USER_SLOT", "NamespaceMap", "Scope"]
+__all__ = ["TEXT_FIELDS", "USER_SLOT", "NamespaceMap", "Scope", "encode_value", "with_text"]
 
 USER_SLOT = "{user_id}"
-_SHARED = "\x1fshared\x1f"
+_SHARED = SYSTEM_PREFIX + "shared" + SYSTEM_PREFIX
 """Prefix of the pseudo-users holding shared namespaces; no namespace can name a user starting with it."""
+
+
+TEXT_FIELDS = ("content", "text", "memory")
+"""Value fields holding an item's text, in the order they are looked for."""
+
+
+def with_text(value: dict[str, Any], text: str) -> dict[str, Any]:
+    """``value`` with its text field (the first ``TEXT_FIELDS`` entry holding a string, else ``content``) replaced."""
+    field = next((f for f in TEXT_FIELDS if isinstance(value.get(f), str)), "content")
+    return {**value, field: text}
+
+
+def encode_value(value: dict[str, Any]) -> str:
+    """An item value as JSON text.
+
+    Raises:
+        InvalidRequestError: The value is not JSON-serialisable (a datetime, a set, an object).
+    """
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        msg = f"A store value must be JSON-serialisable (str, numbers, lists, dicts): {exc}."
+        raise InvalidRequestError(msg) from exc
 
 
 @dataclass(frozen=True)
@@ -38,7 +62,7 @@ class Scope:
 
     def item_metadata(self, key: str, value: dict[str, Any]) -> dict[str, str]:
         """Metadata that turns a note back into the item."""
-        return {"store_key": key, "store_namespace": json.dumps(list(self.rest)), "store_value": json.dumps(value)}
+        return {"store_key": key, "store_namespace": json.dumps(list(self.rest)), "store_value": encode_value(value)}
 
     def contains(self, namespace: tuple[str, ...]) -> bool:
         """Whether ``namespace`` lies under this scope's base and prefix."""
@@ -80,7 +104,7 @@ class NamespaceMap:
         n = len(self.template)
         if len(namespace) >= n and all(i == self.slot or namespace[i] == part for i, part in enumerate(self.template)):
             user = namespace[self.slot]
-            if not isinstance(user, str) or not user.strip() or user.startswith(_SHARED) or len(user) > 256:  # noqa: PLR2004
+            if not isinstance(user, str) or not user.strip() or user.startswith(SYSTEM_PREFIX) or len(user) > 256:  # noqa: PLR2004
                 msg = f"namespace {namespace!r} names no valid user at position {self.slot}."
                 raise InvalidRequestError(msg)
             base = namespace[:n]

@@ -30,8 +30,13 @@ from langgraph.store.base import (
 )
 
 from langchain_session_rag._time import parse_timestamp
-from langchain_session_rag.agents.namespaces import NamespaceMap, Scope
-from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.agents.namespaces import TEXT_FIELDS, NamespaceMap, Scope
+from langchain_session_rag.errors import (
+    IdentityConflictError,
+    InvalidArgumentError,
+    InvalidRequestError,
+    UnsupportedOperationError,
+)
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 
@@ -48,7 +53,7 @@ def _value_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
         text = "\n".join(p if isinstance(p, str) else json.dumps(p, default=str) for p in parts if p is not None)
         if text.strip():
             return text
-    for name in ("content", "text", "memory"):
+    for name in TEXT_FIELDS:
         if isinstance(value.get(name), str) and value[name].strip():
             return str(value[name])
     return json.dumps(value, sort_keys=True, default=str)
@@ -67,7 +72,11 @@ def _matches(value: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool:
     """LangGraph's store filter: field equality, or ``{"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": v}``."""
     for key, cond in (filt or {}).items():
         actual = _lookup(value, key)
-        if isinstance(cond, Mapping) and cond and set(cond) <= _OPS:
+        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
+            unknown = sorted(set(map(str, cond)) - _OPS)
+            if unknown:
+                msg = f"Unsupported filter operator(s) {unknown} for {key!r}; supported: {sorted(_OPS)}."
+                raise InvalidRequestError(msg)
             for op, wanted in cond.items():
                 if not _compare(actual, op, wanted):
                     return False
@@ -177,9 +186,7 @@ class SessionMemoryStore(BaseStore):
                     "a run may reach its own user's namespace only."
                 )
                 raise IdentityConflictError(msg)
-        view = self.memory.for_user(scope.user_id)
-        # The namespace names the user (checked above): its searches serve that user, whatever the run names.
-        return view.model_copy(update={"user_from_run": False}) if view.user_from_run else view
+        return self.memory.for_user(scope.user_id)
 
     def _find(self, view: SessionVectorMemory, scope: Scope, key: str) -> Document | None:
         found = view.get_by_ids([scope.item_id(key)])
@@ -219,8 +226,14 @@ class SessionMemoryStore(BaseStore):
         view = self._view(scope)
         wanted = op.offset + op.limit
         if op.query:
-            k = wanted if not scope.rest and not op.filter else max(4 * wanted, 50)
-            docs = view.invoke(op.query, k=k)
+            options: dict[str, Any] = {"source_type": "note"} if scope.rest else {}
+            k = wanted
+            if scope.rest or op.filter:  # rank every memory of the user, then keep the namespace's and the filter's
+                try:
+                    k = max(view.count(), 1)
+                except UnsupportedOperationError:
+                    k = max(4 * wanted, 50)
+            docs = view.invoke(op.query, k=k, **options)
         else:
             docs = []
             while True:

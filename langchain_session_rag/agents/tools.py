@@ -9,6 +9,7 @@ therefore cannot reach another user's memories: it can only name what to look fo
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any, Literal
 
 from langchain_core.documents import Document
@@ -16,10 +17,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from langchain_session_rag.agents.namespaces import encode_value, with_text
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.quoting import quote_data
+from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
 __all__ = ["create_manage_memory_tool", "create_search_memory_tool", "format_memories"]
 
@@ -169,9 +172,14 @@ def _manage(  # noqa: PLR0911 - one answer per outcome
         return f"Forgot memory {memory_id}."
     if not content or not content.strip():
         return "Nothing changed: give the corrected memory as content."
-    old = found[0]
-    key = old.metadata.get("note_key") if old.metadata.get("source_type") == "note" else f"correction:{memory_id}"
-    new_id = view.add_note(content, key=str(key), session_id=str(old.metadata.get("session_id") or session))
+    old = found[0].metadata
+    if old.get("source_type") == "note":  # a note keeps its key, id and metadata; a store item its value's fields
+        key, extra = str(old.get("note_key")), {k: v for k, v in old.items() if k not in RESERVED_KEYS | RESULT_KEYS}
+        if isinstance(extra.get("store_value"), str):
+            extra["store_value"] = encode_value(with_text(json.loads(extra["store_value"]), content))
+    else:
+        key, extra = f"correction:{memory_id}", {}
+    new_id = view.add_note(content, key=key, session_id=str(old.get("session_id") or session), metadata=extra)
     if new_id != memory_id:
         view.forget(ids=[memory_id])
     return f"Updated memory {memory_id}: it is now memory {new_id}."

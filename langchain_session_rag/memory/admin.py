@@ -66,7 +66,7 @@ class MemoryAdmin(MemorySettings):
         """
         store = self._store()
         record = note_record(
-            user_id=self.user_id,
+            user_id=store.user_id,
             model_id=self._model_id,
             text=text,
             key=key,
@@ -122,8 +122,8 @@ class MemoryAdmin(MemorySettings):
         """
         check_page(limit, offset)
         where = listing_where(session_id=session_id, since=since, until=until, source_type=source_type)
-        records = self._store().records(where)
-        return memory_documents(records, user_id=self.user_id, limit=limit, offset=offset)
+        store = self._store()
+        return memory_documents(store.records(where), user_id=store.user_id, limit=limit, offset=offset)
 
     async def alist_memories(
         self,
@@ -156,8 +156,8 @@ class MemoryAdmin(MemorySettings):
         Raises:
             UnsupportedOperationError: The vector store cannot list its records.
         """
-        records = self._store().records(listing_where(since=since, until=until))
-        return sessions_of(records, user_id=self.user_id)
+        store = self._store()
+        return sessions_of(store.records(listing_where(since=since, until=until)), user_id=store.user_id)
 
     async def alist_sessions(
         self, *, since: TimestampLike | None = None, until: TimestampLike | None = None
@@ -216,7 +216,7 @@ class MemoryAdmin(MemorySettings):
         Raises:
             UnsupportedOperationError: The store is not a Chroma store.
         """
-        return self._store().compact()
+        return self._store(check_run=False).compact()
 
     async def acompact(self) -> int:
         """Async :meth:`compact`."""

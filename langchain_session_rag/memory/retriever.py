@@ -13,8 +13,8 @@ from typing_extensions import Self
 
 from langchain_session_rag.chunking.messages import MessageLike
 from langchain_session_rag.chunking.segmenter import SimilarityProfile
-from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
-from langchain_session_rag.identity import run_identity
+from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory.admin import MemoryAdmin, SessionInfo
 from langchain_session_rag.memory.ingest import Chunking, Consolidation
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
@@ -249,24 +249,15 @@ class SessionVectorMemory(MemoryAdmin):
 
         With ``user_from_run=True`` the run's user (``config["configurable"]["user_id"]`` or the LangGraph run's
         ``context``) is served, and a run naming none is refused. Otherwise a run naming another user than
-        ``user_id`` is refused; a run naming none, or this user, is served as ``user_id``.
+        ``user_id`` is refused; a run naming none, or this user, is served as ``user_id``. Every method of the
+        memory applies the same rule (with the run its call is part of).
 
         Raises:
             IdentityConflictError: The run names another user (``user_from_run=False``), or two different users.
             InvalidRequestError: ``user_from_run=True`` and the run names no user.
         """
-        identity = run_identity(config)
-        user = identity.user_id
-        if self.user_from_run:
-            named = identity.require_user("This memory (user_from_run=True)")
-            return self if named == self.user_id else self.for_user(named)
-        if user is not None and user != self.user_id:
-            msg = (
-                f"This memory serves user {self.user_id!r}, but the run names user {user!r}. Use "
-                f"memory.for_user({user!r}), or build the memory with user_from_run=True to serve the run's user."
-            )
-            raise IdentityConflictError(msg)
-        return self
+        user = acting_user(self.user_id, from_run=self.user_from_run, config=config)
+        return self if user == self.user_id and not self.user_from_run else self.for_user(user)
 
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:  # noqa: A002
         """Retrieve this user's memories for ``input`` (the current user message); see the class docstring.

@@ -14,6 +14,7 @@ from typing_extensions import Self
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory.ingest import Chunking
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
@@ -180,8 +181,12 @@ class MemorySettings(BaseRetriever):
         )
 
     def for_user(self, user_id: str) -> Self:
-        """Return the view of another user over the same store, with the same settings."""
-        return self.model_copy(update={"user_id": self._check_user(user_id)})
+        """Return the view of another user over the same store, with the same settings, bound to that user.
+
+        The view serves ``user_id`` only (``user_from_run`` is off): inside a run naming another user its calls
+        raise ``IdentityConflictError``.
+        """
+        return self.model_copy(update={"user_id": self._check_user(user_id), "user_from_run": False})
 
     @property
     def backend(self) -> MemoryBackend:
@@ -201,11 +206,13 @@ class MemorySettings(BaseRetriever):
     def _segmenter(self) -> TopicSegmenter:
         return cast("TopicSegmenter", self.segmenter)  # set by the validator
 
-    def _store(self) -> UserStore:
+    def _store(self, *, check_run: bool = True) -> UserStore:
+        """The scoped store of the user this call acts for (see ``for_run``: the run may name it, or refuse)."""
+        user = acting_user(self.user_id, from_run=self.user_from_run) if check_run else self.user_id
         return UserStore(
             self._backend,
             self._state,
-            self.user_id,
+            user,
             self._model_id,
             self._embeddings,
             self.chunker,

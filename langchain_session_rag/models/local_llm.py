@@ -27,7 +27,13 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
+from langchain_session_rag.errors import (
+    BudgetExceededError,
+    FileAccessError,
+    InvalidArgumentError,
+    MissingDependencyError,
+    UnsupportedOperationError,
+)
 
 __all__ = ["LocalChatModel", "bundled_model_path", "default_chat_model", "ollama_available"]
 
@@ -129,10 +135,20 @@ class LocalChatModel(BaseChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools; ``tool_choice`` is ``"auto"`` (default), ``"any"`` / ``"required"`` or a tool name."""
+        """Bind tools; ``tool_choice`` is ``"auto"`` (default), a tool name, or ``"any"`` / ``"required"`` (one tool).
+
+        Raises:
+            UnsupportedOperationError: ``"any"`` / ``"required"`` with several tools (llama.cpp forces one by name).
+        """
         formatted = [convert_to_openai_tool(t) for t in tools]
         choice: Any = tool_choice
         if tool_choice in ("any", "required"):
+            if len(formatted) != 1:
+                msg = (
+                    f"llama.cpp can force one named tool, not 'some tool' of {len(formatted)}: pass "
+                    "tool_choice=<tool name>, or 'auto'."
+                )
+                raise UnsupportedOperationError(msg)
             choice = {"type": "function", "function": {"name": formatted[0]["function"]["name"]}}
         elif tool_choice not in (None, "auto", "none"):
             choice = {"type": "function", "function": {"name": tool_choice}}
@@ -150,7 +166,11 @@ class LocalChatModel(BaseChatModel):
             if kwargs.get("tools")
             else self._llm
         )
-        out = llm.create_chat_completion(**self._payload(messages, stop, **kwargs))
+        try:
+            out = llm.create_chat_completion(**self._payload(messages, stop, **kwargs))
+        except ValueError as exc:  # llama.cpp refuses a prompt longer than its window
+            msg = f"The local model refused the request ({exc}); shorten the prompt or raise n_ctx."
+            raise BudgetExceededError(msg) from exc
         usage = out.get("usage") or {}
         reply = out["choices"][0]["message"]
         message = AIMessage(

@@ -246,17 +246,23 @@ class ChromaBackend:
 
     @_server_call
     def add(self, user_id: str, records: Sequence[Record]) -> None:
-        """Upsert records of one user in batches of the client's maximum size."""
+        """Upsert records of one user in batches of the client's maximum size.
+
+        A record replacing a stored one replaces its metadata whole: Chroma's upsert merges metadata, so keys the
+        new record no longer has are sent as ``None`` (Chroma's way of deleting a key).
+        """
         col = self._collection(user_id)
         batch = max(1, self.client.get_max_batch_size())
         for start in range(0, len(records), batch):
             part = records[start : start + batch]
+            stored = col.get(ids=[r.id for r in part], include=["metadatas"])
+            old_keys = {i: set(m or {}) for i, m in zip(stored["ids"], stored["metadatas"] or [], strict=False)}
+            metadatas: Any = [
+                {**dict.fromkeys(old_keys.get(r.id, set()) - set(r.metadata)), **r.metadata} for r in part
+            ]
             vectors: Any = [r.embedding or [] for r in part]
             col.upsert(
-                ids=[r.id for r in part],
-                documents=[r.text for r in part],
-                metadatas=[r.metadata for r in part],
-                embeddings=vectors,
+                ids=[r.id for r in part], documents=[r.text for r in part], metadatas=metadatas, embeddings=vectors
             )
 
     @_server_call

@@ -353,3 +353,59 @@ def test_search_kwargs_are_standing_options_that_calls_override(memory: SessionV
     with pytest.raises(UnknownOptionError):
         SessionVectorMemory(chroma_client=memory.chroma_client, embeddings=memory.embeddings, user_id="alice",
                             search_kwargs={"colour": "red"})  # fmt: skip
+
+
+# -- found by review ------------------------------------------------------------------------------
+def test_every_method_follows_the_run_not_only_invoke(memory: SessionVectorMemory) -> None:
+    bob_run = {"configurable": {"user_id": "bob"}}
+    alice_id = memory.list_memories()[0].id
+    for call in (
+        lambda _: memory.list_memories(),
+        lambda _: memory.list_sessions(),
+        lambda _: memory.get_by_ids([alice_id]),
+        lambda _: memory.add_note("Bob writes into Alice's memory."),
+        lambda _: memory.forget(ids=[alice_id]),
+        lambda _: memory.count(),
+    ):
+        with pytest.raises(IdentityConflictError):
+            RunnableLambda(call).invoke(1, bob_run)
+    assert memory.get_by_ids([alice_id])
+    assert memory.list_memories(source_type="note") == []
+
+    per_run = memory.model_copy(update={"user_from_run": True})
+    note = RunnableLambda(lambda _: per_run.add_note("Erin likes tea.")).invoke(
+        1, {"configurable": {"user_id": "erin"}}
+    )
+    assert memory.for_user("erin").get_by_ids([note])[0].metadata["user_id"] == "erin"
+    assert memory.for_user("default").count() == 0
+    with pytest.raises(InvalidRequestError, match="needs a user"):
+        per_run.list_memories()
+
+
+def test_for_user_binds_even_a_per_run_memory(memory: SessionVectorMemory) -> None:
+    per_run = memory.model_copy(update={"user_from_run": True})
+    alice = per_run.for_user("alice")
+    assert [d.metadata["user_id"] for d in alice.invoke("deploy")] == ["alice"]
+    with pytest.raises(IdentityConflictError):
+        RunnableLambda(lambda _: alice.invoke("deploy")).invoke(1, {"configurable": {"user_id": "bob"}})
+
+
+def test_local_model_refuses_any_tool_of_several() -> None:
+    from langchain_core.tools import tool
+
+    from langchain_session_rag.errors import UnsupportedOperationError
+    from langchain_session_rag.models.local_llm import LocalChatModel
+
+    @tool
+    def one(x: str) -> str:
+        """One."""
+        return x
+
+    @tool
+    def two(x: str) -> str:
+        """Two."""
+        return x
+
+    with pytest.raises(UnsupportedOperationError, match="tool_choice"):
+        LocalChatModel().bind_tools([one, two], tool_choice="any")
+    assert LocalChatModel().bind_tools([one], tool_choice="any") is not None

@@ -8,6 +8,7 @@ isolation cases of this package.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -196,3 +197,86 @@ async def test_async_round_trip(store: SessionMemoryStore) -> None:
     assert await store.alist_namespaces(prefix=ALICE) == [ALICE]
     await store.adelete(ALICE, "city")
     assert await store.aget(ALICE, "city") is None
+
+
+# -- found by review ------------------------------------------------------------------------------
+def test_a_replaced_note_keeps_no_stale_metadata_in_the_store(memory: SessionVectorMemory) -> None:
+    """Chroma's upsert merges metadata; a replaced record must not keep keys its replacement dropped."""
+    erin = memory.for_user("erin")
+    note_id = erin.add_note("first version", key="x", metadata={"secret": "old"})
+    erin.add_note("second version", key="x")
+    [stored] = memory.backend.fetch("erin", [note_id])
+    assert stored.text == "second version"
+    assert "secret" not in stored.metadata
+    assert "secret" not in erin.get_by_ids([note_id])[0].metadata
+
+
+def test_correcting_a_store_item_with_the_manage_tool_keeps_its_key(
+    store: SessionMemoryStore, memory: SessionVectorMemory
+) -> None:
+    from langchain_session_rag import create_manage_memory_tool
+
+    store.put(ALICE, "pet", {"content": "Alice's cat is called Tofu.", "kind": "pet"})
+    [note] = memory.for_user("alice").list_memories()
+    manage = create_manage_memory_tool(memory.model_copy(update={"user_from_run": True}))
+    call = {"name": manage.name, "type": "tool_call", "id": "1",
+            "args": {"action": "update", "id": note.id, "content": "Alice's cat is called Udon."}}  # fmt: skip
+    assert manage.invoke(call, {"configurable": {"user_id": "alice"}}).text.endswith(f"memory {note.id}.")
+    item = store.get(ALICE, "pet")
+    assert item is not None
+    assert item.value == {"content": "Alice's cat is called Udon.", "kind": "pet"}
+    [stored] = memory.backend.fetch("alice", [note.id])  # what another process reads
+    assert stored.text == "Alice's cat is called Udon."
+    assert json.loads(stored.metadata["store_value"])["content"] == "Alice's cat is called Udon."
+
+
+def test_query_search_of_a_sub_namespace_or_with_a_filter_misses_nothing(
+    store: SessionMemoryStore, memory: SessionVectorMemory
+) -> None:
+    store.put((*ALICE, "prefs"), "food", {"content": "Alice is vegetarian.", "kind": "diet"})
+    exchanges = []
+    for n in range(60):
+        exchanges += [
+            {"role": "user", "content": f"Give me vegetarian recipe number {n} with tofu and rice, please."},
+            {"role": "assistant", "content": f"Vegetarian recipe {n}: fry the tofu, cook the rice, add soy sauce."},
+        ]
+    memory.for_user("alice").add_messages(exchanges, session_id="recipes", chunking="exchange")
+    assert [i.key for i in store.search((*ALICE, "prefs"), query="vegetarian recipes with tofu")] == ["food"]
+    assert [i.key for i in store.search(ALICE, query="vegetarian recipe with tofu", filter={"kind": "diet"})] == [
+        "food"
+    ]
+
+
+def test_shared_namespaces_are_searchable_from_any_users_run(store: SessionMemoryStore) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    store.put(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    search = RunnableLambda(lambda _: [i.key for i in store.search(("policies",), query="refund policy")])
+    assert search.invoke(1, {"configurable": {"user_id": "alice"}}) == ["refunds"]
+
+
+def test_a_run_cannot_name_the_shared_pseudo_users(store: SessionMemoryStore, memory: SessionVectorMemory) -> None:
+    from langchain_session_rag import create_search_memory_tool
+
+    store.put(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    tool = create_search_memory_tool(memory.model_copy(update={"user_from_run": True}))
+    pseudo = "\x1fshared\x1f" + json.dumps(["policies"])
+    out = tool.invoke(
+        {"name": tool.name, "args": {"query": "refunds"}, "id": "1", "type": "tool_call"},
+        {"configurable": {"user_id": pseudo}},
+    )
+    assert out.status == "error"
+    assert "Refunds" not in out.text
+    with pytest.raises(InvalidRequestError):
+        memory.invoke("refunds", {"configurable": {"user_id": pseudo}})
+
+
+def test_unserialisable_values_and_unknown_filter_operators_are_refused(store: SessionMemoryStore) -> None:
+    from datetime import datetime, timezone
+
+    with pytest.raises(InvalidRequestError, match="JSON"):
+        store.put(ALICE, "when", {"content": "x", "at": datetime(2026, 1, 1, tzinfo=timezone.utc)})
+    assert store.get(ALICE, "when") is None
+    store.put(ALICE, "age", {"content": "Alice is 30.", "age": 30})
+    with pytest.raises(InvalidRequestError, match=r"\$in"):
+        store.search(ALICE, filter={"age": {"$in": [30]}})
