@@ -134,6 +134,9 @@ class SessionMemoryStore(BaseStore):
         namespace: The namespace template; exactly one part is ``"{user_id}"``.
         shared: Namespace prefixes every user may read and write (e.g. ``[("policies",)]``).
         index_fields: Value fields embedded by default (``None``: ``content`` / ``text``, else the whole value).
+        require_run_user: Refuse operations on a user's namespace unless the current run names that user (for a
+            server, where every call is part of a user's run); by default a call outside any run may reach any
+            user's namespace, as a script or an admin task would.
     """
 
     def __init__(
@@ -143,6 +146,7 @@ class SessionMemoryStore(BaseStore):
         namespace: tuple[str, ...] = ("memories", "{user_id}"),
         shared: Iterable[tuple[str, ...]] = (),
         index_fields: Sequence[str] | None = None,
+        require_run_user: bool = False,
     ) -> None:
         """Map namespaces onto ``memory``'s users (see the class docstring)."""
         if not isinstance(memory, SessionVectorMemory):
@@ -151,6 +155,7 @@ class SessionMemoryStore(BaseStore):
         self.memory = memory
         self.namespaces = NamespaceMap(tuple(namespace), [tuple(p) for p in shared])
         self.index_fields = list(index_fields) if index_fields is not None else None
+        self.require_run_user = require_run_user
 
     # -- the BaseStore interface -----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -180,6 +185,12 @@ class SessionMemoryStore(BaseStore):
         """The memory of the scope's user, after checking the run names that user or none."""
         if not scope.shared:
             named = run_identity().user_id
+            if named is None and self.require_run_user:
+                msg = (
+                    f"This store serves a user's namespace only inside a run naming that user (require_run_user), "
+                    f"and the current call names none; namespace user {scope.user_id!r}."
+                )
+                raise InvalidRequestError(msg)
             if named is not None and named != scope.user_id:
                 msg = (
                     f"The namespace names user {scope.user_id!r}, but the current run is for user {named!r}: "

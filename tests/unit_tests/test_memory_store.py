@@ -280,3 +280,17 @@ def test_unserialisable_values_and_unknown_filter_operators_are_refused(store: S
     store.put(ALICE, "age", {"content": "Alice is 30.", "age": 30})
     with pytest.raises(InvalidRequestError, match=r"\$in"):
         store.search(ALICE, filter={"age": {"$in": [30]}})
+
+
+def test_require_run_user_refuses_calls_outside_a_users_run(memory: SessionVectorMemory) -> None:
+    from langchain_core.runnables import RunnableLambda
+
+    strict = SessionMemoryStore(memory, require_run_user=True, shared=[("policies",)])
+    with pytest.raises(InvalidRequestError, match="require_run_user"):
+        strict.put(ALICE, "k", {"content": "x"})
+    put = RunnableLambda(lambda _: strict.put(ALICE, "k", {"content": "Alice's note."}))
+    put.invoke(1, {"configurable": {"user_id": "alice"}})
+    with pytest.raises(IdentityConflictError):
+        put.invoke(1, {"configurable": {"user_id": "bob"}})
+    strict.put(("policies",), "p", {"content": "Shared."})  # shared namespaces need no user
+    assert memory.for_user("alice").list_memories()[0].page_content == "Alice's note."
