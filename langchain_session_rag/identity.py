@@ -127,8 +127,8 @@ def acting_user(bound: str, *, from_run: bool, config: RunnableConfig | None = N
     if identity.user_id is not None and identity.user_id != bound:
         msg = (
             f"This memory serves user {bound!r}, but the run names user {identity.user_id!r}. Use "
-            f"memory.for_user({identity.user_id!r}) outside the run, or build the memory with user_from_run=True "
-            "to serve the run's user."
+            f"memory.for_user({identity.user_id!r}) outside the run, build the memory with user_from_run=True "
+            "to serve the run's user, or use memory.for_shared(name) for data every user may read."
         )
         raise IdentityConflictError(msg)
     return bound

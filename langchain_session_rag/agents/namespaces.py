@@ -22,8 +22,14 @@ TEXT_FIELDS = ("content", "text", "memory")
 """Value fields holding an item's text, in the order they are looked for."""
 
 
-def with_text(value: dict[str, Any], text: str) -> dict[str, Any]:
-    """``value`` with its text field (the first ``TEXT_FIELDS`` entry holding a string, else ``content``) replaced."""
+def with_text(value: dict[str, Any], text: str, fields: Sequence[str] = ()) -> dict[str, Any]:
+    """``value`` with its text replaced.
+
+    The field replaced is the one it was indexed by, else the first ``TEXT_FIELDS`` entry holding a string, else
+    ``content``.
+    """
+    if len(fields) == 1 and "." not in fields[0]:
+        return {**value, fields[0]: text}
     field = next((f for f in TEXT_FIELDS if isinstance(value.get(f), str)), "content")
     return {**value, field: text}
 
@@ -60,9 +66,14 @@ class Scope:
         """The id of the note holding item ``key`` of this namespace."""
         return note_id(self.user_id, self.note_key(key))
 
-    def item_metadata(self, key: str, value: dict[str, Any]) -> dict[str, str]:
-        """Metadata that turns a note back into the item."""
-        return {"store_key": key, "store_namespace": json.dumps(list(self.rest)), "store_value": encode_value(value)}
+    def item_metadata(self, key: str, value: dict[str, Any], fields: Sequence[str] | None) -> dict[str, str]:
+        """Metadata that turns a note back into the item (``fields``: the value fields its text came from)."""
+        return {
+            "store_key": key,
+            "store_namespace": json.dumps(list(self.rest)),
+            "store_value": encode_value(value),
+            "store_index": json.dumps(list(fields or [])),
+        }
 
     def contains(self, namespace: tuple[str, ...]) -> bool:
         """Whether ``namespace`` lies under this scope's base and prefix."""
@@ -87,6 +98,9 @@ class NamespaceMap:
         for prefix in shared:
             if not prefix or not all(isinstance(p, str) and p for p in prefix):
                 msg = f"shared namespaces must be non-empty tuples of strings, got {prefix!r}."
+                raise InvalidArgumentError(msg)
+            if len(_SHARED + json.dumps(list(prefix))) > 256:  # noqa: PLR2004 - the longest user id
+                msg = f"shared namespace {prefix!r} is too long (its parts must fit in about 240 characters)."
                 raise InvalidArgumentError(msg)
             k = min(len(prefix), len(template))
             if all(i == self.slot or prefix[i] == template[i] for i in range(k)):

@@ -43,6 +43,13 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 __all__ = ["SessionMemoryStore"]
 
 _PAGE = 1_000
+_UNFILTERED: dict[str, Any] = {
+    "search_kwargs": {},
+    "source_type": None,
+    "session_ids": None,
+    "exclude_session_ids": None,
+    "score_threshold": None,
+}
 _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
 
@@ -83,6 +90,16 @@ def _matches(value: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool:
         elif actual != cond:
             return False
     return True
+
+
+def _check_filter(filt: Mapping[str, Any] | None) -> None:
+    """Refuse operators the store does not know before looking at any item."""
+    for key, cond in (filt or {}).items():
+        if isinstance(cond, Mapping):
+            unknown = sorted(k for k in map(str, cond) if k.startswith("$") and k not in _OPS)
+            if unknown:
+                msg = f"Unsupported filter operator(s) {unknown} for {key!r}; supported: {sorted(_OPS)}."
+                raise InvalidRequestError(msg)
 
 
 def _compare(actual: Any, op: str, wanted: Any) -> bool:
@@ -197,7 +214,8 @@ class SessionMemoryStore(BaseStore):
                     "a run may reach its own user's namespace only."
                 )
                 raise IdentityConflictError(msg)
-        return self.memory.for_user(scope.user_id)
+        # The memory's standing filters (source_type, sessions, threshold) are the graph's, not the store's.
+        return self.memory.for_user(scope.user_id).model_copy(update=_UNFILTERED)
 
     def _find(self, view: SessionVectorMemory, scope: Scope, key: str) -> Document | None:
         found = view.get_by_ids([scope.item_id(key)])
@@ -229,10 +247,11 @@ class SessionMemoryStore(BaseStore):
             _value_text(op.value, fields),
             key=scope.note_key(op.key),
             session_id=run_identity().session_id or "",
-            metadata=scope.item_metadata(op.key, dict(op.value)),
+            metadata=scope.item_metadata(op.key, dict(op.value), fields),
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        _check_filter(op.filter)
         scope = self.namespaces.scope(op.namespace_prefix, prefix=True)
         view = self._view(scope)
         wanted = op.offset + op.limit

@@ -176,7 +176,8 @@ def _manage(  # noqa: PLR0911 - one answer per outcome
     if old.get("source_type") == "note":  # a note keeps its key, id and metadata; a store item its value's fields
         key, extra = str(old.get("note_key")), {k: v for k, v in old.items() if k not in RESERVED_KEYS | RESULT_KEYS}
         if isinstance(extra.get("store_value"), str):
-            extra["store_value"] = encode_value(with_text(json.loads(extra["store_value"]), content))
+            fields = json.loads(str(extra.get("store_index") or "[]"))
+            extra["store_value"] = encode_value(with_text(json.loads(extra["store_value"]), content, fields))
     else:
         key, extra = f"correction:{memory_id}", {}
     new_id = view.add_note(content, key=key, session_id=str(old.get("session_id") or session), metadata=extra)

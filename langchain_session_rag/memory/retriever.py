@@ -296,7 +296,7 @@ class SessionVectorMemory(MemoryAdmin):
         query = _check_query(query)
         q = self._query(kwargs)
         vector = None if self._backend.embeds_itself else self._embeddings.embed_query(query)
-        return self._store().search(query, vector, q)
+        return self._store(check_run=False).search(query, vector, q)  # invoke checked the call's run
 
     async def _aget_relevant_documents(
         self,
@@ -308,7 +308,7 @@ class SessionVectorMemory(MemoryAdmin):
         query = _check_query(query)
         q = self._query(kwargs)
         vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
-        return await asyncio.to_thread(self._store().search, query, vector, q)
+        return await asyncio.to_thread(self._store(check_run=False).search, query, vector, q)
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """This user's chunks among ``ids`` (unknown ids and other users' chunks are skipped), in ``ids`` order.

@@ -14,7 +14,7 @@ from typing_extensions import Self
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.identity import acting_user
+from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
 from langchain_session_rag.memory.ingest import Chunking
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
@@ -187,6 +187,19 @@ class MemorySettings(BaseRetriever):
         raise ``IdentityConflictError``.
         """
         return self.model_copy(update={"user_id": self._check_user(user_id), "user_from_run": False})
+
+    def for_shared(self, name: str) -> Self:
+        """A view over a shared scope: data every user may read (reference documents, policies), apart from users.
+
+        No run can name a shared scope, so any user's run may use it (as the graph's ``documents=`` retriever, say).
+
+        Raises:
+            InvalidArgumentError: An empty name, or one longer than 200 characters.
+        """
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:  # noqa: PLR2004
+            msg = f"A shared scope needs a name of 1 to 200 characters, got {name!r}."
+            raise InvalidArgumentError(msg)
+        return self.for_user(SYSTEM_PREFIX + "shared" + SYSTEM_PREFIX + name)
 
     @property
     def backend(self) -> MemoryBackend:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import importlib.util
 import json
 import os
@@ -31,6 +32,7 @@ from langchain_session_rag.errors import (
     BudgetExceededError,
     FileAccessError,
     InvalidArgumentError,
+    InvalidRequestError,
     MissingDependencyError,
     UnsupportedOperationError,
 )
@@ -79,6 +81,19 @@ def _load(path: str, n_ctx: int, chat_format: str | None = None) -> Any:
             # Free it while the interpreter is intact: llama.cpp's finaliser fails during late teardown.
             atexit.register(llm.close)
         return llm
+
+
+@contextlib.contextmanager
+def _llama_errors() -> Iterator[None]:
+    """llama.cpp's ``ValueError`` as a typed error: a prompt over the window, or another refused request."""
+    try:
+        yield
+    except ValueError as exc:
+        if "context window" in str(exc):
+            msg = f"The prompt does not fit the local model's window ({exc}); shorten it or raise n_ctx."
+            raise BudgetExceededError(msg) from exc
+        msg = f"llama.cpp refused the request: {exc}"
+        raise InvalidRequestError(msg) from exc
 
 
 class LocalChatModel(BaseChatModel):
@@ -166,11 +181,8 @@ class LocalChatModel(BaseChatModel):
             if kwargs.get("tools")
             else self._llm
         )
-        try:
+        with _llama_errors():
             out = llm.create_chat_completion(**self._payload(messages, stop, **kwargs))
-        except ValueError as exc:  # llama.cpp refuses a prompt longer than its window
-            msg = f"The local model refused the request ({exc}); shorten the prompt or raise n_ctx."
-            raise BudgetExceededError(msg) from exc
         usage = out.get("usage") or {}
         reply = out["choices"][0]["message"]
         message = AIMessage(
@@ -211,13 +223,14 @@ class LocalChatModel(BaseChatModel):
                 )
             )
             return
-        for part in self._llm.create_chat_completion(**self._payload(messages, stop), stream=True):
-            text = part["choices"][0]["delta"].get("content")
-            if text:
-                chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-                if run_manager is not None:
-                    run_manager.on_llm_new_token(text, chunk=chunk)
-                yield chunk
+        with _llama_errors():  # tokens still stream: the block only turns llama.cpp's ValueError into a typed one
+            for part in self._llm.create_chat_completion(**self._payload(messages, stop), stream=True):
+                text = part["choices"][0]["delta"].get("content")
+                if text:
+                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+                    if run_manager is not None:
+                        run_manager.on_llm_new_token(text, chunk=chunk)
+                    yield chunk
 
     async def _agenerate(
         self,

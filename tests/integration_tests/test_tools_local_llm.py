@@ -52,3 +52,17 @@ def test_a_real_models_tool_calls_reach_the_run_user_only(tmp_path: Path, real_e
             assert "Fly.io" in result.text
     assert all(d.metadata["user_id"] == "bob" for d in memory.for_user("bob").list_memories())
     assert [d.metadata["source_type"] for d in memory.for_user("bob").list_memories()] == ["session"]
+
+
+def test_a_prompt_over_the_window_is_a_typed_error_when_invoked_or_streamed() -> None:
+    import pytest
+
+    from langchain_session_rag.errors import BudgetExceededError
+
+    model = LocalChatModel(n_ctx=256, max_tokens=8)
+    prompt = "Tell me about the weather in Porto in spring. " * 80
+    with pytest.raises(BudgetExceededError, match="n_ctx"):
+        model.invoke(prompt)
+    with pytest.raises(BudgetExceededError, match="n_ctx"):
+        list(model.stream(prompt))
+    assert [c.text for c in model.stream("Say hi")]  # short prompts still stream token by token

@@ -409,3 +409,31 @@ def test_local_model_refuses_any_tool_of_several() -> None:
     with pytest.raises(UnsupportedOperationError, match="tool_choice"):
         LocalChatModel().bind_tools([one, two], tool_choice="any")
     assert LocalChatModel().bind_tools([one], tool_choice="any") is not None
+
+
+def test_an_explicit_config_decides_inside_another_users_run(memory: SessionVectorMemory) -> None:
+    per_run = memory.model_copy(update={"user_from_run": True})
+    bob = {"configurable": {"user_id": "bob"}}
+    inner = RunnableLambda(lambda _: [d.metadata["user_id"] for d in per_run.invoke("shop deploy", bob)])
+    assert set(inner.invoke(None, alice_config())) == {"bob"}
+
+
+async def test_a_shared_scope_serves_as_the_graphs_documents(memory: SessionVectorMemory) -> None:
+    from langchain_core.documents import Document
+
+    from langchain_session_rag.graph import create_session_rag_graph
+
+    kb = memory.for_shared("handbook")
+    kb.add_documents([Document("Deploys freeze on Fridays after 3 pm.", metadata={"name": "deploy-policy.md"})])
+    assert memory.for_user("alice").list_memories(source_type="document") == []
+    model = GenericFakeChatModel(messages=iter([AIMessage("Not on Friday afternoons."), AIMessage("Right.")]))
+    graph = create_session_rag_graph(model, memory, documents=kb).compile()
+    for run in (graph.invoke, graph.ainvoke):
+        result = run(
+            {"messages": [HumanMessage("Can I deploy on Friday at 4 pm?")]},
+            {"configurable": {"user_id": "alice", "session_id": "s7"}},
+        )
+        out = await result if not isinstance(result, dict) else result
+        assert out["documents"][0].metadata["marker"] == "[D: deploy-policy.md]"
+    with pytest.raises(InvalidRequestError):
+        memory.invoke("deploy", {"configurable": {"user_id": "\x1fshared\x1fhandbook"}})

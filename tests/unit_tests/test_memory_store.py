@@ -294,3 +294,36 @@ def test_require_run_user_refuses_calls_outside_a_users_run(memory: SessionVecto
         put.invoke(1, {"configurable": {"user_id": "bob"}})
     strict.put(("policies",), "p", {"content": "Shared."})  # shared namespaces need no user
     assert memory.for_user("alice").list_memories()[0].page_content == "Alice's note."
+
+
+def test_store_queries_ignore_the_memorys_standing_filters(memory: SessionVectorMemory) -> None:
+    sessions_only = memory.model_copy(update={"source_type": "session", "search_kwargs": {"k": 1}})
+    store = SessionMemoryStore(sessions_only)
+    store.put(ALICE, "pet", {"content": "Alice's lizard is called Rex."})
+    assert [i.key for i in store.search(ALICE, query="lizard Rex")] == ["pet"]
+
+
+def test_correcting_an_item_indexed_by_a_custom_field_updates_that_field(memory: SessionVectorMemory) -> None:
+    from langchain_session_rag import create_manage_memory_tool
+
+    store = SessionMemoryStore(memory)
+    store.put(ALICE, "age", {"fact": "Alice is 30.", "source": "chat"}, index=["fact"])
+    [note] = memory.for_user("alice").list_memories()
+    manage = create_manage_memory_tool(memory.model_copy(update={"user_from_run": True}))
+    call = {"name": manage.name, "type": "tool_call", "id": "1",
+            "args": {"action": "update", "id": note.id, "content": "Alice is 31."}}  # fmt: skip
+    manage.invoke(call, {"configurable": {"user_id": "alice"}})
+    assert store.get(ALICE, "age").value == {"fact": "Alice is 31.", "source": "chat"}  # type: ignore[union-attr]
+
+
+def test_unknown_operators_are_refused_before_any_item_is_read(store: SessionMemoryStore) -> None:
+    with pytest.raises(InvalidRequestError, match=r"\$in"):
+        store.search(ALICE, filter={"kind": {"$in": ["a"]}})  # no item at all
+    store.put(ALICE, "k", {"content": "x", "kind": "a"})
+    with pytest.raises(InvalidRequestError, match=r"\$in"):
+        store.search(ALICE, filter={"kind": "zzz", "n": {"$in": [1]}})
+
+
+def test_a_too_long_shared_namespace_is_refused_at_construction(memory: SessionVectorMemory) -> None:
+    with pytest.raises(InvalidArgumentError, match="too long"):
+        SessionMemoryStore(memory, shared=[("p" * 300,)])
