@@ -2,6 +2,13 @@
 
 from typing import TYPE_CHECKING, Any
 
+from langchain_session_rag.agents.core_tools import (
+    CoreEdit,
+    Curation,
+    acurate_core_memory,
+    create_core_memory_tool,
+    curate_core_memory,
+)
 from langchain_session_rag.agents.tools import create_manage_memory_tool, create_search_memory_tool
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.llm_cache import SemanticLLMCache
@@ -11,6 +18,7 @@ from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import Turn, normalize_messages
 from langchain_session_rag.chunking.segmenter import Segment, SimilarityProfile, TopicSegmenter
 from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.memory.core import CoreMemory, CoreVersion
 from langchain_session_rag.memory.retriever import Consolidation, SessionInfo, SessionVectorMemory
 from langchain_session_rag.models.embeddings import LocalEmbeddings, get_default_embeddings
 from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
@@ -40,6 +48,10 @@ __all__ = [
     "CacheStats",
     "Chunk",
     "Consolidation",
+    "CoreEdit",
+    "CoreMemory",
+    "CoreVersion",
+    "Curation",
     "ExchangeChunker",
     "HistoryWindow",
     "LocalChatModel",
@@ -58,9 +70,12 @@ __all__ = [
     "TokenCounter",
     "TopicSegmenter",
     "Turn",
+    "acurate_core_memory",
     "cache_scope",
+    "create_core_memory_tool",
     "create_manage_memory_tool",
     "create_search_memory_tool",
+    "curate_core_memory",
     "current_cache_user",
     "default_chat_model",
     "get_default_embeddings",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "CoreMemoryFullError",
     "DuplicateMessageIdError",
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
@@ -91,6 +92,10 @@ class MissingDependencyError(SessionRAGError, ImportError):
 
 class BudgetExceededError(SessionRAGError, ValueError):
     """The parts of a prompt that cannot be dropped (instructions and the question) do not fit its budget."""
+
+
+class CoreMemoryFullError(BudgetExceededError):
+    """A core memory block would go over its token limit; nothing was changed (core memory is never truncated)."""
 
 
 class InvalidRequestError(SessionRAGError, ValueError):

@@ -43,6 +43,7 @@ def create_session_rag_graph(
     score_threshold: float | None = None,
     background_writes: bool = True,
     keep_prompt: bool = False,
+    core_memory: bool = True,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Build the session-RAG graph, uncompiled, so you bring your own checkpointer and store.
 
@@ -90,12 +91,13 @@ def create_session_rag_graph(
         score_threshold=score_threshold,
         background_writes=background_writes,
         keep_prompt=keep_prompt,
+        core_memory=core_memory,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext
     )
     for name, sync, asyn in (
-        (VALIDATE, nodes.validate, nodes.avalidate),
+        (VALIDATE, nodes.load_core, nodes.aload_core),
         (CACHE_LOOKUP, nodes.cache_lookup, nodes.acache_lookup),
         (RETRIEVE_MEMORIES, nodes.retrieve_memories, nodes.aretrieve_memories),
         (RETRIEVE_DOCUMENTS, nodes.retrieve_documents, nodes.aretrieve_documents),
@@ -123,6 +125,7 @@ def create_memory_agent_graph(
     memory_k: int = 4,
     background_writes: bool = True,
     keep_prompt: bool = False,
+    core_memory: bool = True,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Wrap an existing agent (e.g. a tool-calling ``langchain.agents.create_agent``) with long-term memory.
 
@@ -157,13 +160,14 @@ def create_memory_agent_graph(
         memory_k=memory_k,
         background_writes=background_writes,
         keep_prompt=keep_prompt,
+        core_memory=core_memory,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext
     )
     run, arun = agent_node(agent)
     for name, sync, asyn in (
-        (VALIDATE, nodes.validate, nodes.avalidate),
+        (VALIDATE, nodes.load_core, nodes.aload_core),
         (RETRIEVE_MEMORIES, nodes.retrieve_memories, nodes.aretrieve_memories),
         (BUILD_PROMPT, nodes.build_prompt, nodes.abuild_prompt),
         (AGENT, run, arun),

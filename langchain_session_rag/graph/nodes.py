@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
@@ -25,12 +26,16 @@ from langchain_session_rag._time import utcnow
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.scope import cache_scope
 from langchain_session_rag.cache.semantic import SemanticCache
-from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.errors import (
+    InvalidArgumentError,
+    InvalidRequestError,
+)
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
 from langchain_session_rag.graph.names import (
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
 )
+from langchain_session_rag.graph.pinned import check_pinned, pinned_text
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import (
     asked_message,
@@ -68,6 +73,8 @@ class SessionRAGNodes:
     """The model configuration in the cache key; by default the model's class and its public settings."""
     background_writes: bool = True
     """Hand the new exchange to the memory's writer thread instead of waiting for the store."""
+    core_memory: bool = True
+    """Load the user's pinned core memory (``memory.core``) into every prompt (when the store keeps one)."""
     keep_prompt: bool = False
     """Keep the turn's prompt in the state after the turn (for debugging); by default it is dropped at the end of
     the turn, so checkpoints do not carry it."""
@@ -142,9 +149,22 @@ class SessionRAGNodes:
         run_ids(runtime)
         return {"llm_calls": 0, "memories": [], "documents": [], "cache": {"hit": False, "reason": "off"}}
 
+    def load_core(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Check the turn (:meth:`validate`), then load the user's core memory for this turn's prompt."""
+        return {
+            **self.validate(state, runtime),
+            "core_memory": pinned_text(self.memory, run_ids(runtime)[0], self.core_memory),
+        }
+
     async def avalidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`validate`."""
         return self.validate(state, runtime)
+
+    async def aload_core(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Async :meth:`load_core` (the store read runs in a worker thread)."""
+        checked = self.validate(state, runtime)
+        user = run_ids(runtime)[0]
+        return {**checked, "core_memory": await asyncio.to_thread(pinned_text, self.memory, user, self.core_memory)}
 
     # -- cache ---------------------------------------------------------------------------------
     def _cache_result(self, decision: Any) -> dict[str, Any]:
@@ -165,6 +185,7 @@ class SessionRAGNodes:
             "system": budget.system_prompt,
             "instructions": budget.memory_instructions,
             "summary": state.get("summary") or "",
+            "core": state.get("core_memory") or "",
             "history": [[m.type, m.text] for m in state["messages"][: last_human_index(state["messages"])]],
             "documents": [
                 [d.id or "", str(d.metadata.get("source", "")), d.page_content]
@@ -264,7 +285,9 @@ class SessionRAGNodes:
             memories=state.get("memories", []),
             documents=state.get("documents", []),
             summary=state.get("summary"),
+            core_memory=state.get("core_memory") or None,
         )
+        check_pinned(prompt.report)
         return {"prompt": messages_to_dict(prompt.messages), "budget_report": asdict(prompt.report)}
 
     async def abuild_prompt(self, state: SessionRAGState) -> dict[str, Any]:
@@ -322,6 +345,8 @@ class SessionRAGNodes:
         is never written to a shared cache.
         """
         found = []
+        if state.get("core_memory"):
+            found.append("core_memory")
         if state.get("memories"):
             found.append("memories")
         if any("user_id" in d.metadata for d in state.get("documents", [])):

@@ -34,6 +34,8 @@ class SessionRAGState(TypedDict, total=False):
     """The recent window of the conversation; older turns live in the vector memory and the summary."""
     summary: str | None
     """Running summary of turns that left the window (when a summary model is configured)."""
+    core_memory: str
+    """The user's pinned core memory this turn (its blocks as ``memory.core.render()`` gives them)."""
     memories: list[Document]
     documents: list[Document]
     prompt: list[dict[str, Any]] | None

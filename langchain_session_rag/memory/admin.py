@@ -10,6 +10,8 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag._time import TimestampLike
+from langchain_session_rag.errors import UnsupportedOperationError
+from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.listing import (
     SessionInfo,
     check_page,
@@ -34,6 +36,27 @@ __all__ = ["MemoryAdmin", "SessionInfo"]
 
 class MemoryAdmin(MemorySettings):
     """Notes, listing, forgetting, compaction and portability of a user's memory (every method acts for ``user_id``)."""
+
+    # -- core memory -----------------------------------------------------------------------------
+    @property
+    def core(self) -> CoreMemory:
+        """The pinned core memory of the user this call acts for (blocks ``core_limits``; see :class:`CoreMemory`).
+
+        Raises:
+            UnsupportedOperationError: The memory's store is not a Chroma store (core memory lives next to it).
+        """
+        return CoreMemory(
+            self._core_backend(), self._store().user_id, limits=self.core_limits, count=self.chunker.count
+        )
+
+    def _core_backend(self) -> ChromaBackend:
+        if not isinstance(self._backend, ChromaBackend):
+            msg = (
+                f"Core memory is kept in a Chroma store next to the memories; this memory uses "
+                f"{type(self._backend).__name__}. Use SessionVectorMemory.local(...) or .server(...)."
+            )
+            raise UnsupportedOperationError(msg)
+        return self._backend.companion("core")
 
     # -- notes -----------------------------------------------------------------------------------
     def add_note(
@@ -197,7 +220,11 @@ class MemoryAdmin(MemorySettings):
 
     def forget_all(self) -> int:
         """Delete every memory of this user (and only this user); return how many were removed."""
-        return self._store().forget_all()
+        store = self._store()
+        removed = store.forget_all()
+        if isinstance(self._backend, ChromaBackend):
+            removed += self._core_backend().purge(store.user_id)
+        return removed
 
     async def aforget_all(self) -> int:
         """Async :meth:`forget_all`."""

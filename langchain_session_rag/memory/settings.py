@@ -15,6 +15,7 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
+from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS
 from langchain_session_rag.memory.ingest import Chunking
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
@@ -84,6 +85,8 @@ class MemorySettings(BaseRetriever):
     """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
 
+    core_limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CORE_LIMITS))
+    """Core memory blocks and their token limits (``memory.core``); by default ``now`` 300 and ``memory`` 700."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Retrieval options applied to every call, as ``VectorStoreRetriever.search_kwargs`` are (``since``,
     ``filter``, ``source_type``, ...; see ``invoke``); options passed to a call override them."""

@@ -52,6 +52,8 @@ def _server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
     return call
 
 
+_COMPANIONS: dict[str, ChromaBackend] = {}
+"""Companion stores opened in this process, by their parent's process key and suffix."""
 _GENERATIONS: dict[str, int] = {}
 """Per store (process key): how often its collections were rebuilt in this process."""
 
@@ -354,14 +356,27 @@ class ChromaBackend:
 
         return rebuild(self, embed=embed, model_id=model_id)
 
+    def companion(self, suffix: str) -> ChromaBackend:
+        """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
+        base = self._single.name if self._single is not None else self.name
+        key = f"{self.process_key}|{suffix}"
+        backend = _COMPANIONS.get(key)
+        if backend is None:
+            backend = ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
+            _COMPANIONS[key] = backend
+        return backend
+
     def compact(self) -> int:
         """Rebuild every collection from its live records, then vacuum an embedded store's files.
 
         Deleted records stay in Chroma's write-ahead log and in SQLite's free pages until then: after
         ``compact()`` a byte scan of the folder finds none of them. Returns the number of records kept.
+        Companion stores (the core memory) are rebuilt too.
         """
         from langchain_session_rag.stores.migration import rebuild, vacuum  # noqa: PLC0415
 
+        for companion in [b for k, b in _COMPANIONS.items() if k.startswith(self.process_key + "|")]:
+            rebuild(companion)
         kept = rebuild(self)
         path = self.persist_directory
         if path is not None:

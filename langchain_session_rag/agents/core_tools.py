@@ -1,0 +1,229 @@
+"""Core memory for agents: a tool that edits the run's user's pinned blocks, and end-of-session curation.
+
+The user comes from the run (``config["configurable"]["user_id"]`` or the LangGraph ``context``), as for the memory
+tools; the model names only the block, the action and the text. Curation asks a chat model for edits once (bounded
+calls) and applies them only when approved, or when told to apply them automatically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+from langchain_session_rag._checks import check_int
+from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
+from langchain_session_rag.memory.core import CoreMemory
+from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+__all__ = ["CoreEdit", "Curation", "acurate_core_memory", "create_core_memory_tool", "curate_core_memory"]
+
+CoreAction = Literal["append", "replace", "remove"]
+CORE_DESCRIPTION = (
+    "Edit the user's pinned core memory, which is shown in every prompt: block 'now' holds the current focus, "
+    "block 'memory' long-term facts, preferences and standing decisions. action='append' adds text as a line; "
+    "action='replace' puts text in place of the line 'old' (or of the whole block when old is empty); "
+    "action='remove' deletes the line (or markdown section) given as text. Keep it short: blocks have a limit."
+)
+
+
+class CoreMemoryInput(BaseModel):
+    """Arguments the model gives the core memory tool."""
+
+    action: CoreAction = Field(description="append, replace or remove.")
+    block: str = Field(default="memory", description="The block: 'now' or 'memory'.")
+    text: str = Field(description="The line to add, the new text, or the line/heading to remove.")
+    old: str | None = Field(default=None, description="For replace: the exact line to replace.")
+
+
+@dataclass(frozen=True)
+class CoreEdit:
+    """An edit of the core memory proposed by curation."""
+
+    action: CoreAction
+    block: str
+    text: str
+    old: str | None = None
+
+
+def edit_core(core: CoreMemory, edit: CoreEdit, author: str) -> str:
+    """Apply one edit; return what the model is told."""
+    action, block, text, old = edit.action, edit.block, edit.text, edit.old
+    if action == "append":
+        version = core.append(block, text, author=author)
+    elif action == "remove":
+        version = core.remove(block, text, author=author)
+    elif old:
+        lines = core.read(block).split("\n")
+        if old.strip() not in [line.strip() for line in lines]:
+            return f"Nothing changed: block {block!r} has no line {old!r}."
+        at = [line.strip() for line in lines].index(old.strip())
+        version = core.write(block, "\n".join([*lines[:at], text, *lines[at + 1 :]]), author=author, action="replace")
+    else:
+        version = core.write(block, text, author=author, action="replace")
+    return f"Core memory {block!r} is now version {version.version}:\n{version.text}"
+
+
+def create_core_memory_tool(
+    memory: SessionVectorMemory,
+    *,
+    name: str = "edit_core_memory",
+    description: str = CORE_DESCRIPTION,
+    actions: tuple[CoreAction, ...] = ("append", "replace", "remove"),
+) -> BaseTool:
+    """A tool that edits the run's user's core memory (sync and async); every edit is a version (author ``agent``).
+
+    Errors (a full block, an unknown block or line) reach the model as the tool's answer; the user can always
+    ``memory.core.undo(block)``.
+    """
+    if not isinstance(memory, SessionVectorMemory):
+        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
+        raise InvalidArgumentError(msg)
+    allowed = tuple(actions)
+    if not allowed or any(a not in ("append", "replace", "remove") for a in allowed):
+        msg = f"actions must name some of 'append', 'replace', 'remove', got {actions!r}."
+        raise InvalidArgumentError(msg)
+
+    def edit(
+        config: RunnableConfig, action: CoreAction, text: str, block: str = "memory", old: str | None = None
+    ) -> str:
+        if action not in allowed:
+            return f"Nothing changed: this tool may only {', '.join(allowed)}."
+        try:
+            return edit_core(memory.for_run(config).core, CoreEdit(action, block, text, old), "agent")
+        except SessionRAGError as exc:
+            raise ToolException(str(exc)) from exc
+
+    async def aedit(
+        config: RunnableConfig, action: CoreAction, text: str, block: str = "memory", old: str | None = None
+    ) -> str:
+        return await asyncio.to_thread(edit, config, action, text, block, old)
+
+    return StructuredTool.from_function(
+        func=edit,
+        coroutine=aedit,
+        name=name,
+        description=description,
+        args_schema=CoreMemoryInput,
+        handle_tool_error=True,
+        handle_validation_error=True,
+    )
+
+
+@dataclass
+class Curation:
+    """What a curation proposed and what it applied."""
+
+    proposed: list[CoreEdit] = field(default_factory=list)
+    applied: list[CoreEdit] = field(default_factory=list)
+    rejected: list[tuple[CoreEdit, str]] = field(default_factory=list)
+    """Edits not applied, with why (not approved, or refused by the block: full, unknown line)."""
+    model_calls: int = 0
+
+
+CURATION_PROMPT = (
+    "You maintain a user's pinned core memory: short markdown blocks shown in every prompt. Blocks now:\n{blocks}\n\n"
+    "From the conversation below, propose at most {max_edits} edits that keep the blocks true and short: append a "
+    "lasting fact, preference or standing decision the user stated; replace or remove a line the conversation made "
+    "wrong. Propose nothing for small talk. Answer with JSON only: a list of objects with keys action "
+    "(append|replace|remove), block ({names}), text and, for replace, old."
+)
+_JSON_LIST = re.compile(r"\[.*\]", re.DOTALL)
+
+
+def _parse_edits(text: str, blocks: Sequence[str], max_edits: int) -> list[CoreEdit] | None:
+    match = _JSON_LIST.search(text)
+    if match is None:
+        return None
+    try:
+        raw = json.loads(match.group(0))
+    except json.JSONDecodeError:
+        return None
+    edits = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict):
+            continue
+        action, block, body = item.get("action"), item.get("block", "memory"), item.get("text")
+        if action in ("append", "replace", "remove") and block in blocks and isinstance(body, str) and body.strip():
+            old = item.get("old") if isinstance(item.get("old"), str) else None
+            edits.append(CoreEdit(action, block, body.strip(), old))
+    return edits[:max_edits]
+
+
+def curate_core_memory(
+    memory: SessionVectorMemory,
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    approve: Callable[[CoreEdit], bool] | None = None,
+    auto_apply: bool = False,
+    max_calls: int = 1,
+    max_edits: int = 5,
+) -> Curation:
+    """Ask ``model`` for core memory edits from a session's ``messages``; apply the approved ones.
+
+    The model is called at most ``max_calls`` times (again only when its answer is not a JSON list of edits).
+    An edit is applied when ``approve(edit)`` returns ``True``, or, without ``approve``, only with ``auto_apply``;
+    otherwise it is returned as proposed. Applied edits are versions by author ``curator`` (``core.undo`` reverts).
+
+    Raises:
+        InvalidArgumentError: ``max_calls`` or ``max_edits`` below 1.
+    """
+    check_int("max_calls", max_calls, 1)
+    check_int("max_edits", max_edits, 1)
+    core = memory.core
+    blocks = core.blocks()
+    shown = "\n".join(f"## {b.upper()}.md\n{t or '(empty)'}" for b, t in blocks.items())
+    prompt = CURATION_PROMPT.format(blocks=shown, max_edits=max_edits, names="|".join(blocks))
+    conversation = "\n".join(f"{m.type}: {m.text}" for m in messages)
+    result = Curation()
+    for _ in range(max_calls):
+        answer = model.invoke([SystemMessage(prompt), HumanMessage(conversation)])
+        result.model_calls += 1
+        edits = _parse_edits(answer.text, list(blocks), max_edits)
+        if edits is not None:
+            result.proposed = edits
+            break
+    for edit in result.proposed:
+        if not (approve(edit) if approve is not None else auto_apply):
+            result.rejected.append((edit, "not approved"))
+            continue
+        try:
+            edit_core(core, edit, "curator")
+        except SessionRAGError as exc:
+            result.rejected.append((edit, str(exc)))
+        else:
+            result.applied.append(edit)
+    return result
+
+
+async def acurate_core_memory(
+    memory: SessionVectorMemory,
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    *,
+    approve: Callable[[CoreEdit], bool] | None = None,
+    auto_apply: bool = False,
+    max_calls: int = 1,
+    max_edits: int = 5,
+) -> Curation:
+    """Async :func:`curate_core_memory` (in a worker thread)."""
+    return await asyncio.to_thread(
+        curate_core_memory,
+        memory,
+        model,
+        messages,
+        approve=approve,
+        auto_apply=auto_apply,
+        max_calls=max_calls,
+        max_edits=max_edits,
+    )
