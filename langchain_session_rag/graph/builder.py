@@ -44,6 +44,7 @@ def create_session_rag_graph(
     background_writes: bool = True,
     keep_prompt: bool = False,
     core_memory: bool = True,
+    long_context: bool = False,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
     """Build the session-RAG graph, uncompiled, so you bring your own checkpointer and store.
 
@@ -92,6 +93,7 @@ def create_session_rag_graph(
         background_writes=background_writes,
         keep_prompt=keep_prompt,
         core_memory=core_memory,
+        long_context=long_context,
     )
     graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
         SessionRAGState, context_schema=SessionContext

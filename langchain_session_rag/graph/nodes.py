@@ -35,7 +35,7 @@ from langchain_session_rag.graph.names import (
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
 )
-from langchain_session_rag.graph.pinned import check_pinned, pinned_text
+from langchain_session_rag.graph.pinned import check_pinned, memory_allowance, memory_mode, pinned_text
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import (
     asked_message,
@@ -73,6 +73,9 @@ class SessionRAGNodes:
     """The model configuration in the cache key; by default the model's class and its public settings."""
     background_writes: bool = True
     """Hand the new exchange to the memory's writer thread instead of waiting for the store."""
+    long_context: bool = False
+    """Send the user's whole memory, in time order, when it fits the budget's ``memories`` allocation (the
+    long-context shortcut); top-``memory_k`` retrieval otherwise. ``budget_report["memory_mode"]`` says which ran."""
     core_memory: bool = True
     """Load the user's pinned core memory (``memory.core``) into every prompt (when the store keeps one)."""
     keep_prompt: bool = False
@@ -250,7 +253,10 @@ class SessionRAGNodes:
 
     def _options(self, memory: SessionVectorMemory) -> dict[str, Any]:
         threshold = memory.score_threshold if self.score_threshold is None else self.score_threshold
-        return {"k": self.memory_k, "source_type": ["session", "note"], "score_threshold": threshold}
+        options: dict[str, Any] = {"k": self.memory_k, "source_type": ["session", "note"], "score_threshold": threshold}
+        if self.long_context:
+            options["all_if_fits"] = memory_allowance(self._budget)
+        return options
 
     def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Past exchanges and saved notes of this user, queried with the current user message only."""
@@ -288,7 +294,8 @@ class SessionRAGNodes:
             core_memory=state.get("core_memory") or None,
         )
         check_pinned(prompt.report)
-        return {"prompt": messages_to_dict(prompt.messages), "budget_report": asdict(prompt.report)}
+        report = {**asdict(prompt.report), "memory_mode": memory_mode(state.get("memories", []))}
+        return {"prompt": messages_to_dict(prompt.messages), "budget_report": report}
 
     async def abuild_prompt(self, state: SessionRAGState) -> dict[str, Any]:
         """Async :meth:`build_prompt` (pure computation)."""

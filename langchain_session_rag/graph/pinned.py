@@ -1,12 +1,15 @@
-"""The pinned tier in the graph: the user's core memory, loaded into every prompt and never truncated."""
+"""The pinned tier in the graph (core memory, in every prompt, never truncated) and the long-context shortcut."""
 
 from __future__ import annotations
 
+from langchain_core.documents import Document
+
 from langchain_session_rag.errors import BudgetExceededError, UnsupportedOperationError
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.prompt.budget import DEFAULT_ALLOCATIONS, TokenBudget
 from langchain_session_rag.prompt.report import BudgetReport
 
-__all__ = ["check_pinned", "pinned_text"]
+__all__ = ["check_pinned", "memory_allowance", "memory_mode", "pinned_text"]
 
 
 def pinned_text(memory: SessionVectorMemory, user_id: str, enabled: bool) -> str:
@@ -32,3 +35,17 @@ def check_pinned(report: BudgetReport) -> None:
             "lower memory.core_limits or give the budget more room for it. Core memory is never truncated."
         )
         raise BudgetExceededError(msg)
+
+
+def memory_allowance(budget: TokenBudget) -> int:
+    """Tokens the budget gives retrieved memories when every section is full: the shortcut's allowance."""
+    share = (budget.allocations or DEFAULT_ALLOCATIONS).get("memories", DEFAULT_ALLOCATIONS["memories"])
+    if isinstance(share, int) and not isinstance(share, bool):  # a number of tokens
+        return max(1, share)
+    droppable = budget.limit - budget.count(budget.system_prompt + budget.memory_instructions)
+    return max(1, int(droppable * share * 0.9))  # a margin for the question and the markers' framing
+
+
+def memory_mode(memories: list[Document]) -> str:
+    """``"all"`` when the turn's memories are the user's whole memory (the shortcut ran), else ``"top_k"``."""
+    return "all" if memories and all(d.metadata.get("retrieval_mode") == "all" for d in memories) else "top_k"

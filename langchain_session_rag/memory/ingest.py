@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,7 @@ from langchain_session_rag.errors import (
     InvalidMetadataError,
     UnsupportedOperationError,
 )
+from langchain_session_rag.memory.annotate import annotate
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
@@ -86,6 +87,8 @@ class SessionWriter:
     """The user's in-process replica, already synced with the store (``None`` when the store has none)."""
     max_message_chars: int | None = None
     """Longest message accepted (``MessageTooLargeError`` above it)."""
+    scorer: Callable[[str], float] | None = None
+    """Scores a chunk's importance (default: the heuristics of :mod:`~langchain_session_rag.memory.annotate`)."""
 
     def stored_session(self, session_id: str, *, with_embeddings: bool = False) -> list[Record]:
         """The session chunks already stored for the user (empty for stores that cannot list)."""
@@ -253,6 +256,7 @@ class SessionWriter:
         """
         self.queue.raise_failures()
         self.check_vectors(records)
+        annotate(records, self.scorer)
         if not records and not superseded:
             done: Future[None] = Future()
             done.set_result(None)

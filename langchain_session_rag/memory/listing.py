@@ -15,6 +15,7 @@ from langchain_core.documents import Document
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.memory.annotate import decode_topics
 from langchain_session_rag.memory.retrieval import source_condition
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
@@ -105,6 +106,7 @@ def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, off
             metadata={
                 **r.metadata,
                 "message_ids": decode_message_ids(r.metadata.get("message_ids")),
+                "topics": decode_topics(r.metadata.get("topics")),
                 "marker": marker(
                     str(r.metadata.get("source_type", "session")),
                     timestamp=_timestamp(r.metadata),

@@ -212,6 +212,11 @@ class UserReplica:
             ordered = sorted(ids, key=lambda i: (chunks.get(i, 0), i))
             return [Record(id=i, text=self._texts[i], metadata=dict(meta[i])) for i in ordered], start
 
+    def ids(self) -> set[str]:
+        """Ids of every record held (a snapshot)."""
+        with self.lock:
+            return set(self._texts)
+
     def has(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is held."""
         return doc_id in self._texts

@@ -12,6 +12,7 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidRequestError, UnknownOptionError
+from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics, topics_of
 from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.models.similarity import cosine
@@ -28,6 +29,7 @@ __all__ = [
     "rank",
     "replica_search",
     "source_condition",
+    "whole_memory",
 ]
 
 OPTIONS = frozenset(
@@ -44,6 +46,10 @@ OPTIONS = frozenset(
         "recency_weight",
         "lexical_weight",
         "now",
+        "min_importance",
+        "topics",
+        "importance_weight",
+        "all_if_fits",
     }
 )
 """Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
@@ -61,6 +67,12 @@ class RetrievalQuery:
     recency_weight: float
     lexical_weight: float
     now: datetime
+    topics: frozenset[str] | None = None
+    """Keep chunks with any of these topics (normalised as stored)."""
+    importance_weight: float = 0.0
+    """Share of the score given by importance: ``score × ((1 − w) + w × importance)``."""
+    all_if_fits: int | None = None
+    """Token allowance of the long-context shortcut: every matching chunk, in time order, when they all fit."""
 
 
 def _ids(name: str, value: Any) -> list[str]:
@@ -174,7 +186,11 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
         raise InvalidRequestError(msg)
     now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
+    prior = _importance(opt, where)
     return RetrievalQuery(
+        all_if_fits=_allowance(opt.get("all_if_fits")),
+        topics=_topics(opt.get("topics")),
+        importance_weight=float(prior),
         k=k,
         fetch=max(k, fetch_k) if half_life is not None or lexical > 0 else k,
         lexical_weight=float(lexical),
@@ -200,6 +216,46 @@ def source_condition(value: object) -> str | dict[str, list[str]]:
         msg = f"source_type must be 'session', 'document', 'note' or a list of them, got {value!r}."
         raise InvalidRequestError(msg)
     return str(kinds[0]) if len(kinds) == 1 else {"$in": sorted(set(map(str, kinds)))}
+
+
+def _allowance(value: object) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        msg = f"all_if_fits must be a positive token count, got {value!r}."
+        raise InvalidRequestError(msg)
+    return value
+
+
+def _unit(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        msg = f"{name} must be a number in [0, 1], got {value!r}."
+        raise InvalidRequestError(msg)
+    return float(value)
+
+
+def _importance(opt: dict[str, Any], where: Where) -> float:
+    """Add the ``min_importance`` condition to ``where``; return the ``importance_weight`` prior."""
+    if opt.get("min_importance") is not None:
+        where["importance"] = {"$gte": _unit("min_importance", opt["min_importance"])}
+    return _unit("importance_weight", opt.get("importance_weight", 0.0))
+
+
+def _topics(value: object) -> frozenset[str] | None:
+    """The ``topics`` option: a list of words, normalised as stored topics are."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset) or not value:
+        msg = f"topics must be a non-empty list of words, got {value!r}."
+        raise InvalidRequestError(msg)
+    normal = {t for v in value if isinstance(v, str) for t in topics_of(v, limit=8)}
+    if not normal or not all(isinstance(v, str) for v in value):
+        msg = f"topics must hold words (e.g. ['api', 'deploy']), got {value!r}."
+        raise InvalidRequestError(msg)
+    return frozenset(normal)
+
+
+def topic_match(meta: dict[str, Any], topics: frozenset[str] | None) -> bool:
+    """Whether a chunk has any of ``topics`` (always, without the option)."""
+    return topics is None or any(t in decode_topics(meta.get("topics")) for t in topics)
 
 
 def _epoch(meta: dict[str, Any]) -> float | None:
@@ -230,6 +286,8 @@ def rank(
             continue
         if query.threshold is not None and similarity < query.threshold:
             continue
+        if not topic_match(meta, query.topics):
+            continue
         epoch = _epoch(meta)
         age = (now - epoch) / SECONDS_PER_DAY if epoch is not None else 0.0
         relevance = similarity
@@ -241,6 +299,9 @@ def rank(
         score = decayed_score(
             relevance, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
         )
+        if query.importance_weight > 0:
+            importance = float(meta.get("importance", BASE_IMPORTANCE))
+            score *= (1 - query.importance_weight) + query.importance_weight * importance
         scored.append((score, record.id, record, similarity, extra))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [_document(record, similarity, extra, score) for score, _, record, similarity, extra in scored[: query.k]]
@@ -254,6 +315,7 @@ def _document(record: Record, similarity: float, extra: dict[str, float], score:
         metadata={
             **meta,
             "message_ids": decode_message_ids(meta.get("message_ids")),
+            "topics": decode_topics(meta.get("topics")),
             "similarity": similarity,
             **extra,
             "score": score,
@@ -268,6 +330,9 @@ def replica_search(
 ) -> list[Document]:
     """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
     only = replica.select(q.where) if q.where else None  # evaluate the filter once per chunk
+    if q.topics is not None:
+        held = only if only is not None else replica.ids()
+        only = {i for i in held if topic_match(replica.record(i).metadata, q.topics)}
     hits = replica.dense(vector, q.fetch, only=only)
     lexical: dict[str, float] | None = None
     if q.lexical_weight > 0:
@@ -300,3 +365,29 @@ def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search
             record.embedding = None
             hits.append((record, similarity))
     return dict(top)
+
+
+MARKER_TOKENS = 10
+"""Tokens a chunk costs in a prompt beyond its text (its marker and separators), for the shortcut's sum."""
+
+
+def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) -> list[Document] | None:
+    """The long-context shortcut: every matching chunk in time order when they fit ``q.all_if_fits``, else ``None``.
+
+    Each document is marked ``retrieval_mode="all"`` and carries no score (nothing was ranked).
+    """
+    if q.all_if_fits is None:
+        return None
+    mine = [r for r in records if r.metadata.get("user_id") == user_id and topic_match(r.metadata, q.topics)]
+    cost = sum(int(r.metadata.get("token_count") or 0) + MARKER_TOKENS for r in mine)
+    if not mine or cost > q.all_if_fits:
+        return None
+    mine.sort(key=lambda r: (_epoch(r.metadata) or 0.0, int(r.metadata.get("chunk_index") or 0), r.id))
+    docs = []
+    for record in mine:
+        doc = _document(record, 0.0, {}, 0.0)
+        doc.metadata.pop("similarity", None)
+        doc.metadata.pop("score", None)
+        doc.metadata["retrieval_mode"] = "all"
+        docs.append(doc)
+    return docs

@@ -11,7 +11,7 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from langchain_core.documents import Document
@@ -21,10 +21,17 @@ from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidRequestError, UnsupportedOperationError
+from langchain_session_rag.memory.annotate import decode_topics
 from langchain_session_rag.memory.ingest import SessionWriter
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
-from langchain_session_rag.memory.retrieval import RetrievalQuery, lexical_candidates, rank, replica_search
+from langchain_session_rag.memory.retrieval import (
+    RetrievalQuery,
+    lexical_candidates,
+    rank,
+    replica_search,
+    whole_memory,
+)
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
 
@@ -83,6 +90,7 @@ class UserStore:
     chunker: ExchangeChunker
     segmenter: TopicSegmenter
     max_message_chars: int
+    scorer: Callable[[str], float] | None = None
 
     def replica(self, *, max_age: float = 0.0) -> UserReplica | None:
         """The user's replica, synced with the store (with vectors unless the store embeds itself).
@@ -117,6 +125,7 @@ class UserStore:
             self.state.writes,
             self.replica(max_age=WRITE_SYNC_AGE),
             max_message_chars=self.max_message_chars,
+            scorer=self.scorer,
         )
 
     def flush(self) -> None:
@@ -139,10 +148,23 @@ class UserStore:
                 record.embedding = vector
 
     def search(self, query: str, vector: list[float] | None, q: RetrievalQuery) -> list[Document]:
-        """Rank the user's chunks for a query (in the replica when there is one, else in the store)."""
+        """Rank the user's chunks for a query (in the replica when there is one, else in the store).
+
+        With ``q.all_if_fits`` every matching chunk is returned instead, in time order, when they all fit.
+        """
         if vector is not None:
             self.backend.check_model(self.model_id, len(vector))
         replica = self.replica()
+        if q.all_if_fits is not None:
+            if replica is not None:
+                with replica.lock:
+                    chosen = replica.select(q.where) if q.where else replica.ids()
+                    held = [replica.record(i) for i in chosen]
+            else:
+                held = self.backend.get(self.user_id, q.where)
+            everything = whole_memory(held, q, user_id=self.user_id)
+            if everything is not None:
+                return everything
         if replica is not None and vector is not None:
             return replica_search(replica, self.user_id, query, vector, q)
         hits = self.backend.query(self.user_id, query, vector, q.fetch, q.where)
@@ -163,7 +185,11 @@ class UserStore:
         return [
             Document(
                 page_content=r.text,
-                metadata={**r.metadata, "message_ids": decode_message_ids(r.metadata.get("message_ids"))},
+                metadata={
+                    **r.metadata,
+                    "message_ids": decode_message_ids(r.metadata.get("message_ids")),
+                    "topics": decode_topics(r.metadata.get("topics")),
+                },
                 id=r.id,
             )
             for r in records

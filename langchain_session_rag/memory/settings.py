@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Literal, cast
 
 from langchain_core.embeddings import Embeddings
@@ -85,6 +86,9 @@ class MemorySettings(BaseRetriever):
     """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
 
+    importance_scorer: Callable[[str], float] | None = None
+    """Scores each new chunk's ``importance`` in [0, 1] (e.g. with a model call); by default the heuristics of
+    :mod:`~langchain_session_rag.memory.annotate`, which need no model."""
     core_limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CORE_LIMITS))
     """Core memory blocks and their token limits (``memory.core``); by default ``now`` 300 and ``memory`` 700."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
@@ -234,4 +238,5 @@ class MemorySettings(BaseRetriever):
             self.chunker,
             self._segmenter,
             self.max_message_chars,
+            self.importance_scorer,
         )

@@ -33,6 +33,8 @@ RESERVED_KEYS = frozenset(
         "boundary_similarity",
         "stored_epoch",
         "note_key",
+        "importance",
+        "topics",
     }
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""

@@ -1,0 +1,112 @@
+"""The other tiers: importance and topics on every chunk (filters, prior), the long-context shortcut, daily logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.errors import InvalidMetadataError, InvalidRequestError
+from langchain_session_rag.graph import create_session_rag_graph
+from langchain_session_rag.memory.annotate import heuristic_importance, topics_of
+
+SESSION = [
+    {"role": "user", "content": "We decided to move the billing API from REST to GraphQL next quarter, for real.",
+     "timestamp": "2026-03-02T10:00"},
+    {"role": "assistant", "content": "Noted: the billing API moves to GraphQL next quarter; I will plan the schema."},
+    {"role": "user", "content": "The weather in Porto was lovely this weekend, we walked along the river for hours.",
+     "timestamp": "2026-03-03T10:00"},
+    {"role": "assistant", "content": "Porto in spring sounds lovely; the riverside walk is a classic."},
+    {"role": "user", "content": "Remember that I prefer metric units in every answer, kilometres and degrees Celsius.",
+     "timestamp": "2026-03-04T10:00"},
+    {"role": "assistant", "content": "Understood: metric units from now on, kilometres and degrees Celsius."},
+]  # fmt: skip
+
+
+@pytest.fixture
+def memory(tmp_path: Path, real_embeddings: Any) -> SessionVectorMemory:
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="ana", embeddings=real_embeddings)
+    memory.add_messages(SESSION, session_id="s1", chunking="exchange")
+    return memory
+
+
+def test_the_heuristics() -> None:
+    assert heuristic_importance("The weather was lovely.") == 0.2
+    assert heuristic_importance("We decided to go with Postgres.") == 0.5
+    assert heuristic_importance("Remember that I prefer tea; todo: buy some.") == 1.0
+    assert heuristic_importance("Fixed the crash: the traceback pointed at a stale cache.") == 0.45
+    assert topics_of("User: the billing API moves to GraphQL; billing is late. Assistant: GraphQL billing.") == [
+        "bill",
+        "graphql",
+    ]
+
+
+def test_every_chunk_carries_importance_and_topics_and_they_filter(memory: SessionVectorMemory) -> None:
+    chunks = memory.list_memories()
+    assert {round(d.metadata["importance"], 2) for d in chunks} == {0.2, 0.5, 0.8}
+    assert all(d.metadata["topics"] for d in chunks)
+    decisions = memory.invoke("what did we plan?", min_importance=0.5, k=10)
+    assert [d.metadata["importance"] >= 0.5 for d in decisions] == [True, True]
+    assert all("Porto" not in d.page_content for d in decisions)
+    porto = memory.invoke("what happened?", topics=["Porto"], k=10)
+    assert [d.page_content.count("Porto") > 0 for d in porto] == [True]
+    assert memory.invoke("what happened?", topics=["quantum"], k=10) == []
+    with pytest.raises(InvalidRequestError):
+        memory.invoke("x", min_importance=2)
+    with pytest.raises(InvalidRequestError):
+        memory.invoke("x", topics="porto")
+    with pytest.raises(InvalidMetadataError):
+        memory.add_messages([{"role": "user", "content": "x"}], session_id="s2", metadata={"importance": 1.0})
+
+
+def test_the_importance_prior_reorders_close_calls_only(memory: SessionVectorMemory) -> None:
+    plain = memory.invoke("anything about units or the weather?", k=3)
+    prior = memory.invoke("anything about units or the weather?", k=3, importance_weight=0.5)
+    assert {d.id for d in plain} == {d.id for d in prior}
+    for doc in prior:
+        assert doc.metadata["score"] <= doc.metadata["similarity"] + 1e-9 or doc.metadata["lexical"] > 0
+
+
+def test_a_model_can_score_importance(tmp_path: Path, real_embeddings: Any) -> None:
+    scored: list[str] = []
+
+    def scorer(text: str) -> float:
+        scored.append(text)
+        return 0.9 if "GraphQL" in text else 0.1
+
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "s", user_id="ana", embeddings=real_embeddings, importance_scorer=scorer
+    )
+    memory.add_messages(SESSION, session_id="s1", chunking="exchange")
+    assert len(scored) == 3
+    assert sorted(d.metadata["importance"] for d in memory.list_memories()) == [0.1, 0.1, 0.9]
+    bad = SessionVectorMemory.local(
+        path=tmp_path / "b", user_id="ana", embeddings=real_embeddings, importance_scorer=lambda _: 7.0
+    )
+    with pytest.raises(InvalidMetadataError):
+        bad.add_messages(SESSION[:2], session_id="s1")
+    assert bad.count() == 0
+
+
+def test_the_long_context_shortcut_sends_everything_in_time_order_when_it_fits(memory: SessionVectorMemory) -> None:
+    everything = memory.invoke("units?", all_if_fits=2000)
+    assert [d.metadata["retrieval_mode"] for d in everything] == ["all"] * 3
+    assert [d.metadata["timestamp"][:10] for d in everything] == ["2026-03-02", "2026-03-03", "2026-03-04"]
+    assert "score" not in everything[0].metadata
+    assert everything[0].metadata["marker"] == "[S: 2026-03-02]"
+    assert len(memory.invoke("units?", all_if_fits=50, k=1)) == 1  # does not fit: top-k
+    assert len(memory.invoke("units?", all_if_fits=2000, topics=["porto"])) == 1
+
+    model = GenericFakeChatModel(messages=iter([AIMessage("Metric."), AIMessage("Metric.")]))
+    for long_context, mode in ((True, "all"), (False, "top_k")):
+        graph = create_session_rag_graph(model, memory, long_context=long_context, memory_k=1).compile()
+        out = graph.invoke(
+            {"messages": [HumanMessage("Which units do I like?")]},
+            {"configurable": {"user_id": "ana", "session_id": f"s-{mode}"}},
+        )
+        assert out["budget_report"]["memory_mode"] == mode
+        assert len(out["memories"]) == (3 if mode == "all" else 1)
