@@ -19,6 +19,7 @@ from langchain_session_rag.chunking.messages import Turn, normalize_messages
 from langchain_session_rag.chunking.segmenter import Segment, SimilarityProfile, TopicSegmenter
 from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.core import CoreMemory, CoreVersion
+from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
 from langchain_session_rag.memory.retriever import Consolidation, SessionInfo, SessionVectorMemory
 from langchain_session_rag.models.embeddings import LocalEmbeddings, get_default_embeddings
 from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
@@ -81,6 +82,8 @@ __all__ = [
     "get_default_embeddings",
     "last_turns",
     "normalize_messages",
+    "read_daily_logs",
+    "rebuild_from_daily_logs",
     "tiktoken_counter",
     "trim_turns",
 ]

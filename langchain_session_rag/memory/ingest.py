@@ -10,7 +10,8 @@ import hashlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ from langchain_core.documents import Document
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
-from langchain_session_rag.chunking.messages import MessageLike, normalize_messages
+from langchain_session_rag.chunking.messages import MessageLike, Turn, normalize_messages
 from langchain_session_rag.chunking.segmenter import Segment, TopicSegmenter
 from langchain_session_rag.errors import (
     InvalidArgumentError,
@@ -71,6 +72,10 @@ class Batch:
     superseded: list[str]
     exchanges: list[Record]
     """Topic mode: the exchange records still to segment."""
+    turns: list[Turn] = field(default_factory=list)
+    """The batch's messages, validated."""
+    default_timestamp: datetime | None = None
+    """The time given to messages without a timestamp."""
 
 
 @dataclass
@@ -141,7 +146,8 @@ class SessionWriter:
             raise InvalidArgumentError(msg)
         extra = user_metadata(metadata)
         turns = normalize_messages(messages, session_id=session_id, max_chars=self.max_message_chars)
-        exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=utcnow()), session_id, extra)
+        now = utcnow()
+        exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=now), session_id, extra)
         batch_ids = {t.id for t in turns}
         stored, start = self.session_view(session_id, batch_ids)
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
@@ -149,8 +155,11 @@ class SessionWriter:
             stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
             if batch_ids <= stored_cover and self.unchanged(exchanges, stored):  # nothing to embed or store
                 ids = [r.id for r in stored if batch_ids & set(decode_message_ids(r.metadata.get("message_ids")))]
-                return Batch(ids=ids, records=[], superseded=[], exchanges=[])
-            return Batch(ids=[], records=[], superseded=self.superseded(stored, batch_ids), exchanges=exchanges)
+                return Batch(ids=ids, records=[], superseded=[], exchanges=[], turns=turns, default_timestamp=now)
+            superseded = self.superseded(stored, batch_ids)
+            return Batch(
+                ids=[], records=[], superseded=superseded, exchanges=exchanges, turns=turns, default_timestamp=now
+            )
         stored_by_id = {r.id: r for r in stored}
         new = [r for r in exchanges if r.id not in stored_by_id]
         edited = [r for r in exchanges if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
@@ -159,7 +168,8 @@ class SessionWriter:
         self.index(new, start)
         new_ids = {r.id for r in exchanges}
         superseded = [i for i in self.superseded(stored, batch_ids) if i not in new_ids]
-        return Batch(ids=[r.id for r in exchanges], records=edited + new, superseded=superseded, exchanges=[])
+        ids = [r.id for r in exchanges]
+        return Batch(ids, edited + new, superseded, [], turns=turns, default_timestamp=now)
 
     @staticmethod
     def unchanged(exchanges: Sequence[Record], stored: Sequence[Record]) -> bool:

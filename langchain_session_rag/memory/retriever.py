@@ -16,8 +16,10 @@ from langchain_session_rag.chunking.segmenter import SimilarityProfile
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory.admin import MemoryAdmin, SessionInfo
-from langchain_session_rag.memory.ingest import Chunking, Consolidation
+from langchain_session_rag.memory.daily_log import append_daily_log
+from langchain_session_rag.memory.ingest import Batch, Chunking, Consolidation
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
+from langchain_session_rag.stores.base import decode_message_ids
 
 __all__ = ["Consolidation", "SessionInfo", "SessionVectorMemory"]
 
@@ -157,6 +159,7 @@ class SessionVectorMemory(MemoryAdmin):
         written = writer.store(batch.records, batch.superseded, wait=wait)
         if wait:
             written.result()
+        self._log(store.user_id, batch, session_id)
         return batch.ids
 
     async def aadd_messages(
@@ -181,7 +184,17 @@ class SessionVectorMemory(MemoryAdmin):
         written = await asyncio.to_thread(writer.store, batch.records, batch.superseded, wait=wait)
         if wait:
             await asyncio.wrap_future(written)
+        await asyncio.to_thread(self._log, store.user_id, batch, session_id)
         return batch.ids
+
+    def _log(self, user_id: str, batch: Batch, session_id: str) -> None:
+        """Append the batch's new messages (those its stored chunks cover) to the daily log, when one is kept."""
+        if self.daily_log_dir is None:
+            return
+        covered = {m for r in batch.records for m in decode_message_ids(r.metadata.get("message_ids"))}
+        turns = [t for t in batch.turns if t.id in covered]
+        if turns:
+            append_daily_log(self.daily_log_dir, user_id, session_id, turns, default=batch.default_timestamp)
 
     # -- consolidation ---------------------------------------------------------------------------
     def consolidate(self, session_id: str) -> Consolidation:

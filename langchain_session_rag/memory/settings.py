@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
-from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
 from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS
 from langchain_session_rag.memory.ingest import Chunking
@@ -22,7 +22,7 @@ from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
-from langchain_session_rag.stores.adapter import open_chroma_client
+from langchain_session_rag.stores.adapter import is_embedded, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.vectorstore import backend_for
@@ -86,6 +86,9 @@ class MemorySettings(BaseRetriever):
     """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, threshold=0.7,
     comparison="centroid", max_tokens=128)``; capped segments pack better into prompt budgets."""
 
+    daily_log_dir: str | None = None
+    """Append every new message to ``DIR/<user>/<YYYY-MM-DD>.md``, the raw, lossless tier (embedded stores only;
+    see :mod:`~langchain_session_rag.memory.daily_log`)."""
     importance_scorer: Callable[[str], float] | None = None
     """Scores each new chunk's ``importance`` in [0, 1] (e.g. with a model call); by default the heuristics of
     :mod:`~langchain_session_rag.memory.annotate`, which need no model."""
@@ -103,6 +106,11 @@ class MemorySettings(BaseRetriever):
     _backend: MemoryBackend = PrivateAttr()
     _state: StoreState = PrivateAttr()
     _model_id: str = PrivateAttr()
+
+    @field_validator("daily_log_dir", mode="before")
+    @classmethod
+    def _path_text(cls, value: object) -> object:
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
 
     @field_validator("user_id")
     @classmethod
@@ -143,6 +151,12 @@ class MemorySettings(BaseRetriever):
             )
             raise InvalidArgumentError(msg)
         check_search_kwargs(self.search_kwargs)
+        if self.daily_log_dir is not None and isinstance(backend, ChromaBackend) and not is_embedded(backend.client):
+            msg = (
+                "daily_log_dir writes files on this machine: it is for embedded stores. With a Chroma server, many "
+                "processes on many machines write, so keep logs where your app runs (or export_jsonl)."
+            )
+            raise UnsupportedOperationError(msg)
         self._model_id = self.embedding_model_id or model_id_of(self.embeddings)
         backend.check_model(self._model_id, None)
         self._backend = backend

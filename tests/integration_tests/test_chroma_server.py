@@ -86,3 +86,32 @@ def test_this_process_sees_another_process_write_and_forget(chroma_server: tuple
     assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=1)] == ["s2"]
     other("forget")
     assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=5)] == ["s1"]
+
+
+def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(
+    chroma_server: tuple[str, int], real_embeddings
+) -> None:
+    import pytest
+
+    from langchain_session_rag.errors import UnsupportedOperationError
+
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(
+        host=host, port=port, user_id="core-ana", embeddings=real_embeddings, collection_name="core_test"
+    )
+    memory.core.write("memory", "- Ana prefers metric units.")
+    code = textwrap.dedent(
+        f"""
+        from langchain_session_rag import SessionVectorMemory
+        from langchain_session_rag.models.embeddings import get_default_embeddings
+        memory = SessionVectorMemory.server(host={host!r}, port={port}, user_id="core-ana",
+                                            embeddings=get_default_embeddings(), collection_name="core_test")
+        print(memory.core.read("memory"))
+        memory.core.append("memory", "- Ana lives in Porto.")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert out.stdout.strip() == "- Ana prefers metric units."
+    assert memory.core.read("memory") == "- Ana prefers metric units.\n- Ana lives in Porto."
+    with pytest.raises(UnsupportedOperationError, match="embedded"):
+        SessionVectorMemory.server(host=host, port=port, user_id="a", embeddings=real_embeddings, daily_log_dir="x")

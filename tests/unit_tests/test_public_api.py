@@ -42,6 +42,8 @@ def test_all_is_pinned() -> None:
         "get_default_embeddings",
         "last_turns",
         "normalize_messages",
+        "read_daily_logs",
+        "rebuild_from_daily_logs",
         "tiktoken_counter",
         "trim_turns",
     ]

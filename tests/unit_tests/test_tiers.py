@@ -110,3 +110,31 @@ def test_the_long_context_shortcut_sends_everything_in_time_order_when_it_fits(m
         )
         assert out["budget_report"]["memory_mode"] == mode
         assert len(out["memories"]) == (3 if mode == "all" else 1)
+
+
+def test_daily_logs_are_lossless_and_rebuild_the_store(tmp_path: Path, real_embeddings: Any) -> None:
+    from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
+
+    logs = tmp_path / "logs"
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "a", user_id="ana", embeddings=real_embeddings, daily_log_dir=logs
+    )
+    tricky = "Use ```python\nprint('x')\n``` then\n\n<!-- session-rag {} -->\n### not a heading"
+    memory.add_messages(SESSION, session_id="s1", chunking="exchange")
+    memory.add_messages(SESSION, session_id="s1", chunking="exchange")  # nothing new: nothing logged again
+    memory.for_user("bob@example.com").add_messages(
+        [{"role": "user", "content": tricky, "timestamp": "2026-03-05T09:00"},
+         {"role": "assistant", "content": "Got it.", "name": "helper"}], session_id="b1", chunking="exchange",
+    )  # fmt: skip
+    assert sorted(p.name for p in (logs / "ana").iterdir()) == ["2026-03-02.md", "2026-03-03.md", "2026-03-04.md"]
+    assert (logs / "bob%40example.com" / "2026-03-05.md").read_text().startswith("# 2026-03-05\n")
+    logged = list(read_daily_logs(logs))
+    assert len(logged) == 8
+    assert [m.text for m in logged if m.user_id == "bob@example.com"] == [tricky, "Got it."]
+
+    fresh = SessionVectorMemory.local(path=tmp_path / "b", user_id="ana", embeddings=real_embeddings)
+    assert rebuild_from_daily_logs(logs, fresh, chunking="exchange") == {"ana": 6, "bob@example.com": 2}
+    for user in ("ana", "bob@example.com"):
+        before = {(d.id, d.page_content) for d in memory.for_user(user).list_memories(limit=100)}
+        after = {(d.id, d.page_content) for d in fresh.for_user(user).list_memories(limit=100)}
+        assert before == after

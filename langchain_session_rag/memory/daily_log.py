@@ -1,0 +1,163 @@
+"""Daily logs: every stored message, raw, in one markdown file per user and day — the lossless tier.
+
+``SessionVectorMemory.local(..., daily_log_dir="./logs")`` appends each new message of ``add_messages`` to
+``logs/<user>/<YYYY-MM-DD>.md`` (``<user>`` percent-encoded). A person can read and grep the files; each message
+is a heading, a one-line JSON comment (session, id, role, name, timestamp) and its text in a code fence longer than
+any backtick run inside it, so :func:`read_daily_logs` gives back every message exactly, and
+:func:`rebuild_from_daily_logs` re-ingests them into a fresh store.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_session_rag._time import utcnow
+from langchain_session_rag.chunking.messages import Turn
+from langchain_session_rag.errors import FileAccessError, InvalidMessageError
+
+if TYPE_CHECKING:
+    from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+__all__ = ["LoggedMessage", "append_daily_log", "read_daily_logs", "rebuild_from_daily_logs"]
+
+_META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
+_FENCE = re.compile(r"^(`{3,})text$")
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LoggedMessage:
+    """One message as a daily log holds it."""
+
+    user_id: str
+    session_id: str
+    id: str
+    role: str
+    text: str
+    name: str | None
+    timestamp: str
+
+    def as_message(self) -> dict[str, Any]:
+        """The message as ``add_messages`` takes it."""
+        out: dict[str, Any] = {"role": self.role, "content": self.text, "id": self.id, "timestamp": self.timestamp}
+        if self.name:
+            out["name"] = self.name
+        return out
+
+
+def _fence(text: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def append_daily_log(
+    folder: str | Path, user_id: str, session_id: str, turns: Sequence[Turn], *, default: datetime | None = None
+) -> int:
+    """Append ``turns`` to the user's day files; return how many.
+
+    A message is filed by its timestamp, else the previous message's, else ``default`` (now).
+
+    Raises:
+        FileAccessError: The folder or a file cannot be written.
+    """
+    when_missing = default or utcnow()
+    by_day: dict[str, list[str]] = {}
+    last: datetime | None = None
+    for turn in turns:  # a message without a timestamp was said when the one before it was
+        stamp = turn.timestamp or last or when_missing
+        last = stamp
+        meta = {"session": session_id, "id": turn.id, "role": turn.role, "name": turn.name, "at": stamp.isoformat()}
+        fence = _fence(turn.text)
+        entry = (
+            f"### {stamp.strftime('%H:%M:%S')} · {session_id} · {turn.name or turn.role}\n"
+            f"<!-- session-rag {json.dumps(meta, ensure_ascii=False)} -->\n{fence}text\n{turn.text}\n{fence}\n\n"
+        )
+        by_day.setdefault(stamp.date().isoformat(), []).append(entry)
+    user_dir = Path(folder) / urllib.parse.quote(user_id, safe="")
+    try:
+        with _LOCK:
+            user_dir.mkdir(parents=True, exist_ok=True)
+            for day, entries in by_day.items():
+                path = user_dir / f"{day}.md"
+                with path.open("a", encoding="utf-8") as handle:
+                    if handle.tell() == 0:
+                        handle.write(f"# {day}\n\n")
+                    handle.write("".join(entries))
+    except OSError as exc:
+        msg = f"Cannot write the daily log in {user_dir}: {exc}"
+        raise FileAccessError(msg) from exc
+    return len(turns)
+
+
+def _parse(path: Path, user_id: str) -> Iterator[LoggedMessage]:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    n = 0
+    while n < len(lines):
+        meta = _META.match(lines[n])
+        if meta is None:
+            n += 1
+            continue
+        fence = _FENCE.match(lines[n + 1]) if n + 1 < len(lines) else None
+        if fence is None:
+            msg = f"{path}:{n + 2}: a logged message must follow its comment in a ```text fence."
+            raise InvalidMessageError(msg)
+        close = fence.group(1)
+        end = next((m for m in range(n + 2, len(lines)) if lines[m] == close), None)
+        if end is None:
+            msg = f"{path}:{n + 2}: the fence of a logged message is never closed."
+            raise InvalidMessageError(msg)
+        data = json.loads(meta.group(1))
+        yield LoggedMessage(
+            user_id=user_id,
+            session_id=str(data["session"]),
+            id=str(data["id"]),
+            role=str(data["role"]),
+            text="\n".join(lines[n + 2 : end]),
+            name=data.get("name"),
+            timestamp=str(data["at"]),
+        )
+        n = end + 1
+
+
+def read_daily_logs(folder: str | Path) -> Iterator[LoggedMessage]:
+    """Every logged message of every user, day by day, in the order they were logged.
+
+    Raises:
+        FileAccessError: The folder cannot be read.
+        InvalidMessageError: A file that is not a daily log (a broken fence).
+    """
+    root = Path(folder)
+    if not root.is_dir():
+        msg = f"No daily log folder at {folder!s}."
+        raise FileAccessError(msg)
+    for user_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        user_id = urllib.parse.unquote(user_dir.name)
+        for path in sorted(user_dir.glob("*.md")):
+            yield from _parse(path, user_id)
+
+
+def rebuild_from_daily_logs(
+    folder: str | Path, memory: SessionVectorMemory, *, chunking: str | None = None
+) -> dict[str, int]:
+    """Re-ingest every logged message into ``memory``'s store, user by user and session by session, in log order.
+
+    Returns the number of messages re-ingested per user. Use a fresh store: messages already stored are skipped by
+    their ids anyway.
+    """
+    sessions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for message in read_daily_logs(folder):
+        sessions.setdefault((message.user_id, message.session_id), []).append(message.as_message())
+    counts: dict[str, int] = {}
+    for (user_id, session_id), messages in sessions.items():
+        view = memory.for_user(user_id)
+        view.add_messages(messages, session_id=session_id, chunking=chunking or view.chunking)  # type: ignore[arg-type]
+        counts[user_id] = counts.get(user_id, 0) + len(messages)
+    return counts
