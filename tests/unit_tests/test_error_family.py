@@ -32,7 +32,9 @@ from langchain_session_rag import (
     TopicSegmenter,
     create_manage_memory_tool,
     create_search_memory_tool,
+    curate_core_memory,
     last_turns,
+    read_daily_logs,
     tiktoken_counter,
     trim_turns,
 )
@@ -161,6 +163,18 @@ CALLS: dict[str, Callable[[SessionVectorMemory, SemanticCache], object]] = {
         [PutOp(("memories", "alice"), "k", "text")]  # type: ignore[arg-type]
     ),
     "store listing every user": lambda m, _: SessionMemoryStore(m).list_namespaces(),
+    "core memory over its limit": lambda m, _: m.core.write("now", "word " * 400),
+    "core memory unknown block": lambda m, _: m.core.read("secrets"),
+    "core memory removing a missing line": lambda m, _: m.core.remove("now", "not there"),
+    "core memory undo of an unedited block": lambda m, _: m.for_user("fresh-user").core.undo("now"),
+    "core memory import from a missing folder": lambda m, _: (
+        m.core.import_markdown("/nonexistent-folder") or m.core.export_markdown("/proc/no-such/dir")
+    ),
+    "invoke with min_importance=2": lambda m, _: m.invoke("q", min_importance=2),
+    "invoke with topics as text": lambda m, _: m.invoke("q", topics="api"),
+    "invoke with all_if_fits=0": lambda m, _: m.invoke("q", all_if_fits=0),
+    "read_daily_logs of a missing folder": lambda _m, _c: list(read_daily_logs("/nonexistent-logs")),
+    "curation with max_calls=0": lambda m, _: curate_core_memory(m, _model(), [], max_calls=0),
 }
 
 
