@@ -66,3 +66,18 @@ def test_a_prompt_over_the_window_is_a_typed_error_when_invoked_or_streamed() ->
     with pytest.raises(BudgetExceededError, match="n_ctx"):
         list(model.stream(prompt))
     assert [c.text for c in model.stream("Say hi")]  # short prompts still stream token by token
+
+
+def test_curation_with_a_real_model_is_bounded_and_changes_nothing_unapproved(
+    tmp_path: Path, real_embeddings: Any
+) -> None:
+    from langchain_session_rag import curate_core_memory
+
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="ana", embeddings=real_embeddings)
+    memory.core.write("memory", "- Ana prefers metric units.")
+    session = [HumanMessage("I moved to Porto last week."), AIMessage("Welcome to Porto!")]
+    result = curate_core_memory(memory, LocalChatModel(max_tokens=96), session, max_calls=2)
+    assert 1 <= result.model_calls <= 2
+    assert result.applied == []
+    assert memory.core.read("memory") == "- Ana prefers metric units."
+    assert len(memory.core.history("memory")) == 1
