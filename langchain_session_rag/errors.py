@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "BudgetExceededError",
+    "CoreMemoryConflictError",
     "CoreMemoryFullError",
     "DuplicateMessageIdError",
     "EmbeddingModelMismatchError",
@@ -96,6 +97,10 @@ class BudgetExceededError(SessionRAGError, ValueError):
 
 class CoreMemoryFullError(BudgetExceededError):
     """A core memory block would go over its token limit; nothing was changed (core memory is never truncated)."""
+
+
+class CoreMemoryConflictError(SessionRAGError, RuntimeError):
+    """Other processes kept editing the same core memory block while this edit was applied; retry it."""
 
 
 class InvalidRequestError(SessionRAGError, ValueError):

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -137,25 +137,35 @@ CURATION_PROMPT = (
     "wrong. Propose nothing for small talk. Answer with JSON only: a list of objects with keys action "
     "(append|replace|remove), block ({names}), text and, for replace, old."
 )
-_JSON_LIST = re.compile(r"\[.*\]", re.DOTALL)
+
+
+def _first_list(text: str) -> list[Any] | None:
+    """The first JSON list in ``text`` (models wrap it in prose or code fences)."""
+    decoder = json.JSONDecoder()
+    for start in (m.start() for m in re.finditer(r"\[", text)):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, list):
+            return value
+    return None
 
 
 def _parse_edits(text: str, blocks: Sequence[str], max_edits: int) -> list[CoreEdit] | None:
-    match = _JSON_LIST.search(text)
-    if match is None:
-        return None
-    try:
-        raw = json.loads(match.group(0))
-    except json.JSONDecodeError:
+    raw = _first_list(text)
+    if raw is None:
         return None
     edits = []
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
         action, block, body = item.get("action"), item.get("block", "memory"), item.get("text")
+        old = item.get("old")
+        if action == "replace" and not (isinstance(old, str) and old.strip()):
+            continue  # a model never replaces a whole block: it names the line it corrects
         if action in ("append", "replace", "remove") and block in blocks and isinstance(body, str) and body.strip():
-            old = item.get("old") if isinstance(item.get("old"), str) else None
-            edits.append(CoreEdit(action, block, body.strip(), old))
+            edits.append(CoreEdit(action, block, body.strip(), old if isinstance(old, str) else None))
     return edits[:max_edits]
 
 
@@ -172,8 +182,10 @@ def curate_core_memory(
     """Ask ``model`` for core memory edits from a session's ``messages``; apply the approved ones.
 
     The model is called at most ``max_calls`` times (again only when its answer is not a JSON list of edits).
-    An edit is applied when ``approve(edit)`` returns ``True``, or, without ``approve``, only with ``auto_apply``;
-    otherwise it is returned as proposed. Applied edits are versions by author ``curator`` (``core.undo`` reverts).
+    An edit is applied when ``approve(edit)`` returns ``True`` (every edit is put to ``approve`` before any is
+    applied), or, without ``approve``, only with ``auto_apply``; otherwise it is returned as proposed. A proposed
+    ``replace`` must name the line it corrects (``old``): a model never rewrites a whole block.
+    Applied edits are versions by author ``curator`` (``core.undo`` reverts).
 
     Raises:
         InvalidArgumentError: ``max_calls`` or ``max_edits`` below 1.
@@ -193,8 +205,9 @@ def curate_core_memory(
         if edits is not None:
             result.proposed = edits
             break
-    for edit in result.proposed:
-        if not (approve(edit) if approve is not None else auto_apply):
+    decisions = [approve(e) if approve is not None else auto_apply for e in result.proposed]  # asked before any edit
+    for edit, approved in zip(result.proposed, decisions, strict=True):
+        if not approved:
             result.rejected.append((edit, "not approved"))
             continue
         try:

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.documents import Document
@@ -15,7 +15,6 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     RemoveMessage,
-    messages_to_dict,
 )
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
@@ -30,19 +29,18 @@ from langchain_session_rag.errors import (
     InvalidArgumentError,
     InvalidRequestError,
 )
+from langchain_session_rag.graph import pinned as tiers
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
 from langchain_session_rag.graph.names import (
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
 )
-from langchain_session_rag.graph.pinned import check_pinned, memory_allowance, memory_mode, pinned_text
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import (
     asked_message,
     is_text_only,
     last_human_index,
     prompt_messages,
-    window_messages,
 )
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
@@ -156,7 +154,7 @@ class SessionRAGNodes:
         """Check the turn (:meth:`validate`), then load the user's core memory for this turn's prompt."""
         return {
             **self.validate(state, runtime),
-            "core_memory": pinned_text(self.memory, run_ids(runtime)[0], self.core_memory),
+            "core_memory": tiers.pinned_text(self.memory, run_ids(runtime)[0], self.core_memory),
         }
 
     async def avalidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -167,7 +165,10 @@ class SessionRAGNodes:
         """Async :meth:`load_core` (the store read runs in a worker thread)."""
         checked = self.validate(state, runtime)
         user = run_ids(runtime)[0]
-        return {**checked, "core_memory": await asyncio.to_thread(pinned_text, self.memory, user, self.core_memory)}
+        return {
+            **checked,
+            "core_memory": await asyncio.to_thread(tiers.pinned_text, self.memory, user, self.core_memory),
+        }
 
     # -- cache ---------------------------------------------------------------------------------
     def _cache_result(self, decision: Any) -> dict[str, Any]:
@@ -251,24 +252,24 @@ class SessionRAGNodes:
         in_window = {m.id for m in state["messages"] if m.id}
         return [d for d in docs if not (d.metadata.get("message_ids") and set(d.metadata["message_ids"]) <= in_window)]
 
-    def _options(self, memory: SessionVectorMemory) -> dict[str, Any]:
+    def _options(self, memory: SessionVectorMemory, *, whole: bool = True) -> dict[str, Any]:
         threshold = memory.score_threshold if self.score_threshold is None else self.score_threshold
         options: dict[str, Any] = {"k": self.memory_k, "source_type": ["session", "note"], "score_threshold": threshold}
-        if self.long_context:
-            options["all_if_fits"] = memory_allowance(self._budget)
+        if self.long_context and whole:
+            options["all_if_fits"] = tiers.memory_allowance(self._budget)
         return options
 
     def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Past exchanges and saved notes of this user, queried with the current user message only."""
         memory = self.memory.for_user(run_ids(runtime)[0])
         docs = memory.invoke(asked_message(state).text, **self._options(memory))
-        return {"memories": self._not_inwindow(state, docs)}
+        return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs)}
 
     async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`retrieve_memories`."""
         memory = self.memory.for_user(run_ids(runtime)[0])
         docs = await memory.ainvoke(asked_message(state).text, **self._options(memory))
-        return {"memories": self._not_inwindow(state, docs)}
+        return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs)}
 
     def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
         """Reference documents from the configured retriever (reused when the cache lookup fetched them)."""
@@ -283,23 +284,27 @@ class SessionRAGNodes:
         return {"documents": await self._afetch_documents(state)}
 
     # -- prompt and model ----------------------------------------------------------------------
-    def build_prompt(self, state: SessionRAGState) -> dict[str, Any]:
-        """Lay the turn out within the token budget: instructions, history, retrieved context, question."""
-        prompt = self._budget.assemble(
-            asked_message(state).text,
-            history=window_messages(state),
-            memories=state.get("memories", []),
-            documents=state.get("documents", []),
-            summary=state.get("summary"),
-            core_memory=state.get("core_memory") or None,
-        )
-        check_pinned(prompt.report)
-        report = {**asdict(prompt.report), "memory_mode": memory_mode(state.get("memories", []))}
-        return {"prompt": messages_to_dict(prompt.messages), "budget_report": report}
+    def build_prompt(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Lay the turn out within the token budget: instructions, core memory, history, retrieved context, question.
 
-    async def abuild_prompt(self, state: SessionRAGState) -> dict[str, Any]:
-        """Async :meth:`build_prompt` (pure computation)."""
-        return self.build_prompt(state)
+        When the whole memory was fetched (``long_context``) but the budget could not keep all of it, the turn falls
+        back to top-``memory_k`` retrieval rather than cutting the newest memories.
+        """
+        prompt = tiers.assemble(self._budget, state, state.get("memories", []))
+        out: dict[str, Any] = {}
+        if state.get("memory_mode") == "all" and tiers.memories_cut(prompt.report):
+            memory = self.memory.for_user(run_ids(runtime)[0])
+            docs = memory.invoke(asked_message(state).text, **self._options(memory, whole=False))
+            out = {"memories": self._not_inwindow(state, docs), "memory_mode": "top_k"}
+            prompt = tiers.assemble(self._budget, state, out["memories"])
+        return {
+            **out,
+            **tiers.finished(prompt.report, out.get("memory_mode") or state.get("memory_mode"), prompt.messages),
+        }
+
+    async def abuild_prompt(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
+        """Async :meth:`build_prompt` (the fallback retrieval, if any, runs in a worker thread)."""
+        return await asyncio.to_thread(self.build_prompt, state, runtime)
 
     @property
     def _model(self) -> BaseChatModel:
@@ -386,8 +391,8 @@ class SessionRAGNodes:
         removals, old = self._trim(state)
         fold = old if old and self.summary is not None and self._summary_needed(old) else None
         out: dict[str, Any] = {"messages": removals}
-        if not self.keep_prompt:
-            out["prompt"] = None
+        if not self.keep_prompt:  # nor the pinned core memory: forget_all must leave no copy in checkpoints
+            out["prompt"], out["core_memory"] = None, ""
         return out, fold
 
     @staticmethod

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage, messages_to_dict
 
 from langchain_session_rag.errors import BudgetExceededError, UnsupportedOperationError
+from langchain_session_rag.graph.state import SessionRAGState
+from langchain_session_rag.graph.turn import asked_message, window_messages
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import DEFAULT_ALLOCATIONS, TokenBudget
-from langchain_session_rag.prompt.report import BudgetReport
+from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport
 
-__all__ = ["check_pinned", "memory_allowance", "memory_mode", "pinned_text"]
+__all__ = ["assemble", "check_pinned", "finished", "memories_cut", "memory_allowance", "memory_mode", "pinned_text"]
 
 
 def pinned_text(memory: SessionVectorMemory, user_id: str, enabled: bool) -> str:
@@ -49,3 +55,28 @@ def memory_allowance(budget: TokenBudget) -> int:
 def memory_mode(memories: list[Document]) -> str:
     """``"all"`` when the turn's memories are the user's whole memory (the shortcut ran), else ``"top_k"``."""
     return "all" if memories and all(d.metadata.get("retrieval_mode") == "all" for d in memories) else "top_k"
+
+
+def assemble(budget: TokenBudget, state: SessionRAGState, memories: list[Document]) -> AssembledPrompt:
+    """The turn's prompt within the budget: core memory, summary, history, memories, documents, question."""
+    return budget.assemble(
+        asked_message(state).text,
+        history=window_messages(state),
+        memories=memories,
+        documents=state.get("documents", []),
+        summary=state.get("summary"),
+        core_memory=state.get("core_memory") or None,
+    )
+
+
+def memories_cut(report: BudgetReport) -> bool:
+    """Whether the budget dropped or truncated any retrieved memory."""
+    section = report.sections["memories"]
+    return bool(section.dropped_by_allocation or section.dropped_by_overflow or section.truncated)
+
+
+def finished(report: BudgetReport, mode: str | None, messages: list[BaseMessage]) -> dict[str, Any]:
+    """The state update of ``build_prompt``: the prompt as dicts and the report (core memory checked whole)."""
+    check_pinned(report)
+    report.memory_mode = mode or "top_k"
+    return {"prompt": messages_to_dict(messages), "budget_report": asdict(report)}

@@ -37,6 +37,8 @@ class SessionRAGState(TypedDict, total=False):
     core_memory: str
     """The user's pinned core memory this turn (its blocks as ``memory.core.render()`` gives them)."""
     memories: list[Document]
+    memory_mode: str
+    """How this turn's memories were chosen: ``"top_k"`` or ``"all"`` (the long-context shortcut)."""
     documents: list[Document]
     prompt: list[dict[str, Any]] | None
     """The messages sent to the model this turn, as ``messages_to_dict`` gives them (``messages_from_dict``

@@ -219,11 +219,11 @@ class MemoryAdmin(MemorySettings):
         return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
 
     def forget_all(self) -> int:
-        """Delete every memory of this user (and only this user); return how many were removed."""
+        """Delete every memory of this user (and only this user), core memory included; return how many chunks."""
         store = self._store()
         removed = store.forget_all()
         if isinstance(self._backend, ChromaBackend):
-            removed += self._core_backend().purge(store.user_id)
+            self._core_backend().purge(store.user_id)  # the core memory and its history go too (not counted)
         return removed
 
     async def aforget_all(self) -> int:

@@ -5,7 +5,7 @@
 "workaround"), action items (+0.2: "todo", "remind me", "deadline", "need to"), stated preferences (+0.25: "I
 prefer", "my favourite", "I always/never"), and an explicit "remember that" / "don't forget" / "keep in mind"
 (+0.35); capped at 1. **Topics** are up to three normalised keywords: the most frequent content words (stemmed,
-no stop words, at least four letters), ties broken by first use.
+no stop words, at least three letters: ``api``, ``sql``, ``bug`` count), ties broken by first use.
 
 A memory can score importance another way (a model call, say) with ``importance_scorer=``. Both keys are
 reserved: a chunk carried over from an export keeps its values, every new chunk is scored on its own text.
@@ -62,7 +62,7 @@ def heuristic_importance(text: str) -> float:
 
 def topics_of(text: str, limit: int = 3) -> list[str]:
     """Up to ``limit`` normalised keywords of a text (stemmed content words, most frequent first)."""
-    words = [w for w in tokenize(text) if len(w) >= 4 and w not in _NOT_TOPICS and not _DIGITS.match(w)]  # noqa: PLR2004
+    words = [w for w in tokenize(text) if len(w) >= 3 and w not in _NOT_TOPICS and not _DIGITS.match(w)]  # noqa: PLR2004
     counts = Counter(words)
     first = {w: n for n, w in reversed(list(enumerate(words)))}
     return sorted(counts, key=lambda w: (-counts[w], first[w]))[:limit]

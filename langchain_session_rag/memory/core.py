@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import (
+    CoreMemoryConflictError,
     CoreMemoryFullError,
     FileAccessError,
     InvalidArgumentError,
@@ -38,6 +41,48 @@ DEFAULT_CORE_LIMITS: dict[str, int] = {"now": 300, "memory": 700}
 _VECTOR = [1.0]
 """Core records are read by id, never searched: one constant vector."""
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+
+
+_ATTEMPTS = 5
+_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS_LOCK = threading.Lock()
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def _lock_for(store: str, user_id: str, block: str) -> threading.Lock:
+    with _LOCKS_LOCK:
+        return _LOCKS.setdefault((store, user_id, block), threading.Lock())
+
+
+def _normal(text: str) -> str:
+    """Block text as stored: LF line ends, no leading or trailing blank lines."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+
+
+def _check_text(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        msg = f"Core memory {name} must be a string, got {type(value).__name__}."
+        raise InvalidRequestError(msg)
+
+
+def _without(current: str, target: str, block: str) -> str:
+    """``current`` without the section headed ``target``, else without the first line equal to ``target``."""
+    lines = current.split("\n")
+    fenced, headings = False, []
+    for n, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and (heading := _HEADING.match(line)):
+            headings.append((n, len(heading.group(1)), heading.group(2), line.strip()))
+    for position, (n, level, title, raw) in enumerate(headings):
+        if target in (raw, title):
+            end = next((m for m, lv, _, _ in headings[position + 1 :] if lv <= level), len(lines))
+            return "\n".join(lines[:n] + lines[end:])
+    for n, line in enumerate(lines):
+        if line.strip() == target:
+            return "\n".join(lines[:n] + lines[n + 1 :])
+    msg = f"Core memory block {block!r} has no line or heading {target!r}; nothing was removed."
+    raise InvalidRequestError(msg)
 
 
 @dataclass(frozen=True)
@@ -136,9 +181,59 @@ class CoreMemory:
             )
             for r in records
         ]
-        return sorted(versions, key=lambda v: v.version)
+        return sorted(versions, key=lambda v: (v.version, v.at))
 
     # -- editing ---------------------------------------------------------------------------------
+    def _edit(self, block: str, change: Callable[[str], str], action: str, author: str) -> CoreVersion:
+        """Apply ``change`` to the block's current text and store the result as a new version.
+
+        Edits of one block are serialised in this process; across processes an edit that lost a race (another
+        process's head was written after its own) is re-applied to the winner's text, so no edit is lost.
+
+        Raises:
+            CoreMemoryFullError: The result is over the block's limit (nothing is stored).
+            CoreMemoryConflictError: Other processes kept winning the race (after several attempts).
+        """
+        self._check_block(block)
+        with _lock_for(self.backend.process_key, self.user_id, block):
+            for _ in range(_ATTEMPTS):
+                head = self._heads().get(block)
+                text = _normal(change(head.text if head is not None else ""))
+                tokens = self.count(text)
+                if tokens > self.limits[block]:
+                    msg = (
+                        f"Core memory block {block!r} would hold {tokens} tokens, over its limit of "
+                        f"{self.limits[block]}: shorten it (remove lines, summarise) or raise the limit; "
+                        "nothing was changed."
+                    )
+                    raise CoreMemoryFullError(msg)
+                version = int(head.metadata.get("core_version", 0)) + 1 if head is not None else 1
+                edit_id, now, who = uuid.uuid4().hex, utcnow(), str(author)[:200]
+                meta = {
+                    "user_id": self.user_id,
+                    "core_block": block,
+                    "core_version": version,
+                    "core_edit": edit_id,
+                    "core_action": action,
+                    "core_author": who,
+                    "timestamp": now.isoformat(),
+                    "timestamp_epoch": now.timestamp(),
+                    "stored_epoch": time.time(),
+                    "token_count": tokens,
+                }
+                version_id = chunk_id(self.user_id, "", "core", [block, edit_id], 0)
+                records = [
+                    Record(version_id, text, {**meta, "core_kind": "version"}, list(_VECTOR)),
+                    Record(self._head_id(block), text, {**meta, "core_kind": "head"}, list(_VECTOR)),
+                ]
+                self.backend.add(self.user_id, records)  # the version first: history never lags
+                now_head = self._heads().get(block)
+                if now_head is not None and now_head.metadata.get("core_edit") == edit_id:
+                    return CoreVersion(block, version, text, action, who, now)
+                self.backend.delete(self.user_id, [version_id])  # lost the race: not a version of the block
+        msg = f"Core memory block {block!r} is being edited by other processes; try again."
+        raise CoreMemoryConflictError(msg)
+
     def write(self, block: str, text: str, *, author: str = "user", action: str = "write") -> CoreVersion:
         """Replace the block's text (a new version).
 
@@ -146,76 +241,33 @@ class CoreMemory:
             CoreMemoryFullError: The text is over the block's token limit (nothing is stored).
             InvalidRequestError: An unknown block, or text that is not a string.
         """
-        self._check_block(block)
-        if not isinstance(text, str):
-            msg = f"Core memory text must be a string, got {type(text).__name__}."
-            raise InvalidRequestError(msg)
-        text = text.strip("\n")
-        tokens = self.count(text)
-        if tokens > self.limits[block]:
-            msg = (
-                f"Core memory block {block!r} would hold {tokens} tokens, over its limit of {self.limits[block]}: "
-                "shorten it (remove lines, summarise) or raise the limit; nothing was changed."
-            )
-            raise CoreMemoryFullError(msg)
-        head = self._heads().get(block)
-        version = int(head.metadata.get("core_version", 0)) + 1 if head is not None else 1
-        now, who = utcnow(), str(author)[:200]
-        meta = {
-            "user_id": self.user_id,
-            "core_block": block,
-            "core_version": version,
-            "core_action": action,
-            "core_author": who,
-            "timestamp": now.isoformat(),
-            "timestamp_epoch": now.timestamp(),
-            "stored_epoch": time.time(),
-            "token_count": tokens,
-        }
-        version_record = Record(
-            chunk_id(self.user_id, "", "core", [block, str(version)], 0),
-            text,
-            {**meta, "core_kind": "version"},
-            list(_VECTOR),
-        )
-        head_record = Record(self._head_id(block), text, {**meta, "core_kind": "head"}, list(_VECTOR))
-        self.backend.add(self.user_id, [version_record, head_record])  # the version first: history never lags
-        return CoreVersion(block, version, text, action, who, now)
+        _check_text("text", text)
+        return self._edit(block, lambda _: text, action, author)
 
     def append(self, block: str, text: str, *, author: str = "user") -> CoreVersion:
         """Add ``text`` as a new line (or lines) at the end of the block."""
-        current = self.read(block)
-        return self.write(block, f"{current}\n{text}" if current else text, author=author, action="append")
+        _check_text("text", text)
+        return self._edit(block, lambda current: f"{current}\n{text}" if current else text, "append", author)
 
     def remove(self, block: str, target: str, *, author: str = "user") -> CoreVersion:
         """Remove a line equal to ``target`` (stripped), or the markdown section whose heading is ``target``.
 
+        Headings inside code fences are text, not sections.
+
         Raises:
-            InvalidRequestError: No such line or heading in the block (nothing is changed).
+            InvalidRequestError: No such line or heading in the block, or an empty target (nothing is changed).
         """
-        lines = self.read(block).split("\n")
-        wanted = target.strip()
-        for n, line in enumerate(lines):
-            heading = _HEADING.match(line)
-            if heading and wanted in (line.strip(), heading.group(2)):
-                level = len(heading.group(1))
-                end = next(
-                    (
-                        m
-                        for m in range(n + 1, len(lines))
-                        if (h := _HEADING.match(lines[m])) is not None and len(h.group(1)) <= level
-                    ),
-                    len(lines),
-                )
-                return self.write(block, "\n".join(lines[:n] + lines[end:]).strip("\n"), author=author, action="remove")
-        for n, line in enumerate(lines):
-            if line.strip() == wanted:
-                return self.write(block, "\n".join(lines[:n] + lines[n + 1 :]), author=author, action="remove")
-        msg = f"Core memory block {block!r} has no line or heading {target!r}; nothing was removed."
-        raise InvalidRequestError(msg)
+        _check_text("target", target)
+        if not target.strip():
+            msg = "remove() needs the line or heading to remove, got an empty text."
+            raise InvalidRequestError(msg)
+        return self._edit(block, lambda current: _without(current, target.strip(), block), "remove", author)
 
     def undo(self, block: str, *, author: str = "user") -> CoreVersion:
-        """Restore the text before the block's last edit, as a new version (so an undo can be undone).
+        """Restore the text before the block's last edit, as a new version.
+
+        An undo is an edit too: undoing twice gives back the text the first undo replaced (one level, a toggle);
+        ``history(block)`` holds every earlier text to ``write`` back.
 
         Raises:
             InvalidRequestError: The block was never edited: nothing to undo.
@@ -225,7 +277,7 @@ class CoreMemory:
             msg = f"Core memory block {block!r} has never been edited: nothing to undo."
             raise InvalidRequestError(msg)
         previous = versions[-2].text if len(versions) > 1 else ""
-        return self.write(block, previous, author=author, action="undo")
+        return self._edit(block, lambda _: previous, "undo", author)
 
     # -- files -----------------------------------------------------------------------------------
     def export_markdown(self, folder: str | Path) -> list[Path]:
@@ -252,12 +304,15 @@ class CoreMemory:
             CoreMemoryFullError: A file is over its block's limit (nothing is changed).
             FileAccessError: A file cannot be read.
         """
+        if not Path(folder).is_dir():
+            msg = f"No core memory folder at {folder!s} (expected NOW.md / MEMORY.md files in it)."
+            raise FileAccessError(msg)
         texts: dict[str, str] = {}
         for block in self.limits:
             path = Path(folder) / f"{block.upper()}.md"
             if path.is_file():
                 try:
-                    texts[block] = path.read_text(encoding="utf-8").strip("\n")
+                    texts[block] = _normal(path.read_text(encoding="utf-8"))
                 except (OSError, UnicodeDecodeError) as exc:
                     msg = f"Cannot read core memory file {path}: {exc}"
                     raise FileAccessError(msg) from exc

@@ -1,7 +1,8 @@
 """Daily logs: every stored message, raw, in one markdown file per user and day — the lossless tier.
 
 ``SessionVectorMemory.local(..., daily_log_dir="./logs")`` appends each new message of ``add_messages`` to
-``logs/<user>/<YYYY-MM-DD>.md`` (``<user>`` percent-encoded). A person can read and grep the files; each message
+``logs/<user>/<YYYY-MM-DD>.md`` (``<user>`` percent-encoded, dots included). Messages stored again are not logged
+again; an edited message is logged again, with its new text. A person can read and grep the files; each message
 is a heading, a one-line JSON comment (session, id, role, name, timestamp) and its text in a code fence longer than
 any backtick run inside it, so :func:`read_daily_logs` gives back every message exactly, and
 :func:`rebuild_from_daily_logs` re-ingests them into a fresh store.
@@ -53,6 +54,11 @@ class LoggedMessage:
         return out
 
 
+def user_folder(user_id: str) -> str:
+    """The folder name of a user: percent-encoded, dots too, so no id can be ``.``, ``..`` or a path."""
+    return urllib.parse.quote(user_id, safe="").replace(".", "%2E")
+
+
 def _fence(text: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     return "`" * max(3, longest + 1)
@@ -81,13 +87,13 @@ def append_daily_log(
             f"<!-- session-rag {json.dumps(meta, ensure_ascii=False)} -->\n{fence}text\n{turn.text}\n{fence}\n\n"
         )
         by_day.setdefault(stamp.date().isoformat(), []).append(entry)
-    user_dir = Path(folder) / urllib.parse.quote(user_id, safe="")
+    user_dir = Path(folder) / user_folder(user_id)
     try:
         with _LOCK:
             user_dir.mkdir(parents=True, exist_ok=True)
             for day, entries in by_day.items():
                 path = user_dir / f"{day}.md"
-                with path.open("a", encoding="utf-8") as handle:
+                with path.open("a", encoding="utf-8", newline="") as handle:  # "\r" in a message stays
                     if handle.tell() == 0:
                         handle.write(f"# {day}\n\n")
                     handle.write("".join(entries))
@@ -98,7 +104,8 @@ def append_daily_log(
 
 
 def _parse(path: Path, user_id: str) -> Iterator[LoggedMessage]:
-    lines = path.read_text(encoding="utf-8").split("\n")
+    with path.open(encoding="utf-8", newline="") as handle:  # no newline translation: "\r\n" comes back exactly
+        lines = handle.read().split("\n")
     n = 0
     while n < len(lines):
         meta = _META.match(lines[n])
@@ -149,15 +156,15 @@ def rebuild_from_daily_logs(
 ) -> dict[str, int]:
     """Re-ingest every logged message into ``memory``'s store, user by user and session by session, in log order.
 
-    Returns the number of messages re-ingested per user. Use a fresh store: messages already stored are skipped by
-    their ids anyway.
+    A message logged again after an edit is re-ingested with its last text. Returns the number of messages
+    re-ingested per user. Use a fresh store: messages already stored are skipped by their ids anyway.
     """
-    sessions: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for message in read_daily_logs(folder):
-        sessions.setdefault((message.user_id, message.session_id), []).append(message.as_message())
+    sessions: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for message in read_daily_logs(folder):  # an edited message: its last text, in its first place
+        sessions.setdefault((message.user_id, message.session_id), {})[message.id] = message.as_message()
     counts: dict[str, int] = {}
-    for (user_id, session_id), messages in sessions.items():
-        view = memory.for_user(user_id)
+    for (user_id, session_id), by_id in sessions.items():
+        view, messages = memory.for_user(user_id), list(by_id.values())
         view.add_messages(messages, session_id=session_id, chunking=chunking or view.chunking)  # type: ignore[arg-type]
         counts[user_id] = counts.get(user_id, 0) + len(messages)
     return counts

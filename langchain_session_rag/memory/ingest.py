@@ -73,7 +73,7 @@ class Batch:
     exchanges: list[Record]
     """Topic mode: the exchange records still to segment."""
     turns: list[Turn] = field(default_factory=list)
-    """The batch's messages, validated."""
+    """The batch's messages that are new: not stored before, or stored with another text (an edit)."""
     default_timestamp: datetime | None = None
     """The time given to messages without a timestamp."""
 
@@ -150,12 +150,14 @@ class SessionWriter:
         exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=now), session_id, extra)
         batch_ids = {t.id for t in turns}
         stored, start = self.session_view(session_id, batch_ids)
+        said = {m: r.text for r in stored for m in decode_message_ids(r.metadata.get("message_ids"))}
+        fresh = [t for t in turns if t.id not in said or t.text not in said[t.id]]
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:
             stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
             if batch_ids <= stored_cover and self.unchanged(exchanges, stored):  # nothing to embed or store
                 ids = [r.id for r in stored if batch_ids & set(decode_message_ids(r.metadata.get("message_ids")))]
-                return Batch(ids=ids, records=[], superseded=[], exchanges=[], turns=turns, default_timestamp=now)
+                return Batch(ids=ids, records=[], superseded=[], exchanges=[], turns=fresh, default_timestamp=now)
             superseded = self.superseded(stored, batch_ids)
             return Batch(
                 ids=[], records=[], superseded=superseded, exchanges=exchanges, turns=turns, default_timestamp=now
@@ -169,7 +171,7 @@ class SessionWriter:
         new_ids = {r.id for r in exchanges}
         superseded = [i for i in self.superseded(stored, batch_ids) if i not in new_ids]
         ids = [r.id for r in exchanges]
-        return Batch(ids, edited + new, superseded, [], turns=turns, default_timestamp=now)
+        return Batch(ids, edited + new, superseded, [], turns=fresh, default_timestamp=now)
 
     @staticmethod
     def unchanged(exchanges: Sequence[Record], stored: Sequence[Record]) -> bool:

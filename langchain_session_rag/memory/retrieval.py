@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +13,8 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidRequestError, UnknownOptionError
-from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics, topics_of
+from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
+from langchain_session_rag.memory.lexical import stem
 from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.models.similarity import cosine
@@ -71,6 +73,8 @@ class RetrievalQuery:
     """Keep chunks with any of these topics (normalised as stored)."""
     importance_weight: float = 0.0
     """Share of the score given by importance: ``score × ((1 − w) + w × importance)``."""
+    min_importance: float | None = None
+    """Keep chunks at least this important (a chunk stored without a score counts as ``BASE_IMPORTANCE``)."""
     all_if_fits: int | None = None
     """Token allowance of the long-context shortcut: every matching chunk, in time order, when they all fit."""
 
@@ -186,9 +190,10 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
         raise InvalidRequestError(msg)
     now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
-    prior = _importance(opt, where)
+    floor, prior = _importance(opt)
     return RetrievalQuery(
         all_if_fits=_allowance(opt.get("all_if_fits")),
+        min_importance=floor,
         topics=_topics(opt.get("topics")),
         importance_weight=float(prior),
         k=k,
@@ -232,30 +237,47 @@ def _unit(name: str, value: object) -> float:
     return float(value)
 
 
-def _importance(opt: dict[str, Any], where: Where) -> float:
-    """Add the ``min_importance`` condition to ``where``; return the ``importance_weight`` prior."""
-    if opt.get("min_importance") is not None:
-        where["importance"] = {"$gte": _unit("min_importance", opt["min_importance"])}
-    return _unit("importance_weight", opt.get("importance_weight", 0.0))
+def _importance(opt: dict[str, Any]) -> tuple[float | None, float]:
+    """The ``min_importance`` floor and the ``importance_weight`` prior."""
+    floor = opt.get("min_importance")
+    return (
+        None if floor is None else _unit("min_importance", floor),
+        _unit("importance_weight", opt.get("importance_weight", 0.0)),
+    )
 
 
 def _topics(value: object) -> frozenset[str] | None:
-    """The ``topics`` option: a list of words, normalised as stored topics are."""
+    """The ``topics`` option: a list of words, normalised as stored topics are (lower case, stemmed)."""
     if value is None:
         return None
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset) or not value:
         msg = f"topics must be a non-empty list of words, got {value!r}."
         raise InvalidRequestError(msg)
-    normal = {t for v in value if isinstance(v, str) for t in topics_of(v, limit=8)}
-    if not normal or not all(isinstance(v, str) for v in value):
+    if not all(isinstance(v, str) and _WORDS.findall(v.lower()) for v in value):
         msg = f"topics must hold words (e.g. ['api', 'deploy']), got {value!r}."
         raise InvalidRequestError(msg)
-    return frozenset(normal)
+    return frozenset(stem(w) for v in value for w in _WORDS.findall(v.lower()))
 
 
-def topic_match(meta: dict[str, Any], topics: frozenset[str] | None) -> bool:
-    """Whether a chunk has any of ``topics`` (always, without the option)."""
-    return topics is None or any(t in decode_topics(meta.get("topics")) for t in topics)
+_WORDS = re.compile(r"[a-z0-9]+")
+_PREFIX_MIN = 4
+
+
+def _same_topic(wanted: str, stored: str) -> bool:
+    """Equal, or one a prefix of the other when both have four letters or more (``deployment`` ~ ``deploy``)."""
+    if wanted == stored:
+        return True
+    return min(len(wanted), len(stored)) >= _PREFIX_MIN and (wanted.startswith(stored) or stored.startswith(wanted))
+
+
+def passes(meta: dict[str, Any], q: RetrievalQuery) -> bool:
+    """Whether a chunk passes the ``topics`` and ``min_importance`` options (always, without them)."""
+    if q.min_importance is not None and float(meta.get("importance", BASE_IMPORTANCE)) < q.min_importance:
+        return False
+    if q.topics is None:
+        return True
+    stored = decode_topics(meta.get("topics"))
+    return any(_same_topic(t, s) for t in q.topics for s in stored)
 
 
 def _epoch(meta: dict[str, Any]) -> float | None:
@@ -286,7 +308,7 @@ def rank(
             continue
         if query.threshold is not None and similarity < query.threshold:
             continue
-        if not topic_match(meta, query.topics):
+        if not passes(meta, query):
             continue
         epoch = _epoch(meta)
         age = (now - epoch) / SECONDS_PER_DAY if epoch is not None else 0.0
@@ -330,9 +352,9 @@ def replica_search(
 ) -> list[Document]:
     """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
     only = replica.select(q.where) if q.where else None  # evaluate the filter once per chunk
-    if q.topics is not None:
+    if q.topics is not None or q.min_importance is not None:
         held = only if only is not None else replica.ids()
-        only = {i for i in held if topic_match(replica.record(i).metadata, q.topics)}
+        only = {i for i in held if passes(replica.record(i).metadata, q)}
     hits = replica.dense(vector, q.fetch, only=only)
     lexical: dict[str, float] | None = None
     if q.lexical_weight > 0:
@@ -378,7 +400,7 @@ def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) 
     """
     if q.all_if_fits is None:
         return None
-    mine = [r for r in records if r.metadata.get("user_id") == user_id and topic_match(r.metadata, q.topics)]
+    mine = [r for r in records if r.metadata.get("user_id") == user_id and passes(r.metadata, q)]
     cost = sum(int(r.metadata.get("token_count") or 0) + MARKER_TOKENS for r in mine)
     if not mine or cost > q.all_if_fits:
         return None

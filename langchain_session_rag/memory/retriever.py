@@ -188,11 +188,11 @@ class SessionVectorMemory(MemoryAdmin):
         return batch.ids
 
     def _log(self, user_id: str, batch: Batch, session_id: str) -> None:
-        """Append the batch's new messages (those its stored chunks cover) to the daily log, when one is kept."""
+        """Append the batch's new or edited messages to the daily log, when one is kept (never one already logged)."""
         if self.daily_log_dir is None:
             return
         covered = {m for r in batch.records for m in decode_message_ids(r.metadata.get("message_ids"))}
-        turns = [t for t in batch.turns if t.id in covered]
+        turns = [t for t in batch.turns if t.id in covered]  # new messages the store now holds
         if turns:
             append_daily_log(self.daily_log_dir, user_id, session_id, turns, default=batch.default_timestamp)
 

@@ -37,6 +37,8 @@ class BudgetReport:
     overhead: int
     """Per-message formatting, reply priming and the context block's delimiters."""
     sections: dict[str, SectionReport] = field(default_factory=dict)
+    memory_mode: str = "top_k"
+    """How the memories were chosen: ``"top_k"`` (ranked retrieval) or ``"all"`` (the whole memory fitted)."""
 
     @property
     def headroom(self) -> int:

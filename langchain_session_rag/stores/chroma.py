@@ -375,8 +375,11 @@ class ChromaBackend:
         """
         from langchain_session_rag.stores.migration import rebuild, vacuum  # noqa: PLC0415
 
-        for companion in [b for k, b in _COMPANIONS.items() if k.startswith(self.process_key + "|")]:
-            rebuild(companion)
+        base = self._single.name if self._single is not None else self.name
+        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
+            if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
+                rebuild(self.companion(suffix))  # a companion opened by another process counts too
         kept = rebuild(self)
         path = self.persist_directory
         if path is not None:

@@ -119,7 +119,7 @@ def test_core_memory_is_per_user_shared_by_objects_and_erased_by_forget_all(
     call = {"name": tool.name, "type": "tool_call", "id": "1", "args": {"action": "append", "text": "- Bob was here."}}
     tool.invoke(call, {"configurable": {"user_id": "bob"}})
     assert "Bob was here" not in memory.core.read("memory")
-    assert memory.forget_all() == 2  # the block's head and its one version
+    assert memory.forget_all() == 0  # no conversation chunks; the core memory goes too (not counted)
     assert memory.core.blocks() == {"now": "", "memory": ""}
     assert memory.core.history("memory") == []
     assert "Bob was here" in memory.for_user("bob").core.read("memory")
@@ -190,3 +190,92 @@ async def test_async_edits_and_graph(memory: SessionVectorMemory) -> None:
     assert PIN in model.prompts[0]
     await memory.core.aundo("memory")
     assert await memory.core.arender() == ""
+
+
+# -- found by review ------------------------------------------------------------------------------
+def test_concurrent_appends_lose_nothing(memory: SessionVectorMemory) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    core = memory.model_copy(update={"core_limits": {"now": 300, "memory": 5000}}).core
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: core.append("memory", f"- line {i}"), range(20)))
+    assert sorted(core.read("memory").split("\n")) == sorted(f"- line {i}" for i in range(20))
+    assert len(core.history("memory")) == 20
+
+
+def test_remove_respects_code_fences_and_refuses_bad_targets(memory: SessionVectorMemory) -> None:
+    core = memory.core
+    core.write("memory", "## Setup\n```bash\n# install\npip install x\n```\n## Pets\n- cat Pixel")
+    core.remove("memory", "Pets")
+    assert core.read("memory") == "## Setup\n```bash\n# install\npip install x\n```"
+    for bad in ("", "   "):
+        with pytest.raises(InvalidRequestError):
+            core.remove("memory", bad)
+    with pytest.raises(InvalidRequestError):
+        core.append("memory", None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidRequestError):
+        core.remove("memory", None)  # type: ignore[arg-type]
+    core.write("now", "line one\r\nline two\r\n")
+    assert core.read("now") == "line one\nline two"
+
+
+def test_invalid_core_limits_are_refused_at_construction(tmp_path: Path, real_embeddings: Any) -> None:
+    from pydantic import ValidationError
+
+    for limits in ({}, {"now": 0}, {"not a name": 10}):
+        with pytest.raises(ValidationError):
+            SessionVectorMemory.local(path=tmp_path / "x", user_id="a", embeddings=real_embeddings, core_limits=limits)
+
+
+def test_compact_in_another_process_erases_forgotten_core_text(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    folder = tmp_path / "store"
+    steps = [
+        "m.core.write('memory', '- SECRETZETA lives here')",
+        "m.forget_all()",
+        "m.compact()",
+    ]
+    for step in steps:
+        code = (
+            "from langchain_session_rag import SessionVectorMemory\n"
+            f"m = SessionVectorMemory.local(path={str(folder)!r}, user_id='ana')\n{step}\n"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    leftovers = [p for p in folder.rglob("*") if p.is_file() and b"secretzeta" in p.read_bytes().lower()]
+    assert leftovers == []
+
+
+def test_curation_never_rewrites_a_whole_block_and_asks_before_applying(memory: SessionVectorMemory) -> None:
+    memory.core.write("memory", "- Ana prefers metric units.\n- Ana lives in Lisbon.")
+    proposal = (
+        'Sure. [{"action": "replace", "block": "memory", "text": "- wiped"},'
+        ' {"action": "replace", "block": "memory", "old": 5, "text": "- wiped"},'
+        ' {"action": "replace", "block": "memory", "old": "- Ana lives in Lisbon.", "text": "- Ana lives in Porto."}]'
+        " and also [1]"
+    )
+    asked: list[str] = []
+
+    def approve(edit: Any) -> bool:
+        asked.append(edit.text)
+        return True
+
+    result = curate_core_memory(memory, Recording([proposal]), [HumanMessage("I moved to Porto.")], approve=approve)
+    assert [e.text for e in result.proposed] == ["- Ana lives in Porto."]
+    assert memory.core.read("memory") == "- Ana prefers metric units.\n- Ana lives in Porto."
+
+    def broken(_: Any) -> bool:
+        raise ZeroDivisionError
+
+    two = '[{"action": "append", "block": "memory", "text": "- a"}, {"action": "append", "block": "now", "text": "b"}]'
+    with pytest.raises(ZeroDivisionError):
+        curate_core_memory(memory, Recording([two]), [], approve=broken)
+    assert memory.core.read("memory") == "- Ana prefers metric units.\n- Ana lives in Porto."
+
+
+def test_the_prompt_keeps_no_core_memory_in_the_state_after_the_turn(memory: SessionVectorMemory) -> None:
+    memory.core.append("memory", PIN)
+    graph = create_session_rag_graph(Recording(["Hi."]), memory).compile()
+    out = graph.invoke({"messages": [HumanMessage("Hello")]}, {"configurable": {"user_id": "ana", "session_id": "s"}})
+    assert out["core_memory"] == ""

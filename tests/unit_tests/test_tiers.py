@@ -42,6 +42,7 @@ def test_the_heuristics() -> None:
     assert topics_of("User: the billing API moves to GraphQL; billing is late. Assistant: GraphQL billing.") == [
         "bill",
         "graphql",
+        "api",
     ]
 
 
@@ -127,7 +128,7 @@ def test_daily_logs_are_lossless_and_rebuild_the_store(tmp_path: Path, real_embe
          {"role": "assistant", "content": "Got it.", "name": "helper"}], session_id="b1", chunking="exchange",
     )  # fmt: skip
     assert sorted(p.name for p in (logs / "ana").iterdir()) == ["2026-03-02.md", "2026-03-03.md", "2026-03-04.md"]
-    assert (logs / "bob%40example.com" / "2026-03-05.md").read_text().startswith("# 2026-03-05\n")
+    assert (logs / "bob%40example%2Ecom" / "2026-03-05.md").read_text().startswith("# 2026-03-05\n")
     logged = list(read_daily_logs(logs))
     assert len(logged) == 8
     assert [m.text for m in logged if m.user_id == "bob@example.com"] == [tricky, "Got it."]
@@ -138,3 +139,69 @@ def test_daily_logs_are_lossless_and_rebuild_the_store(tmp_path: Path, real_embe
         before = {(d.id, d.page_content) for d in memory.for_user(user).list_memories(limit=100)}
         after = {(d.id, d.page_content) for d in fresh.for_user(user).list_memories(limit=100)}
         assert before == after
+
+
+def test_short_words_stems_and_chunks_stored_before_scores_filter_as_documented(memory: SessionVectorMemory) -> None:
+    assert len(memory.invoke("what about the API?", topics=["API"], k=10)) == 1
+    assert len(memory.invoke("what about billing?", topics=["billings"], k=10)) == 1
+    memory.add_messages(
+        [{"role": "user", "content": "Our deployment pipeline deploys twice a day from the main branch."},
+         {"role": "assistant", "content": "Twice-daily deploys from main: noted."}], session_id="s2",
+    )  # fmt: skip
+    assert len(memory.invoke("pipeline?", topics=["deployment"], k=10)) == 1
+    # A chunk written before scores existed (no importance key) counts as the base importance, 0.2.
+    old = memory.list_memories(limit=100)[-1]
+    [stored] = memory.backend.fetch("ana", [old.id], with_embeddings=True)
+    stored.metadata.pop("importance")
+    memory.backend.delete("ana", [old.id])
+    memory.backend.add("ana", [stored])
+    memory.forget(ids=[])  # evict the replica: read the store again
+    unscored = memory.for_user("ana")
+    assert old.id in {d.id for d in unscored.invoke("anything", min_importance=0.1, k=10)}
+    assert old.id not in {d.id for d in unscored.invoke("anything", min_importance=0.3, k=10)}
+
+
+def test_daily_logs_survive_resends_edits_crlf_and_odd_user_ids(tmp_path: Path, real_embeddings: Any) -> None:
+    from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
+
+    logs = tmp_path / "logs"
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "a", user_id="..", embeddings=real_embeddings, daily_log_dir=logs
+    )
+    question = {"role": "user", "id": "q1", "content": "crlf\r\nline and a long enough question to stand alone here",
+                "timestamp": "2026-03-05T09:00"}  # fmt: skip
+    memory.add_messages([question], session_id="s1", chunking="exchange")
+    reply = {"role": "assistant", "id": "a1", "content": "A reply long enough to make this a real exchange chunk."}
+    memory.add_messages([question, reply], session_id="s1", chunking="exchange")  # the trailing question resent
+    edited = {**reply, "content": "An edited reply, long enough to make this a real exchange chunk too."}
+    memory.add_messages([question, edited], session_id="s1", chunking="exchange")
+    assert not (tmp_path / "2026-03-05.md").exists()
+    assert [p.name for p in logs.iterdir()] == ["%2E%2E"]
+    logged = list(read_daily_logs(logs))
+    assert [(m.id, m.text[:12]) for m in logged] == [
+        ("q1", "crlf\r\nline a"),
+        ("a1", "A reply long"),
+        ("a1", "An edited re"),
+    ]
+    fresh = SessionVectorMemory.local(path=tmp_path / "b", user_id="..", embeddings=real_embeddings)
+    assert rebuild_from_daily_logs(logs, fresh, chunking="exchange") == {"..": 2}
+    assert {(d.id, d.page_content) for d in fresh.list_memories()} == {
+        (d.id, d.page_content) for d in memory.list_memories()
+    }
+
+
+def test_the_shortcut_falls_back_to_top_k_when_the_budget_cannot_keep_it_all(memory: SessionVectorMemory) -> None:
+    from langchain_session_rag import TokenBudget
+
+    long_history = []
+    for n in range(12):
+        long_history += [HumanMessage(f"Question {n}: " + "words " * 200), AIMessage(f"Answer {n}: " + "words " * 200)]
+    budget = TokenBudget(context_window=4096, reserve_for_answer=512, allocations=None)
+    model = GenericFakeChatModel(messages=iter([AIMessage("Metric.")]))
+    graph = create_session_rag_graph(model, memory, long_context=True, memory_k=1, budget=budget, window_turns=20)
+    out = graph.compile().invoke(
+        {"messages": [*long_history, HumanMessage("Which units do I like?")]},
+        {"configurable": {"user_id": "ana", "session_id": "s9"}},
+    )
+    assert out["budget_report"]["memory_mode"] == "top_k"  # the whole memory was fetched, did not fit: top-k instead
+    assert len(out["memories"]) == 1
