@@ -63,11 +63,7 @@ def edit_core(core: CoreMemory, edit: CoreEdit, author: str) -> str:
     elif action == "remove":
         version = core.remove(block, text, author=author)
     elif old:
-        lines = core.read(block).split("\n")
-        if old.strip() not in [line.strip() for line in lines]:
-            return f"Nothing changed: block {block!r} has no line {old!r}."
-        at = [line.strip() for line in lines].index(old.strip())
-        version = core.write(block, "\n".join([*lines[:at], text, *lines[at + 1 :]]), author=author, action="replace")
+        version = core.replace(block, old, text, author=author)
     else:
         version = core.write(block, text, author=author, action="replace")
     return f"Core memory {block!r} is now version {version.version}:\n{version.text}"
@@ -147,8 +143,8 @@ def _first_list(text: str) -> list[Any] | None:
             value, _ = decoder.raw_decode(text, start)
         except json.JSONDecodeError:
             continue
-        if isinstance(value, list):
-            return value
+        if isinstance(value, list) and (not value or any(isinstance(v, dict) for v in value)):
+            return value  # an empty list (no edits) or a list of edits; "[2]" in prose is skipped
     return None
 
 

@@ -173,8 +173,11 @@ class SessionRAGNodes:
     # -- cache ---------------------------------------------------------------------------------
     def _cache_result(self, decision: Any) -> dict[str, Any]:
         out: dict[str, Any] = {"cache": {"hit": decision.hit, "reason": decision.reason}}
-        if decision.hit:
-            out["messages"] = [AIMessage(decision.answer or "", response_metadata={"cache_hit": True})]
+        if decision.hit:  # the turn ends here: with the answer, and without the pinned core memory in the state
+            out["messages"], out["core_memory"] = (
+                [AIMessage(decision.answer or "", response_metadata={"cache_hit": True})],
+                "",
+            )
         return out
 
     def _cache_key(self, state: SessionRAGState, documents: Sequence[Document] | None = None) -> str:
@@ -285,11 +288,7 @@ class SessionRAGNodes:
 
     # -- prompt and model ----------------------------------------------------------------------
     def build_prompt(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
-        """Lay the turn out within the token budget: instructions, core memory, history, retrieved context, question.
-
-        When the whole memory was fetched (``long_context``) but the budget could not keep all of it, the turn falls
-        back to top-``memory_k`` retrieval rather than cutting the newest memories.
-        """
+        """Lay the turn out in the budget; a whole memory the budget cannot keep falls back to top-``memory_k``."""
         prompt = tiers.assemble(self._budget, state, state.get("memories", []))
         out: dict[str, Any] = {}
         if state.get("memory_mode") == "all" and tiers.memories_cut(prompt.report):

@@ -50,7 +50,11 @@ SIGNALS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
         re.IGNORECASE)),
 )  # fmt: skip
 """(name, weight, pattern): each signal found in a chunk adds its weight once."""
-_NOT_TOPICS = frozenset({"user", "assistant", "yeah", "thank", "thanks", "okay", "really", "also", "just", "like"})
+_NOT_TOPICS = frozenset(
+    {"user", "assistant", "yeah", "thank", "thanks", "okay", "really", "also", "just", "like", "lik", "use", "every",
+     "get", "got", "one", "two", "yes", "thing", "want", "know", "think", "make", "time", "day", "see", "said", "say",
+     "good", "great", "lot", "way", "going", "go", "well", "much", "new", "sure", "let", "would", "could"}
+)  # fmt: skip
 _DIGITS = re.compile(r"^\d+$")
 
 

@@ -149,18 +149,34 @@ class CoreMemory:
     def _head_id(self, block: str) -> str:
         return chunk_id(self.user_id, "", "core", [block, "head"], 0)
 
-    def _heads(self) -> dict[str, Record]:
-        found = self.backend.fetch(self.user_id, [self._head_id(b) for b in self.limits])
-        return {str(r.metadata.get("core_block")): r for r in found}
+    def _version_id(self, block: str, version: int) -> str:
+        return chunk_id(self.user_id, "", "core", [block, "version", str(version)], 0)
+
+    def _current(self) -> dict[str, Record]:
+        """The latest version of every written block.
+
+        The head record is a cache that may lag behind (another process's head write can land after a newer
+        one): the versions after it are probed by id until one is missing.
+        """
+        heads = self.backend.fetch(self.user_id, [self._head_id(b) for b in self.limits])
+        latest = {str(r.metadata.get("core_block")): r for r in heads}
+        probing = {b: int(r.metadata.get("core_version", 0)) for b, r in latest.items()}
+        probing.update({b: 0 for b in self.limits if b not in probing})
+        while probing:
+            wanted = {self._version_id(b, v + 1): b for b, v in probing.items()}
+            found = {str(r.metadata.get("core_block")): r for r in self.backend.fetch(self.user_id, list(wanted))}
+            latest.update(found)
+            probing = {b: probing[b] + 1 for b in found}
+        return latest
 
     def read(self, block: str) -> str:
         """The block's current text (``""`` when never written)."""
-        head = self._heads().get(self._check_block(block))
+        head = self._current().get(self._check_block(block))
         return head.text if head is not None else ""
 
     def blocks(self) -> dict[str, str]:
         """Every block's current text, in the order of ``limits``."""
-        heads = self._heads()
+        heads = self._current()
         return {b: heads[b].text if b in heads else "" for b in self.limits}
 
     def render(self) -> str:
@@ -197,7 +213,7 @@ class CoreMemory:
         self._check_block(block)
         with _lock_for(self.backend.process_key, self.user_id, block):
             for _ in range(_ATTEMPTS):
-                head = self._heads().get(block)
+                head = self._current().get(block)
                 text = _normal(change(head.text if head is not None else ""))
                 tokens = self.count(text)
                 if tokens > self.limits[block]:
@@ -221,16 +237,15 @@ class CoreMemory:
                     "stored_epoch": time.time(),
                     "token_count": tokens,
                 }
-                version_id = chunk_id(self.user_id, "", "core", [block, edit_id], 0)
-                records = [
-                    Record(version_id, text, {**meta, "core_kind": "version"}, list(_VECTOR)),
-                    Record(self._head_id(block), text, {**meta, "core_kind": "head"}, list(_VECTOR)),
-                ]
-                self.backend.add(self.user_id, records)  # the version first: history never lags
-                now_head = self._heads().get(block)
-                if now_head is not None and now_head.metadata.get("core_edit") == edit_id:
+                claim = Record(self._version_id(block, version), text, {**meta, "core_kind": "version"}, list(_VECTOR))
+                # Version N is claimed by inserting its id: the store keeps the first insert, so of two writers
+                # building on the same text one wins and the other re-applies its edit to the winner's text.
+                self.backend.insert_new(self.user_id, [claim])
+                won = self.backend.fetch(self.user_id, [claim.id])
+                if won and won[0].metadata.get("core_edit") == edit_id:
+                    head_record = Record(self._head_id(block), text, {**meta, "core_kind": "head"}, list(_VECTOR))
+                    self.backend.add(self.user_id, [head_record])
                     return CoreVersion(block, version, text, action, who, now)
-                self.backend.delete(self.user_id, [version_id])  # lost the race: not a version of the block
         msg = f"Core memory block {block!r} is being edited by other processes; try again."
         raise CoreMemoryConflictError(msg)
 
@@ -263,6 +278,26 @@ class CoreMemory:
             raise InvalidRequestError(msg)
         return self._edit(block, lambda current: _without(current, target.strip(), block), "remove", author)
 
+    def replace(self, block: str, old: str, new: str, *, author: str = "user") -> CoreVersion:
+        """Put ``new`` in place of the first line equal to ``old`` (stripped).
+
+        Raises:
+            InvalidRequestError: No such line (nothing is changed).
+        """
+        _check_text("old", old)
+        _check_text("new", new)
+
+        def change(current: str) -> str:
+            lines = current.split("\n")
+            stripped = [line.strip() for line in lines]
+            if old.strip() not in stripped or not old.strip():
+                msg = f"Core memory block {block!r} has no line {old!r}; nothing was replaced."
+                raise InvalidRequestError(msg)
+            at = stripped.index(old.strip())
+            return "\n".join([*lines[:at], new, *lines[at + 1 :]])
+
+        return self._edit(block, change, "replace", author)
+
     def undo(self, block: str, *, author: str = "user") -> CoreVersion:
         """Restore the text before the block's last edit, as a new version.
 
@@ -272,12 +307,15 @@ class CoreMemory:
         Raises:
             InvalidRequestError: The block was never edited: nothing to undo.
         """
-        versions = self.history(block)
-        if not versions:
-            msg = f"Core memory block {block!r} has never been edited: nothing to undo."
-            raise InvalidRequestError(msg)
-        previous = versions[-2].text if len(versions) > 1 else ""
-        return self._edit(block, lambda _: previous, "undo", author)
+
+        def previous(_: str) -> str:  # read inside the edit: an edit landing meanwhile is the one undone
+            versions = self.history(block)
+            if not versions:
+                msg = f"Core memory block {block!r} has never been edited: nothing to undo."
+                raise InvalidRequestError(msg)
+            return versions[-2].text if len(versions) > 1 else ""
+
+        return self._edit(block, previous, "undo", author)
 
     # -- files -----------------------------------------------------------------------------------
     def export_markdown(self, folder: str | Path) -> list[Path]:

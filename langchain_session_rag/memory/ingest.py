@@ -39,6 +39,16 @@ __all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
 Chunking = Literal["exchange", "topic"]
 
 
+def _says(chunk_text: str, line: str) -> bool:
+    """Whether a stored chunk holds exactly this message (its ``Label: text`` between line boundaries)."""
+    return (
+        chunk_text == line
+        or chunk_text.startswith(line + "\n")
+        or chunk_text.endswith("\n" + line)
+        or f"\n{line}\n" in chunk_text
+    )
+
+
 def segment_part(segment: Segment) -> int:
     """The part number of a segment's first exchange chunk.
 
@@ -151,7 +161,7 @@ class SessionWriter:
         batch_ids = {t.id for t in turns}
         stored, start = self.session_view(session_id, batch_ids)
         said = {m: r.text for r in stored for m in decode_message_ids(r.metadata.get("message_ids"))}
-        fresh = [t for t in turns if t.id not in said or t.text not in said[t.id]]
+        fresh = [t for t in turns if t.id not in said or not _says(said[t.id], f"{t.label}: {t.text}")]
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:
             stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
@@ -160,7 +170,7 @@ class SessionWriter:
                 return Batch(ids=ids, records=[], superseded=[], exchanges=[], turns=fresh, default_timestamp=now)
             superseded = self.superseded(stored, batch_ids)
             return Batch(
-                ids=[], records=[], superseded=superseded, exchanges=exchanges, turns=turns, default_timestamp=now
+                ids=[], records=[], superseded=superseded, exchanges=exchanges, turns=fresh, default_timestamp=now
             )
         stored_by_id = {r.id: r for r in stored}
         new = [r for r in exchanges if r.id not in stored_by_id]

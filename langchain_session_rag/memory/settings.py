@@ -107,12 +107,16 @@ class MemorySettings(BaseRetriever):
     _state: StoreState = PrivateAttr()
     _model_id: str = PrivateAttr()
 
-    @field_validator("core_limits")
+    @field_validator("core_limits", mode="before")
     @classmethod
-    def _check_core_limits(cls, value: dict[str, int]) -> dict[str, int]:
-        if not value or any(
-            not isinstance(n, str) or not n.isidentifier() or isinstance(v, bool) or not isinstance(v, int) or v < 1
-            for n, v in value.items()
+    def _check_core_limits(cls, value: Any) -> Any:
+        if (
+            not isinstance(value, dict)
+            or not value
+            or any(
+                not isinstance(n, str) or not n.isidentifier() or isinstance(v, bool) or not isinstance(v, int) or v < 1
+                for n, v in value.items()
+            )
         ):
             msg = f"core_limits must map block names (identifiers) to positive token counts, got {value!r}."
             raise InvalidArgumentError(msg)

@@ -268,6 +268,16 @@ class ChromaBackend:
             )
 
     @_server_call
+    def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
+        """Add records whose ids are not stored yet; an id already stored keeps its record (the first insert wins)."""
+        col = self._collection(user_id)
+        vectors: Any = [r.embedding or [] for r in records]
+        metadatas: Any = [r.metadata for r in records]
+        col.add(
+            ids=[r.id for r in records], documents=[r.text for r in records], metadatas=metadatas, embeddings=vectors
+        )
+
+    @_server_call
     def query(
         self,
         user_id: str,

@@ -115,3 +115,27 @@ def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(
     assert memory.core.read("memory") == "- Ana prefers metric units.\n- Ana lives in Porto."
     with pytest.raises(UnsupportedOperationError, match="embedded"):
         SessionVectorMemory.server(host=host, port=port, user_id="a", embeddings=real_embeddings, daily_log_dir="x")
+
+
+def test_concurrent_core_edits_from_processes_lose_nothing(chroma_server: tuple[str, int], real_embeddings) -> None:
+    host, port = chroma_server
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from langchain_session_rag import SessionVectorMemory
+        from langchain_session_rag.models.embeddings import get_default_embeddings
+        memory = SessionVectorMemory.server(host={host!r}, port={port}, user_id="race", collection_name="core_race",
+                                            embeddings=get_default_embeddings(), core_limits={{"memory": 5000}})
+        for i in range(10):
+            memory.core.append("memory", f"- {{sys.argv[1]}}-{{i}}")
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, tag]) for tag in ("A", "B", "C")]
+    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
+    memory = SessionVectorMemory.server(
+        host=host, port=port, user_id="race", collection_name="core_race", embeddings=real_embeddings,
+        core_limits={"memory": 5000},
+    )  # fmt: skip
+    lines = memory.core.read("memory").split("\n")
+    assert sorted(lines) == sorted(f"- {t}-{i}" for t in "ABC" for i in range(10))
+    assert [v.version for v in memory.core.history("memory")] == list(range(1, 31))

@@ -279,3 +279,55 @@ def test_the_prompt_keeps_no_core_memory_in_the_state_after_the_turn(memory: Ses
     graph = create_session_rag_graph(Recording(["Hi."]), memory).compile()
     out = graph.invoke({"messages": [HumanMessage("Hello")]}, {"configurable": {"user_id": "ana", "session_id": "s"}})
     assert out["core_memory"] == ""
+
+
+def test_replace_through_the_tool_keeps_concurrent_appends(memory: SessionVectorMemory) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    core = memory.model_copy(update={"core_limits": {"now": 300, "memory": 5000}}).core
+    core.write("memory", "- status: draft")
+    tool = create_core_memory_tool(memory.model_copy(update={"core_limits": {"now": 300, "memory": 5000}}))
+
+    def flip(i: int) -> None:
+        old, new = ("- status: draft", "- status: final") if i % 2 == 0 else ("- status: final", "- status: draft")
+        call = {"name": tool.name, "type": "tool_call", "id": str(i),
+                "args": {"action": "replace", "old": old, "text": new}}  # fmt: skip
+        tool.invoke(call, {"configurable": {"user_id": "ana"}})
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda i: core.append("memory", f"- line {i}"), range(15)))
+        list(pool.map(flip, range(6)))
+    lines = core.read("memory").split("\n")
+    assert sorted(line for line in lines if line.startswith("- line")) == sorted(f"- line {i}" for i in range(15))
+
+
+def test_curation_finds_the_edit_list_after_a_stray_bracket(memory: SessionVectorMemory) -> None:
+    answer = 'I found [2] edits: [{"action": "append", "block": "memory", "text": "- Lives in Porto."}]'
+    result = curate_core_memory(memory, Recording([answer]), [HumanMessage("I moved to Porto.")], auto_apply=True)
+    assert [e.text for e in result.applied] == ["- Lives in Porto."]
+
+
+def test_a_cache_hit_turn_leaves_no_core_memory_in_the_state(memory: SessionVectorMemory, tmp_path: Path) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from langchain_session_rag import SemanticCache
+
+    memory.core.append("memory", "- PINNEDSECRET")
+    cache = SemanticCache.local(path=tmp_path / "cache", user_id="ana", embeddings=memory.embeddings)
+    graph = create_session_rag_graph(Recording(["Blue.", "x"]), memory, cache=cache, background_writes=False)
+    app = graph.compile(checkpointer=InMemorySaver())
+    for thread in ("t1", "t2"):
+        config = {"configurable": {"user_id": "ana", "session_id": thread, "thread_id": thread}}
+        out = app.invoke({"messages": [HumanMessage("What colour is the sky on a clear day?")]}, config)
+    assert out["cache"]["hit"] is True
+    state = app.get_state({"configurable": {"thread_id": "t2"}}).values
+    assert state["core_memory"] == ""
+
+
+def test_boolean_core_limits_are_refused(tmp_path: Path, real_embeddings: Any) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        SessionVectorMemory.local(
+            path=tmp_path / "x", user_id="a", embeddings=real_embeddings, core_limits={"now": True}
+        )

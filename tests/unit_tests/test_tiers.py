@@ -205,3 +205,33 @@ def test_the_shortcut_falls_back_to_top_k_when_the_budget_cannot_keep_it_all(mem
     )
     assert out["budget_report"]["memory_mode"] == "top_k"  # the whole memory was fetched, did not fit: top-k instead
     assert len(out["memories"]) == 1
+
+
+def test_daily_logs_of_a_growing_topic_conversation_and_of_shortened_edits(
+    tmp_path: Path, real_embeddings: Any
+) -> None:
+    from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
+
+    logs = tmp_path / "logs"
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "a", user_id="ana", embeddings=real_embeddings, daily_log_dir=logs
+    )
+    conversation: list[dict[str, Any]] = []
+    for n in range(4):
+        conversation += [
+            {"role": "user", "id": f"h{n}", "content": f"Question number {n} about the billing API and its rollout."},
+            {"role": "assistant", "id": f"a{n}", "content": f"Answer number {n}: the rollout is planned for week {n}."},
+        ]
+        memory.add_messages(conversation, session_id="s1", chunking="topic")
+    assert sorted(m.id for m in read_daily_logs(logs)) == sorted(m["id"] for m in conversation)
+
+    short = [
+        {"role": "user", "id": "q1", "content": "first q EDITED"},
+        {"role": "assistant", "id": "r1", "content": "ok"},
+    ]
+    memory.add_messages(short, session_id="s2", chunking="exchange")
+    memory.add_messages([{**short[0], "content": "first"}, short[1]], session_id="s2", chunking="exchange")
+    assert [m.text for m in read_daily_logs(logs) if m.id == "q1"] == ["first q EDITED", "first"]
+    fresh = SessionVectorMemory.local(path=tmp_path / "b", user_id="ana", embeddings=real_embeddings)
+    rebuild_from_daily_logs(logs, fresh, chunking="exchange")
+    assert fresh.list_memories(session_id="s2")[0].page_content.startswith("User: first\n")
