@@ -17,11 +17,12 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
 from langchain_session_rag._checks import check_int
-from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
+from langchain_session_rag.agents.tools import check_tool_args, structured_tool
+from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 
@@ -81,13 +82,7 @@ def create_core_memory_tool(
     Errors (a full block, an unknown block or line) reach the model as the tool's answer; the user can always
     ``memory.core.undo(block)``.
     """
-    if not isinstance(memory, SessionVectorMemory):
-        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
-        raise InvalidArgumentError(msg)
-    allowed = tuple(actions)
-    if not allowed or any(a not in ("append", "replace", "remove") for a in allowed):
-        msg = f"actions must name some of 'append', 'replace', 'remove', got {actions!r}."
-        raise InvalidArgumentError(msg)
+    allowed = check_tool_args(memory, actions, ("append", "replace", "remove"))
 
     def edit(
         config: RunnableConfig, action: CoreAction, text: str, block: str = "memory", old: str | None = None
@@ -104,15 +99,7 @@ def create_core_memory_tool(
     ) -> str:
         return await asyncio.to_thread(edit, config, action, text, block, old)
 
-    return StructuredTool.from_function(
-        func=edit,
-        coroutine=aedit,
-        name=name,
-        description=description,
-        args_schema=CoreMemoryInput,
-        handle_tool_error=True,
-        handle_validation_error=True,
-    )
+    return structured_tool(edit, aedit, name, description, CoreMemoryInput, artifact=False)
 
 
 @dataclass

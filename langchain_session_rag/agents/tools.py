@@ -24,7 +24,13 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.quoting import quote_data
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
-__all__ = ["create_manage_memory_tool", "create_search_memory_tool", "format_memories"]
+__all__ = [
+    "check_tool_args",
+    "create_manage_memory_tool",
+    "create_search_memory_tool",
+    "format_memories",
+    "structured_tool",
+]
 
 Action = Literal["create", "update", "delete"]
 
@@ -41,7 +47,7 @@ MANAGE_DESCRIPTION = (
 )
 
 
-def _tool(
+def structured_tool(
     func: Any, coroutine: Any, name: str, description: str, schema: type[BaseModel], *, artifact: bool
 ) -> BaseTool:
     """A structured tool whose errors (a run without a user, invalid arguments) reach the model as its answer."""
@@ -55,6 +61,20 @@ def _tool(
         handle_tool_error=True,
         handle_validation_error=True,
     )
+
+
+def check_tool_args(memory: object, actions: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+    """The memory is a ``SessionVectorMemory`` and ``actions`` a non-empty subset of ``known``; return them.
+
+    Raises:
+        InvalidArgumentError: Either is not.
+    """
+    _check_memory(memory)
+    allowed = tuple(actions)
+    if not allowed or any(a not in known for a in allowed):
+        msg = f"actions must name some of {', '.join(map(repr, known))}, got {actions!r}."
+        raise InvalidArgumentError(msg)
+    return allowed
 
 
 def _check_memory(memory: object) -> SessionVectorMemory:
@@ -152,7 +172,7 @@ def create_search_memory_tool(
             raise ToolException(str(exc)) from exc
         return format_memories(docs), docs
 
-    return _tool(search, asearch, name, description, SearchMemoryInput, artifact=True)
+    return structured_tool(search, asearch, name, description, SearchMemoryInput, artifact=True)
 
 
 def _manage(  # noqa: PLR0911 - one answer per outcome
@@ -207,11 +227,7 @@ def create_manage_memory_tool(
         description: The tool description the model sees.
         actions: The actions the model may take (e.g. ``("create",)`` for an agent that may only save).
     """
-    _check_memory(memory)
-    allowed = tuple(actions)
-    if not allowed or any(a not in ("create", "update", "delete") for a in allowed):
-        msg = f"actions must name some of 'create', 'update', 'delete', got {actions!r}."
-        raise InvalidArgumentError(msg)
+    allowed = check_tool_args(memory, actions, ("create", "update", "delete"))
 
     def manage(
         config: RunnableConfig,
@@ -235,4 +251,4 @@ def create_manage_memory_tool(
     ) -> str:
         return await asyncio.to_thread(manage, config, action, content, id)
 
-    return _tool(manage, amanage, name, description, ManageMemoryInput, artifact=False)
+    return structured_tool(manage, amanage, name, description, ManageMemoryInput, artifact=False)

@@ -21,7 +21,16 @@ from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
 from langchain_session_rag.stores.records import chunk_id, user_metadata
 
-__all__ = ["SessionInfo", "check_page", "listing_where", "memory_documents", "note_id", "note_record", "sessions_of"]
+__all__ = [
+    "SessionInfo",
+    "check_page",
+    "listing_where",
+    "memory_documents",
+    "note_id",
+    "note_record",
+    "sessions_of",
+    "stored_document",
+]
 
 MAX_PAGE = 1_000
 """The largest page ``list_memories`` returns."""
@@ -95,28 +104,25 @@ def check_page(limit: object, offset: object) -> None:
             raise InvalidRequestError(msg)
 
 
+def stored_document(record: Record, *, with_marker: bool = False) -> Document:
+    """A stored record as a document: ``message_ids`` and ``topics`` decoded, and its ``marker`` when asked."""
+    meta = record.metadata
+    extra: dict[str, Any] = {
+        "message_ids": decode_message_ids(meta.get("message_ids")),
+        "topics": decode_topics(meta.get("topics")),
+    }
+    if with_marker:
+        source = str(meta.get("source_type", "session"))
+        extra["marker"] = marker(source, timestamp=_timestamp(meta), name=meta.get("source_name"))
+    return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
+
+
 def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, offset: int) -> list[Document]:
     """One page of a user's records as documents with their markers, newest first."""
     check_page(limit, offset)
     mine = [r for r in records if r.metadata.get("user_id") == user_id]  # fail closed, whatever the store did
     page = _newest_first(mine)[offset : offset + limit]
-    return [
-        Document(
-            page_content=r.text,
-            metadata={
-                **r.metadata,
-                "message_ids": decode_message_ids(r.metadata.get("message_ids")),
-                "topics": decode_topics(r.metadata.get("topics")),
-                "marker": marker(
-                    str(r.metadata.get("source_type", "session")),
-                    timestamp=_timestamp(r.metadata),
-                    name=r.metadata.get("source_name"),
-                ),
-            },
-            id=r.id,
-        )
-        for r in page
-    ]
+    return [stored_document(r, with_marker=True) for r in page]
 
 
 def sessions_of(records: Iterable[Record], *, user_id: str) -> list[SessionInfo]:

@@ -21,8 +21,8 @@ from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidRequestError, UnsupportedOperationError
-from langchain_session_rag.memory.annotate import decode_topics
 from langchain_session_rag.memory.ingest import SessionWriter
+from langchain_session_rag.memory.listing import stored_document
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
 from langchain_session_rag.memory.retrieval import (
@@ -33,7 +33,7 @@ from langchain_session_rag.memory.retrieval import (
     whole_memory,
 )
 from langchain_session_rag.memory.writes import WriteQueue
-from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
+from langchain_session_rag.stores.base import MemoryBackend, Record, Where
 
 __all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "reset_replicas", "state_of"]
 
@@ -182,19 +182,7 @@ class UserStore:
         else:
             found = {r.id: r for r in self.backend.fetch(self.user_id, list(ids))}
             records = [found[i] for i in dict.fromkeys(ids) if i in found]
-        return [
-            Document(
-                page_content=r.text,
-                metadata={
-                    **r.metadata,
-                    "message_ids": decode_message_ids(r.metadata.get("message_ids")),
-                    "topics": decode_topics(r.metadata.get("topics")),
-                },
-                id=r.id,
-            )
-            for r in records
-            if r.metadata.get("user_id") == self.user_id
-        ]
+        return [stored_document(r) for r in records if r.metadata.get("user_id") == self.user_id]
 
     def forget(self, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None) -> int:
         """Delete the user's chunks matching every given criterion (see ``SessionVectorMemory.forget``)."""
