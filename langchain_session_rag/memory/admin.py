@@ -11,7 +11,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.errors import UnsupportedOperationError
-from langchain_session_rag.memory.core import CoreMemory
+from langchain_session_rag.memory.core import CoreMemory, forget_cached
 from langchain_session_rag.memory.listing import (
     SessionInfo,
     check_page,
@@ -223,7 +223,9 @@ class MemoryAdmin(MemorySettings):
         store = self._store()
         removed = store.forget_all()
         if isinstance(self._backend, ChromaBackend):
-            self._core_backend().purge(store.user_id)  # the core memory and its history go too (not counted)
+            core = self._core_backend()
+            core.purge(store.user_id)  # the core memory and its history go too (not counted)
+            forget_cached(core.process_key, store.user_id)
         return removed
 
     async def aforget_all(self) -> int:

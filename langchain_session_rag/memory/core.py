@@ -33,7 +33,7 @@ from langchain_session_rag.stores.records import chunk_id
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
 
-__all__ = ["DEFAULT_CORE_LIMITS", "CoreMemory", "CoreVersion"]
+__all__ = ["DEFAULT_CORE_LIMITS", "CoreMemory", "CoreVersion", "forget_cached"]
 
 DEFAULT_CORE_LIMITS: dict[str, int] = {"now": 300, "memory": 700}
 """Token limits of the default blocks: together they fit the default budget's ``core_memory`` allocation
@@ -44,6 +44,17 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 
 
 _ATTEMPTS = 5
+_SEEN: dict[tuple[str, str, str], int] = {}
+_TRUSTED: dict[tuple[str, str], dict[str, Record]] = {}
+"""Current blocks of embedded stores (only this process writes them), by store and user."""
+
+
+def forget_cached(process_key: str, user_id: str) -> None:
+    """Drop the in-process copy of a user's blocks (after an edit, or after the user was forgotten)."""
+    _TRUSTED.pop((process_key, user_id), None)
+
+
+"""The latest version of each block this process has seen (where the next read starts probing)."""
 _LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
 _LOCKS_LOCK = threading.Lock()
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -155,18 +166,43 @@ class CoreMemory:
     def _current(self) -> dict[str, Record]:
         """The latest version of every written block.
 
-        The head record is a cache that may lag behind (another process's head write can land after a newer
-        one): the versions after it are probed by id until one is missing.
+        Kept in process for an embedded store, which only this process writes; read from the store otherwise.
         """
-        heads = self.backend.fetch(self.user_id, [self._head_id(b) for b in self.limits])
-        latest = {str(r.metadata.get("core_block")): r for r in heads}
+        key = (self.backend.process_key, self.user_id)
+        if self.backend.single_process and key in _TRUSTED:
+            return dict(_TRUSTED[key])
+        latest = self._read_current()
+        if self.backend.single_process:
+            _TRUSTED[key] = dict(latest)
+        return latest
+
+    def _read_current(self) -> dict[str, Record]:
+        """The latest version of every written block, from the store.
+
+        The head record is a cache that may lag behind (another process's head write can land after a newer
+        one): the versions after the latest one known are probed by id until one is missing. Heads and the first
+        probe go in one read, so a turn costs one store read when nothing changed.
+        """
+        known = {b: _SEEN.get((self.backend.process_key, self.user_id, b), 0) for b in self.limits}
+        ids = [self._head_id(b) for b in self.limits] + [self._version_id(b, v + 1) for b, v in known.items()]
+        latest: dict[str, Record] = {}
+        for record in self.backend.fetch(self.user_id, ids):
+            block = str(record.metadata.get("core_block"))
+            mine = latest.get(block)
+            if mine is None or int(record.metadata.get("core_version", 0)) > int(mine.metadata.get("core_version", 0)):
+                latest[block] = record
         probing = {b: int(r.metadata.get("core_version", 0)) for b, r in latest.items()}
-        probing.update({b: 0 for b in self.limits if b not in probing})
+        probing = {b: v for b, v in probing.items() if v != known[b]}  # something changed: look further
         while probing:
-            wanted = {self._version_id(b, v + 1): b for b, v in probing.items()}
-            found = {str(r.metadata.get("core_block")): r for r in self.backend.fetch(self.user_id, list(wanted))}
+            wanted = [self._version_id(b, v + 1) for b, v in probing.items()]
+            found = {str(r.metadata.get("core_block")): r for r in self.backend.fetch(self.user_id, wanted)}
             latest.update(found)
             probing = {b: probing[b] + 1 for b in found}
+        for block, record in latest.items():
+            _SEEN[(self.backend.process_key, self.user_id, block)] = int(record.metadata.get("core_version", 0))
+        for block in self.limits:
+            if block not in latest:  # never written, or forgotten: start probing from the beginning again
+                _SEEN.pop((self.backend.process_key, self.user_id, block), None)
         return latest
 
     def read(self, block: str) -> str:
@@ -245,6 +281,7 @@ class CoreMemory:
                 if won and won[0].metadata.get("core_edit") == edit_id:
                     head_record = Record(self._head_id(block), text, {**meta, "core_kind": "head"}, list(_VECTOR))
                     self.backend.add(self.user_id, [head_record])
+                    forget_cached(self.backend.process_key, self.user_id)
                     return CoreVersion(block, version, text, action, who, now)
         msg = f"Core memory block {block!r} is being edited by other processes; try again."
         raise CoreMemoryConflictError(msg)
