@@ -252,26 +252,27 @@ class SessionRAGNodes:
 
     # -- retrieval -----------------------------------------------------------------------------
     def _not_inwindow(self, state: SessionRAGState, docs: list[Document]) -> list[Document]:
-        in_window = {m.id for m in state["messages"] if m.id}
-        return [d for d in docs if not (d.metadata.get("message_ids") and set(d.metadata["message_ids"]) <= in_window)]
+        return [d for d in docs if not set(d.metadata.get("message_ids") or ["-"]) <= {m.id for m in state["messages"]}]
 
-    def _options(self, memory: SessionVectorMemory, *, whole: bool = True) -> dict[str, Any]:
+    def _options(self, memory: SessionVectorMemory, state: Any = None, *, whole: bool = True) -> dict[str, Any]:
         threshold = memory.score_threshold if self.score_threshold is None else self.score_threshold
         options: dict[str, Any] = {"k": self.memory_k, "source_type": ["session", "note"], "score_threshold": threshold}
         if self.long_context and whole:
             options["all_if_fits"] = tiers.memory_allowance(self._budget)
+        # With the turn's state, turns in the window neither take a top-k slot nor count toward the whole memory.
+        options["exclude_message_ids"] = None if state is None else [m.id for m in state["messages"] if m.id]
         return options
 
     def retrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Past exchanges and saved notes of this user, queried with the current user message only."""
         memory = self.memory.for_user(run_ids(runtime)[0])
-        docs = memory.invoke(asked_message(state).text, **self._options(memory))
+        docs = memory.invoke(asked_message(state).text, **self._options(memory, state))
         return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs)}
 
     async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`retrieve_memories`."""
         memory = self.memory.for_user(run_ids(runtime)[0])
-        docs = await memory.ainvoke(asked_message(state).text, **self._options(memory))
+        docs = await memory.ainvoke(asked_message(state).text, **self._options(memory, state))
         return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs)}
 
     def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
@@ -293,7 +294,7 @@ class SessionRAGNodes:
         out: dict[str, Any] = {}
         if state.get("memory_mode") == "all" and tiers.memories_cut(prompt.report):
             memory = self.memory.for_user(run_ids(runtime)[0])
-            docs = memory.invoke(asked_message(state).text, **self._options(memory, whole=False))
+            docs = memory.invoke(asked_message(state).text, **self._options(memory, state, whole=False))
             out = {"memories": self._not_inwindow(state, docs), "memory_mode": "top_k"}
             prompt = tiers.assemble(self._budget, state, out["memories"])
         return {

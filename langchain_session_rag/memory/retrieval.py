@@ -52,6 +52,7 @@ OPTIONS = frozenset(
         "topics",
         "importance_weight",
         "all_if_fits",
+        "exclude_message_ids",
     }
 )
 """Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
@@ -75,6 +76,8 @@ class RetrievalQuery:
     """Share of the score given by importance: ``score × ((1 − w) + w × importance)``."""
     min_importance: float | None = None
     """Keep chunks at least this important (a chunk stored without a score counts as ``BASE_IMPORTANCE``)."""
+    exclude_messages: frozenset[str] | None = None
+    """Skip chunks whose messages are all among these (the turns already in the prompt's history)."""
     all_if_fits: int | None = None
     """Token allowance of the long-context shortcut: every matching chunk, in time order, when they all fit."""
 
@@ -193,6 +196,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     floor, prior = _importance(opt)
     return RetrievalQuery(
         all_if_fits=_allowance(opt.get("all_if_fits")),
+        exclude_messages=_message_ids(opt.get("exclude_message_ids")),
         min_importance=floor,
         topics=_topics(opt.get("topics")),
         importance_weight=float(prior),
@@ -221,6 +225,15 @@ def source_condition(value: object) -> str | dict[str, list[str]]:
         msg = f"source_type must be 'session', 'document', 'note' or a list of them, got {value!r}."
         raise InvalidRequestError(msg)
     return str(kinds[0]) if len(kinds) == 1 else {"$in": sorted(set(map(str, kinds)))}
+
+
+def _message_ids(value: object) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
+        msg = f"exclude_message_ids must be a list of message ids, got {value!r}."
+        raise InvalidRequestError(msg)
+    return frozenset(str(v) for v in value)
 
 
 def _allowance(value: object) -> int | None:
@@ -271,9 +284,13 @@ def _same_topic(wanted: str, stored: str) -> bool:
 
 
 def passes(meta: dict[str, Any], q: RetrievalQuery) -> bool:
-    """Whether a chunk passes the ``topics`` and ``min_importance`` options (always, without them)."""
+    """Whether a chunk passes the ``topics``, ``min_importance`` and ``exclude_message_ids`` options."""
     if q.min_importance is not None and float(meta.get("importance", BASE_IMPORTANCE)) < q.min_importance:
         return False
+    if q.exclude_messages:
+        covered = decode_message_ids(meta.get("message_ids"))
+        if covered and set(covered) <= q.exclude_messages:
+            return False
     if q.topics is None:
         return True
     stored = decode_topics(meta.get("topics"))
@@ -352,7 +369,7 @@ def replica_search(
 ) -> list[Document]:
     """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
     only = replica.select(q.where) if q.where else None  # evaluate the filter once per chunk
-    if q.topics is not None or q.min_importance is not None:
+    if q.topics is not None or q.min_importance is not None or q.exclude_messages:
         held = only if only is not None else replica.ids()
         only = {i for i in held if passes(replica.record(i).metadata, q)}
     hits = replica.dense(vector, q.fetch, only=only)

@@ -235,3 +235,18 @@ def test_daily_logs_of_a_growing_topic_conversation_and_of_shortened_edits(
     fresh = SessionVectorMemory.local(path=tmp_path / "b", user_id="ana", embeddings=real_embeddings)
     rebuild_from_daily_logs(logs, fresh, chunking="exchange")
     assert fresh.list_memories(session_id="s2")[0].page_content.startswith("User: first\n")
+
+
+def test_turns_in_the_window_take_no_top_k_slot(memory: SessionVectorMemory) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = GenericFakeChatModel(messages=iter([AIMessage("You like metric units, kilometres and Celsius.")] * 3))
+    app = create_session_rag_graph(model, memory, memory_k=1, background_writes=False).compile(
+        checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"user_id": "ana", "session_id": "s5", "thread_id": "t"}}
+    for _ in range(2):
+        out = app.invoke({"messages": [HumanMessage("Which units do I like, metric or imperial?")]}, config)
+    # The first turn's exchange (in the window, and the closest match) does not take the only slot.
+    assert [d.metadata["session_id"] for d in out["memories"]] == ["s1"]
+    assert "metric units in every answer" in out["memories"][0].page_content
