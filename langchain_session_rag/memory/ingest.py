@@ -210,7 +210,7 @@ class SessionWriter:
             record.metadata["chunk_index"] = start + n
 
     def segment_records(self, segments: Sequence[Segment], stored: Sequence[Record], start: int) -> list[Record]:
-        """Records of topic segments not stored yet, numbered after the stored ones."""
+        """Records of topic segments not stored yet (numbered after the stored ones) or stored with another text."""
         records = []
         for segment in segments:
             meta = segment.document.metadata
@@ -235,10 +235,13 @@ class SessionWriter:
             if segment.boundary_similarity is not None:
                 record.metadata["boundary_similarity"] = float(segment.boundary_similarity)
             records.append(record)
-        existing = {r.id for r in stored}
-        new = [r for r in records if r.id not in existing]
+        stored_by_id = {r.id: r for r in stored}
+        new = [r for r in records if r.id not in stored_by_id]
+        edited = [r for r in records if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
+        for record in edited:  # an edited message: the segment is rewritten in place, keeping its position
+            record.metadata["chunk_index"] = int(stored_by_id[record.id].metadata.get("chunk_index", 0))
         self.index(new, start)
-        return new
+        return edited + new
 
     @staticmethod
     def as_documents(records: Sequence[Record]) -> list[Document]:

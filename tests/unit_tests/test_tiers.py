@@ -250,3 +250,21 @@ def test_turns_in_the_window_take_no_top_k_slot(memory: SessionVectorMemory) -> 
     # The first turn's exchange (in the window, and the closest match) does not take the only slot.
     assert [d.metadata["session_id"] for d in out["memories"]] == ["s1"]
     assert "metric units in every answer" in out["memories"][0].page_content
+
+
+def test_an_edited_message_is_rewritten_in_topic_mode_too(tmp_path: Path, real_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "t", user_id="ana", embeddings=real_embeddings)
+    conversation: list[dict[str, Any]] = []
+    for n in range(4):
+        conversation += [
+            {"role": "user", "id": f"h{n}", "content": f"Question {n}: the billing API returns error 500 on refunds."},
+            {"role": "assistant", "id": f"a{n}", "content": f"Answer {n}: check the refund handler's timeout."},
+        ]
+    memory.add_messages(conversation, session_id="s", chunking="topic")
+    chunks = memory.count()
+    conversation[0] = {**conversation[0], "content": "Question 0: the billing API returns error 503 on refunds."}
+    memory.add_messages(conversation, session_id="s", chunking="topic")
+    texts = " ".join(d.page_content for d in memory.list_memories())
+    assert "error 503" in texts
+    assert "Question 0: the billing API returns error 500" not in texts
+    assert memory.count() == chunks
