@@ -9,6 +9,7 @@ processes, ``forget_all`` erases them and ``compact`` rebuilds their collection 
 from __future__ import annotations
 
 import asyncio
+import random
 import re
 import threading
 import time
@@ -43,7 +44,9 @@ _VECTOR = [1.0]
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 
 
-_ATTEMPTS = 5
+_ATTEMPTS = 30
+_BACKOFF = 0.005
+"""Seconds of the random back-off after each lost race, times the attempt number (30 attempts: at most ~2 s)."""
 _SEEN: dict[tuple[str, str, str], int] = {}
 _TRUSTED: dict[tuple[str, str], dict[str, Record]] = {}
 """Current blocks of embedded stores (only this process writes them), by store and user."""
@@ -248,7 +251,9 @@ class CoreMemory:
         """
         self._check_block(block)
         with _lock_for(self.backend.process_key, self.user_id, block):
-            for _ in range(_ATTEMPTS):
+            for attempt in range(_ATTEMPTS):
+                if attempt:  # lost a race: back off a little, at random, so the writers spread out
+                    time.sleep(random.uniform(0, _BACKOFF * attempt))  # noqa: S311 - jitter, not security
                 head = self._current().get(block)
                 text = _normal(change(head.text if head is not None else ""))
                 tokens = self.count(text)
