@@ -4,8 +4,9 @@
 (+0.3: "we decided", "let's go with", "switched to"), fixes and errors (+0.25: "fixed", "error", "traceback",
 "workaround"), action items (+0.2: "todo", "remind me", "deadline", "need to"), stated preferences (+0.25: "I
 prefer", "my favourite", "I always/never"), and an explicit "remember that" / "don't forget" / "keep in mind"
-(+0.35); capped at 1. **Topics** are up to three normalised keywords: the most frequent content words (stemmed,
-no stop words, at least three letters: ``api``, ``sql``, ``bug`` count), ties broken by first use.
+(+0.35); capped at 1. A signal right after a negation ("not a bug", "no decision yet") does not count.
+**Topics** are up to three normalised keywords: the most frequent content words (stemmed, no stop words, at least
+three letters: ``api``, ``sql``, ``bug`` count), ties broken by first use.
 
 A memory can score importance another way (a model call, say) with ``importance_scorer=``. Both keys are
 reserved: a chunk carried over from an export keeps its values, every new chunk is scored on its own text.
@@ -58,9 +59,19 @@ _NOT_TOPICS = frozenset(
 _DIGITS = re.compile(r"^\d+$")
 
 
+_NEGATION = re.compile(
+    r"\b(not|no|never|without|isn'?t|wasn'?t|aren'?t|didn'?t|hasn'?t)\s+(\w+\s+){0,2}$", re.IGNORECASE
+)
+
+
+def _found(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether ``pattern`` occurs in ``text`` other than negated ("not a bug", "no decision yet")."""
+    return any(not _NEGATION.search(text[max(0, m.start() - 40) : m.start()]) for m in pattern.finditer(text))
+
+
 def heuristic_importance(text: str) -> float:
-    """Importance of a text in [0, 1] by the signals above (no model call)."""
-    score = BASE_IMPORTANCE + sum(weight for _, weight, pattern in SIGNALS if pattern.search(text))
+    """Importance of a text in [0, 1] by the signals above (no model call); a negated signal does not count."""
+    score = BASE_IMPORTANCE + sum(weight for _, weight, pattern in SIGNALS if _found(pattern, text))
     return round(min(1.0, score), 3)
 
 

@@ -39,6 +39,7 @@ def test_the_heuristics() -> None:
     assert heuristic_importance("We decided to go with Postgres.") == 0.5
     assert heuristic_importance("Remember that I prefer tea; todo: buy some.") == 1.0
     assert heuristic_importance("Fixed the crash: the traceback pointed at a stale cache.") == 0.45
+    assert heuristic_importance("This is not a bug, and there is no decision yet.") == 0.2
     assert topics_of("User: the billing API moves to GraphQL; billing is late. Assistant: GraphQL billing.") == [
         "bill",
         "graphql",
