@@ -40,7 +40,10 @@ Chunking = Literal["exchange", "topic"]
 
 
 def _says(chunk_text: str, line: str) -> bool:
-    """Whether a stored chunk holds exactly this message (its ``Label: text`` between line boundaries)."""
+    """Whether a stored chunk holds exactly ``line`` (a message's ``Label: text``, or an exchange's text).
+
+    ``line`` must sit between line boundaries: a shortened edit ("first q" → "first") is not the stored text.
+    """
     return (
         chunk_text == line
         or chunk_text.startswith(line + "\n")
@@ -189,7 +192,7 @@ class SessionWriter:
         for exchange in exchanges:
             ids = set(decode_message_ids(exchange.metadata.get("message_ids")))
             covering = [r.text for r in stored if ids & set(decode_message_ids(r.metadata.get("message_ids")))]
-            if not any(exchange.text in text for text in covering):
+            if not any(_says(text, exchange.text) for text in covering):
                 return False
         return True
 

@@ -269,3 +269,18 @@ def test_an_edited_message_is_rewritten_in_topic_mode_too(tmp_path: Path, real_e
     assert "error 503" in texts
     assert "Question 0: the billing API returns error 500" not in texts
     assert memory.count() == chunks
+
+
+def test_a_shortened_edit_is_rewritten_in_topic_mode(tmp_path: Path, real_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "t", user_id="ana", embeddings=real_embeddings)
+    conversation: list[dict[str, Any]] = []
+    for n in range(4):
+        conversation += [
+            {"role": "user", "id": f"h{n}", "content": f"Question {n}: the billing API returns error 500 on refunds."},
+            {"role": "assistant", "id": f"a{n}", "content": f"Answer {n}: check the refund handler's timeout."},
+        ]
+    conversation[-1] = {**conversation[-1], "content": "Answer 3: check the refund handler's timeout. Also the queue."}
+    memory.add_messages(conversation, session_id="s", chunking="topic")
+    conversation[-1] = {**conversation[-1], "content": "Answer 3: check the refund handler's timeout."}
+    memory.add_messages(conversation, session_id="s", chunking="topic")
+    assert not any("Also the queue." in d.page_content for d in memory.list_memories())
