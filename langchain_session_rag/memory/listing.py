@@ -15,9 +15,7 @@ from langchain_core.documents import Document
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidRequestError
-from langchain_session_rag.memory.annotate import decode_topics
-from langchain_session_rag.memory.retrieval import source_condition
-from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.memory.retrieval import source_condition, stored_document, time_conditions
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
 from langchain_session_rag.stores.records import chunk_id, user_metadata
 
@@ -29,7 +27,6 @@ __all__ = [
     "note_id",
     "note_record",
     "sessions_of",
-    "stored_document",
 ]
 
 MAX_PAGE = 1_000
@@ -62,13 +59,7 @@ def listing_where(
     where: Where = {}
     if session_id is not None:
         where["session_id"] = check_session_id(session_id)
-    span: dict[str, float] = {}
-    if since is not None:
-        span["$gte"] = parse_timestamp(since, what="since").timestamp()
-    if until is not None:
-        span["$lte"] = parse_timestamp(until, what="until").timestamp()
-    if span:
-        where["timestamp_epoch"] = span
+    where.update(time_conditions(since, until))
     if source_type is not None:
         where["source_type"] = source_condition(source_type)
     return where
@@ -102,19 +93,6 @@ def check_page(limit: object, offset: object) -> None:
             span = f"between {low} and {high}" if high else f">= {low}"
             msg = f"{name} must be an integer {span}, got {value!r} (page with offset=)."
             raise InvalidRequestError(msg)
-
-
-def stored_document(record: Record, *, with_marker: bool = False) -> Document:
-    """A stored record as a document: ``message_ids`` and ``topics`` decoded, and its ``marker`` when asked."""
-    meta = record.metadata
-    extra: dict[str, Any] = {
-        "message_ids": decode_message_ids(meta.get("message_ids")),
-        "topics": decode_topics(meta.get("topics")),
-    }
-    if with_marker:
-        source = str(meta.get("source_type", "session"))
-        extra["marker"] = marker(source, timestamp=_timestamp(meta), name=meta.get("source_name"))
-    return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
 
 
 def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, offset: int) -> list[Document]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from langchain_session_rag._time import parse_timestamp, utcnow
+from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidRequestError, UnknownOptionError
 from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
 from langchain_session_rag.memory.lexical import stem
@@ -31,6 +31,8 @@ __all__ = [
     "rank",
     "replica_search",
     "source_condition",
+    "stored_document",
+    "time_conditions",
     "whole_memory",
 ]
 
@@ -140,7 +142,7 @@ def check_search_kwargs(options: dict[str, Any]) -> None:
     build_query(dict(options), {"k": 4}, fetch_k=4)
 
 
-def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:  # noqa: C901 - one check per option
+def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:
     """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery`.
 
     Raises:
@@ -170,13 +172,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     sessions = _session_conditions(opt.get("session_ids"), opt.get("exclude_session_ids"))
     if sessions:
         where["session_id"] = sessions
-    span: dict[str, float] = {}
-    if opt.get("since") is not None:
-        span["$gte"] = parse_timestamp(opt["since"], what="since").timestamp()
-    if opt.get("until") is not None:
-        span["$lte"] = parse_timestamp(opt["until"], what="until").timestamp()
-    if span:
-        where["timestamp_epoch"] = span
+    where.update(time_conditions(opt.get("since"), opt.get("until")))
     source_type = opt.get("source_type")
     if source_type is not None:
         where["source_type"] = source_condition(source_type)
@@ -209,6 +205,20 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         recency_weight=weight,
         now=now,
     )
+
+
+def time_conditions(since: TimestampLike | None, until: TimestampLike | None) -> Where:
+    """The store condition of ``since`` / ``until`` (on ``timestamp_epoch``; empty without either).
+
+    Raises:
+        InvalidTimestampError: A time that cannot be parsed.
+    """
+    span: dict[str, float] = {}
+    if since is not None:
+        span["$gte"] = parse_timestamp(since, what="since").timestamp()
+    if until is not None:
+        span["$lte"] = parse_timestamp(until, what="until").timestamp()
+    return {"timestamp_epoch": span} if span else {}
 
 
 SOURCE_TYPES = ("session", "document", "note")
@@ -346,22 +356,23 @@ def rank(
     return [_document(record, similarity, extra, score) for score, _, record, similarity, extra in scored[: query.k]]
 
 
-def _document(record: Record, similarity: float, extra: dict[str, float], score: float) -> Document:
+def stored_document(record: Record, *, with_marker: bool = False) -> Document:
+    """A stored record as a document: ``message_ids`` and ``topics`` decoded, and its ``marker`` when asked."""
     meta = record.metadata
-    ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
-    return Document(
-        page_content=record.text,
-        metadata={
-            **meta,
-            "message_ids": decode_message_ids(meta.get("message_ids")),
-            "topics": decode_topics(meta.get("topics")),
-            "similarity": similarity,
-            **extra,
-            "score": score,
-            "marker": marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name")),
-        },
-        id=record.id,
-    )
+    extra: dict[str, Any] = {
+        "message_ids": decode_message_ids(meta.get("message_ids")),
+        "topics": decode_topics(meta.get("topics")),
+    }
+    if with_marker:
+        ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+        extra["marker"] = marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"))
+    return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
+
+
+def _document(record: Record, similarity: float, extra: dict[str, float], score: float) -> Document:
+    doc = stored_document(record, with_marker=True)
+    doc.metadata.update({"similarity": similarity, **extra, "score": score})
+    return doc
 
 
 def replica_search(
@@ -422,11 +433,7 @@ def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) 
     if not mine or cost > q.all_if_fits:
         return None
     mine.sort(key=lambda r: (_epoch(r.metadata) or 0.0, int(r.metadata.get("chunk_index") or 0), r.id))
-    docs = []
-    for record in mine:
-        doc = _document(record, 0.0, {}, 0.0)
-        doc.metadata.pop("similarity", None)
-        doc.metadata.pop("score", None)
+    docs = [stored_document(record, with_marker=True) for record in mine]
+    for doc in docs:
         doc.metadata["retrieval_mode"] = "all"
-        docs.append(doc)
     return docs

@@ -22,7 +22,6 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidRequestError, UnsupportedOperationError
 from langchain_session_rag.memory.ingest import SessionWriter
-from langchain_session_rag.memory.listing import stored_document
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
 from langchain_session_rag.memory.retrieval import (
@@ -30,6 +29,7 @@ from langchain_session_rag.memory.retrieval import (
     lexical_candidates,
     rank,
     replica_search,
+    stored_document,
     whole_memory,
 )
 from langchain_session_rag.memory.writes import WriteQueue
