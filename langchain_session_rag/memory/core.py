@@ -34,7 +34,7 @@ from langchain_session_rag.stores.records import chunk_id
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
 
-__all__ = ["DEFAULT_CORE_LIMITS", "CoreMemory", "CoreVersion", "forget_cached"]
+__all__ = ["DEFAULT_CORE_LIMITS", "CoreMemory", "CoreVersion", "check_core_limits", "forget_cached"]
 
 DEFAULT_CORE_LIMITS: dict[str, int] = {"now": 300, "memory": 700}
 """Token limits of the default blocks: together they fit the default budget's ``core_memory`` allocation
@@ -61,6 +61,26 @@ def forget_cached(process_key: str, user_id: str) -> None:
 _LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
 _LOCKS_LOCK = threading.Lock()
 _FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def check_core_limits(value: object) -> Mapping[str, int]:
+    """Core memory limits: block names (identifiers) mapped to positive token counts.
+
+    Raises:
+        InvalidArgumentError: Anything else (no block, a name that is not an identifier, a count that is a bool,
+            not an integer, or below 1).
+    """
+    if (
+        not isinstance(value, Mapping)
+        or not value
+        or any(
+            not isinstance(n, str) or not n.isidentifier() or isinstance(v, bool) or not isinstance(v, int) or v < 1
+            for n, v in value.items()
+        )
+    ):
+        msg = f"core_limits must map block names (identifiers) to positive token counts, got {value!r}."
+        raise InvalidArgumentError(msg)
+    return value
 
 
 def _lock_for(store: str, user_id: str, block: str) -> threading.Lock:
@@ -144,13 +164,7 @@ class CoreMemory:
         """Serve ``user_id``'s blocks from ``backend`` (a store's core collection); ``count`` counts tokens."""
         self.backend = backend
         self.user_id = user_id
-        self.limits = dict(DEFAULT_CORE_LIMITS if limits is None else limits)
-        if not self.limits or any(
-            not isinstance(n, str) or not n.isidentifier() or isinstance(v, bool) or not isinstance(v, int) or v < 1
-            for n, v in self.limits.items()
-        ):
-            msg = f"core limits must map block names (identifiers) to positive token counts, got {limits!r}."
-            raise InvalidArgumentError(msg)
+        self.limits = dict(check_core_limits(DEFAULT_CORE_LIMITS if limits is None else limits))
         self.count = count
 
     # -- reading ---------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
-from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS
+from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS, check_core_limits
 from langchain_session_rag.memory.ingest import Chunking
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
@@ -110,17 +110,7 @@ class MemorySettings(BaseRetriever):
     @field_validator("core_limits", mode="before")
     @classmethod
     def _check_core_limits(cls, value: Any) -> Any:
-        if (
-            not isinstance(value, dict)
-            or not value
-            or any(
-                not isinstance(n, str) or not n.isidentifier() or isinstance(v, bool) or not isinstance(v, int) or v < 1
-                for n, v in value.items()
-            )
-        ):
-            msg = f"core_limits must map block names (identifiers) to positive token counts, got {value!r}."
-            raise InvalidArgumentError(msg)
-        return value
+        return check_core_limits(value)
 
     @field_validator("daily_log_dir", mode="before")
     @classmethod
