@@ -25,7 +25,7 @@ from langchain_session_rag.errors import (
 __all__ = ["MessageLike", "Role", "Turn", "normalize_messages"]
 
 Role = Literal["user", "assistant", "system", "tool"]
-MessageLike = BaseMessage | Mapping[str, Any]
+MessageLike = BaseMessage | Mapping[str, Any] | tuple[str, Any] | str
 
 _ROLE_ALIASES: dict[str, Role] = {
     "user": "user",
@@ -33,7 +33,9 @@ _ROLE_ALIASES: dict[str, Role] = {
     "assistant": "assistant",
     "ai": "assistant",
     "system": "system",
+    "developer": "system",
     "tool": "tool",
+    "function": "tool",
 }
 _LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 _TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
@@ -101,13 +103,50 @@ def _content_text(content: Any, where: str) -> tuple[str, int]:
     raise InvalidMessageError(msg)
 
 
-def _tool_calls_text(tool_calls: Any) -> str:
+def _call_parts(call: Any, where: str) -> tuple[str, Any]:
+    """A tool call's name and arguments: LangChain's ``{"name", "args"}`` or OpenAI's ``{"function": {...}}``."""
+    if not isinstance(call, Mapping):
+        msg = f"{where}: a tool call must be an object with a name, got {type(call).__name__} ({call!r:.60})."
+        raise InvalidMessageError(msg)
+    function = call.get("function")
+    source = function if isinstance(function, Mapping) else call
+    name = source.get("name")
+    if not isinstance(name, str) or not name:
+        msg = f"{where}: a tool call has no name ({dict(call)!r:.80})."
+        raise InvalidMessageError(msg)
+    args = source.get("args", source.get("arguments", {}))
+    if isinstance(args, str):  # OpenAI sends arguments as JSON text
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError:
+            return name, args  # kept as the model wrote it
+    return name, args
+
+
+def _tool_calls_text(tool_calls: Any, where: str) -> str:
+    if tool_calls is None:
+        return ""
+    if not isinstance(tool_calls, Sequence) or isinstance(tool_calls, str | bytes):
+        msg = f"{where}: tool_calls must be a list, got {type(tool_calls).__name__}."
+        raise InvalidMessageError(msg)
     parts = []
-    for call in tool_calls or []:
-        name = call.get("name", "tool") if isinstance(call, Mapping) else "tool"
-        args = call.get("args", {}) if isinstance(call, Mapping) else {}
-        parts.append(f"[called {name}({json.dumps(args, sort_keys=True, default=str)})]")
+    for call in tool_calls:
+        name, args = _call_parts(call, where)
+        shown = args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+        parts.append(f"[called {name}({shown})]")
     return " ".join(parts)
+
+
+def _shorthand(message: Any, where: str) -> Any:
+    """LangChain's message shorthands, as chat models take them: ``"text"`` (the user's) and ``(role, text)``."""
+    if isinstance(message, str):
+        return {"role": "user", "content": message}
+    if isinstance(message, tuple):
+        if len(message) != 2 or not isinstance(message[0], str):  # noqa: PLR2004
+            msg = f"{where}: a tuple message must be (role, content), got {message!r:.80}."
+            raise InvalidMessageError(msg)
+        return {"role": message[0], "content": message[1]}
+    return message
 
 
 def _generated_id(session_id: str, index: int, role: str, text: str) -> str:
@@ -118,6 +157,7 @@ def _generated_id(session_id: str, index: int, role: str, text: str) -> str:
 def _one_turn(message: Any, index: int, session_id: str) -> Turn:
     where = f"message {index}"
     tool_calls: Any = None
+    message = _shorthand(message, where)
     if isinstance(message, BaseMessage):
         role = _message_role(message)
         content: Any = message.content
@@ -128,25 +168,28 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
     elif isinstance(message, Mapping):
         raw_role = message.get("role")
         if not isinstance(raw_role, str) or raw_role.lower() not in _ROLE_ALIASES:
-            msg = f"{where}: unknown role {raw_role!r}; expected one of user, assistant, system, tool (or human, ai)."
+            msg = (
+                f"{where}: unknown role {raw_role!r}; expected one of user, assistant, system, tool "
+                "(or human, ai, developer, function)."
+            )
             raise InvalidMessageError(msg)
         role = _ROLE_ALIASES[raw_role.lower()]
-        if "content" not in message or message["content"] is None:
+        tool_calls = message.get("tool_calls") or None
+        content = message.get("content")
+        if content is None and tool_calls is None:  # OpenAI: content null only beside tool calls
             msg = f"{where} (role {raw_role!r}) has no 'content'."
             raise InvalidMessageError(msg)
-        content = message["content"]
         msg_id = message.get("id")
         name = message.get("name")
-        raw_ts = message.get("timestamp")
-        tool_calls = message.get("tool_calls")
+        raw_ts = message.get("timestamp", message.get("created_at", message.get("create_time")))
     else:
         msg = (
             f"{where}: expected a LangChain message or a dict with 'role' and 'content', got {type(message).__name__}."
         )
         raise InvalidMessageError(msg)
-    text, skipped = _content_text(content, where)
+    text, skipped = _content_text("" if content is None else content, where)
     text = text.strip()
-    calls = _tool_calls_text(tool_calls)
+    calls = _tool_calls_text(tool_calls, where)
     if calls:
         text = f"{text}\n{calls}".strip()
     if not text:
@@ -175,9 +218,13 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
 def normalize_messages(messages: Sequence[MessageLike], *, session_id: str, max_chars: int | None = None) -> list[Turn]:
     """Validate a conversation batch and return its turns.
 
-    Messages may be LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
-    A message timestamp may also be given in ``additional_kwargs["timestamp"]``. Ids that are not
-    given are generated deterministically from the session, position and text.
+    Messages may be LangChain messages, dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}`` in the
+    OpenAI chat format (roles ``developer`` and ``system`` are stored as system, ``function`` as tool; ``content``
+    may be null beside ``tool_calls``, which are kept with their name and arguments), or LangChain's shorthands
+    ``("user", "text")`` and a plain string (a user message). A dict's timestamp may be ``timestamp``,
+    ``created_at`` or ``create_time`` (ISO 8601 or epoch seconds); a LangChain message's is in
+    ``additional_kwargs["timestamp"]``. Ids that are not given are generated deterministically from the session,
+    position and text.
 
     Raises:
         EmptyConversationError: No messages.
@@ -186,7 +233,10 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str, max_
         DuplicateMessageIdError: Two messages with the same id.
         MessageTooLargeError: A message longer than ``max_chars`` characters.
     """
-    if isinstance(messages, str | bytes | Mapping | BaseMessage):
+    single_pair = (
+        isinstance(messages, tuple) and len(messages) == 2 and str(messages[0]).lower() in _ROLE_ALIASES  # noqa: PLR2004
+    )
+    if isinstance(messages, str | bytes | Mapping | BaseMessage) or single_pair:
         msg = f"messages must be a list of messages, got a single {type(messages).__name__}; wrap it in a list."
         raise InvalidMessageError(msg)
     if not messages:

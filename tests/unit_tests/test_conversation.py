@@ -64,6 +64,58 @@ def test_tool_calls_are_rendered() -> None:
     assert turn.text == '[called weather({"city": "Paris"})]'
 
 
+def test_openai_chat_format_is_taken_whole() -> None:
+    turns = normalize_messages(
+        [
+            {"role": "developer", "content": "Answer in one line."},
+            ("user", "Weather in Oslo?"),
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "4 °C, rain"},
+            {"role": "function", "name": "get_weather", "content": "4 °C"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"function": {"name": "f", "arguments": "not json"}}],
+            },
+            "and tomorrow?",
+            {"role": "user", "content": "when?", "create_time": 1700000000.5},
+        ],
+        session_id="s",
+    )
+    assert [t.role for t in turns] == ["system", "user", "assistant", "tool", "tool", "assistant", "user", "user"]
+    assert turns[2].text == '[called get_weather({"city": "Oslo"})]'
+    assert turns[4].label == "get_weather"
+    assert turns[5].text == "[called f(not json)]"  # kept as the model wrote it
+    assert turns[6].text == "and tomorrow?"
+    assert turns[7].timestamp == datetime.fromtimestamp(1700000000.5, tz=timezone.utc)
+
+
+@pytest.mark.parametrize(
+    ("messages", "fragment"),
+    [
+        (("user", "hi"), "single tuple"),
+        ([("user", "hi", "extra")], "(role, content)"),
+        ([{"role": "assistant", "content": None, "tool_calls": [{"function": {}}]}], "has no name"),
+        ([{"role": "assistant", "content": None, "tool_calls": "call"}], "must be a list"),
+        ([{"role": "assistant", "content": None, "tool_calls": []}], "no 'content'"),
+    ],
+)
+def test_openai_shapes_that_cannot_be_read_are_refused(messages: object, fragment: str) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        normalize_messages(messages, session_id="s")  # type: ignore[arg-type]
+    assert fragment in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("messages", "error", "fragment"),
     [
