@@ -27,7 +27,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from importlib.metadata import version
@@ -49,6 +48,12 @@ from langchain_session_rag import (
     Turn,
     get_default_embeddings,
 )
+from langchain_session_rag.evaluation.locomo import (
+    prompt_tokens,
+    recall_table,
+    recall_within_budget,
+    score_question,
+)
 
 RESULTS = Path(__file__).parent / "results"
 KS = (1, 5, 10, 25)
@@ -58,7 +63,6 @@ FETCH_K = 50
 SELECT_BY = ("600", "512", "1024")
 """Selection metric: overall recall at 600 retrieved prompt tokens (DRAGON's k=25 costs about that), ties broken
 at 512, then 1,024 tokens."""
-CATEGORIES = {4: "single", 1: "multi", 2: "temporal", 3: "open", 5: "adv"}
 PAPER_TABLE_3 = {  # Maharana et al. 2024, DRAGON retriever, dialog turns (all ten conversations)
     "turn k=5": {"single": 68.0, "multi": 35.4, "temporal": 70.4, "open": 33.1, "adv": 43.9, "overall": 56.7},
     "turn k=10": {"single": 77.7, "multi": 46.6, "temporal": 77.3, "open": 40.8, "adv": 54.7, "overall": 66.2},
@@ -179,43 +183,18 @@ def evaluate(
                 continue
             for weight in weights:
                 docs = memory.invoke(q.question, k=max(KS) * 2, lexical_weight=weight)
-                questions[weight].append({"conversation": conv.sample_id, **score_question(q, docs, count)})
+                questions[weight].append({"conversation": conv.sample_id, **score_row(q, docs, count)})
     return {"strategy": strategy, "questions": questions, "units": units, "seconds": time.perf_counter() - started}
 
 
-def score_question(q: locomo_data.Question, docs: list[Document], count: Callable[[str], int]) -> dict[str, Any]:
-    evidence = set(q.evidence)
-    out: dict[str, Any] = {"category": CATEGORIES[q.category]}
-    for k in KS:
-        got = {m for d in docs[:k] for m in d.metadata["message_ids"]}
-        out[f"k{k}"] = len(evidence & got) / len(evidence)
-    costs = [count(f"{d.metadata['marker']} {d.page_content}") for d in docs]
-    text_costs = [count(d.page_content) for d in docs]
-    out["tokens_k25"] = sum(costs[:25])
+def score_row(q: locomo_data.Question, docs: list[Document], count: Callable[[str], int]) -> dict[str, Any]:
+    """The package's scores of one question (``k{k}``, ``t{budget}``: marker + text), its category, recall within
+    budgets counting the text only (``x{budget}``), and the prompt tokens of its first 25 chunks."""
+    row: dict[str, Any] = {"category": q.category, **score_question(q.evidence, docs, count, ks=KS, budgets=BUDGETS)}
+    row["tokens_k25"] = sum(prompt_tokens(docs, count)[:25])
+    text_costs = prompt_tokens(docs, count, with_marker=False)
     for budget in BUDGETS:
-        out[f"t{budget}"] = _recall_within(docs, costs, budget, evidence)
-        out[f"x{budget}"] = _recall_within(docs, text_costs, budget, evidence)
-    return out
-
-
-def _recall_within(docs: list[Document], costs: list[int], budget: int, evidence: set[str]) -> float:
-    """Recall of the longest rank-order prefix of whole chunks that fits the budget."""
-    got: set[str] = set()
-    spent = 0
-    for d, cost in zip(docs, costs, strict=True):
-        if spent + cost > budget:
-            break
-        spent += cost
-        got.update(d.metadata["message_ids"])
-    return len(evidence & got) / len(evidence)
-
-
-def table(per_q: list[dict[str, Any]], key: str) -> dict[str, float]:
-    by_cat: dict[str, list[float]] = defaultdict(list)
-    for q in per_q:
-        by_cat[q["category"]].append(q[key])
-    row = {cat: round(100 * statistics.fmean(by_cat[cat]), 1) for cat in CATEGORIES.values() if by_cat[cat]}
-    row["overall"] = round(100 * statistics.fmean(q[key] for q in per_q), 1)
+        row[f"x{budget}"] = recall_within_budget(q.evidence, docs, text_costs, budget)
     return row
 
 
@@ -230,9 +209,9 @@ def summarise(run: dict[str, Any], weight: float, conversations: Sequence[str]) 
         "questions": len(per_q),
         "units": len(tokens),
         "mean_unit_tokens": round(statistics.fmean(tokens), 1),
-        "recall_at_k": {str(k): table(per_q, f"k{k}") for k in KS},
-        "recall_at_tokens": {str(b): table(per_q, f"t{b}") for b in BUDGETS},
-        "recall_at_text_tokens": {str(b): table(per_q, f"x{b}") for b in BUDGETS},
+        "recall_at_k": {str(k): recall_table(per_q, f"k{k}") for k in KS},
+        "recall_at_tokens": {str(b): recall_table(per_q, f"t{b}") for b in BUDGETS},
+        "recall_at_text_tokens": {str(b): recall_table(per_q, f"x{b}") for b in BUDGETS},
         "tokens_at_k25": round(statistics.fmean(q["tokens_k25"] for q in per_q), 1),
     }
 

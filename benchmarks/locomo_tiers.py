@@ -30,6 +30,7 @@ import locomo
 import locomo_data
 
 from langchain_session_rag import TokenBudget, get_default_embeddings, tiktoken_counter
+from langchain_session_rag.evaluation.locomo import recall_table
 from langchain_session_rag.graph.pinned import memory_allowance
 from langchain_session_rag.memory.retrieval import MARKER_TOKENS
 from langchain_session_rag.stores.base import decode_message_ids
@@ -85,7 +86,7 @@ def main() -> None:
                 continue
             for weight in PRIORS:
                 docs = memory.invoke(q.question, k=50, importance_weight=weight)
-                rows[weight].append({"conversation": conv.sample_id, **locomo.score_question(q, docs, count)})
+                rows[weight].append({"conversation": conv.sample_id, **locomo.score_row(q, docs, count)})
     splits = {
         "tune": locomo_data.TUNE_SPLIT,
         "report": locomo_data.REPORT_SPLIT,
@@ -93,7 +94,7 @@ def main() -> None:
     }
     tables = {
         str(w): {
-            split: {m: locomo.table([r for r in rows[w] if r["conversation"] in convs], m) for m in METRICS}
+            split: {m: recall_table([r for r in rows[w] if r["conversation"] in convs], m) for m in METRICS}
             for split, convs in splits.items()
             if any(r["conversation"] in convs for r in rows[w])
         }

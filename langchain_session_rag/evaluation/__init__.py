@@ -1,0 +1,1 @@
+"""Retrieval-quality evaluations of the memory on public conversation benchmarks (LoCoMo)."""
