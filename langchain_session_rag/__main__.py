@@ -1,5 +1,5 @@
-"""``python -m langchain_session_rag demo``."""
+"""``python -m langchain_session_rag``: the ``session-rag`` command."""
 
-from langchain_session_rag.cli import main
+from langchain_session_rag.cli import run
 
-main()
+run()

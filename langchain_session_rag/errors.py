@@ -17,6 +17,7 @@ __all__ = [
     "EmptyConversationError",
     "FileAccessError",
     "IdentityConflictError",
+    "ImportFormatError",
     "InvalidArgumentError",
     "InvalidMessageError",
     "InvalidMetadataError",
@@ -58,6 +59,10 @@ class EmptyConversationError(InvalidMessageError):
 
 class DuplicateMessageIdError(InvalidMessageError):
     """Two messages of one batch carry the same ``id``."""
+
+
+class ImportFormatError(InvalidMessageError):
+    """A file given to an importer is not in a format it reads (or not in the one it was read as); nothing stored."""
 
 
 class InvalidTimestampError(InvalidMessageError):

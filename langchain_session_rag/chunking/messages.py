@@ -174,7 +174,8 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
             )
             raise InvalidMessageError(msg)
         role = _ROLE_ALIASES[raw_role.lower()]
-        tool_calls = message.get("tool_calls") or None
+        legacy = message.get("function_call")  # OpenAI's older single call
+        tool_calls = message.get("tool_calls") or ([legacy] if legacy else None)
         content = message.get("content")
         if content is None and tool_calls is None:  # OpenAI: content null only beside tool calls
             msg = f"{where} (role {raw_role!r}) has no 'content'."

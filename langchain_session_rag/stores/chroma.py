@@ -356,6 +356,18 @@ class ChromaBackend:
         """Number of chunks in the whole store (all users)."""
         return sum(c.count() for c in self.all_collections())
 
+    @_server_call
+    def users(self) -> dict[str, int]:
+        """Every user of the store and how many chunks each has (reads every record's metadata: for statistics)."""
+        counts: dict[str, int] = {}
+        for col in self.all_collections():
+            for offset in range(0, col.count(), self.max_batch):
+                got = col.get(include=["metadatas"], limit=self.max_batch, offset=offset)
+                for meta in got["metadatas"] or []:
+                    user = str((meta or {}).get("user_id"))
+                    counts[user] = counts.get(user, 0) + 1
+        return counts
+
     def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str) -> int:
         """Re-embed every chunk of every user with a new model; return how many were re-embedded.
 

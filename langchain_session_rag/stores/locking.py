@@ -30,7 +30,7 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError, PermissionError) as exc:
+    except OSError as exc:  # a file there, no permission, a read-only or missing parent
         msg = f"Cannot use {str(folder)!r} as a store folder: {exc.strerror or exc}. Give a folder path."
         raise InvalidStorePathError(msg) from exc
     try:

@@ -63,11 +63,3 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
 
 def ollama_host() -> str:
     return os.environ.get("OLLAMA_HOST", "http://localhost:11434")
-
-
-def ollama_answers() -> bool:
-    try:
-        with urllib.request.urlopen(f"{ollama_host().rstrip('/')}/api/tags", timeout=1):
-            return True
-    except OSError:
-        return False

@@ -7,12 +7,16 @@ from pathlib import Path
 import pytest
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.models.local_llm import has_model, ollama_models
 from tests.conftest import chroma_session, cooking_session
-from tests.integration_tests.conftest import ollama_answers, ollama_host
+from tests.integration_tests.conftest import ollama_host
 
 pytestmark = [
     pytest.mark.ollama,
-    pytest.mark.skipif(not ollama_answers(), reason="no Ollama server answers at OLLAMA_HOST"),
+    pytest.mark.skipif(
+        not has_model(ollama_models(ollama_host()) or [], "nomic-embed-text"),
+        reason="no Ollama server with nomic-embed-text answers at OLLAMA_HOST",
+    ),
 ]
 
 

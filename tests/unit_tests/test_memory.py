@@ -105,6 +105,15 @@ def test_scope_fails_closed(make_memory: Factory) -> None:
         alice.for_user("")
 
 
+def test_a_document_keeps_the_time_it_is_given(make_memory: Factory) -> None:
+    m = make_memory()
+    m.add_documents([Document("Backups run at 02:30.", metadata={"name": "ops.md", "timestamp": "2025-03-14"})])
+    (doc,) = m.invoke("when do backups run", k=1, source_type="document")
+    assert doc.metadata["timestamp"].startswith("2025-03-14")
+    assert doc.metadata["marker"] == "[D: ops.md]"
+    assert [d.id for d in m.invoke("backups", k=1, until="2025-03-15", source_type="document")] == [doc.id]
+
+
 def test_session_time_source_and_threshold_filters(make_memory: Factory) -> None:
     m = make_memory()
     m.add_messages(chroma_session(), session_id="s1")

@@ -1,0 +1,222 @@
+"""``session-rag chat``: a terminal chat whose past sessions are recalled, on the package's LangGraph graph.
+
+Each run is a new session (``chat-YYYYMMDD-HHMMSS``). Every exchange is stored as it happens; the memories a
+question recalled are shown with their markers before the answer streams. At the end the session is consolidated
+into topic segments. Ollama answers when it runs and has the model, else SmolLM2-135M in process; the chat says
+which it uses and why.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from langchain_session_rag.cli.app import cli
+from langchain_session_rag.cli.options import StoreOptions, err, out, status, store_options
+
+if TYPE_CHECKING:
+    from langchain_core.documents import Document
+    from langchain_core.language_models import BaseChatModel
+
+    from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+__all__ = ["ChatSession", "chat"]
+
+HELP = """Commands:
+  /sessions          list the stored sessions
+  /forget            forget this session (what was said since the chat started) and start a new one
+  /forget SESSION    forget another session
+  /core              show the core memory (pinned in every prompt)
+  /help              this list
+  /quit              leave (Ctrl-D too); the session is kept and consolidated"""
+
+
+def new_session_id() -> str:
+    """A session id for a chat started now."""
+    return f"chat-{datetime.now(tz=timezone.utc):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+@dataclass
+class ChatSession:
+    """One chat: the graph, its thread, and what the person asked to forget."""
+
+    memory: SessionVectorMemory
+    model: BaseChatModel
+    context_window: int
+    max_tokens: int
+    session_id: str = field(default_factory=new_session_id)
+    forgot: int = 0
+    _graph: Any = None
+
+    def __post_init__(self) -> None:
+        """Build the graph: the package's session-RAG graph with an in-memory checkpointer for this chat's turns."""
+        from langgraph.checkpoint.memory import InMemorySaver  # noqa: PLC0415
+
+        from langchain_session_rag.graph import create_session_rag_graph  # noqa: PLC0415
+        from langchain_session_rag.prompt.budget import TokenBudget  # noqa: PLC0415
+
+        budget = TokenBudget(context_window=self.context_window, reserve_for_answer=self.max_tokens)
+        graph = create_session_rag_graph(self.model, self.memory, budget=budget)
+        self._graph = graph.compile(checkpointer=InMemorySaver())
+
+    def turn(self, text: str) -> Iterator[tuple[str, Any]]:
+        """Answer one message, as events: the memories recalled, the answer's tokens, the whole answer.
+
+        Yields ``("memories", docs)`` once, then ``("token", text)`` as the answer streams, then ``("answer", text)``.
+        """
+        from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage  # noqa: PLC0415
+
+        from langchain_session_rag.graph import CALL_MODEL, RETRIEVE_MEMORIES  # noqa: PLC0415
+
+        config = {"configurable": {"thread_id": self.session_id}}
+        context = {"user_id": self.memory.user_id, "session_id": self.session_id}
+        streamed: list[str] = []
+        answer = ""
+        for mode, chunk in self._graph.stream(
+            {"messages": [HumanMessage(text)]}, config, context=context, stream_mode=["updates", "messages"]
+        ):
+            if mode == "messages":
+                message, meta = chunk
+                if isinstance(message, AIMessageChunk) and meta.get("langgraph_node") == CALL_MODEL and message.text:
+                    streamed.append(message.text)
+                    yield "token", message.text
+            elif RETRIEVE_MEMORIES in chunk:
+                yield "memories", (chunk[RETRIEVE_MEMORIES] or {}).get("memories", [])
+            elif CALL_MODEL in chunk:
+                reply = (chunk[CALL_MODEL] or {}).get("messages", [])
+                answer = next((m.text for m in reply if isinstance(m, AIMessage)), "")
+        yield "answer", answer or "".join(streamed)
+
+    def forget_session(self, session_id: str | None = None) -> int:
+        """Forget a session (this one by default, which then starts afresh); return the chunks removed."""
+        self.memory.flush()
+        target = session_id or self.session_id
+        removed = self.memory.forget(session_id=target)
+        self.forgot += removed
+        if target == self.session_id:
+            self.session_id = new_session_id()  # a new thread: the forgotten turns leave the window too
+        return removed
+
+    def close(self) -> str:
+        """End the chat: store what is pending, consolidate the session, erase forgotten text; say what was done."""
+        self.memory.flush()
+        done = self.memory.consolidate(self.session_id)
+        said = f"Session {self.session_id} kept"
+        if done.exchanges:
+            said += f": {done.exchanges} exchange(s) grouped into {done.segments} topic segment(s)"
+        if self.forgot:
+            self.memory.compact()
+            said += f"; {self.forgot} forgotten chunk(s) erased from the store's files"
+        return said + "."
+
+
+def _show_memories(docs: list[Document]) -> None:
+    if not docs:
+        err.print("[dim]  (no memory recalled)[/dim]")
+    for doc in docs:
+        first = " ".join(doc.page_content.split())
+        first = first if len(first) <= 110 else first[:109] + "…"  # noqa: PLR2004
+        score = doc.metadata.get("score")
+        shown = f" ({score:.2f})" if isinstance(score, float) else ""
+        err.print(f"[dim]  recalled {escape(doc.metadata.get('marker', ''))} {escape(first)}{shown}[/dim]")
+
+
+def _command(session: ChatSession, line: str) -> bool:
+    """Run a slash command; return whether the chat goes on."""
+    name, _, arg = line.partition(" ")
+    arg = arg.strip()
+    if name in ("/quit", "/exit", "/q"):
+        return False
+    if name == "/help":
+        out.print(HELP, markup=False)
+    elif name == "/sessions":
+        table = Table("session", "last active", "chunks")
+        for s in session.memory.list_sessions():
+            here = " (this chat)" if s.session_id == session.session_id else ""
+            table.add_row(
+                s.session_id + here, f"{s.last_active:%Y-%m-%d %H:%M}" if s.last_active else "-", str(s.chunks)
+            )
+        out.print(table)
+    elif name == "/forget":
+        removed = session.forget_session(arg or None)
+        which = f"session {arg}" if arg else "this session; a new one starts"
+        out.print(f"Forgot {removed} chunk(s) of {which} (erased from the files when you quit).", markup=False)
+    elif name == "/core":
+        text = session.memory.core.render()
+        out.print(text or "The core memory is empty.", markup=False)
+    else:
+        out.print(f"Unknown command {name}; /help lists them.", markup=False)
+    return True
+
+
+@cli.command()
+@click.option("--model", envvar="SESSION_RAG_CHAT_MODEL", default="llama3.2", show_default=True,
+              help="Ollama chat model [env SESSION_RAG_CHAT_MODEL].")  # fmt: skip
+@click.option("--local", is_flag=True, help="Use the in-process SmolLM2-135M even if Ollama runs.")
+@click.option("--max-tokens", type=click.IntRange(16, 4096), default=256, show_default=True, help="Longest answer.")
+@store_options
+def chat(model: str, local: bool, max_tokens: int, **store: Any) -> None:
+    """Chat with a model that remembers your earlier sessions (and your imported history)."""
+    from langchain_session_rag.models.local_llm import LocalChatModel, pick_chat_model  # noqa: PLC0415
+
+    options = StoreOptions.of(store)
+    memory = options.memory()
+    with status("Choosing the chat model …"):
+        if local:
+            chosen: Any = LocalChatModel(max_tokens=max_tokens)
+            described, window = "SmolLM2-135M in process (llama.cpp), as --local asked", 2048
+        else:
+            choice = pick_chat_model(model, host=options.ollama_host)
+            window = 2048 if choice.backend == "local" else 4096
+            chosen = choice.model.model_copy(
+                update={"max_tokens": max_tokens} if choice.backend == "local" else {"num_predict": max_tokens,
+                                                                                      "num_ctx": window}
+            )  # fmt: skip
+            described = choice.description + (f" — {choice.fallback_reason}" if choice.fallback_reason else "")
+        session = ChatSession(memory, chosen, window, max_tokens)
+    err.print(f"Chat model: {escape(described)}")
+    err.print(f"Memory of {escape(memory.user_id)!r} at {escape(options.location)}. Session {session.session_id}.")
+    err.print("Type /help for commands, /quit to leave.")
+    _loop(session)
+    with status("Saving the session …"):
+        said = session.close()
+    err.print(said)
+
+
+def _loop(session: ChatSession) -> None:
+    while True:
+        try:
+            line = input("you> ").strip()
+        except EOFError:
+            out.print()
+            return
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not _command(session, line):
+                return
+            continue
+        _answer(session, line)
+
+
+def _answer(session: ChatSession, line: str) -> None:
+    started = False
+    for kind, value in session.turn(line):
+        if kind == "memories":
+            _show_memories(value)
+        elif kind == "token":
+            if not started:
+                out.print("assistant> ", end="")
+                started = True
+            out.print(value, end="", markup=False, highlight=False)
+            out.file.flush()
+        elif kind == "answer" and not started:
+            out.print(f"assistant> {value or '(no answer)'}", end="", markup=False, highlight=False)
+    out.print()

@@ -1,0 +1,199 @@
+"""The options every store command takes, from flags or environment variables, and opening the memory they name."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from rich.console import Console
+
+from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+    from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+__all__ = ["StoreOptions", "default_store_path", "err", "out", "store_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+COLLECTION = "session_memory"
+out = Console(soft_wrap=True)
+"""Results: stdout."""
+err = Console(stderr=True, soft_wrap=True)
+"""Progress, notices and errors: stderr."""
+
+
+def default_store_path() -> Path:
+    """``$XDG_DATA_HOME/session-rag`` (else ``~/.local/share/session-rag``; ``%LOCALAPPDATA%`` on Windows)."""
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "session-rag"
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "session-rag"
+
+
+def _server(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, int] | None:
+    del ctx
+    if not value:
+        return None
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:  # noqa: PLR2004
+        msg = f"expected HOST:PORT (e.g. localhost:8000), got {value!r}"
+        raise click.BadParameter(msg, param=param)
+    return host.strip("[]"), int(port)
+
+
+def _embeddings_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    del ctx
+    if value is None or value == "local" or (value.startswith("ollama:") and len(value) > len("ollama:")):
+        return value
+    msg = f"expected 'local' or 'ollama:MODEL' (e.g. ollama:nomic-embed-text), got {value!r}"
+    raise click.BadParameter(msg, param=param)
+
+
+def store_options(func: F) -> F:
+    """Add ``--path``, ``--user``, ``--server``, ``--embeddings`` and ``--ollama-host`` (each with its variable)."""
+    options = [
+        click.option(
+            "--path",
+            type=click.Path(path_type=Path, file_okay=False),
+            envvar="SESSION_RAG_PATH",
+            help="Embedded store folder [env SESSION_RAG_PATH; default ~/.local/share/session-rag].",
+        ),
+        click.option("--user", envvar="SESSION_RAG_USER", help="Whose memory [env SESSION_RAG_USER; default: you]."),
+        click.option(
+            "--server",
+            metavar="HOST:PORT",
+            envvar="SESSION_RAG_SERVER",
+            callback=_server,
+            help="Use a Chroma server instead of the folder [env SESSION_RAG_SERVER].",
+        ),
+        click.option(
+            "--embeddings",
+            metavar="local|ollama:MODEL",
+            envvar="SESSION_RAG_EMBEDDINGS",
+            callback=_embeddings_spec,
+            help="Embedding model for a new store [env SESSION_RAG_EMBEDDINGS; default: the store's, else local "
+            "all-MiniLM-L6-v2].",
+        ),
+        click.option(
+            "--ollama-host",
+            metavar="URL",
+            envvar="OLLAMA_HOST",
+            help="Ollama server [env OLLAMA_HOST; default http://localhost:11434].",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@dataclass
+class StoreOptions:
+    """The store a command works on, and whose memory in it."""
+
+    path: Path | None = None
+    user: str | None = None
+    server: tuple[str, int] | None = None
+    embeddings: str | None = None
+    ollama_host: str | None = None
+    _memory: SessionVectorMemory | None = field(default=None, repr=False)
+
+    @classmethod
+    def of(cls, kwargs: dict[str, Any]) -> StoreOptions:
+        """Take the store options out of a command's keyword arguments."""
+        keys = ("path", "user", "server", "embeddings", "ollama_host")
+        return cls(**{k: kwargs.pop(k) for k in keys})
+
+    @property
+    def user_id(self) -> str:
+        """The user named, else the login name."""
+        if self.user is not None:
+            if not self.user.strip():
+                msg = "--user must not be empty."
+                raise InvalidArgumentError(msg)
+            return self.user
+        try:
+            return getpass.getuser()
+        except (OSError, KeyError):  # no login name (a container without a passwd entry)
+            return "me"
+
+    @property
+    def location(self) -> str:
+        """Where the store is, in words."""
+        if self.server is not None:
+            return f"the Chroma server at {self.server[0]}:{self.server[1]}"
+        return str(self.path or default_store_path())
+
+    def memory(self, **settings: Any) -> SessionVectorMemory:
+        """Open the memory (once per command), saying what is being loaded while it loads."""
+        if self._memory is None:
+            with status(f"Opening the memory at {self.location} …"):
+                self._memory = self._open(settings)
+        return self._memory
+
+    def _open(self, settings: dict[str, Any]) -> SessionVectorMemory:
+        from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
+        from langchain_session_rag.stores.adapter import open_chroma_client  # noqa: PLC0415
+        from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
+
+        if self.server is not None:
+            client = open_chroma_client(host=self.server[0], port=self.server[1])
+        else:
+            client = open_chroma_client(path=self.path or default_store_path())
+        recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
+        spec = self.embeddings or _spec_of(recorded)
+        embeddings = self._embeddings(spec)
+        return SessionVectorMemory(
+            chroma_client=client, user_id=self.user_id, embeddings=embeddings, collection_name=COLLECTION, **settings
+        )
+
+    def _embeddings(self, spec: str | None) -> Embeddings | None:
+        if spec is None or spec == "local":
+            return None  # the bundled default
+        from langchain_ollama import OllamaEmbeddings  # noqa: PLC0415
+
+        from langchain_session_rag.models.local_llm import has_model, ollama_base_url, ollama_models  # noqa: PLC0415
+
+        model = spec.removeprefix("ollama:")
+        models = ollama_models(self.ollama_host, timeout=2.0)
+        where = ollama_base_url(self.ollama_host)
+        if models is None:
+            msg = f"This store uses the Ollama embedding model {model!r}, but no Ollama server answers at {where}."
+            raise StoreUnavailableError(msg)
+        if not has_model(models, model):
+            msg = f"The Ollama server at {where} has no model {model!r}: run `ollama pull {model}`."
+            raise StoreUnavailableError(msg)
+        return OllamaEmbeddings(model=model, base_url=where)
+
+
+def _spec_of(recorded: Any) -> str | None:
+    """The ``--embeddings`` value that reopens a store written by ``recorded``."""
+    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL  # noqa: PLC0415
+
+    if not recorded or recorded == DEFAULT_EMBEDDING_MODEL:
+        return None
+    if isinstance(recorded, str) and recorded.startswith("ollama:"):
+        return recorded
+    msg = (
+        f"This store was written by the embedding model {recorded!r}, which the command line cannot load; "
+        "open it from Python with that model (SessionVectorMemory(..., embeddings=...))."
+    )
+    raise EmbeddingModelMismatchError(msg)
+
+
+@contextmanager
+def status(text: str) -> Iterator[None]:
+    """A spinner on stderr while something slow runs (a terminal only: scripts get no noise)."""
+    if err.is_terminal:
+        with err.status(text):
+            yield
+    else:
+        yield

@@ -1,0 +1,255 @@
+"""The commands that read and change a store: ingest, search, sessions, forget, export, import, stats, consolidate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from langchain_session_rag.cli.app import cli
+from langchain_session_rag.cli.options import StoreOptions, err, out, status, store_options
+from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.importers.types import FORMAT_NAMES
+
+__all__ = ["consolidate", "export", "forget", "import_", "ingest", "search", "sessions", "stats"]
+
+_WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"])
+
+
+def _snippet(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def _date(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value else "-"
+
+
+def _json_out(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "file_format", type=click.Choice(["auto", *FORMAT_NAMES]), default="auto", show_default=True,
+              help="Read every file as this format.")  # fmt: skip
+@click.option("--strict", is_flag=True, help="Import nothing if any conversation would be skipped.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@store_options
+def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: bool, **store: Any) -> None:
+    """Import chat history from FILES (folders: every importable file inside).
+
+    \b
+    Formats (found from each file): a ChatGPT export (conversations.json or the zip), OpenAI-format
+    .jsonl/.json chats, LangChain message dumps, session-rag daily logs, markdown notes.
+    Each conversation becomes a session; importing the same file again stores nothing new.
+    """
+    from langchain_session_rag.importers.ingest import import_conversations  # noqa: PLC0415
+
+    memory = StoreOptions.of(store).memory()
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("Importing", total=None)
+
+        def progress(done: int, total: int, label: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"Importing {_snippet(label, 40)}")
+
+        report = import_conversations(memory, list(files), file_format=file_format, strict=strict, progress=progress)
+    if as_json:
+        _json_out(report.as_dict())
+        return
+    table = Table("file", "read as", title=f"Imported into {memory.user_id}'s memory", title_justify="left")
+    for name, fmt in report.files.items():
+        table.add_row(name, fmt)
+    out.print(table)
+    out.print(
+        f"Sessions: {len(report.new_sessions)} new, {len(report.updated_sessions)} added to, "
+        f"{len(report.unchanged_sessions)} already stored; {report.messages} messages read, "
+        f"{report.chunks_added} chunks stored."
+    )
+    if report.skipped:
+        skipped = Table("file", "item", "why it was skipped", title=f"Skipped ({len(report.skipped)})")
+        for item in report.skipped:
+            skipped.add_row(item.source, item.item, item.reason)
+        out.print(skipped)
+
+
+@cli.command()
+@click.argument("query")
+@click.option("-k", "--k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Memories to show.")
+@click.option("--threshold", type=click.FloatRange(-1.0, 1.0), default=None, help="Minimum cosine similarity.")
+@click.option("--session", "session_ids", multiple=True, help="Only this session (repeatable).")
+@click.option("--since", type=_WHEN, metavar="DATE", default=None, help="Only memories from this date on (YYYY-MM-DD).")
+@click.option("--until", type=_WHEN, metavar="DATE", default=None, help="Only memories up to this date.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+@store_options
+def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, ...], since: datetime | None,
+           until: datetime | None, as_json: bool, **store: Any) -> None:  # fmt: skip
+    """Show what the memory recalls for QUERY, best first."""
+    if not query.strip():
+        msg = "The query is empty: give the words to search for."
+        raise InvalidArgumentError(msg)
+    memory = StoreOptions.of(store).memory()
+    options: dict[str, Any] = {"k": k, "score_threshold": threshold, "since": since, "until": until}
+    if session_ids:
+        options["session_ids"] = list(session_ids)
+    docs = memory.invoke(query, **{key: v for key, v in options.items() if v is not None})
+    if as_json:
+        _json_out([{"id": d.id, "text": d.page_content, **d.metadata} for d in docs])
+        return
+    if not docs:
+        err.print(f"Nothing in {memory.user_id}'s memory matches {query!r}.")
+        return
+    table = Table("", "score", "session", "memory", title=f"{memory.user_id}'s memories for {query!r}")
+    for doc in docs:
+        meta = doc.metadata
+        table.add_row(meta["marker"], f"{meta['score']:.2f}", meta.get("session_id") or "-", _snippet(doc.page_content))
+    out.print(table)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the sessions as JSON.")
+@store_options
+def sessions(as_json: bool, **store: Any) -> None:
+    """List the stored sessions, most recent first."""
+    memory = StoreOptions.of(store).memory()
+    found = memory.list_sessions()
+    if as_json:
+        _json_out([vars(s) for s in found])
+        return
+    table = Table("session", "started", "last active", "chunks", "messages", title=f"{memory.user_id}'s sessions")
+    for s in found:
+        table.add_row(s.session_id, _date(s.started), _date(s.last_active), str(s.chunks), str(s.messages))
+    out.print(table if found else f"{memory.user_id} has no stored session.")
+
+
+@cli.command()
+@click.option("--session", "session_ids", multiple=True, help="Forget this session (repeatable).")
+@click.option(
+    "--before", type=_WHEN, metavar="DATE", default=None, help="Forget memories older than this date (YYYY-MM-DD)."
+)
+@click.option("--all", "everything", is_flag=True, help="Forget everything of the user, core memory included.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--no-compact", is_flag=True, help="Skip erasing the forgotten text from the store's files now.")
+@store_options
+def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bool, yes: bool, no_compact: bool,
+           **store: Any) -> None:  # fmt: skip
+    """Forget sessions, memories older than a date, or everything of the user, and erase them from disk."""
+    if everything == bool(session_ids or before):
+        msg = "Say what to forget: --session ID (repeatable), --before DATE, or --all (and only one of them)."
+        raise click.UsageError(msg)
+    options = StoreOptions.of(store)
+    what = (
+        "EVERYTHING stored for"
+        if everything
+        else f"session(s) {', '.join(session_ids)} of"
+        if session_ids
+        else f"every memory before {before:%Y-%m-%d} of"
+    )
+    if not yes:
+        if not sys.stdin.isatty():
+            msg = "forget asks for confirmation on a terminal; pass --yes to confirm from a script."
+            raise click.UsageError(msg)
+        click.confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", abort=True)
+    memory = options.memory()
+    if everything:
+        removed = memory.forget_all()
+    elif before is not None:
+        removed = memory.forget(before=before)
+    else:
+        removed = sum(memory.forget(session_id=s) for s in session_ids)
+    out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}.")
+    if no_compact or removed == 0:
+        if removed:
+            out.print("Their text stays in the store's files until `session-rag stats --compact` runs.")
+        return
+    with status("Erasing the forgotten text from the store's files …"):
+        kept = memory.compact()
+    where = "files" if options.server is None else "collections (run `chroma vacuum` on the server for its files)"
+    out.print(f"Erased from the store's {where}; {kept} chunk(s) of all users kept.")
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@store_options
+def export(file: Path, **store: Any) -> None:
+    """Write the user's memories (texts, metadata, vectors) to FILE as JSON Lines."""
+    memory = StoreOptions.of(store).memory()
+    count = memory.export_jsonl(file)
+    out.print(f"Exported {count} chunk(s) of {memory.user_id!r} to {file}.")
+
+
+@cli.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@store_options
+def import_(file: Path, **store: Any) -> None:
+    """Add the chunks of a `session-rag export` FILE to the user's memory (chat histories: use `ingest`)."""
+    memory = StoreOptions.of(store).memory()
+    added = memory.import_jsonl(file)
+    out.print(f"Imported {added} new chunk(s) into {memory.user_id!r}'s memory from {file}.")
+
+
+def _disk_use(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+@cli.command()
+@click.option("--compact", "compact_now", is_flag=True, help="Also erase forgotten text from the store's files.")
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+@store_options
+def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
+    """Show the store: its users, this user's sessions and chunks, the embedding model, disk use."""
+    from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
+
+    options = StoreOptions.of(store)
+    memory = options.memory()
+    if compact_now:
+        with status("Compacting …"):
+            memory.compact()
+    backend = memory.backend
+    users = backend.users() if isinstance(backend, ChromaBackend) else {}
+    found = memory.list_sessions()
+    folder = None if options.server else Path(options.location)
+    data = {
+        "store": options.location,
+        "embedding_model": memory.model_id,
+        "users": len(users),
+        "chunks_all_users": sum(users.values()),
+        "user": memory.user_id,
+        "sessions": len(found),
+        "chunks": memory.count(),
+        "messages": sum(s.messages for s in found),
+        "core_memory_tokens": sum(memory.chunker.count(t) for t in memory.core.blocks().values()),
+        "disk_bytes": _disk_use(folder) if folder is not None else None,
+    }
+    if as_json:
+        _json_out(data)
+        return
+    table = Table("", "", show_header=False, title="session-rag store", title_justify="left")
+    for key, value in data.items():
+        shown = f"{value / 1e6:.1f} MB" if key == "disk_bytes" and isinstance(value, int) else str(value)
+        table.add_row(key.replace("_", " "), shown)
+    out.print(table)
+
+
+@cli.command()
+@click.option("--session", "session_ids", multiple=True, help="This session only (repeatable; default: every one).")
+@store_options
+def consolidate(session_ids: tuple[str, ...], **store: Any) -> None:
+    """Group the exchanges of finished sessions into topic segments (chat stores one chunk per exchange)."""
+    memory = StoreOptions.of(store).memory()
+    targets = list(session_ids) or [s.session_id for s in memory.list_sessions()]
+    table = Table("session", "exchanges", "segments", "embedded", title="Consolidated")
+    changed = 0
+    for session in targets:
+        result = memory.consolidate(session)
+        if result.exchanges:
+            changed += 1
+            table.add_row(session, str(result.exchanges), str(result.segments), str(result.texts_embedded))
+    out.print(table if changed else "Nothing to consolidate: no session holds separate exchanges.")

@@ -1,0 +1,177 @@
+"""Reading files to import: the format of each (by its name and content), parsed into one batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from langchain_session_rag.errors import FileAccessError, ImportFormatError, InvalidArgumentError
+from langchain_session_rag.importers.chatgpt import is_chatgpt_export, parse_chatgpt
+from langchain_session_rag.importers.langchain_dump import is_langchain_dump, parse_langchain
+from langchain_session_rag.importers.markdown import parse_daily_log, parse_notes
+from langchain_session_rag.importers.openai_chat import parse_openai_json, parse_openai_jsonl
+from langchain_session_rag.importers.types import FORMAT_NAMES, ImportBatch
+from langchain_session_rag.memory.daily_log import is_daily_log
+
+__all__ = ["FORMATS", "expand_paths", "read_conversations", "read_file"]
+
+FORMATS = FORMAT_NAMES
+_SUFFIXES = {".json", ".jsonl", ".ndjson", ".zip", ".md", ".markdown"}
+PathLike = str | os.PathLike[str]
+
+
+def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
+    """The files to read: each path given, and the importable files under each folder given (sorted).
+
+    Raises:
+        FileAccessError: A path that does not exist, or a folder with no importable file.
+    """
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    files: list[Path] = []
+    for raw in given:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and p.suffix.lower() in _SUFFIXES and not p.name.startswith(".")
+            )
+            if not found:
+                msg = f"{path} holds no file to import ({', '.join(sorted(_SUFFIXES))})."
+                raise FileAccessError(msg)
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            msg = f"No file or folder at {str(raw)!r}."
+            raise FileAccessError(msg)
+    return files
+
+
+def _text(data: bytes, source: str) -> str:
+    if not data.strip():
+        msg = f"{source} is empty; nothing was imported."
+        raise ImportFormatError(msg)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        msg = f"{source} is not UTF-8 text (byte {exc.start}); nothing was imported."
+        raise ImportFormatError(msg) from exc
+
+
+def _json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        msg = f"{source}: not valid JSON ({exc.msg}, line {exc.lineno} column {exc.colno}); nothing was imported."
+        raise ImportFormatError(msg) from exc
+
+
+def _zip_conversations(path: Path, source: str) -> str:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = [n for n in archive.namelist() if PurePosixPath(n).name == "conversations.json"]
+            if not names:
+                msg = f"{source} is a zip without conversations.json: not a ChatGPT data export."
+                raise ImportFormatError(msg)
+            return _text(archive.read(min(names, key=len)), f"{source}:{min(names, key=len)}")
+    except zipfile.BadZipFile as exc:
+        msg = f"{source} is not a readable zip file ({exc})."
+        raise ImportFormatError(msg) from exc
+
+
+@dataclass
+class _Input:
+    """A file's text, and its JSON parsed once on first use."""
+
+    path: Path
+    text: str
+    source: str
+
+    @cached_property
+    def data(self) -> Any:
+        return _json(self.text, self.source)
+
+
+def _guess(item: _Input) -> str:
+    suffix = item.path.suffix.lower()
+    if suffix == ".zip":
+        return "chatgpt-zip"
+    if suffix in (".jsonl", ".ndjson"):
+        return "openai-jsonl"
+    if suffix in (".md", ".markdown"):
+        return "daily-log" if is_daily_log(item.text) else "markdown"
+    if suffix == ".json":
+        if is_chatgpt_export(item.data):
+            return "chatgpt"
+        return "langchain" if is_langchain_dump(item.data) else "openai-json"
+    msg = f"Cannot tell the format of {item.source} from its name; pass format= (one of {', '.join(FORMATS)})."
+    raise ImportFormatError(msg)
+
+
+def _parse_chatgpt(item: _Input) -> ImportBatch:
+    if not is_chatgpt_export(item.data):
+        msg = f"{item.source}: not a ChatGPT conversations.json (a list of conversations with a 'mapping')."
+        raise ImportFormatError(msg)
+    return parse_chatgpt(item.data, item.source)
+
+
+def _parse_langchain(item: _Input) -> ImportBatch:
+    if not is_langchain_dump(item.data):
+        msg = f"{item.source}: not a LangChain message dump (messages_to_dict or dumpd output)."
+        raise ImportFormatError(msg)
+    return parse_langchain(item.data, item.source)
+
+
+_PARSERS: dict[str, Callable[[_Input], ImportBatch]] = {
+    "chatgpt": _parse_chatgpt,
+    "chatgpt-zip": _parse_chatgpt,
+    "openai-jsonl": lambda item: parse_openai_jsonl(item.text.splitlines(), item.source),
+    "openai-json": lambda item: parse_openai_json(item.data, item.source),
+    "langchain": _parse_langchain,
+    "daily-log": lambda item: parse_daily_log(item.path, item.source),
+    "markdown": lambda item: parse_notes(item.path, item.text, item.source),
+}
+
+
+def read_file(path: Path, file_format: str = "auto") -> ImportBatch:
+    """One file's conversations (not validated against a memory yet)."""
+    source = str(path)
+    if file_format != "auto" and file_format not in FORMATS:
+        msg = f"Unknown import format {file_format!r}; use 'auto' or one of {', '.join(FORMATS)}."
+        raise InvalidArgumentError(msg)
+    try:
+        zipped = file_format == "chatgpt-zip" or (file_format == "auto" and path.suffix.lower() == ".zip")
+        text = _zip_conversations(path, source) if zipped else _text(path.read_bytes(), source)
+    except OSError as exc:
+        msg = f"Cannot read {source}: {exc.strerror or exc}."
+        raise FileAccessError(msg) from exc
+    item = _Input(path, text, source)
+    chosen = _guess(item) if file_format == "auto" else file_format
+    batch = _PARSERS[chosen](item)
+    batch.formats[source] = chosen
+    return batch
+
+
+def read_conversations(paths: PathLike | Sequence[PathLike], *, file_format: str = "auto") -> ImportBatch:
+    """Read every file (folders: the importable files under them) into one batch; nothing is written.
+
+    Args:
+        paths: Files or folders: a ChatGPT ``conversations.json`` or export zip, OpenAI-format ``.jsonl`` /
+            ``.json``, a LangChain message dump (``.json``), daily logs and markdown notes (``.md``).
+        file_format: ``"auto"`` (by name and content) or one of :data:`FORMATS` for every file.
+
+    Raises:
+        FileAccessError: A path that does not exist or cannot be read.
+        ImportFormatError: A file that is not in the format (not JSON, not UTF-8, empty, an unknown shape).
+    """
+    batch = ImportBatch()
+    for path in expand_paths(paths):
+        batch.extend(read_file(path, file_format))
+    return batch

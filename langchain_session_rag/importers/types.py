@@ -1,0 +1,107 @@
+"""What an importer reads from a file: conversations, reference documents, and what it skipped and why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from langchain_core.documents import Document
+
+__all__ = [
+    "FORMAT_NAMES",
+    "Format",
+    "ImportBatch",
+    "ImportReport",
+    "ImportedConversation",
+    "Skipped",
+    "content_session_id",
+]
+
+Format = Literal["chatgpt", "chatgpt-zip", "openai-jsonl", "openai-json", "langchain", "daily-log", "markdown"]
+"""The file formats the importers read (``"auto"`` picks one from the file)."""
+FORMAT_NAMES: tuple[str, ...] = get_args(Format)
+
+
+@dataclass(frozen=True)
+class ImportedConversation:
+    """One conversation read from a file: a session of messages as ``add_messages`` takes them."""
+
+    session_id: str
+    messages: list[dict[str, Any]]
+    """Dicts ``{"role", "content", "id"?, "name"?, "timestamp"?, "tool_calls"?}``."""
+    title: str = ""
+    source: str = ""
+    """The file it was read from."""
+    where: str = ""
+    """Where in the file (``"line 3"``), for reports."""
+
+    @property
+    def label(self) -> str:
+        """How a report names it: its title, else its place in the file, else its session id."""
+        return self.title or self.where or self.session_id
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something of a file that was not imported, and why."""
+
+    source: str
+    item: str
+    """What was skipped (a conversation's title or id, a line number, a message)."""
+    reason: str
+
+
+@dataclass
+class ImportBatch:
+    """Everything read from one or more files, validated, before anything is written."""
+
+    conversations: list[ImportedConversation] = field(default_factory=list)
+    documents: dict[str, list[Document]] = field(default_factory=dict)
+    """Reference documents (a person's own markdown notes) by session id: one session per file."""
+    skipped: list[Skipped] = field(default_factory=list)
+    formats: dict[str, str] = field(default_factory=dict)
+    """The format each file was read as."""
+
+    def extend(self, other: ImportBatch) -> None:
+        """Add another batch's contents to this one."""
+        self.conversations += other.conversations
+        self.documents.update(other.documents)
+        self.skipped += other.skipped
+        self.formats.update(other.formats)
+
+
+@dataclass
+class ImportReport:
+    """What an import stored: sessions new, grown and unchanged (a re-import stores nothing), and what it skipped."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    """Each file and the format it was read as."""
+    new_sessions: list[str] = field(default_factory=list)
+    updated_sessions: list[str] = field(default_factory=list)
+    """Sessions already stored that the import added to (a conversation that went on since the last import)."""
+    unchanged_sessions: list[str] = field(default_factory=list)
+    messages: int = 0
+    """Messages read (conversations) plus note sections (documents)."""
+    chunks_added: int = 0
+    """Chunks the store holds now that it did not before (a grown session's new segments, an edited note's)."""
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data."""
+        return {
+            "files": self.files,
+            "new_sessions": self.new_sessions,
+            "updated_sessions": self.updated_sessions,
+            "unchanged_sessions": self.unchanged_sessions,
+            "messages": self.messages,
+            "chunks_added": self.chunks_added,
+            "skipped": [{"source": s.source, "item": s.item, "reason": s.reason} for s in self.skipped],
+        }
+
+
+def content_session_id(prefix: str, messages: list[dict[str, Any]]) -> str:
+    """A session id from a conversation's content, for files that name none: the same conversation, the same id."""
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str).encode())
+    return f"{prefix}-{digest.hexdigest()[:16]}"
