@@ -18,6 +18,9 @@ from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import Turn, normalize_messages
 from langchain_session_rag.chunking.segmenter import Segment, SimilarityProfile, TopicSegmenter
 from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.importers.files import read_conversations
+from langchain_session_rag.importers.ingest import aimport_conversations, import_conversations
+from langchain_session_rag.importers.types import ImportedConversation, ImportReport
 from langchain_session_rag.memory.core import CoreMemory, CoreVersion
 from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
 from langchain_session_rag.memory.retriever import Consolidation, SessionInfo, SessionVectorMemory
@@ -55,6 +58,8 @@ __all__ = [
     "Curation",
     "ExchangeChunker",
     "HistoryWindow",
+    "ImportReport",
+    "ImportedConversation",
     "LocalChatModel",
     "LocalEmbeddings",
     "SectionReport",
@@ -72,6 +77,7 @@ __all__ = [
     "TopicSegmenter",
     "Turn",
     "acurate_core_memory",
+    "aimport_conversations",
     "cache_scope",
     "create_core_memory_tool",
     "create_manage_memory_tool",
@@ -80,8 +86,10 @@ __all__ = [
     "current_cache_user",
     "default_chat_model",
     "get_default_embeddings",
+    "import_conversations",
     "last_turns",
     "normalize_messages",
+    "read_conversations",
     "read_daily_logs",
     "rebuild_from_daily_logs",
     "tiktoken_counter",

@@ -1,8 +1,8 @@
 """The ``session-rag`` command: its group, and how errors, interrupts and closed pipes end it.
 
 Exit codes: 0 done; 1 an error (one line on stderr; ``--debug`` or ``SESSION_RAG_DEBUG=1`` adds the traceback);
-2 a bad command line (a missing argument, a value out of range); 130 interrupted; 141 the reader of the output went
-away (``session-rag search x | head -1``), as any command killed by SIGPIPE.
+2 a bad command line (a missing argument, a value out of range); 130 interrupted. When the reader of the output goes
+away (``session-rag sessions | head -1``) the command ends quietly with 1, as Click and Python do on a closed pipe.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = ["cli", "main"]
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
-EXIT_BROKEN_PIPE = 141
+EXIT_BROKEN_PIPE = 1
 
 
 def _version() -> str:
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print("Interrupted.")
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # The reader went away: send the rest of the output nowhere, and end as a command killed by SIGPIPE would.
+        # The reader went away: send the rest of the output nowhere, and end quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE

@@ -8,6 +8,7 @@ which it uses and why.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -51,8 +52,10 @@ class ChatSession:
     model: BaseChatModel
     context_window: int
     max_tokens: int
+    min_similarity: float | None = 0.3
     session_id: str = field(default_factory=new_session_id)
     forgot: int = 0
+    turns: int = 0
     _graph: Any = None
 
     def __post_init__(self) -> None:
@@ -63,7 +66,7 @@ class ChatSession:
         from langchain_session_rag.prompt.budget import TokenBudget  # noqa: PLC0415
 
         budget = TokenBudget(context_window=self.context_window, reserve_for_answer=self.max_tokens)
-        graph = create_session_rag_graph(self.model, self.memory, budget=budget)
+        graph = create_session_rag_graph(self.model, self.memory, budget=budget, score_threshold=self.min_similarity)
         self._graph = graph.compile(checkpointer=InMemorySaver())
 
     def turn(self, text: str) -> Iterator[tuple[str, Any]]:
@@ -75,6 +78,7 @@ class ChatSession:
 
         from langchain_session_rag.graph import CALL_MODEL, RETRIEVE_MEMORIES  # noqa: PLC0415
 
+        self.turns += 1
         config = {"configurable": {"thread_id": self.session_id}}
         context = {"user_id": self.memory.user_id, "session_id": self.session_id}
         streamed: list[str] = []
@@ -102,28 +106,43 @@ class ChatSession:
         self.forgot += removed
         if target == self.session_id:
             self.session_id = new_session_id()  # a new thread: the forgotten turns leave the window too
+            self.turns = 0
         return removed
 
     def close(self) -> str:
         """End the chat: store what is pending, consolidate the session, erase forgotten text; say what was done."""
         self.memory.flush()
         done = self.memory.consolidate(self.session_id)
-        said = f"Session {self.session_id} kept"
-        if done.exchanges:
-            said += f": {done.exchanges} exchange(s) grouped into {done.segments} topic segment(s)"
+        said = f"Session {self.session_id} kept ({self.turns} exchange(s)"
+        if done.exchanges > done.segments:
+            said += f", grouped into {done.segments} topic segment(s)"
+        said += ")"
+        if not self.turns:
+            said = f"Nothing was said in session {self.session_id}: nothing stored"
         if self.forgot:
             self.memory.compact()
             said += f"; {self.forgot} forgotten chunk(s) erased from the store's files"
         return said + "."
 
 
-def _show_memories(docs: list[Document]) -> None:
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2}  # noqa: PLR2004
+
+
+def snippet(doc: Document, question: str, width: int = 110) -> str:
+    """The line of a memory that shares the most words with the question (a segment holds several exchanges)."""
+    lines = [" ".join(line.split()) for line in doc.page_content.splitlines() if line.strip()] or [""]
+    asked = _words(question)
+    best = max(lines, key=lambda line: len(asked & _words(line)))  # the first of equals: max keeps it
+    return best if len(best) <= width else best[: width - 1] + "…"
+
+
+def _show_memories(docs: list[Document], question: str) -> None:
     if not docs:
         err.print("[dim]  (no memory recalled)[/dim]")
     for doc in docs:
-        first = " ".join(doc.page_content.split())
-        first = first if len(first) <= 110 else first[:109] + "…"  # noqa: PLR2004
-        score = doc.metadata.get("score")
+        first = snippet(doc, question)
+        score = doc.metadata.get("similarity")
         shown = f" ({score:.2f})" if isinstance(score, float) else ""
         err.print(f"[dim]  recalled {escape(doc.metadata.get('marker', ''))} {escape(first)}{shown}[/dim]")
 
@@ -161,8 +180,10 @@ def _command(session: ChatSession, line: str) -> bool:
               help="Ollama chat model [env SESSION_RAG_CHAT_MODEL].")  # fmt: skip
 @click.option("--local", is_flag=True, help="Use the in-process SmolLM2-135M even if Ollama runs.")
 @click.option("--max-tokens", type=click.IntRange(16, 4096), default=256, show_default=True, help="Longest answer.")
+@click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=0.3, show_default=True,
+              help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
 @store_options
-def chat(model: str, local: bool, max_tokens: int, **store: Any) -> None:
+def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **store: Any) -> None:
     """Chat with a model that remembers your earlier sessions (and your imported history)."""
     from langchain_session_rag.models.local_llm import LocalChatModel, pick_chat_model  # noqa: PLC0415
 
@@ -180,7 +201,7 @@ def chat(model: str, local: bool, max_tokens: int, **store: Any) -> None:
                                                                                       "num_ctx": window}
             )  # fmt: skip
             described = choice.description + (f" — {choice.fallback_reason}" if choice.fallback_reason else "")
-        session = ChatSession(memory, chosen, window, max_tokens)
+        session = ChatSession(memory, chosen, window, max_tokens, min_similarity)
     err.print(f"Chat model: {escape(described)}")
     err.print(f"Memory of {escape(memory.user_id)!r} at {escape(options.location)}. Session {session.session_id}.")
     err.print("Type /help for commands, /quit to leave.")
@@ -210,7 +231,7 @@ def _answer(session: ChatSession, line: str) -> None:
     started = False
     for kind, value in session.turn(line):
         if kind == "memories":
-            _show_memories(value)
+            _show_memories(value, line)
         elif kind == "token":
             if not started:
                 out.print("assistant> ", end="")

@@ -25,9 +25,9 @@ __all__ = ["StoreOptions", "default_store_path", "err", "out", "store_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
-out = Console(soft_wrap=True)
+out = Console(soft_wrap=True, highlight=False)
 """Results: stdout."""
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
 """Progress, notices and errors: stderr."""
 
 

@@ -111,8 +111,17 @@ def import_conversations(
     Example:
         .. code-block:: python
 
-            report = import_conversations(memory, "conversations.json")
-            print(len(report.new_sessions), "sessions,", report.chunks_added, "chunks")
+            import json
+
+            from langchain_session_rag import SessionVectorMemory, import_conversations
+
+            memory = SessionVectorMemory.local(path="./memory", user_id="alice")
+            chat = [{"role": "user", "content": "My bike is a blue Gazelle."}, {"role": "assistant", "content": "OK."}]
+            with open("chats.jsonl", "w", encoding="utf-8") as f:  # or a ChatGPT conversations.json / export zip
+                print(json.dumps({"messages": chat}), file=f)
+            report = import_conversations(memory, "chats.jsonl")
+            assert len(report.new_sessions) == 1
+            assert import_conversations(memory, "chats.jsonl").chunks_added == 0  # a re-import stores nothing
 
     Raises:
         FileAccessError: A path that does not exist or cannot be read (nothing is stored).

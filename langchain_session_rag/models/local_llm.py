@@ -135,6 +135,8 @@ class LocalChatModel(BaseChatModel):
     max_tokens: int = Field(default=256, ge=1)
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
+    repeat_penalty: float = Field(default=1.1, ge=1.0)
+    """Penalty on repeating recent tokens (1.0: none); a small model without it can loop on one sentence."""
 
     @property
     def _llm_type(self) -> str:
@@ -149,6 +151,7 @@ class LocalChatModel(BaseChatModel):
             "messages": [{"role": _ROLES.get(m.type, "user"), "content": m.text} for m in messages],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
+            "repeat_penalty": self.repeat_penalty,
             "stop": stop or [],
         }
         if kwargs.get("tools"):

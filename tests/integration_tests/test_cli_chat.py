@@ -1,0 +1,162 @@
+"""``session-rag chat`` driven through a pseudo-terminal, as a person types: two sessions, the second recalls the first.
+
+The local model (SmolLM2-135M) answers weakly, so recall is checked where the chat shows it: the memories a question
+recalled, printed with their markers before the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from tests.ollama_server import OllamaLoopback
+
+IMPORTS = Path(__file__).parents[1] / "data" / "imports"
+NO_OLLAMA = "http://127.0.0.1:9"  # nothing listens there
+
+
+def spawn(*args: str, env: dict[str, str]) -> pexpect.spawn:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "langchain_session_rag", *args],
+        env={**os.environ, "NO_COLOR": "1", "TERM": "dumb", **env},
+        encoding="utf-8",
+        timeout=240,
+        dimensions=(50, 250),
+    )
+    child.expect("Type /help for commands")
+    return child
+
+
+def say(child: pexpect.spawn, text: str) -> str:
+    """Type a line at the prompt; return what the chat printed until the next prompt."""
+    child.expect_exact("you> ")
+    child.sendline(text)
+    child.expect_exact("you> ")
+    shown = child.before
+    child.sendline("")  # an empty line: the prompt comes back for the next say()
+    return shown
+
+
+def quit_chat(child: pexpect.spawn) -> str:
+    child.expect_exact("you> ")
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    return child.before
+
+
+def test_two_sessions_the_second_recalls_the_first(tmp_path: Path) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
+    first = spawn("chat", "--max-tokens", "32", env=env)
+    assert "SmolLM2-135M in process" in first.before
+    assert f"no Ollama server answered at {NO_OLLAMA}" in first.before  # the fallback is said, not silent
+    shown = say(first, "Remember this: my bicycle is a blue Gazelle from 1998.")
+    assert "(no memory recalled)" in shown
+    assert "assistant> " in shown
+    ended = quit_chat(first)
+    assert "kept" in ended
+
+    second = spawn("chat", "--max-tokens", "32", env=env)
+    shown = say(second, "What bicycle do I ride?")
+    assert "recalled [S: " in shown
+    assert "my bicycle is a blue Gazelle from 1998" in shown
+    sessions = say(second, "/sessions")
+    assert sessions.count("chat-") == 2
+    assert "(this chat)" in sessions
+    assert "Unknown command /frobnicate" in say(second, "/frobnicate")
+    assert "/forget SESSION" in say(second, "/help")
+    assert "The core memory is empty." in say(second, "/core")
+    assert "Forgot 1 chunk(s) of this session; a new one starts" in say(second, "/forget")
+    ended = quit_chat(second)
+    assert "forgotten chunk(s) erased from the store's files" in ended
+
+
+def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
+    ingest = subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", "ingest", str(IMPORTS / "chatgpt" / "chatgpt-export.zip")],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert "6 new" in ingest.stdout
+    chat = spawn("chat", "--max-tokens", "24", env=env)
+    shown = say(chat, "What is my sourdough starter called?")
+    assert "recalled [S: 2025-" in shown
+    assert "called Bubbles" in shown
+    quit_chat(chat)
+
+
+def test_chat_over_the_ollama_protocol(tmp_path: Path) -> None:
+    """Ollama's wire protocol end to end: ChatOllama streams the answer and OllamaEmbeddings writes the store."""
+    with OllamaLoopback() as server:
+        env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": server.url}
+        args = ("chat", "--model", "smollm2:135m", "--max-tokens", "24", "--embeddings", "ollama:all-minilm")
+        chat = spawn(*args, env=env)
+        assert f"smollm2:135m on Ollama at {server.url}" in chat.before
+        shown = say(chat, "My locker code at the gym is 4471.")
+        assert "assistant> " in shown
+        quit_chat(chat)
+        assert server.requests["/api/chat"] >= 1
+        assert server.requests["/api/embed"] >= 1
+        stats = subprocess.run(  # the store remembers its model: no --embeddings needed to read it
+            [sys.executable, "-m", "langchain_session_rag", "search", "gym locker code", "--json"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        found = json.loads(stats.stdout)
+        assert found[0]["embedding_model"] == "ollama:all-minilm"
+        assert "4471" in found[0]["text"]
+        missing = spawn_fails(
+            "chat", "--embeddings", "ollama:nomic-embed-text", env={**env, "SESSION_RAG_PATH": str(tmp_path / "db2")}
+        )
+        assert "has no model 'nomic-embed-text'" in missing
+
+
+def spawn_fails(*args: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1, done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("answer", ["y", "n"])
+def test_forget_asks_on_a_terminal(tmp_path: Path, answer: str) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice"}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "langchain_session_rag", "forget", "--all"],
+        env={**os.environ, "NO_COLOR": "1", **env},
+        encoding="utf-8",
+        timeout=240,
+    )
+    child.expect_exact("Forget EVERYTHING stored for user 'alice'")
+    child.sendline(answer)
+    child.expect(pexpect.EOF)
+    child.close()
+    if answer == "y":
+        assert child.exitstatus == 0
+        assert "Forgot 0 chunk(s)" in child.before
+    else:
+        assert child.exitstatus != 0
+        assert "Forgot" not in child.before

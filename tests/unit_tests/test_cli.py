@@ -1,0 +1,232 @@
+"""The ``session-rag`` command, run as a person runs it: a subprocess per command, its output, its exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).parents[2]
+IMPORTS = ROOT / "tests" / "data" / "imports"
+LOCOMO_SAMPLE = ROOT / "benchmarks" / "data" / "locomo_sample.json"
+COMMANDS = [
+    "chat",
+    "consolidate",
+    "demo",
+    "eval",
+    "export",
+    "forget",
+    "import",
+    "ingest",
+    "search",
+    "sessions",
+    "stats",
+]
+
+
+def run(*args: str, env: dict[str, str] | None = None, stdin: str = "", check: int | None = 0) -> Any:
+    """Run ``python -m langchain_session_rag ARGS`` (the ``session-rag`` entry point) without a terminal."""
+    full_env = {
+        **os.environ,
+        "OLLAMA_HOST": "http://127.0.0.1:9",  # nothing listens: the in-process model is used, and said to be
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+        **(env or {}),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+        check=False,
+    )
+    if check is not None:
+        assert done.returncode == check, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
+
+
+def test_help_version_and_every_command_has_plain_help() -> None:
+    top = run("--help")
+    for command in COMMANDS:
+        assert f"\n  {command} " in top.stdout
+    assert run("--version").stdout.startswith("session-rag ")
+    for command in [*COMMANDS, "eval locomo"]:
+        text = run(*command.split(), "--help").stdout
+        assert text.startswith("Usage: session-rag")
+        assert "``" not in text
+        assert ":class:" not in text
+        assert ":func:" not in text
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["search", "x", "--k", "0"], "0 is not in the range 1<=x<=1000"),
+        (["search", "x", "--threshold", "5"], "5.0 is not in the range -1.0<=x<=1.0"),
+        (["search", "x", "--since", "last week"], "'last week' does not match the formats"),
+        (["search", "x", "--server", "nohost"], "expected HOST:PORT"),
+        (["search", "x", "--embeddings", "openai"], "expected 'local' or 'ollama:MODEL'"),
+        (["nope"], "No such command 'nope'"),
+        (["ingest"], "Missing argument 'FILES...'"),
+        (["ingest", "/no/such/file.json"], "'/no/such/file.json' does not exist"),
+        (["forget"], "Say what to forget"),
+        (["forget", "--all", "--session", "s1"], "Say what to forget"),
+        (["forget", "--session", "s1"], "pass --yes to confirm from a script"),
+        (["chat", "--max-tokens", "2"], "2 is not in the range 16<=x<=4096"),
+        (["eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "a,b"], "expected positive integers"),
+    ],
+)
+def test_a_bad_command_line_is_exit_2_with_the_reason(tmp_path: Path, args: list[str], fragment: str) -> None:
+    done = (
+        run(*args, "--path", str(tmp_path / "db"), check=2) if args[0] not in ("nope", "eval") else run(*args, check=2)
+    )
+    assert fragment in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "db").exists()  # refused before anything was opened
+
+
+def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("x", encoding="utf-8")
+    done = run("sessions", env={"SESSION_RAG_PATH": str(a_file)}, check=2)
+    assert "is a file" in done.stderr
+    truncated = IMPORTS / "invalid" / "chatgpt_truncated.json"
+    done = run("ingest", str(truncated), "--path", str(tmp_path / "db"), check=1)
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("session-rag: error: ")
+    assert "chatgpt_truncated.json: not valid JSON" in line
+    assert "nothing was imported" in line
+    debug = run("--debug", "ingest", str(truncated), "--path", str(tmp_path / "db"), check=1)
+    assert "Traceback (most recent call last)" in debug.stderr
+    assert "ImportFormatError" in debug.stderr
+    empty_user = run("sessions", "--user", " ", "--path", str(tmp_path / "db"), check=1)
+    assert "--user must not be empty" in empty_user.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "langchain_session_rag", "--help"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()  # `session-rag --help | head -0`
+    errors = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert errors == ""  # no traceback, no "Broken pipe" complaint
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A store with the ChatGPT export imported for alice (by the command)."""
+    env = {"SESSION_RAG_PATH": str(tmp_path_factory.mktemp("cli") / "db"), "SESSION_RAG_USER": "alice"}
+    done = run("ingest", str(IMPORTS / "chatgpt" / "conversations.json"), env=env)
+    assert "Sessions: 6 new, 0 added to, 0 already stored" in done.stdout
+    assert "chatgpt" in done.stdout
+    return env
+
+
+def test_ingest_twice_stores_nothing_new_and_reports_as_json(store: dict[str, str]) -> None:
+    done = run("ingest", str(IMPORTS / "chatgpt" / "chatgpt-export.zip"), "--json", env=store)
+    report = json.loads(done.stdout)
+    assert report["new_sessions"] == []
+    assert len(report["unchanged_sessions"]) == 6
+    assert report["chunks_added"] == 0
+    skipped = run("ingest", str(IMPORTS / "invalid" / "chatgpt_parent_cycle.json"), env={**store, "COLUMNS": "300"})
+    assert "Skipped (1)" in skipped.stdout
+    assert "cycle" in skipped.stdout
+    strict = run("ingest", "--strict", str(IMPORTS / "invalid" / "chatgpt_parent_cycle.json"), env=store, check=1)
+    assert "nothing was imported (strict)" in strict.stderr
+
+
+def test_search_shows_markers_scores_sessions_and_json(store: dict[str, str]) -> None:
+    table = run("search", "What is my sourdough starter called?", "-k", "3", env=store).stdout
+    assert "[S: 2025-" in table
+    assert "Bubbles" in table
+    results = json.loads(run("search", "sourdough starter", "--json", env=store).stdout)
+    assert results[0]["session_id"].startswith("chatgpt-")
+    assert {"marker", "score", "text", "id"} <= results[0].keys()
+    assert run("search", "sourdough", "--user", "carol", env=store).stderr.startswith("Nothing in carol's memory")
+    since = json.loads(run("search", "sourdough", "--since", "2030-01-01", "--json", env=store).stdout)
+    assert since == []
+
+
+def test_sessions_stats_export_import(store: dict[str, str], tmp_path: Path) -> None:
+    sessions = json.loads(run("sessions", "--json", env=store).stdout)
+    assert len(sessions) == 6
+    stats = json.loads(run("stats", "--json", env=store).stdout)
+    assert stats["user"] == "alice"
+    assert stats["sessions"] == 6
+    assert stats["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert stats["disk_bytes"] > 0
+    exported = tmp_path / "alice.jsonl"
+    assert f"Exported {stats['chunks']} chunk(s)" in run("export", str(exported), env=store).stdout
+    assert len(exported.read_text(encoding="utf-8").splitlines()) == stats["chunks"]
+    bob = {**store, "SESSION_RAG_USER": "bob"}
+    assert f"Imported {stats['chunks']} new chunk(s)" in run("import", str(exported), env=bob).stdout
+    assert "Bubbles" in run("search", "sourdough starter name", env=bob).stdout
+    assert json.loads(run("stats", "--json", env=bob).stdout)["users"] == 2
+    wrong = run("import", str(IMPORTS / "chatgpt" / "conversations.json"), env=bob, check=1)
+    assert wrong.stderr.startswith("session-rag: error: ")
+
+
+def test_consolidate_groups_exchanges_of_a_session(store: dict[str, str]) -> None:
+    env = {**store, "SESSION_RAG_USER": "dana"}
+    messages = [{"role": "user", "content": "I keep my bike in the shed."}, {"role": "assistant", "content": "OK."}]
+    chat = Path(store["SESSION_RAG_PATH"]).parent / "one.json"
+    for n in range(3):  # three imports of a growing chat: three exchange chunks in one session
+        turns = messages + [{"role": "user", "content": f"Shed fact {i}: the lock code ends in {i}."} for i in range(n)]
+        chat.write_text(json.dumps({"id": "shed", "messages": turns}), encoding="utf-8")
+        run("ingest", str(chat), env=env)
+    done = run("consolidate", "--session", "shed", env=env).stdout
+    assert "shed" in done or "Nothing to consolidate" in done
+    assert "Nothing to consolidate" in run("consolidate", env=env).stdout
+
+
+def test_forget_a_session_a_date_and_everything_with_a_receipt(store: dict[str, str]) -> None:
+    env = {**store, "SESSION_RAG_USER": "erin"}
+    run("ingest", str(IMPORTS / "chatgpt" / "conversations.json"), env=env)
+    sourdough = json.loads(run("search", "my sourdough starter Bubbles", "--json", env=env).stdout)[0]["session_id"]
+    done = run("forget", "--session", sourdough, "--yes", env=env).stdout
+    assert f"session(s) {sourdough} of user 'erin'" in done
+    assert "Erased from the store's files" in done
+    after = json.loads(run("search", "my sourdough starter Bubbles", "-k", "10", "--json", env=env).stdout)
+    assert sourdough not in {r["session_id"] for r in after}
+    assert not any("Bubbles" in r["text"] for r in after)
+    older = run("forget", "--before", "2024-10-01", "--yes", "--no-compact", env=env).stdout
+    assert "every memory before 2024-10-01" in older
+    left = json.loads(run("stats", "--json", env=env).stdout)["chunks"]
+    assert f"Forgot {left} chunk(s): EVERYTHING" in run("forget", "--all", "-y", env=env).stdout
+    assert json.loads(run("stats", "--json", env=env).stdout)["chunks"] == 0
+    assert json.loads(run("stats", "--json", env=store).stdout)["chunks"] > 0  # alice keeps hers
+
+
+def test_eval_locomo_prints_the_recall_table(tmp_path: Path) -> None:
+    done = run("eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "256,512", "--ks", "5").stdout
+    assert "512 prompt tokens" in done
+    assert "top 5 chunks" in done
+    assert "50 questions" in done
+    report = json.loads(run("eval", "locomo", str(LOCOMO_SAMPLE), "--ks", "1", "--budgets", "64", "--json").stdout)
+    assert 0 <= report["recall_at_tokens"]["64"]["overall"] <= 100
+    missing = run("eval", "locomo", str(LOCOMO_SAMPLE), "--conversation", "conv-99", check=2)
+    assert "has no conversation conv-99" in missing.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"sample_id": "x"}]', encoding="utf-8")
+    error = run("eval", "locomo", str(bad), check=1)
+    assert error.stderr.startswith("session-rag: error: ")
+    assert "conversation" in error.stderr
+
+
+def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
+    done = run("demo", "--path", str(tmp_path / "demo"), "--no-llm").stdout
+    assert "Stored 6 sessions" in done
+    assert "Scoping: user 'bob' asks the first question and gets 0 results." in done
