@@ -205,17 +205,19 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
     err.print(f"Chat model: {escape(described)}")
     err.print(f"Memory of {escape(memory.user_id)!r} at {escape(options.location)}. Session {session.session_id}.")
     err.print("Type /help for commands, /quit to leave.")
-    _loop(session)
-    with status("Saving the session …"):
-        said = session.close()
-    err.print(said)
+    try:
+        _loop(session)
+    finally:  # Ctrl-C at the prompt, or an error: what was said is still stored and consolidated
+        with status("Saving the session …"):
+            said = session.close()
+        err.print(said)
 
 
 def _loop(session: ChatSession) -> None:
     while True:
         try:
             line = input("you> ").strip()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: leave
             out.print()
             return
         if not line:
@@ -224,7 +226,10 @@ def _loop(session: ChatSession) -> None:
             if not _command(session, line):
                 return
             continue
-        _answer(session, line)
+        try:
+            _answer(session, line)
+        except KeyboardInterrupt:  # Ctrl-C while the model answers: stop this answer, keep the chat
+            out.print("\n(answer interrupted)")
 
 
 def _answer(session: ChatSession, line: str) -> None:

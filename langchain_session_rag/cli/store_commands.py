@@ -60,7 +60,16 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
         def progress(done: int, total: int, label: str) -> None:
             bar.update(task, completed=done, total=total, description=f"Importing {_snippet(label, 40)}")
 
-        report = import_conversations(memory, list(files), file_format=file_format, strict=strict, progress=progress)
+        try:
+            report = import_conversations(
+                memory, list(files), file_format=file_format, strict=strict, progress=progress
+            )
+        except KeyboardInterrupt:
+            done = int(bar.tasks[0].completed)
+            err.print(
+                f"Interrupted after {done} session(s); run the same command again to finish (nothing is stored twice)."
+            )
+            raise
     if as_json:
         _json_out(report.as_dict())
         return

@@ -94,7 +94,12 @@ def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path) -> None:
     shown = say(chat, "What is my sourdough starter called?")
     assert "recalled [S: 2025-" in shown
     assert "called Bubbles" in shown
-    quit_chat(chat)
+    chat.expect_exact("you> ")
+    chat.sendintr()  # Ctrl-C at the prompt leaves, and what was said is kept
+    chat.expect(pexpect.EOF)
+    chat.close()
+    assert chat.exitstatus == 0
+    assert "kept (1 exchange(s))" in chat.before
 
 
 def test_chat_over_the_ollama_protocol(tmp_path: Path) -> None:
