@@ -93,6 +93,10 @@ def _content_text(content: Any, where: str) -> tuple[str, int]:
                 and isinstance(block.get("text"), str)
             ):
                 texts.append(block["text"])
+            elif (
+                isinstance(block, Mapping) and block.get("type") == "refusal" and isinstance(block.get("refusal"), str)
+            ):
+                texts.append(f"[refused: {block['refusal']}]")  # OpenAI's refusal part: what the person saw
             else:
                 skipped += 1
         return "\n".join(t for t in texts if t), skipped
@@ -154,6 +158,24 @@ def _generated_id(session_id: str, index: int, role: str, text: str) -> str:
     return f"m-{digest[:16]}"
 
 
+def _turn_text(content: Any, tool_calls: Any, role: Role, where: str) -> tuple[str, int]:
+    """A message's stored text (its text, then its tool calls) and how many non-text blocks it skipped."""
+    text, skipped = _content_text("" if content is None else content, where)
+    calls = _tool_calls_text(tool_calls, where)
+    text = f"{text.strip()}\n{calls}".strip() if calls else text.strip()
+    if not text:
+        if not skipped:
+            msg = f"{where} (role {role!r}) has empty text content; remove it or give it text."
+            raise InvalidMessageError(msg)
+        text = f"[{skipped} non-text content block{'s' if skipped > 1 else ''}]"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800"): valid JSON, not storable text
+        msg = f"{where} (role {role!r}) holds text that is not valid Unicode at character {exc.start}."
+        raise InvalidMessageError(msg) from exc
+    return text, skipped
+
+
 def _one_turn(message: Any, index: int, session_id: str) -> Turn:
     where = f"message {index}"
     tool_calls: Any = None
@@ -188,17 +210,7 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
             f"{where}: expected a LangChain message or a dict with 'role' and 'content', got {type(message).__name__}."
         )
         raise InvalidMessageError(msg)
-    text, skipped = _content_text("" if content is None else content, where)
-    text = text.strip()
-    calls = _tool_calls_text(tool_calls, where)
-    if calls:
-        text = f"{text}\n{calls}".strip()
-    if not text:
-        if skipped:
-            text = f"[{skipped} non-text content block{'s' if skipped > 1 else ''}]"
-        else:
-            msg = f"{where} (role {role!r}) has empty text content; remove it or give it text."
-            raise InvalidMessageError(msg)
+    text, skipped = _turn_text(content, tool_calls, role, where)
     if msg_id is not None and (not isinstance(msg_id, str) or not msg_id):
         msg = f"{where}: id must be a non-empty string, got {msg_id!r}."
         raise InvalidMessageError(msg)

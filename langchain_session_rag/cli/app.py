@@ -11,6 +11,7 @@ import os
 import sys
 import traceback
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 import click
 
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console entry point."""
+    for name in ("stdout", "stderr"):  # started with the stream closed (`session-rag ... >&-`): output goes nowhere
+        if getattr(sys, name) is None:
+            setattr(sys, name, Path(os.devnull).open("w", encoding="utf-8"))  # noqa: SIM115 - lives with the process
     code = main()
     try:
         sys.stdout.flush()

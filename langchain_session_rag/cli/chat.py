@@ -16,11 +16,11 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, err, out, status, store_options
+from langchain_session_rag.stores.adapter import is_connection_error
 
 if TYPE_CHECKING:
     from langchain_core.documents import Document
@@ -54,6 +54,8 @@ class ChatSession:
     max_tokens: int
     min_similarity: float | None = 0.3
     session_id: str = field(default_factory=new_session_id)
+    describe: str = "the chat model"
+    """The model and where it runs, in words (for messages)."""
     forgot: int = 0
     turns: int = 0
     _graph: Any = None
@@ -78,7 +80,6 @@ class ChatSession:
 
         from langchain_session_rag.graph import CALL_MODEL, RETRIEVE_MEMORIES  # noqa: PLC0415
 
-        self.turns += 1
         config = {"configurable": {"thread_id": self.session_id}}
         context = {"user_id": self.memory.user_id, "session_id": self.session_id}
         streamed: list[str] = []
@@ -96,6 +97,7 @@ class ChatSession:
             elif CALL_MODEL in chunk:
                 reply = (chunk[CALL_MODEL] or {}).get("messages", [])
                 answer = next((m.text for m in reply if isinstance(m, AIMessage)), "")
+        self.turns += 1
         yield "answer", answer or "".join(streamed)
 
     def forget_session(self, session_id: str | None = None) -> int:
@@ -110,19 +112,27 @@ class ChatSession:
         return removed
 
     def close(self) -> str:
-        """End the chat: store what is pending, consolidate the session, erase forgotten text; say what was done."""
-        self.memory.flush()
-        done = self.memory.consolidate(self.session_id)
-        said = f"Session {self.session_id} kept ({self.turns} exchange(s)"
-        if done.exchanges > done.segments:
-            said += f", grouped into {done.segments} topic segment(s)"
-        said += ")"
-        if not self.turns:
-            said = f"Nothing was said in session {self.session_id}: nothing stored"
+        """End the chat: erase forgotten text, store what is pending, consolidate the session; say what was done.
+
+        Each step runs even if one before it failed (the model server gone, say): forgotten text is erased first.
+        """
+        said: list[str] = []
         if self.forgot:
-            self.memory.compact()
-            said += f"; {self.forgot} forgotten chunk(s) erased from the store's files"
-        return said + "."
+            try:
+                self.memory.compact()
+                said.append(f"{self.forgot} forgotten chunk(s) erased from the store's files")
+            except Exception as exc:  # noqa: BLE001 - reported; the next steps still run
+                said.append(f"forgotten text NOT erased yet ({exc}); run `session-rag stats --compact`")
+        try:
+            self.memory.flush()
+            done = self.memory.consolidate(self.session_id)
+        except Exception as exc:  # noqa: BLE001
+            said.insert(0, f"Session {self.session_id}: its last exchanges may not be stored ({exc})")
+        else:
+            grouped = f", grouped into {done.segments} topic segment(s)" if done.exchanges > done.segments else ""
+            kept = f"Session {self.session_id} kept ({self.turns} exchange(s){grouped})"
+            said.insert(0, kept if self.turns else f"Nothing was said in session {self.session_id}: nothing stored")
+        return "; ".join(said) + "."
 
 
 def _words(text: str) -> set[str]:
@@ -139,12 +149,12 @@ def snippet(doc: Document, question: str, width: int = 110) -> str:
 
 def _show_memories(docs: list[Document], question: str) -> None:
     if not docs:
-        err.print("[dim]  (no memory recalled)[/dim]")
+        err.print("  (no memory recalled)", style="dim")
     for doc in docs:
         first = snippet(doc, question)
         score = doc.metadata.get("similarity")
         shown = f" ({score:.2f})" if isinstance(score, float) else ""
-        err.print(f"[dim]  recalled {escape(doc.metadata.get('marker', ''))} {escape(first)}{shown}[/dim]")
+        err.print(f"  recalled {doc.metadata.get('marker', '')} {first}{shown}", style="dim")
 
 
 def _command(session: ChatSession, line: str) -> bool:
@@ -154,7 +164,7 @@ def _command(session: ChatSession, line: str) -> bool:
     if name in ("/quit", "/exit", "/q"):
         return False
     if name == "/help":
-        out.print(HELP, markup=False)
+        out.print(HELP)
     elif name == "/sessions":
         table = Table("session", "last active", "chunks")
         for s in session.memory.list_sessions():
@@ -166,12 +176,12 @@ def _command(session: ChatSession, line: str) -> bool:
     elif name == "/forget":
         removed = session.forget_session(arg or None)
         which = f"session {arg}" if arg else "this session; a new one starts"
-        out.print(f"Forgot {removed} chunk(s) of {which} (erased from the files when you quit).", markup=False)
+        out.print(f"Forgot {removed} chunk(s) of {which} (erased from the files when you quit).")
     elif name == "/core":
         text = session.memory.core.render()
-        out.print(text or "The core memory is empty.", markup=False)
+        out.print(text or "The core memory is empty.")
     else:
-        out.print(f"Unknown command {name}; /help lists them.", markup=False)
+        out.print(f"Unknown command {name}; /help lists them.")
     return True
 
 
@@ -201,9 +211,9 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
                                                                                       "num_ctx": window}
             )  # fmt: skip
             described = choice.description + (f" — {choice.fallback_reason}" if choice.fallback_reason else "")
-        session = ChatSession(memory, chosen, window, max_tokens, min_similarity)
-    err.print(f"Chat model: {escape(described)}")
-    err.print(f"Memory of {escape(memory.user_id)!r} at {escape(options.location)}. Session {session.session_id}.")
+        session = ChatSession(memory, chosen, window, max_tokens, min_similarity, describe=described.split(" — ")[0])
+    err.print(f"Chat model: {described}")
+    err.print(f"Memory of {memory.user_id!r} at {options.location}. Session {session.session_id}.")
     err.print("Type /help for commands, /quit to leave.")
     try:
         _loop(session)
@@ -230,6 +240,11 @@ def _loop(session: ChatSession) -> None:
             _answer(session, line)
         except KeyboardInterrupt:  # Ctrl-C while the model answers: stop this answer, keep the chat
             out.print("\n(answer interrupted)")
+        except Exception as exc:
+            if not is_connection_error(exc) and "ResponseError" not in type(exc).__name__:
+                raise
+            out.print()
+            err.print(f"No answer: {session.describe} did not answer ({exc}). Try again, or /quit.")
 
 
 def _answer(session: ChatSession, line: str) -> None:
@@ -241,8 +256,8 @@ def _answer(session: ChatSession, line: str) -> None:
             if not started:
                 out.print("assistant> ", end="")
                 started = True
-            out.print(value, end="", markup=False, highlight=False)
+            out.print(value, end="")
             out.file.flush()
         elif kind == "answer" and not started:
-            out.print(f"assistant> {value or '(no answer)'}", end="", markup=False, highlight=False)
+            out.print(f"assistant> {value or '(no answer)'}", end="")
     out.print()

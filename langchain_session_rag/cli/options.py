@@ -12,22 +12,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from langchain_core.embeddings import Embeddings
 from rich.console import Console
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
 
 if TYPE_CHECKING:
-    from langchain_core.embeddings import Embeddings
-
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
 __all__ = ["StoreOptions", "default_store_path", "err", "out", "store_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
-out = Console(soft_wrap=True, highlight=False)
-"""Results: stdout."""
-err = Console(stderr=True, soft_wrap=True, highlight=False)
+out = Console(soft_wrap=True, highlight=False, markup=False)
+"""Results: stdout. No markup: stored text, titles and user names are printed as they are."""
+err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
 """Progress, notices and errors: stderr."""
 
 
@@ -47,7 +46,7 @@ def _server(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:  # noqa: PLR2004
         msg = f"expected HOST:PORT (e.g. localhost:8000), got {value!r}"
         raise click.BadParameter(msg, param=param)
-    return host.strip("[]"), int(port)
+    return host, int(port)  # an IPv6 host keeps its brackets, as chromadb needs them
 
 
 def _embeddings_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -95,6 +94,25 @@ def store_options(func: F) -> F:
     return func
 
 
+class _OllamaDown(Embeddings):
+    """Stands in for an Ollama embedding model that does not answer: commands that embed nothing still work."""
+
+    def __init__(self, model_id: str, reason: str) -> None:
+        self.model_id = model_id
+        self.reason = reason
+
+    def _fail(self) -> list[float]:
+        raise StoreUnavailableError(self.reason)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        del texts
+        return [self._fail()]
+
+    def embed_query(self, text: str) -> list[float]:
+        del text
+        return self._fail()
+
+
 @dataclass
 class StoreOptions:
     """The store a command works on, and whose memory in it."""
@@ -115,15 +133,16 @@ class StoreOptions:
     @property
     def user_id(self) -> str:
         """The user named, else the login name."""
-        if self.user is not None:
-            if not self.user.strip():
-                msg = "--user must not be empty."
-                raise InvalidArgumentError(msg)
-            return self.user
-        try:
-            return getpass.getuser()
-        except (OSError, KeyError):  # no login name (a container without a passwd entry)
-            return "me"
+        if self.user is None:
+            try:
+                return getpass.getuser()
+            except (OSError, KeyError):  # no login name (a container without a passwd entry)
+                return "me"
+        if not self.user.strip() or len(self.user) > 256 or any(ord(c) < 32 or ord(c) == 127 for c in self.user):  # noqa: PLR2004
+            shown = self.user if len(self.user) <= 40 else self.user[:40] + "…"  # noqa: PLR2004
+            msg = f"--user must be 1 to 256 characters without control characters, got {shown!r}."
+            raise InvalidArgumentError(msg)
+        return self.user
 
     @property
     def location(self) -> str:
@@ -132,30 +151,57 @@ class StoreOptions:
             return f"the Chroma server at {self.server[0]}:{self.server[1]}"
         return str(self.path or default_store_path())
 
-    def memory(self, **settings: Any) -> SessionVectorMemory:
-        """Open the memory (once per command), saying what is being loaded while it loads."""
+    def memory(self, *, embeds: bool = True, **settings: Any) -> SessionVectorMemory:
+        """Open the memory (once per command), saying what is being loaded while it loads.
+
+        With ``embeds=False`` (listing, statistics, forgetting, export) a store written by an Ollama model opens
+        even when Ollama does not answer.
+        """
         if self._memory is None:
             with status(f"Opening the memory at {self.location} …"):
-                self._memory = self._open(settings)
+                self._memory = self._open(settings, embeds=embeds)
         return self._memory
 
-    def _open(self, settings: dict[str, Any]) -> SessionVectorMemory:
-        from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
+    def _client(self) -> Any:
+        from langchain_session_rag.errors import SessionRAGError, StoreLockedError  # noqa: PLC0415
         from langchain_session_rag.stores.adapter import open_chroma_client  # noqa: PLC0415
-        from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
 
         if self.server is not None:
-            client = open_chroma_client(host=self.server[0], port=self.server[1])
-        else:
-            client = open_chroma_client(path=self.path or default_store_path())
+            return open_chroma_client(host=self.server[0], port=self.server[1])
+        path = self.path or default_store_path()
+        try:
+            return open_chroma_client(path=path)
+        except StoreLockedError as exc:
+            msg = (
+                f"The store at {path} is open in another process (a chat, or another command): an embedded store "
+                "has one process at a time. Close it, or run a Chroma server and use --server HOST:PORT."
+            )
+            raise StoreLockedError(msg) from exc
+        except SessionRAGError:
+            raise
+        except Exception as exc:  # chromadb's own errors: a damaged or foreign file in the folder
+            msg = f"Cannot open the store at {path}: {' '.join(str(exc).split())}."
+            raise StoreUnavailableError(msg) from exc
+
+    def _open(self, settings: dict[str, Any], *, embeds: bool) -> SessionVectorMemory:
+        from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
+        from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
+
+        user = self.user_id  # a bad --user is refused before anything is created
+        if self.embeddings is not None and self.server is None and not (self.path or default_store_path()).exists():
+            self._embeddings(self.embeddings, embeds=True)  # a new folder: check the model before creating it
+        client = self._client()
         recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
-        spec = self.embeddings or _spec_of(recorded)
-        embeddings = self._embeddings(spec)
+        spec = _spec_of(recorded, self.embeddings)
         return SessionVectorMemory(
-            chroma_client=client, user_id=self.user_id, embeddings=embeddings, collection_name=COLLECTION, **settings
+            chroma_client=client,
+            user_id=user,
+            embeddings=self._embeddings(spec, embeds=embeds),
+            collection_name=COLLECTION,
+            **settings,
         )
 
-    def _embeddings(self, spec: str | None) -> Embeddings | None:
+    def _embeddings(self, spec: str | None, *, embeds: bool) -> Embeddings | None:
         if spec is None or spec == "local":
             return None  # the bundled default
         from langchain_ollama import OllamaEmbeddings  # noqa: PLC0415
@@ -163,25 +209,35 @@ class StoreOptions:
         from langchain_session_rag.models.local_llm import has_model, ollama_base_url, ollama_models  # noqa: PLC0415
 
         model = spec.removeprefix("ollama:")
-        models = ollama_models(self.ollama_host, timeout=2.0)
         where = ollama_base_url(self.ollama_host)
+        models = ollama_models(self.ollama_host, timeout=2.0)
         if models is None:
-            msg = f"This store uses the Ollama embedding model {model!r}, but no Ollama server answers at {where}."
-            raise StoreUnavailableError(msg)
-        if not has_model(models, model):
-            msg = f"The Ollama server at {where} has no model {model!r}: run `ollama pull {model}`."
-            raise StoreUnavailableError(msg)
-        return OllamaEmbeddings(model=model, base_url=where)
+            reason = f"The embedding model is Ollama's {model!r}, but no Ollama server answers at {where}."
+        elif not has_model(models, model):
+            reason = f"The Ollama server at {where} has no model {model!r}: run `ollama pull {model}`."
+        else:
+            return OllamaEmbeddings(model=model, base_url=where)
+        if embeds:
+            raise StoreUnavailableError(reason)
+        return _OllamaDown(spec, reason)
 
 
-def _spec_of(recorded: Any) -> str | None:
-    """The ``--embeddings`` value that reopens a store written by ``recorded``."""
+def _spec_of(recorded: Any, asked: str | None) -> str | None:
+    """The ``--embeddings`` value to open a store written by ``recorded`` with (``asked``: the option given)."""
     from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL  # noqa: PLC0415
 
-    if not recorded or recorded == DEFAULT_EMBEDDING_MODEL:
-        return None
-    if isinstance(recorded, str) and recorded.startswith("ollama:"):
-        return recorded
+    if not recorded:
+        return asked
+    wanted = None if asked in (None, "local") else asked
+    current = None if recorded == DEFAULT_EMBEDDING_MODEL else str(recorded)
+    if asked is not None and wanted != current:
+        msg = (
+            f"This store holds vectors of {recorded!r}; --embeddings {asked} would mix in another model's. "
+            "Leave --embeddings out to use the store's model."
+        )
+        raise EmbeddingModelMismatchError(msg)
+    if current is None or current.startswith("ollama:"):
+        return current
     msg = (
         f"This store was written by the embedding model {recorded!r}, which the command line cannot load; "
         "open it from Python with that model (SessionVectorMemory(..., embeddings=...))."

@@ -104,6 +104,9 @@ def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, 
     if not query.strip():
         msg = "The query is empty: give the words to search for."
         raise InvalidArgumentError(msg)
+    if since is not None and until is not None and since > until:
+        msg = f"--since {since:%Y-%m-%d} is after --until {until:%Y-%m-%d}: nothing can match."
+        raise click.UsageError(msg)
     memory = StoreOptions.of(store).memory()
     options: dict[str, Any] = {"k": k, "score_threshold": threshold, "since": since, "until": until}
     if session_ids:
@@ -113,9 +116,9 @@ def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, 
         _json_out([{"id": d.id, "text": d.page_content, **d.metadata} for d in docs])
         return
     if not docs:
-        err.print(f"Nothing in {memory.user_id}'s memory matches {query!r}.")
+        err.print(f"Nothing in the memory of {memory.user_id!r} matches {query!r}.")
         return
-    table = Table("", "score", "session", "memory", title=f"{memory.user_id}'s memories for {query!r}")
+    table = Table("", "score", "session", "memory", title=f"Memories of {memory.user_id!r} for {query!r}")
     for doc in docs:
         meta = doc.metadata
         table.add_row(meta["marker"], f"{meta['score']:.2f}", meta.get("session_id") or "-", _snippet(doc.page_content))
@@ -127,15 +130,18 @@ def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, 
 @store_options
 def sessions(as_json: bool, **store: Any) -> None:
     """List the stored sessions, most recent first."""
-    memory = StoreOptions.of(store).memory()
+    memory = StoreOptions.of(store).memory(embeds=False)
     found = memory.list_sessions()
     if as_json:
         _json_out([vars(s) for s in found])
         return
-    table = Table("session", "started", "last active", "chunks", "messages", title=f"{memory.user_id}'s sessions")
+    table = Table(title=f"Sessions of {memory.user_id!r}")
+    table.add_column("session", overflow="fold")  # whole ids: they are what `forget --session` takes
+    for name in ("title", "started", "last active", "chunks", "messages"):
+        table.add_column(name, overflow="fold" if name == "title" else "ellipsis")
     for s in found:
-        table.add_row(s.session_id, _date(s.started), _date(s.last_active), str(s.chunks), str(s.messages))
-    out.print(table if found else f"{memory.user_id} has no stored session.")
+        table.add_row(s.session_id, s.title, _date(s.started), _date(s.last_active), str(s.chunks), str(s.messages))
+    out.print(table if found else f"{memory.user_id!r} has no stored session.")
 
 
 @cli.command()
@@ -149,34 +155,31 @@ def sessions(as_json: bool, **store: Any) -> None:
 @store_options
 def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bool, yes: bool, no_compact: bool,
            **store: Any) -> None:  # fmt: skip
-    """Forget sessions, memories older than a date, or everything of the user, and erase them from disk."""
+    """Forget sessions, memories older than a date (of those sessions, if given), or everything of the user.
+
+    The forgotten text is then erased from the store's files (a compaction of the whole store).
+    """
     if everything == bool(session_ids or before):
-        msg = "Say what to forget: --session ID (repeatable), --before DATE, or --all (and only one of them)."
+        msg = "Say what to forget: --session ID (repeatable) and/or --before DATE, or --all alone."
         raise click.UsageError(msg)
     options = StoreOptions.of(store)
-    what = (
-        "EVERYTHING stored for"
-        if everything
-        else f"session(s) {', '.join(session_ids)} of"
-        if session_ids
-        else f"every memory before {before:%Y-%m-%d} of"
-    )
-    if not yes:
-        if not sys.stdin.isatty():
-            msg = "forget asks for confirmation on a terminal; pass --yes to confirm from a script."
-            raise click.UsageError(msg)
-        click.confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", abort=True)
-    memory = options.memory()
+    scope = f"session(s) {', '.join(session_ids)}" if session_ids else "every session"
+    dated = f", memories before {before:%Y-%m-%d}," if before else ""
+    what = "EVERYTHING stored for" if everything else f"{scope}{dated} of"
+    _confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", yes=yes)
+    memory = options.memory(embeds=False)
+    _check_sessions(memory, session_ids)
     if everything:
         removed = memory.forget_all()
-    elif before is not None:
-        removed = memory.forget(before=before)
+    elif session_ids:
+        removed = sum(memory.forget(session_id=s, before=before) for s in session_ids)
     else:
-        removed = sum(memory.forget(session_id=s) for s in session_ids)
-    out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}.")
-    if no_compact or removed == 0:
-        if removed:
-            out.print("Their text stays in the store's files until `session-rag stats --compact` runs.")
+        removed = memory.forget(before=before)
+    core = ", core memory included" if everything else ""
+    out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}{core}.")
+    if no_compact or (removed == 0 and not everything):  # --all may have erased core memory alone: compact anyway
+        if removed or everything:
+            out.print("The forgotten text stays in the store's files until `session-rag stats --compact` runs.")
         return
     with status("Erasing the forgotten text from the store's files …"):
         kept = memory.compact()
@@ -184,12 +187,39 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     out.print(f"Erased from the store's {where}; {kept} chunk(s) of all users kept.")
 
 
+def _confirm(question: str, *, yes: bool) -> None:
+    """Ask on a terminal; a script must say --yes. A no ends the command with 1 and nothing done."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        msg = "forget asks for confirmation on a terminal; pass --yes to confirm from a script."
+        raise click.UsageError(msg)
+    if not click.confirm(question):
+        err.print("Nothing was forgotten.")
+        raise click.exceptions.Exit(1)
+
+
+def _check_sessions(memory: Any, session_ids: tuple[str, ...]) -> None:
+    """Refuse session ids the user does not have (a typo would otherwise forget nothing, silently)."""
+    if not session_ids:
+        return
+    known = {s.session_id for s in memory.list_sessions()}
+    unknown = ", ".join(repr(s) for s in session_ids if s not in known)
+    if unknown:
+        msg = f"{memory.user_id!r} has no session {unknown} (`session-rag sessions` lists them); nothing was forgotten."
+        raise click.UsageError(msg)
+
+
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 @store_options
-def export(file: Path, **store: Any) -> None:
+def export(file: Path, force: bool, **store: Any) -> None:
     """Write the user's memories (texts, metadata, vectors) to FILE as JSON Lines."""
-    memory = StoreOptions.of(store).memory()
+    if file.exists() and not force:
+        msg = f"{file} exists; pass --force to replace it."
+        raise click.UsageError(msg)
+    memory = StoreOptions.of(store).memory(embeds=False)
     count = memory.export_jsonl(file)
     out.print(f"Exported {count} chunk(s) of {memory.user_id!r} to {file}.")
 
@@ -217,7 +247,7 @@ def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
     from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
 
     options = StoreOptions.of(store)
-    memory = options.memory()
+    memory = options.memory(embeds=False)
     if compact_now:
         with status("Compacting …"):
             memory.compact()

@@ -28,14 +28,19 @@ _ROLES = {"user": "user", "assistant": "assistant", "system": "system", "tool": 
 
 
 def is_chatgpt_export(data: Any) -> bool:
-    """Whether parsed JSON looks like ``conversations.json`` (a list of conversations with a ``mapping``)."""
-    return isinstance(data, list) and bool(data) and all(isinstance(c, Mapping) and "mapping" in c for c in data)
+    """Whether parsed JSON looks like ``conversations.json`` (a list holding conversations with a ``mapping``)."""
+    return isinstance(data, list) and any(isinstance(c, Mapping) and "mapping" in c for c in data)
 
 
 def _iso(value: Any) -> str | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return datetime.fromtimestamp(float(value), tz=timezone.utc).isoformat()
-    return None
+    """Epoch seconds as ISO 8601 (milliseconds are taken as such); ``None`` for anything that is not a time."""
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        return None
+    seconds = value / 1000 if value > 1e11 else value  # noqa: PLR2004 - after the year 5138 in seconds: milliseconds
+    try:
+        return datetime.fromtimestamp(float(seconds), tz=timezone.utc).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _part_text(part: Any) -> str:
@@ -112,7 +117,7 @@ def _newest_leaf(mapping: Mapping[str, Any]) -> Any:
     for _ in range(len(mapping)):
         node = mapping.get(key)
         children = node.get("children") if isinstance(node, Mapping) else None
-        if not children:
+        if not isinstance(children, list) or not children or not isinstance(children[-1], str):
             break
         key = children[-1]
     return key
@@ -124,6 +129,8 @@ def _branch(mapping: Mapping[str, Any], current: Any) -> list[Mapping[str, Any]]
     seen: set[str] = set()
     key: Any = current if isinstance(current, str) else _newest_leaf(mapping)
     while key is not None:
+        if not isinstance(key, str):
+            return f"a parent that is not a node id ({key!r:.40})"
         if key in seen:
             return f"the message tree has a cycle at {key!r}"
         seen.add(key)
@@ -139,28 +146,38 @@ def parse_chatgpt(data: Any, source: str) -> ImportBatch:
     """The conversations of a parsed ``conversations.json``; broken conversations are skipped with the reason."""
     batch = ImportBatch()
     for n, conv in enumerate(data):
+        if not isinstance(conv, Mapping):
+            batch.skipped.append(Skipped(source, f"item {n}", f"not a conversation (a {type(conv).__name__})"))
+            continue
         ident = conv.get("conversation_id") or conv.get("id") or f"#{n}"
         title = str(conv.get("title") or "")
-        label = f"{title!r} ({ident})" if title else str(ident)
-        mapping = conv.get("mapping")
-        if not isinstance(mapping, Mapping):
-            batch.skipped.append(Skipped(source, label, "no message tree ('mapping')"))
-            continue
-        branch = _branch(mapping, conv.get("current_node"))
-        if isinstance(branch, str):
-            batch.skipped.append(Skipped(source, label, branch))
-            continue
-        messages = [m for m in (_message(node) for node in branch) if m is not None]
-        last = _iso(conv.get("create_time"))
-        for message in messages:  # a message without a time was sent when the one before it was
-            if "timestamp" in message:
-                last = message["timestamp"]
-            elif last:
-                message["timestamp"] = last
-        if not messages:
-            batch.skipped.append(Skipped(source, label, "no message with text on the shown branch"))
-            continue
-        batch.conversations.append(
-            ImportedConversation(session_id=f"chatgpt-{ident}", messages=messages, title=title, source=source)
-        )
+        label = f"{title} ({ident})" if title else str(ident)
+        try:
+            found = _conversation(conv, f"chatgpt-{ident}", title, source)
+        except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:  # a malformed part
+            found = f"malformed: {type(exc).__name__}: {exc}"
+        if isinstance(found, str):
+            batch.skipped.append(Skipped(source, label, found))
+        else:
+            batch.conversations.append(found)
     return batch
+
+
+def _conversation(conv: Mapping[str, Any], session_id: str, title: str, source: str) -> ImportedConversation | str:
+    """One conversation's shown branch as a session, or why it cannot be imported."""
+    mapping = conv.get("mapping")
+    if not isinstance(mapping, Mapping):
+        return "no message tree ('mapping')"
+    branch = _branch(mapping, conv.get("current_node"))
+    if isinstance(branch, str):
+        return branch
+    messages = [m for m in (_message(node) for node in branch) if m is not None]
+    last = _iso(conv.get("create_time"))
+    for message in messages:  # a message without a time was sent when the one before it was
+        if "timestamp" in message:
+            last = message["timestamp"]
+        elif last:
+            message["timestamp"] = last
+    if not messages:
+        return "no message with text on the shown branch"
+    return ImportedConversation(session_id=session_id, messages=messages, title=title, source=source)

@@ -46,7 +46,7 @@ def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
                 msg = f"{path} holds no file to import ({', '.join(sorted(_SUFFIXES))})."
                 raise FileAccessError(msg)
             files += found
-        elif path.is_file():
+        elif path.exists():  # a file, or a pipe (/dev/stdin, <(...))
             files.append(path)
         else:
             msg = f"No file or folder at {str(raw)!r}."
@@ -111,7 +111,10 @@ def _guess(item: _Input) -> str:
         if is_chatgpt_export(item.data):
             return "chatgpt"
         return "langchain" if is_langchain_dump(item.data) else "openai-json"
-    msg = f"Cannot tell the format of {item.source} from its name; pass format= (one of {', '.join(FORMATS)})."
+    msg = (
+        f"Cannot tell the format of {item.source} from its name; give it (--format, or file_format=): "
+        f"one of {', '.join(FORMATS)}."
+    )
     raise ImportFormatError(msg)
 
 

@@ -51,45 +51,71 @@ def _prepare(
     paths: PathLike | Sequence[PathLike],
     file_format: str,
     strict: bool,
-) -> tuple[ImportBatch, dict[str, set[str]]]:
+) -> ImportBatch:
     batch = read_conversations(paths, file_format=file_format)
     validate_batch(batch, max_chars=memory.max_message_chars)
     if strict and batch.skipped:
         listed = "; ".join(f"{s.source}: {s.item}: {s.reason}" for s in batch.skipped[:5])
         msg = f"{len(batch.skipped)} item(s) cannot be imported ({listed}); nothing was imported (strict)."
         raise ImportFormatError(msg)
-    return batch, memory.chunk_ids()
+    return batch
 
 
-def _report(memory: SessionVectorMemory, batch: ImportBatch, before: dict[str, set[str]]) -> ImportReport:
-    after = memory.chunk_ids()
-    added = set().union(*after.values()) - set().union(*before.values())
-    report = ImportReport(files=dict(batch.formats), skipped=list(batch.skipped), chunks_added=len(added))
-    sessions = [c.session_id for c in batch.conversations] + list(batch.documents)
-    for session in dict.fromkeys(sessions):
-        if session not in before:
-            report.new_sessions.append(session)
-        elif after.get(session) != before[session]:
-            report.updated_sessions.append(session)
-        else:
-            report.unchanged_sessions.append(session)
-    report.messages = sum(len(c.messages) for c in batch.conversations) + len(batch.documents)
-    return report
-
-
-def _store_notes(memory: SessionVectorMemory, session: str, docs: list[Document]) -> None:
-    """Store a note file's parts, then drop the parts of its earlier version (an edit replaces the note)."""
-    ids = set(memory.add_documents(docs, session_id=session))
-    stale: list[str] = []
-    offset, page = 0, 1000
+def _stored(memory: SessionVectorMemory, session: str) -> dict[str, Document]:
+    """A session's stored chunks by id."""
+    found: dict[str, Document] = {}
+    page = 1000
     while True:
-        stored = memory.list_memories(session_id=session, limit=page, offset=offset)
-        stale += [d.id for d in stored if d.id is not None and d.id not in ids]
-        if len(stored) < page:
-            break
-        offset += page
-    if stale:
-        memory.forget(ids=stale)
+        docs = memory.list_memories(session_id=session, limit=page, offset=len(found))
+        found.update({d.id: d for d in docs if d.id is not None})
+        if len(docs) < page:
+            return found
+
+
+def _session_for(memory: SessionVectorMemory, conv: ImportedConversation) -> tuple[str, dict[str, Document]]:
+    """The session a conversation goes to, and what it holds now.
+
+    A conversation without an id of its own goes to the session named after its opening if that session holds
+    an earlier state of it (every stored message is one of its messages), else to the one named after its content.
+    """
+    stored = _stored(memory, conv.session_id)
+    if conv.fallback_session_id is None or not stored:
+        return conv.session_id, stored
+    mine = {t.id for t in normalize_messages(conv.messages, session_id=conv.session_id)}
+    if {m for d in stored.values() for m in d.metadata.get("message_ids", [])} <= mine:
+        return conv.session_id, stored
+    return conv.fallback_session_id, _stored(memory, conv.fallback_session_id)
+
+
+class _Tally:
+    """What the import did to each session, for the report."""
+
+    def __init__(self, batch: ImportBatch) -> None:
+        self.report = ImportReport(files=dict(batch.formats), skipped=list(batch.skipped))
+        self.report.messages = sum(len(c.messages) for c in batch.conversations) + len(batch.documents)
+
+    def record(self, memory: SessionVectorMemory, session: str, before: dict[str, Document], kept: set[str],
+               *, complete: bool) -> None:  # fmt: skip
+        """Remove the session's chunks the new content does not cover (when it is complete), and count."""
+        after = _stored(memory, session)
+        stale = [i for i in after if i not in kept] if complete else []
+        if stale:
+            memory.forget(ids=stale)
+        now = {i: d for i, d in after.items() if i not in stale}
+        report = self.report
+        report.chunks_added += len(now.keys() - before.keys())
+        report.chunks_removed += len(stale)
+        changed = now.keys() != before.keys() or any(now[i].page_content != before[i].page_content for i in now)
+        sessions = [*report.new_sessions, *report.updated_sessions, *report.unchanged_sessions]
+        if session in sessions:  # a session in two files (a daily log across midnight): counted once
+            if changed and session in report.unchanged_sessions:
+                report.unchanged_sessions.remove(session)
+                report.updated_sessions.append(session)
+            return
+        target = (
+            report.new_sessions if not before else report.updated_sessions if changed else report.unchanged_sessions
+        )
+        target.append(session)
 
 
 def import_conversations(
@@ -127,17 +153,22 @@ def import_conversations(
         FileAccessError: A path that does not exist or cannot be read (nothing is stored).
         ImportFormatError: A file not in a readable format, or (``strict``) any conversation skipped.
     """
-    batch, before = _prepare(memory, paths, file_format, strict)
+    batch = _prepare(memory, paths, file_format, strict)
+    tally = _Tally(batch)
     total = len(batch.conversations) + len(batch.documents)
     for done, conv in enumerate(batch.conversations, start=1):
-        memory.add_messages(conv.messages, session_id=conv.session_id, metadata=_metadata(conv))
+        session, before = _session_for(memory, conv)
+        ids = memory.add_messages(conv.messages, session_id=session, metadata=_metadata(conv))
+        tally.record(memory, session, before, set(ids), complete=conv.complete)
         if progress is not None:
             progress(done, total, conv.label)
     for done, (session, docs) in enumerate(batch.documents.items(), start=len(batch.conversations) + 1):
-        _store_notes(memory, session, docs)
+        before = _stored(memory, session)
+        ids = memory.add_documents(docs, session_id=session)
+        tally.record(memory, session, before, set(ids), complete=True)  # an edited note replaces its last version
         if progress is not None:
             progress(done, total, session)
-    return _report(memory, batch, before)
+    return tally.report
 
 
 def _metadata(conv: ImportedConversation) -> dict[str, str] | None:

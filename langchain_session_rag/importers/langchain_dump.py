@@ -72,6 +72,13 @@ def parse_langchain(data: Any, source: str) -> ImportBatch:
             elif role != "system":  # instructions to the model, not conversation
                 messages.append(_message(role, fields))
         if messages:
-            session_id = str(session) if session else content_session_id("langchain", messages)
-            batch.conversations.append(ImportedConversation(session_id=session_id, messages=messages, source=source))
+            named = str(session) if session else None
+            batch.conversations.append(
+                ImportedConversation(
+                    session_id=named or content_session_id("langchain", messages[:2]),
+                    messages=messages,
+                    source=source,
+                    fallback_session_id=None if named else content_session_id("langchain", messages),
+                )
+            )
     return batch

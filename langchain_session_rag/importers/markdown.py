@@ -3,11 +3,12 @@
 A daily log file (``logs/<user>/<YYYY-MM-DD>.md``, see :mod:`~langchain_session_rag.memory.daily_log`) gives back
 its sessions message by message, with their ids and times. Any other markdown file is a note: stored as a
 reference document named after the file (``[D: projects.md]``), dated by a ``YYYY-MM-DD`` in its name, else by
-the file's modification time, one session per file (``notes-<file name>``).
+the file's modification time, one session per file (``notes-<file name>-<hash of its path>``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,8 +30,8 @@ def parse_daily_log(path: Path, source: str) -> ImportBatch:
         sessions.setdefault(message.session_id, {})[message.id] = message.as_message()
     batch = ImportBatch()
     for session_id, by_id in sessions.items():
-        batch.conversations.append(
-            ImportedConversation(session_id=session_id, messages=list(by_id.values()), source=source)
+        batch.conversations.append(  # a day of the session: other days hold the rest of it
+            ImportedConversation(session_id=session_id, messages=list(by_id.values()), source=source, complete=False)
         )
     return batch
 
@@ -53,5 +54,6 @@ def parse_notes(path: Path, text: str, source: str) -> ImportBatch:
         batch.skipped.append(Skipped(source, path.name, "an empty note"))
         return batch
     doc = Document(page_content=text.strip(), metadata={"name": path.name, "timestamp": _date_of(path).isoformat()})
-    batch.documents[f"notes-{path.name}"] = [doc]
+    where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]  # two todo.md in two folders: two notes
+    batch.documents[f"notes-{path.name}-{where}"] = [doc]
     return batch

@@ -7,7 +7,7 @@ of such conversations, or a bare list of messages; a JSON Lines file whose every
 conversation. System and developer prompts are not
 stored (instructions to the model, often the same long text in every conversation). A conversation's session id is
 its ``id`` (``conversation_id``, ``session_id``, ``metadata.session_id``) when it has one, else derived from its
-content.
+opening messages (so a conversation that went on keeps its session; see ``ImportedConversation``).
 """
 
 from __future__ import annotations
@@ -58,10 +58,21 @@ def _messages(raw: Any) -> list[dict[str, Any]]:
 
 
 def _conversation(item: Mapping[str, Any], source: str, where: str = "") -> ImportedConversation:
-    messages = _messages(item.get("messages"))
+    try:
+        messages = _messages(item.get("messages"))
+    except ImportFormatError as exc:
+        msg = f"{source}{f' {where}' if where else ''}: {exc}"
+        raise ImportFormatError(msg) from exc
     title = str(item.get("title") or "")
-    session = _explicit_id(item) or content_session_id("openai", messages)
-    return ImportedConversation(session_id=session, messages=messages, title=title, source=source, where=where)
+    explicit = _explicit_id(item)
+    return ImportedConversation(
+        session_id=explicit or content_session_id("openai", messages[:2]),
+        messages=messages,
+        title=title,
+        source=source,
+        where=where,
+        fallback_session_id=None if explicit else content_session_id("openai", messages),
+    )
 
 
 def _add(batch: ImportBatch, item: Mapping[str, Any], label: str, source: str) -> None:

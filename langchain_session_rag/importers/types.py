@@ -36,6 +36,14 @@ class ImportedConversation:
     """The file it was read from."""
     where: str = ""
     """Where in the file (``"line 3"``), for reports."""
+    complete: bool = True
+    """It is the whole conversation (an export's): stored chunks of its session that it no longer covers are stale
+    (an answer regenerated, a question edited since the last import) and are removed. A day of a daily log holds
+    part of a session: not complete."""
+    fallback_session_id: str | None = None
+    """For a conversation without an id of its own, ``session_id`` comes from its opening messages, so a
+    conversation that went on keeps its session; this id, from its whole content, is used instead when a different
+    conversation with the same opening already holds that session."""
 
     @property
     def label(self) -> str:
@@ -86,6 +94,10 @@ class ImportReport:
     """Messages read (conversations) plus note sections (documents)."""
     chunks_added: int = 0
     """Chunks the store holds now that it did not before (a grown session's new segments, an edited note's)."""
+    chunks_removed: int = 0
+    """Stored chunks replaced: of conversations that changed (a regenerated answer, an edited question, new
+    exchanges grouped anew) and of edited notes. Their text stays in an embedded store's files until
+    ``memory.compact()``."""
     skipped: list[Skipped] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -97,6 +109,7 @@ class ImportReport:
             "unchanged_sessions": self.unchanged_sessions,
             "messages": self.messages,
             "chunks_added": self.chunks_added,
+            "chunks_removed": self.chunks_removed,
             "skipped": [{"source": s.source, "item": s.item, "reason": s.reason} for s in self.skipped],
         }
 

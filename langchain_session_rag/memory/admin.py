@@ -255,17 +255,6 @@ class MemoryAdmin(MemorySettings):
         """How many chunks this user has stored (after :meth:`flush`)."""
         return self._store().count()
 
-    def chunk_ids(self) -> dict[str, set[str]]:
-        """The ids of this user's stored chunks, by session (``""``: chunks of no session).
-
-        Raises:
-            UnsupportedOperationError: The vector store cannot list its records.
-        """
-        found: dict[str, set[str]] = {}
-        for record in self._store().records({}):
-            found.setdefault(str(record.metadata.get("session_id") or ""), set()).add(record.id)
-        return found
-
     # -- portability -----------------------------------------------------------------------------
     def export_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Write every chunk of this user to a JSON Lines file; return how many were written.

@@ -46,6 +46,8 @@ class SessionInfo:
     """Stored chunks (exchanges, topic segments, notes, document parts)."""
     messages: int
     """Distinct messages its chunks cover."""
+    title: str = ""
+    """The ``title`` metadata of its chunks, when they have one (imported conversations do)."""
 
 
 def listing_where(
@@ -115,7 +117,8 @@ def sessions_of(records: Iterable[Record], *, user_id: str) -> list[SessionInfo]
         stamps = sorted(t for t in (_timestamp(r.metadata) for r in chunks) if t is not None)
         messages = {m for r in chunks for m in decode_message_ids(r.metadata.get("message_ids"))}
         first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
-        infos.append(SessionInfo(session, first, last, len(chunks), len(messages)))
+        title = next((str(r.metadata["title"]) for r in chunks if r.metadata.get("title")), "")
+        infos.append(SessionInfo(session, first, last, len(chunks), len(messages), title))
     infos.sort(key=lambda s: s.session_id)
     infos.sort(key=lambda s: s.last_active.timestamp() if s.last_active else 0.0, reverse=True)
     return infos

@@ -20,7 +20,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
-from langchain_session_rag.errors import InvalidRequestError, UnsupportedOperationError
+from langchain_session_rag.errors import InvalidMessageError, InvalidRequestError, UnsupportedOperationError
 from langchain_session_rag.memory.ingest import SessionWriter
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
@@ -245,6 +245,15 @@ class UserStore:
     def import_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Import an export file into the user's memory (validated whole first); return how many were added."""
         records = read_jsonl(path, user_id=self.user_id, model_id=self.model_id)
+        sizes = {len(r.embedding) for r in records if r.embedding is not None}
+        if sizes:  # vectors kept as written: they must be the model's size, or the store is unusable afterwards
+            size = len(self.embeddings.embed_query("dimension check"))
+            if sizes != {size}:
+                msg = (
+                    f"{path} holds {'/'.join(map(str, sorted(sizes)))}-dimensional vectors, but {self.model_id!r} "
+                    f"gives {size}; nothing was imported."
+                )
+                raise InvalidMessageError(msg)
         self.flush()
         ids = [r.id for r in records]
         foreign = self.backend.foreign_ids(self.user_id, ids)

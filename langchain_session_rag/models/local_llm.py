@@ -261,17 +261,26 @@ class LocalChatModel(BaseChatModel):
 
 
 def ollama_base_url(host: str | None) -> str:
-    """Ollama's address as its own client reads ``OLLAMA_HOST``: no scheme means http on port 11434."""
+    """Ollama's address as its own client reads ``OLLAMA_HOST``: no scheme means http on port 11434.
+
+    Raises:
+        InvalidArgumentError: The address cannot be read (a bad port, broken brackets), naming it.
+    """
     raw = (host or os.environ.get("OLLAMA_HOST") or "").strip() or "http://localhost:11434"
     scheme, sep, rest = raw.partition("://")
     default = {"http": 80, "https": 443}.get(scheme, 11434) if sep else 11434
     if not sep:
         scheme, rest = "http", raw
-    split = urllib.parse.urlsplit(f"{scheme}://{rest}")
+    try:
+        split = urllib.parse.urlsplit(f"{scheme}://{rest}")
+        port = split.port or default
+    except ValueError as exc:
+        msg = f"The Ollama address {raw!r} (OLLAMA_HOST, or the host given) cannot be read: {exc}."
+        raise InvalidArgumentError(msg) from exc
     name = split.hostname or "127.0.0.1"
     name = f"[{name}]" if ":" in name else name  # IPv6
     path = split.path.strip("/")
-    return f"{scheme}://{name}:{split.port or default}" + (f"/{path}" if path else "")
+    return f"{scheme}://{name}:{port}" + (f"/{path}" if path else "")
 
 
 def ollama_models(host: str | None = None, *, timeout: float = 0.5) -> list[str] | None:
@@ -279,8 +288,9 @@ def ollama_models(host: str | None = None, *, timeout: float = 0.5) -> list[str]
 
     ``host`` defaults to ``OLLAMA_HOST``, else ``http://localhost:11434``; a bare ``HOST:PORT`` is taken as http.
     """
+    base = ollama_base_url(host)  # a bad address raises here, named, rather than reading as "no server"
     try:
-        with urllib.request.urlopen(f"{ollama_base_url(host)}/api/tags", timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(f"{base}/api/tags", timeout=timeout) as response:  # noqa: S310
             body = json.loads(response.read().decode("utf-8") or "{}")
     except (OSError, ValueError):
         return None

@@ -119,6 +119,7 @@ def _write(path: Path, lines: list[Any]) -> Path:
         (lambda ls: [{**ls[0], "id": "x1"}, {**ls[0], "id": "x2", "embedding": [0.1] * 8}], "dimensional"),
         (lambda ls: [{**ls[0], "metadata": {**ls[0]["metadata"], "$and": 1}}], "not allowed"),
         (lambda ls: [ls[0], {"id": 3}], "non-empty string 'id'"),
+        (lambda ls: [{**ls[0], "embedding": ls[0]["embedding"][:10]}], "10-dimensional vectors, but"),
     ],
 )
 def test_a_bad_import_is_refused_whole(tmp_path: Path, memory: SessionVectorMemory, mutate: Any, fragment: str) -> None:

@@ -56,7 +56,9 @@ def test_help_version_and_every_command_has_plain_help() -> None:
     top = run("--help")
     for command in COMMANDS:
         assert f"\n  {command} " in top.stdout
-    assert run("--version").stdout.startswith("session-rag ")
+    line = next(row for row in (ROOT / "pyproject.toml").read_text().splitlines() if row.startswith("version"))
+    version = line.split("=")[1].strip().strip('"')
+    assert run("--version").stdout.strip() == f"session-rag {version}"  # the code's version, not a stale install
     for command in [*COMMANDS, "eval locomo"]:
         text = run(*command.split(), "--help").stdout
         assert text.startswith("Usage: session-rag")
@@ -80,6 +82,8 @@ def test_help_version_and_every_command_has_plain_help() -> None:
         (["forget", "--all", "--session", "s1"], "Say what to forget"),
         (["forget", "--session", "s1"], "pass --yes to confirm from a script"),
         (["chat", "--max-tokens", "2"], "2 is not in the range 16<=x<=4096"),
+        (["search", "x", "--since", "2026-01-01", "--until", "2025-01-01"], "--since 2026-01-01 is after --until"),
+        (["export", str(ROOT / "pyproject.toml")], "exists; pass --force"),
         (["eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "a,b"], "expected positive integers"),
     ],
 )
@@ -106,8 +110,25 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> No
     debug = run("--debug", "ingest", str(truncated), "--path", str(tmp_path / "db"), check=1)
     assert "Traceback (most recent call last)" in debug.stderr
     assert "ImportFormatError" in debug.stderr
-    empty_user = run("sessions", "--user", " ", "--path", str(tmp_path / "db"), check=1)
-    assert "--user must not be empty" in empty_user.stderr
+    for user in (" ", "a\nb", "x" * 300):
+        bad_user = run("sessions", "--user", user, "--path", str(tmp_path / "db2"), check=1)
+        assert "--user must be 1 to 256 characters without control characters" in bad_user.stderr
+        assert len(bad_user.stderr) < 200
+    assert not (tmp_path / "db2").exists()
+
+
+def test_a_closed_stdout_is_not_a_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", "--version"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=False,
+        close_fds=True,
+        preexec_fn=lambda: os.close(1),  # `session-rag --version >&-`
+    )
+    assert done.returncode == 0
+    assert done.stderr == ""
 
 
 def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
@@ -155,7 +176,9 @@ def test_search_shows_markers_scores_sessions_and_json(store: dict[str, str]) ->
     results = json.loads(run("search", "sourdough starter", "--json", env=store).stdout)
     assert results[0]["session_id"].startswith("chatgpt-")
     assert {"marker", "score", "text", "id"} <= results[0].keys()
-    assert run("search", "sourdough", "--user", "carol", env=store).stderr.startswith("Nothing in carol's memory")
+    assert run("search", "sourdough", "--user", "carol", env=store).stderr.startswith(
+        "Nothing in the memory of 'carol'"
+    )
     since = json.loads(run("search", "sourdough", "--since", "2030-01-01", "--json", env=store).stdout)
     assert since == []
 
@@ -192,6 +215,24 @@ def test_consolidate_groups_exchanges_of_a_session(store: dict[str, str]) -> Non
     assert "Nothing to consolidate" in run("consolidate", env=env).stdout
 
 
+def test_stored_text_is_printed_as_it_is_never_as_markup(store: dict[str, str], tmp_path: Path) -> None:
+    env = {**store, "SESSION_RAG_USER": "[/u] frank"}
+    chat = {"id": "[/red]", "title": "My notes [/b]", "messages": [
+        {"role": "user", "content": "in Python, slicing is a[/2] wait, [bold]x[/bold]"},
+        {"role": "assistant", "content": "[red]fine[/red]"}]}  # fmt: skip
+    (tmp_path / "m.jsonl").write_text(json.dumps(chat), encoding="utf-8")
+    run("ingest", str(tmp_path / "m.jsonl"), env=env)
+    found = run("search", "python slicing", env=env).stdout
+    assert "a[/2] wait, [bold]x[/bold]" in found
+    assert "Memories of '[/u] frank'" in found
+    listed = run("sessions", env=env).stdout
+    assert "[/red]" in listed
+    assert "My notes [/b]" in listed
+    unknown = run("forget", "--session", "nope", "--yes", env=env, check=2)
+    assert "has no session 'nope'" in unknown.stderr
+    assert "nothing was forgotten" in unknown.stderr
+
+
 def test_forget_a_session_a_date_and_everything_with_a_receipt(store: dict[str, str]) -> None:
     env = {**store, "SESSION_RAG_USER": "erin"}
     run("ingest", str(IMPORTS / "chatgpt" / "conversations.json"), env=env)
@@ -203,7 +244,7 @@ def test_forget_a_session_a_date_and_everything_with_a_receipt(store: dict[str, 
     assert sourdough not in {r["session_id"] for r in after}
     assert not any("Bubbles" in r["text"] for r in after)
     older = run("forget", "--before", "2024-10-01", "--yes", "--no-compact", env=env).stdout
-    assert "every memory before 2024-10-01" in older
+    assert "every session, memories before 2024-10-01, of user 'erin'" in older
     left = json.loads(run("stats", "--json", env=env).stdout)["chunks"]
     assert f"Forgot {left} chunk(s): EVERYTHING" in run("forget", "--all", "-y", env=env).stdout
     assert json.loads(run("stats", "--json", env=env).stdout)["chunks"] == 0

@@ -92,8 +92,8 @@ def test_chatgpt_export_sessions_are_named_by_conversation_and_the_zip_reads_the
 def test_markdown_notes_become_one_reference_document_per_file(spec: dict[str, Any]) -> None:
     batch = read_conversations(DATA / spec["file"])
     name = Path(spec["file"]).name
-    (docs,) = batch.documents.values()
-    assert list(batch.documents) == [f"notes-{name}"]
+    ((session, docs),) = batch.documents.items()
+    assert session.startswith(f"notes-{name}-")
     assert [d.metadata["name"] for d in docs] == [name]
     for want in spec["conversations"][0]["messages"]:
         assert want["contains"] in docs[0].page_content
@@ -195,10 +195,126 @@ def test_an_edited_note_replaces_its_earlier_version(tmp_path: Path) -> None:
     import_conversations(memory, note)
     note.write_text("# Garden\n\nThe greenhouse heater is set to 9 °C now.\n", encoding="utf-8")
     report = import_conversations(memory, note)
-    assert report.updated_sessions == ["notes-garden.md"]
-    texts = [d.page_content for d in memory.list_memories(session_id="notes-garden.md")]
+    (session,) = report.updated_sessions
+    assert report.chunks_removed == 1
+    texts = [d.page_content for d in memory.list_memories(session_id=session)]
     assert len(texts) == 1
     assert "9 °C" in texts[0]
+
+
+def test_two_notes_with_one_name_in_two_folders_are_two_notes(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
+    for folder, text in (("work", "WORKTODO finish the report."), ("home", "HOMETODO buy cat food.")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "todo.md").write_text(f"# TODO\n\n{text}\n", encoding="utf-8")
+    import_conversations(memory, [tmp_path / "work", tmp_path / "home"])
+    import_conversations(memory, tmp_path / "home")  # again, alone: the work note stays
+    stored = " ".join(d.page_content for d in memory.list_memories(limit=100))
+    assert "WORKTODO" in stored
+    assert "HOMETODO" in stored
+
+
+def _chatgpt(path: Path, branch: list[tuple[str, str, str]], current: str) -> None:
+    """A one-conversation export: nodes (id, role, text), each the child of the one before."""
+    mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
+    for node, role, text in branch:
+        parent = "root" if node.endswith("1") and node.startswith("u") else node_parent[node]
+        mapping[node] = {
+            "id": node,
+            "parent": parent,
+            "children": [],
+            "message": {"id": node, "author": {"role": role}, "create_time": 1.7e9 + len(mapping),
+                        "content": {"content_type": "text", "parts": [text]}},
+        }  # fmt: skip
+        mapping[parent]["children"].append(node)
+    path.write_text(json.dumps([{"id": "c-g", "title": "Bike", "current_node": current, "mapping": mapping}]))
+
+
+node_parent = {"a1": "u1", "u2": "a1", "a2": "u2", "a2b": "u2", "u3": "a2b", "a3": "u3"}
+
+
+def test_a_regenerated_answer_replaces_the_old_one_on_reimport(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
+    first = [("u1", "user", "I bought a new bike."), ("a1", "assistant", "Nice."),
+             ("u2", "user", "And my bike lock code is 9182."), ("a2", "assistant", "OLDBRANCHANSWER noted.")]  # fmt: skip
+    _chatgpt(tmp_path / "g.json", first, "a2")
+    import_conversations(memory, tmp_path / "g.json")
+    later = [*first[:3], ("a2b", "assistant", "Noted: lock code 9182."),
+             ("u3", "user", "It is a Gazelle."), ("a3", "assistant", "A Gazelle it is.")]  # fmt: skip
+    _chatgpt(tmp_path / "g.json", later, "a3")
+    report = import_conversations(memory, tmp_path / "g.json")
+    assert report.updated_sessions == ["chatgpt-c-g"]
+    assert report.chunks_removed >= 1
+    stored = [d.page_content for d in memory.list_memories(session_id="chatgpt-c-g")]
+    assert not any("OLDBRANCHANSWER" in text for text in stored)
+    assert sum(text.count("lock code is 9182") for text in stored) == 1
+    assert "A Gazelle it is." in " ".join(stored)
+
+
+def test_a_conversation_without_an_id_that_went_on_keeps_its_session(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
+    path = tmp_path / "chats.jsonl"
+    opening = [{"role": "user", "content": "My dentist is Dr. Alvarez."}, {"role": "assistant", "content": "OK."}]
+    other = [*opening, {"role": "user", "content": "OTHERCHAT: and my GP is Dr. Moss."}]
+    path.write_text(json.dumps({"messages": opening}) + "\n", encoding="utf-8")
+    (session,) = import_conversations(memory, path).new_sessions
+    grown = [*opening, {"role": "user", "content": "The next check-up is on 3 June."}]
+    path.write_text(json.dumps({"messages": grown}) + "\n" + json.dumps({"messages": other}) + "\n")
+    report = import_conversations(memory, path)
+    assert report.updated_sessions == [session]  # the same conversation, gone on
+    (second,) = report.new_sessions  # same opening, another conversation: a session of its own
+    assert second != session
+    mine = " ".join(d.page_content for d in memory.list_memories(session_id=session))
+    assert "3 June" in mine
+    assert "OTHERCHAT" not in mine
+    assert mine.count("Dr. Alvarez") == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"create_time": 1700000000000}, None),  # milliseconds: read as such
+        ({"create_time": 1e20}, None),  # no such time: the message keeps the one before it
+        ({"current_node": None, "children": 5}, "no message with text"),
+        ({"parent": {"x": 1}}, "not a node id"),
+    ],
+)
+def test_one_odd_conversation_never_refuses_the_export(
+    tmp_path: Path, change: dict[str, Any], reason: str | None
+) -> None:
+    good = [("u1", "user", "GOODCONV my kayak is red."), ("a1", "assistant", "Red kayak noted.")]
+    _chatgpt(tmp_path / "good.json", good, "a1")
+    odd = json.loads((tmp_path / "good.json").read_text())[0]
+    odd["id"] = "odd"
+    node = odd["mapping"]["a1"]
+    if "create_time" in change:
+        node["message"]["create_time"] = change["create_time"]
+    if "children" in change:
+        odd.pop("current_node")
+        odd["mapping"]["root"]["children"] = change["children"]
+    if "parent" in change:
+        node["parent"] = change["parent"]
+    export = [*json.loads((tmp_path / "good.json").read_text()), odd, "not a conversation"]
+    (tmp_path / "export.json").write_text(json.dumps(export), encoding="utf-8")
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
+    report = import_conversations(memory, tmp_path / "export.json")
+    assert "chatgpt-c-g" in report.new_sessions
+    assert any("not a conversation" in s.reason for s in report.skipped)
+    if reason is None:
+        assert "chatgpt-odd" in report.new_sessions
+    else:
+        assert any(s.item.startswith("Bike (odd)") and reason in s.reason for s in report.skipped), report.skipped
+
+
+def test_a_lone_surrogate_skips_its_conversation_only(tmp_path: Path) -> None:
+    path = tmp_path / "chats.jsonl"
+    lines = [{"id": "ok", "messages": [{"role": "user", "content": "fine"}]},
+             {"id": "bad", "messages": [{"role": "user", "content": "\ud800 lone"}]}]  # fmt: skip
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
+    report = import_conversations(memory, path)
+    assert report.new_sessions == ["ok"]
+    assert "not valid Unicode" in report.skipped[0].reason
 
 
 def test_folders_are_read_and_bad_paths_and_formats_are_named(tmp_path: Path) -> None:
