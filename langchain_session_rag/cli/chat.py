@@ -20,6 +20,7 @@ from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, err, out, status, store_options
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.stores.adapter import is_connection_error
 
 if TYPE_CHECKING:
@@ -204,7 +205,11 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
             chosen: Any = LocalChatModel(max_tokens=max_tokens)
             described, window = "SmolLM2-135M in process (llama.cpp), as --local asked", 2048
         else:
-            choice = pick_chat_model(model, host=options.ollama_host)
+            try:
+                choice = pick_chat_model(model, host=options.ollama_host)
+            except InvalidArgumentError as exc:
+                msg = f"{exc} Fix it, or pass --local to chat with the in-process model."
+                raise InvalidArgumentError(msg) from exc
             window = 2048 if choice.backend == "local" else 4096
             chosen = choice.model.model_copy(
                 update={"max_tokens": max_tokens} if choice.backend == "local" else {"num_predict": max_tokens,

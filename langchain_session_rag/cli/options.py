@@ -204,18 +204,20 @@ class StoreOptions:
     def _embeddings(self, spec: str | None, *, embeds: bool) -> Embeddings | None:
         if spec is None or spec == "local":
             return None  # the bundled default
-        from langchain_ollama import OllamaEmbeddings  # noqa: PLC0415
-
         from langchain_session_rag.models.local_llm import has_model, ollama_base_url, ollama_models  # noqa: PLC0415
 
         model = spec.removeprefix("ollama:")
-        where = ollama_base_url(self.ollama_host)
+        where = ollama_base_url(
+            self.ollama_host
+        )  # a bad OLLAMA_HOST is named here (the ollama package fails on import)
         models = ollama_models(self.ollama_host, timeout=2.0)
         if models is None:
             reason = f"The embedding model is Ollama's {model!r}, but no Ollama server answers at {where}."
         elif not has_model(models, model):
             reason = f"The Ollama server at {where} has no model {model!r}: run `ollama pull {model}`."
         else:
+            from langchain_ollama import OllamaEmbeddings  # noqa: PLC0415
+
             return OllamaEmbeddings(model=model, base_url=where)
         if embeds:
             raise StoreUnavailableError(reason)

@@ -82,6 +82,11 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
         f"{len(report.unchanged_sessions)} already stored; {report.messages} messages read, "
         f"{report.chunks_added} chunks stored."
     )
+    if report.chunks_removed:
+        out.print(
+            f"{report.chunks_removed} chunk(s) replaced (answers regenerated, questions or notes edited since the last "
+            "import); their old text stays in the store's files until `session-rag stats --compact`."
+        )
     if report.skipped:
         skipped = Table("file", "item", "why it was skipped", title=f"Skipped ({len(report.skipped)})")
         for item in report.skipped:

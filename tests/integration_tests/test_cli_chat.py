@@ -125,6 +125,25 @@ def test_chat_over_the_ollama_protocol(tmp_path: Path) -> None:
         found = json.loads(stats.stdout)
         assert found[0]["embedding_model"] == "ollama:all-minilm"
         assert "4471" in found[0]["text"]
+        stopped = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", env=env)
+    # the server is gone now: the chat says so and goes on; listing works without the embedding model
+    shown = say(stopped, "Are you still there?")
+    assert f"No answer: smollm2:135m on Ollama at {server.url} did not answer" in shown
+    assert "(1 exchange(s)" not in quit_chat(stopped)
+    listed = subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", "sessions", "--json"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert len(json.loads(listed.stdout)) == 1
+    assert "no Ollama server answers" in spawn_fails("search", "locker", env=env)
+    bad_host = spawn_fails("chat", env={**env, "OLLAMA_HOST": "http://[::1"})
+    assert "The Ollama address 'http://[::1' (OLLAMA_HOST, or the host given) cannot be read" in bad_host
+    with OllamaLoopback() as server:
+        env["OLLAMA_HOST"] = server.url
         missing = spawn_fails(
             "chat", "--embeddings", "ollama:nomic-embed-text", env={**env, "SESSION_RAG_PATH": str(tmp_path / "db2")}
         )
