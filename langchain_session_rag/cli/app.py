@@ -106,9 +106,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     """The console entry point."""
-    for name in ("stdout", "stderr"):  # started with the stream closed (`session-rag ... >&-`): output goes nowhere
-        if getattr(sys, name) is None:
-            setattr(sys, name, Path(os.devnull).open("w", encoding="utf-8"))  # noqa: SIM115 - lives with the process
+    # Started with a stream closed (`session-rag ... >&-`): its output goes nowhere. The files live with the process.
+    if sys.stdout is None:
+        sys.stdout = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = Path(os.devnull).open("w", encoding="utf-8")  # noqa: SIM115
     code = main()
     try:
         sys.stdout.flush()
