@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped
+from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, derived_ids
 
 __all__ = ["is_chatgpt_export", "parse_chatgpt"]
 
@@ -149,11 +149,11 @@ def parse_chatgpt(data: Any, source: str) -> ImportBatch:
         if not isinstance(conv, Mapping):
             batch.skipped.append(Skipped(source, f"item {n}", f"not a conversation (a {type(conv).__name__})"))
             continue
-        ident = conv.get("conversation_id") or conv.get("id") or f"#{n}"
+        ident = conv.get("conversation_id") or conv.get("id")
         title = str(conv.get("title") or "")
-        label = f"{title} ({ident})" if title else str(ident)
+        label = f"{title} ({ident or f'item {n}'})" if title else str(ident or f"item {n}")
         try:
-            found = _conversation(conv, f"chatgpt-{ident}", title, source)
+            found = _conversation(conv, f"chatgpt-{ident}" if ident else None, title, source)
         except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:  # a malformed part
             found = f"malformed: {type(exc).__name__}: {exc}"
         if isinstance(found, str):
@@ -163,7 +163,9 @@ def parse_chatgpt(data: Any, source: str) -> ImportBatch:
     return batch
 
 
-def _conversation(conv: Mapping[str, Any], session_id: str, title: str, source: str) -> ImportedConversation | str:
+def _conversation(
+    conv: Mapping[str, Any], session_id: str | None, title: str, source: str
+) -> ImportedConversation | str:
     """One conversation's shown branch as a session, or why it cannot be imported."""
     mapping = conv.get("mapping")
     if not isinstance(mapping, Mapping):
@@ -180,4 +182,15 @@ def _conversation(conv: Mapping[str, Any], session_id: str, title: str, source: 
             message["timestamp"] = last
     if not messages:
         return "no message with text on the shown branch"
-    return ImportedConversation(session_id=session_id, messages=messages, title=title, source=source)
+    shown = {m.get("id") for m in messages}
+    every = (node.get("message") for node in mapping.values() if isinstance(node, Mapping))
+    abandoned = frozenset(str(m["id"]) for m in every if isinstance(m, Mapping) and isinstance(m.get("id"), str))
+    opening, whole = derived_ids("chatgpt", messages)  # an export without conversation ids: by content
+    return ImportedConversation(
+        session_id=session_id or opening,
+        messages=messages,
+        title=title,
+        source=source,
+        abandoned_ids=abandoned - shown,
+        fallback_session_id=None if session_id else whole,
+    )

@@ -95,10 +95,19 @@ class _Tally:
         self.report.messages = sum(len(c.messages) for c in batch.conversations) + len(batch.documents)
 
     def record(self, memory: SessionVectorMemory, session: str, before: dict[str, Document], kept: set[str],
-               *, complete: bool) -> None:  # fmt: skip
-        """Remove the session's chunks the new content does not cover (when it is complete), and count."""
+               *, ours: frozenset[str] | None) -> None:  # fmt: skip
+        """Remove the session's chunks the new content replaced, and count.
+
+        ``ours``: the ids of every message of the conversation (shown or abandoned), or ``None`` when it is part of
+        a session only (a day of a daily log): nothing is removed then. A chunk is replaced when it is not among
+        ``kept`` and each message it holds is ours: a chunk holding anything else is never removed.
+        """
         after = _stored(memory, session)
-        stale = [i for i in after if i not in kept] if complete else []
+        stale = [
+            i
+            for i, doc in after.items()
+            if ours is not None and i not in kept and set(doc.metadata.get("message_ids") or []) <= ours
+        ]
         if stale:
             memory.forget(ids=stale)
         now = {i: d for i, d in after.items() if i not in stale}
@@ -159,13 +168,14 @@ def import_conversations(
     for done, conv in enumerate(batch.conversations, start=1):
         session, before = _session_for(memory, conv)
         ids = memory.add_messages(conv.messages, session_id=session, metadata=_metadata(conv))
-        tally.record(memory, session, before, set(ids), complete=conv.complete)
+        ours = {t.id for t in normalize_messages(conv.messages, session_id=session)} | conv.abandoned_ids
+        tally.record(memory, session, before, set(ids), ours=frozenset(ours) if conv.complete else None)
         if progress is not None:
             progress(done, total, conv.label)
     for done, (session, docs) in enumerate(batch.documents.items(), start=len(batch.conversations) + 1):
         before = _stored(memory, session)
         ids = memory.add_documents(docs, session_id=session)
-        tally.record(memory, session, before, set(ids), complete=True)  # an edited note replaces its last version
+        tally.record(memory, session, before, set(ids), ours=frozenset())  # an edited note replaces its last version
         if progress is not None:
             progress(done, total, session)
     return tally.report

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, content_session_id
+from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, derived_ids
 
 __all__ = ["is_langchain_dump", "parse_langchain"]
 
@@ -73,12 +73,13 @@ def parse_langchain(data: Any, source: str) -> ImportBatch:
                 messages.append(_message(role, fields))
         if messages:
             named = str(session) if session else None
+            opening, whole = derived_ids("langchain", messages)
             batch.conversations.append(
                 ImportedConversation(
-                    session_id=named or content_session_id("langchain", messages[:2]),
+                    session_id=named or opening,
                     messages=messages,
                     source=source,
-                    fallback_session_id=None if named else content_session_id("langchain", messages),
+                    fallback_session_id=None if named else whole,
                 )
             )
     return batch

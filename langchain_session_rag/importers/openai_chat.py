@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from langchain_session_rag.errors import ImportFormatError
-from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, content_session_id
+from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, derived_ids
 
 __all__ = ["is_export_jsonl", "parse_openai_json", "parse_openai_jsonl"]
 
@@ -65,13 +65,14 @@ def _conversation(item: Mapping[str, Any], source: str, where: str = "") -> Impo
         raise ImportFormatError(msg) from exc
     title = str(item.get("title") or "")
     explicit = _explicit_id(item)
+    opening, whole = derived_ids("openai", messages)
     return ImportedConversation(
-        session_id=explicit or content_session_id("openai", messages[:2]),
+        session_id=explicit or opening,
         messages=messages,
         title=title,
         source=source,
         where=where,
-        fallback_session_id=None if explicit else content_session_id("openai", messages),
+        fallback_session_id=None if explicit else whole,
     )
 
 

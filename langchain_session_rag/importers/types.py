@@ -17,6 +17,7 @@ __all__ = [
     "ImportedConversation",
     "Skipped",
     "content_session_id",
+    "derived_ids",
 ]
 
 Format = Literal["chatgpt", "chatgpt-zip", "openai-jsonl", "openai-json", "langchain", "daily-log", "markdown"]
@@ -40,6 +41,9 @@ class ImportedConversation:
     """It is the whole conversation (an export's): stored chunks of its session that it no longer covers are stale
     (an answer regenerated, a question edited since the last import) and are removed. A day of a daily log holds
     part of a session: not complete."""
+    abandoned_ids: frozenset[str] = frozenset()
+    """Ids of this conversation's messages that are not on the branch shown (answers regenerated, questions edited):
+    stored chunks holding them are removed."""
     fallback_session_id: str | None = None
     """For a conversation without an id of its own, ``session_id`` comes from its opening messages, so a
     conversation that went on keeps its session; this id, from its whole content, is used instead when a different
@@ -116,5 +120,14 @@ class ImportReport:
 
 def content_session_id(prefix: str, messages: list[dict[str, Any]]) -> str:
     """A session id from a conversation's content, for files that name none: the same conversation, the same id."""
-    digest = hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False, default=str).encode())
-    return f"{prefix}-{digest.hexdigest()[:16]}"
+    text = json.dumps(messages, sort_keys=True, ensure_ascii=True, default=str)  # ASCII: lone surrogates hash too
+    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def derived_ids(prefix: str, messages: list[dict[str, Any]]) -> tuple[str, str]:
+    """Session ids for a conversation without an id: of its opening message, and of its whole content.
+
+    The first is kept as the conversation goes on; the second (never equal to it) is for when another conversation
+    with that opening holds the first.
+    """
+    return content_session_id(prefix, messages[:1]), content_session_id(f"{prefix}-full", messages)

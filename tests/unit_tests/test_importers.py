@@ -239,7 +239,7 @@ def test_a_regenerated_answer_replaces_the_old_one_on_reimport(tmp_path: Path) -
              ("u2", "user", "And my bike lock code is 9182."), ("a2", "assistant", "OLDBRANCHANSWER noted.")]  # fmt: skip
     _chatgpt(tmp_path / "g.json", first, "a2")
     import_conversations(memory, tmp_path / "g.json")
-    later = [*first[:3], ("a2b", "assistant", "Noted: lock code 9182."),
+    later = [*first, ("a2b", "assistant", "Noted: lock code 9182."),  # a2 stays in the tree, off the branch
              ("u3", "user", "It is a Gazelle."), ("a3", "assistant", "A Gazelle it is.")]  # fmt: skip
     _chatgpt(tmp_path / "g.json", later, "a3")
     report = import_conversations(memory, tmp_path / "g.json")
@@ -249,6 +249,35 @@ def test_a_regenerated_answer_replaces_the_old_one_on_reimport(tmp_path: Path) -
     assert not any("OLDBRANCHANSWER" in text for text in stored)
     assert sum(text.count("lock code is 9182") for text in stored) == 1
     assert "A Gazelle it is." in " ".join(stored)
+
+
+def test_an_import_never_removes_another_conversations_memories(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
+    greeting = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello! How can I help you today?"}]
+    rex = [
+        *greeting,
+        {"role": "user", "content": "My dog is called Rex, a beagle."},
+        {"role": "assistant", "content": "Rex!"},
+    ]
+    (tmp_path / "ab.jsonl").write_text(json.dumps({"messages": rex}) + "\n" + json.dumps({"messages": greeting}) + "\n")
+    (tmp_path / "one.jsonl").write_text(json.dumps({"id": 1, "messages": rex}) + "\n")
+    (tmp_path / "two.jsonl").write_text(json.dumps({"id": 1, "messages": [{"role": "user", "content": "Bonjour"}]}))
+    for files in (["ab.jsonl"], ["ab.jsonl"], ["one.jsonl", "two.jsonl"], ["two.jsonl"]):
+        import_conversations(memory, [tmp_path / f for f in files])
+        assert any("Rex" in d.page_content for d in memory.invoke("what is my dog called", k=3))
+    again = import_conversations(memory, tmp_path / "ab.jsonl")
+    assert again.chunks_added == 0
+    assert again.chunks_removed == 0
+    ids = [{"mapping": {"r": {"id": "r", "message": None, "parent": None, "children": ["u"]},
+                        "u": {"id": "u", "parent": "r", "children": [], "message": {
+                            "id": f"u-{topic}", "author": {"role": "user"},
+                            "content": {"content_type": "text", "parts": [text]}}}}, "current_node": "u"}
+           for topic, text in (("a", "My sourdough starter is called Bubbles."), ("b", "Aurora trip in Tromsø."))]  # fmt: skip
+    (tmp_path / "noid_a.json").write_text(json.dumps(ids[:1]))
+    (tmp_path / "noid_b.json").write_text(json.dumps(ids[1:]))
+    import_conversations(memory, tmp_path / "noid_a.json")
+    assert import_conversations(memory, tmp_path / "noid_b.json").chunks_removed == 0
+    assert any("Bubbles" in d.page_content for d in memory.invoke("sourdough starter", k=3))
 
 
 def test_a_conversation_without_an_id_that_went_on_keeps_its_session(tmp_path: Path) -> None:
