@@ -10,7 +10,14 @@ from langchain_core.messages import BaseMessage
 
 from langchain_session_rag.errors import InvalidArgumentError
 
-__all__ = ["check_documents", "check_int", "check_messages", "check_session_id", "check_text"]
+__all__ = [
+    "check_documents",
+    "check_int",
+    "check_messages",
+    "check_session_id",
+    "check_text",
+    "first_surrogate",
+]
 
 
 def check_int(name: str, value: object, low: int, *, optional: bool = False) -> Any:
@@ -57,3 +64,8 @@ def check_session_id(value: object) -> str:
         msg = f"session_id must be a non-empty string without NUL characters, got {value!r}."
         raise InvalidArgumentError(msg)
     return value
+
+
+def first_surrogate(text: str) -> int | None:
+    """Where a lone surrogate (a UTF-16 half such as U+D800: valid JSON, not storable text) is, or ``None``."""
+    return next((n for n, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langchain_session_rag._checks import first_surrogate
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
     DuplicateMessageIdError,
@@ -214,8 +215,8 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
     if msg_id is not None and (not isinstance(msg_id, str) or not msg_id):
         msg = f"{where}: id must be a non-empty string, got {msg_id!r}."
         raise InvalidMessageError(msg)
-    if name is not None and not isinstance(name, str):
-        msg = f"{where}: name must be a string, got {name!r}."
+    if name is not None and (not isinstance(name, str) or first_surrogate(name) is not None):
+        msg = f"{where}: name must be a string of valid Unicode, got {name!r:.60}."
         raise InvalidMessageError(msg)
     timestamp = None if raw_ts is None else parse_timestamp(raw_ts, what=f"{where} timestamp")
     return Turn(

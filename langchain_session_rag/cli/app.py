@@ -47,7 +47,7 @@ def cli(debug: bool) -> None:
       session-rag ingest conversations.json      import a ChatGPT export
       session-rag chat                           chat; past sessions are recalled
       session-rag search "sourdough starter"     what the memory holds about it
-      session-rag forget --session chat-2026-11-30-0915
+      session-rag forget --session chat-20261130-091502-1a2b
     """
     del debug  # read by main() before any command runs
 

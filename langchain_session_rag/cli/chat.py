@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -19,7 +20,7 @@ import click
 from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
-from langchain_session_rag.cli.options import StoreOptions, err, out, status, store_options
+from langchain_session_rag.cli.options import StoreOptions, err, out, printable, status, store_options
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.stores.adapter import is_connection_error
 
@@ -155,7 +156,7 @@ def _show_memories(docs: list[Document], question: str) -> None:
         first = snippet(doc, question)
         score = doc.metadata.get("similarity")
         shown = f" ({score:.2f})" if isinstance(score, float) else ""
-        err.print(f"  recalled {doc.metadata.get('marker', '')} {first}{shown}", style="dim")
+        err.print(printable(f"  recalled {doc.metadata.get('marker', '')} {first}{shown}"), style="dim")
 
 
 def _command(session: ChatSession, line: str) -> bool:
@@ -175,12 +176,15 @@ def _command(session: ChatSession, line: str) -> bool:
             )
         out.print(table)
     elif name == "/forget":
+        if arg and arg not in {s.session_id for s in session.memory.list_sessions()}:
+            out.print(printable(f"No session {arg!r}: nothing forgotten (/sessions lists them)."))
+            return True
         removed = session.forget_session(arg or None)
         which = f"session {arg}" if arg else "this session; a new one starts"
         out.print(f"Forgot {removed} chunk(s) of {which} (erased from the files when you quit).")
     elif name == "/core":
         text = session.memory.core.render()
-        out.print(text or "The core memory is empty.")
+        out.print(printable(text) or "The core memory is empty.")
     else:
         out.print(f"Unknown command {name}; /help lists them.")
     return True
@@ -220,12 +224,36 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
     err.print(f"Chat model: {described}")
     err.print(f"Memory of {memory.user_id!r} at {options.location}. Session {session.session_id}.")
     err.print("Type /help for commands, /quit to leave.")
+    previous = {sig: signal.signal(sig, _leave) for sig in _SIGNALS}  # closing the terminal, `kill`: as Ctrl-C
     try:
         _loop(session)
     finally:  # Ctrl-C at the prompt, or an error: what was said is still stored and consolidated
-        with status("Saving the session …"):
-            said = session.close()
+        try:
+            with status("Saving the session …"):
+                said = session.close()
+        except KeyboardInterrupt:
+            if session.forgot:
+                err.print(
+                    "Interrupted: forgotten text is NOT erased from the files yet: run `session-rag stats --compact`"
+                )
+            raise
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         err.print(said)
+
+
+_SIGNALS = [s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)) if s is not None]
+
+
+class _Leave(KeyboardInterrupt):
+    """The chat was asked to end (SIGTERM, SIGHUP) while it answered: end it, do not just stop the answer."""
+
+
+def _leave(signum: int, frame: object) -> None:
+    """SIGTERM and SIGHUP end the chat as Ctrl-C at the prompt does: the session is kept, forgotten text erased."""
+    del signum, frame
+    raise _Leave
 
 
 def _loop(session: ChatSession) -> None:
@@ -235,6 +263,7 @@ def _loop(session: ChatSession) -> None:
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: leave
             out.print()
             return
+        line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are not UTF-8: U+FFFD
         if not line:
             continue
         if line.startswith("/"):
@@ -243,13 +272,16 @@ def _loop(session: ChatSession) -> None:
             continue
         try:
             _answer(session, line)
+        except _Leave:
+            out.print()
+            return
         except KeyboardInterrupt:  # Ctrl-C while the model answers: stop this answer, keep the chat
             out.print("\n(answer interrupted)")
         except Exception as exc:
             if not is_connection_error(exc) and "ResponseError" not in type(exc).__name__:
                 raise
             out.print()
-            err.print(f"No answer: {session.describe} did not answer ({exc}). Try again, or /quit.")
+            err.print(f"No answer: a model server did not answer ({exc}; chat model: {session.describe}). Try again.")
 
 
 def _answer(session: ChatSession, line: str) -> None:
@@ -261,8 +293,8 @@ def _answer(session: ChatSession, line: str) -> None:
             if not started:
                 out.print("assistant> ", end="")
                 started = True
-            out.print(value, end="")
+            out.print(printable(value), end="")
             out.file.flush()
         elif kind == "answer" and not started:
-            out.print(f"assistant> {value or '(no answer)'}", end="")
+            out.print(printable(f"assistant> {value or '(no answer)'}"), end="")
     out.print()

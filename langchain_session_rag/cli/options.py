@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,19 +16,27 @@ import click
 from langchain_core.embeddings import Embeddings
 from rich.console import Console
 
-from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
+from langchain_session_rag.errors import EmbeddingModelMismatchError, StoreUnavailableError
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["StoreOptions", "default_store_path", "err", "out", "store_options"]
+__all__ = ["StoreOptions", "default_store_path", "err", "out", "printable", "store_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
-out = Console(soft_wrap=True, highlight=False, markup=False)
+out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
 """Results: stdout. No markup: stored text, titles and user names are printed as they are."""
-err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
 """Progress, notices and errors: stderr."""
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Stored text as it may reach a terminal: control characters (escape sequences) shown as U+FFFD."""
+    return _CONTROL.sub("\ufffd", text)
 
 
 def default_store_path() -> Path:
@@ -138,10 +147,11 @@ class StoreOptions:
                 return getpass.getuser()
             except (OSError, KeyError):  # no login name (a container without a passwd entry)
                 return "me"
-        if not self.user.strip() or len(self.user) > 256 or any(ord(c) < 32 or ord(c) == 127 for c in self.user):  # noqa: PLR2004
+        controls = any(ord(c) < 32 or 127 <= ord(c) < 160 for c in self.user)  # noqa: PLR2004
+        if not self.user.strip() or len(self.user) > 256 or controls:  # noqa: PLR2004
             shown = self.user if len(self.user) <= 40 else self.user[:40] + "…"  # noqa: PLR2004
-            msg = f"--user must be 1 to 256 characters without control characters, got {shown!r}."
-            raise InvalidArgumentError(msg)
+            msg = f"1 to 256 characters without control characters, got {shown!r}."
+            raise click.BadParameter(msg, param_hint="--user")
         return self.user
 
     @property
@@ -151,12 +161,18 @@ class StoreOptions:
             return f"the Chroma server at {self.server[0]}:{self.server[1]}"
         return str(self.path or default_store_path())
 
-    def memory(self, *, embeds: bool = True, **settings: Any) -> SessionVectorMemory:
+    def memory(self, *, embeds: bool = True, create: bool = True, **settings: Any) -> SessionVectorMemory:
         """Open the memory (once per command), saying what is being loaded while it loads.
 
         With ``embeds=False`` (listing, statistics, forgetting, export) a store written by an Ollama model opens
-        even when Ollama does not answer.
+        even when Ollama does not answer. With ``create=False`` a folder that holds no store is refused (a mistyped
+        ``--path`` must not become a new, empty store that a command then reports on).
         """
+        self.user_id  # noqa: B018 - a bad --user is refused first
+        folder = self.path or default_store_path()
+        if not create and self.server is None and not (folder / "chroma.sqlite3").exists():
+            msg = f"No store at {folder} (a mistyped --path or SESSION_RAG_PATH?); `session-rag ingest` creates one."
+            raise click.UsageError(msg)
         if self._memory is None:
             with status(f"Opening the memory at {self.location} …"):
                 self._memory = self._open(settings, embeds=embeds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +13,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
-from langchain_session_rag.cli.options import StoreOptions, err, out, status, store_options
-from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.cli.options import (
+    StoreOptions,
+    default_store_path,
+    err,
+    out,
+    printable,
+    status,
+    store_options,
+)
 from langchain_session_rag.importers.types import FORMAT_NAMES
 
 __all__ = ["consolidate", "export", "forget", "import_", "ingest", "search", "sessions", "stats"]
@@ -23,12 +30,23 @@ _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%
 
 
 def _snippet(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
+    flat = printable(" ".join(text.split()))
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def _date(value: datetime | None) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") if value else "-"
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value else "-"
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _day_end(value: datetime | None) -> datetime | None:
+    """``--until 2025-03-02`` means up to the end of that day (dates are UTC)."""
+    if value is None or value.time() != datetime.min.time():
+        return value
+    return value + timedelta(days=1) - timedelta(microseconds=1)
 
 
 def _json_out(data: Any) -> None:
@@ -73,9 +91,9 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
     if as_json:
         _json_out(report.as_dict())
         return
-    table = Table("file", "read as", title=f"Imported into {memory.user_id}'s memory", title_justify="left")
+    table = Table("file", "read as", title=printable(f"Imported into the memory of {memory.user_id!r}"))
     for name, fmt in report.files.items():
-        table.add_row(name, fmt)
+        table.add_row(printable(name), fmt)
     out.print(table)
     out.print(
         f"Sessions: {len(report.new_sessions)} new, {len(report.updated_sessions)} added to, "
@@ -90,7 +108,7 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
     if report.skipped:
         skipped = Table("file", "item", "why it was skipped", title=f"Skipped ({len(report.skipped)})")
         for item in report.skipped:
-            skipped.add_row(item.source, item.item, item.reason)
+            skipped.add_row(printable(item.source), printable(item.item), printable(item.reason))
         out.print(skipped)
 
 
@@ -108,12 +126,12 @@ def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, 
     """Show what the memory recalls for QUERY, best first."""
     if not query.strip():
         msg = "The query is empty: give the words to search for."
-        raise InvalidArgumentError(msg)
+        raise click.UsageError(msg)
     if since is not None and until is not None and since > until:
         msg = f"--since {since:%Y-%m-%d} is after --until {until:%Y-%m-%d}: nothing can match."
         raise click.UsageError(msg)
-    memory = StoreOptions.of(store).memory()
-    options: dict[str, Any] = {"k": k, "score_threshold": threshold, "since": since, "until": until}
+    memory = StoreOptions.of(store).memory(create=False)
+    options: dict[str, Any] = {"k": k, "score_threshold": threshold, "since": since, "until": _day_end(until)}
     if session_ids:
         options["session_ids"] = list(session_ids)
     docs = memory.invoke(query, **{key: v for key, v in options.items() if v is not None})
@@ -123,10 +141,13 @@ def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, 
     if not docs:
         err.print(f"Nothing in the memory of {memory.user_id!r} matches {query!r}.")
         return
-    table = Table("", "score", "session", "memory", title=f"Memories of {memory.user_id!r} for {query!r}")
+    table = Table("", "score", title=printable(f"Memories of {memory.user_id!r} for {query!r}"))
+    table.add_column("session", overflow="fold")  # whole ids: what `forget --session` takes
+    table.add_column("memory")
     for doc in docs:
         meta = doc.metadata
-        table.add_row(meta["marker"], f"{meta['score']:.2f}", meta.get("session_id") or "-", _snippet(doc.page_content))
+        session = printable(meta.get("session_id") or "-")
+        table.add_row(printable(meta["marker"]), f"{meta['score']:.2f}", session, _snippet(doc.page_content))
     out.print(table)
 
 
@@ -135,18 +156,19 @@ def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, 
 @store_options
 def sessions(as_json: bool, **store: Any) -> None:
     """List the stored sessions, most recent first."""
-    memory = StoreOptions.of(store).memory(embeds=False)
+    memory = StoreOptions.of(store).memory(embeds=False, create=False)
     found = memory.list_sessions()
     if as_json:
-        _json_out([vars(s) for s in found])
+        _json_out([{**vars(s), "started": _iso(s.started), "last_active": _iso(s.last_active)} for s in found])
         return
-    table = Table(title=f"Sessions of {memory.user_id!r}")
+    table = Table(title=printable(f"Sessions of {memory.user_id!r}"))
     table.add_column("session", overflow="fold")  # whole ids: they are what `forget --session` takes
     for name in ("title", "started", "last active", "chunks", "messages"):
         table.add_column(name, overflow="fold" if name == "title" else "ellipsis")
     for s in found:
-        table.add_row(s.session_id, s.title, _date(s.started), _date(s.last_active), str(s.chunks), str(s.messages))
-    out.print(table if found else f"{memory.user_id!r} has no stored session.")
+        row = (printable(s.session_id), printable(s.title), _date(s.started), _date(s.last_active))
+        table.add_row(*row, str(s.chunks), str(s.messages))
+    out.print(table if found else printable(f"{memory.user_id!r} has no stored session."))
 
 
 @cli.command()
@@ -172,7 +194,7 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     dated = f", memories before {before:%Y-%m-%d}," if before else ""
     what = "EVERYTHING stored for" if everything else f"{scope}{dated} of"
     _confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", yes=yes)
-    memory = options.memory(embeds=False)
+    memory = options.memory(embeds=False, create=False)
     _check_sessions(memory, session_ids)
     if everything:
         removed = memory.forget_all()
@@ -182,14 +204,25 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
         removed = memory.forget(before=before)
     core = ", core memory included" if everything else ""
     out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}{core}.")
+    if options.server is not None:  # rebuilding a server's collections under other clients loses their writes
+        out.print(
+            "On a Chroma server the forgotten text stays in the server's files until a compaction when no other "
+            "client writes: `session-rag stats --compact --server ...`, then `chroma vacuum` on its host."
+        )
+        return
     if no_compact or (removed == 0 and not everything):  # --all may have erased core memory alone: compact anyway
         if removed or everything:
             out.print("The forgotten text stays in the store's files until `session-rag stats --compact` runs.")
         return
-    with status("Erasing the forgotten text from the store's files …"):
-        kept = memory.compact()
-    where = "files" if options.server is None else "collections (run `chroma vacuum` on the server for its files)"
-    out.print(f"Erased from the store's {where}; {kept} chunk(s) of all users kept.")
+    try:
+        with status("Erasing the forgotten text from the store's files …"):
+            kept = memory.compact()
+    except KeyboardInterrupt:
+        err.print(
+            "Interrupted: the forgotten text is NOT erased from the files yet; run `session-rag stats --compact`."
+        )
+        raise
+    out.print(f"Erased from the store's files; {kept} chunk(s) of all users kept.")
 
 
 def _confirm(question: str, *, yes: bool) -> None:
@@ -224,9 +257,14 @@ def export(file: Path, force: bool, **store: Any) -> None:
     if file.exists() and not force:
         msg = f"{file} exists; pass --force to replace it."
         raise click.UsageError(msg)
-    memory = StoreOptions.of(store).memory(embeds=False)
+    options = StoreOptions.of(store)
+    folder = (options.path or default_store_path()).resolve()
+    if options.server is None and folder in file.resolve().parents:
+        msg = f"{file} is inside the store's own folder {folder}; write the export elsewhere."
+        raise click.UsageError(msg)
+    memory = options.memory(embeds=False, create=False)
     count = memory.export_jsonl(file)
-    out.print(f"Exported {count} chunk(s) of {memory.user_id!r} to {file}.")
+    out.print(printable(f"Exported {count} chunk(s) of user {memory.user_id!r} to {file} (core memory: not included)."))
 
 
 @cli.command("import")
@@ -236,7 +274,7 @@ def import_(file: Path, **store: Any) -> None:
     """Add the chunks of a `session-rag export` FILE to the user's memory (chat histories: use `ingest`)."""
     memory = StoreOptions.of(store).memory()
     added = memory.import_jsonl(file)
-    out.print(f"Imported {added} new chunk(s) into {memory.user_id!r}'s memory from {file}.")
+    out.print(printable(f"Imported {added} new chunk(s) into the memory of {memory.user_id!r} from {file}."))
 
 
 def _disk_use(path: Path) -> int:
@@ -252,7 +290,7 @@ def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
     from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
 
     options = StoreOptions.of(store)
-    memory = options.memory(embeds=False)
+    memory = options.memory(embeds=False, create=False)
     if compact_now:
         with status("Compacting …"):
             memory.compact()
@@ -287,7 +325,8 @@ def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
 @store_options
 def consolidate(session_ids: tuple[str, ...], **store: Any) -> None:
     """Group the exchanges of finished sessions into topic segments (chat stores one chunk per exchange)."""
-    memory = StoreOptions.of(store).memory()
+    memory = StoreOptions.of(store).memory(create=False)
+    _check_sessions(memory, session_ids)
     targets = list(session_ids) or [s.session_id for s in memory.list_sessions()]
     table = Table("session", "exchanges", "segments", "embedded", title="Consolidated")
     changed = 0

@@ -16,7 +16,7 @@ from langchain_session_rag.importers.chatgpt import is_chatgpt_export, parse_cha
 from langchain_session_rag.importers.langchain_dump import is_langchain_dump, parse_langchain
 from langchain_session_rag.importers.markdown import parse_daily_log, parse_notes
 from langchain_session_rag.importers.openai_chat import parse_openai_json, parse_openai_jsonl
-from langchain_session_rag.importers.types import FORMAT_NAMES, ImportBatch
+from langchain_session_rag.importers.types import FORMAT_NAMES, ImportBatch, Skipped
 from langchain_session_rag.memory.daily_log import is_daily_log
 
 __all__ = ["FORMATS", "expand_paths", "read_conversations", "read_file"]
@@ -26,28 +26,35 @@ _SUFFIXES = {".json", ".jsonl", ".ndjson", ".zip", ".md", ".markdown"}
 PathLike = str | os.PathLike[str]
 
 
-def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[Path]:
-    """The files to read: each path given, and the importable files under each folder given (sorted).
+def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[tuple[Path, bool]]:
+    """The files to read, each with whether it was named itself (else found in a folder given), folders sorted.
+
+    Hidden files and folders (``.obsidian/``, ``.trash/``) are not read.
 
     Raises:
-        FileAccessError: A path that does not exist, or a folder with no importable file.
+        FileAccessError: A path that does not exist (or is empty text), or a folder with no importable file.
     """
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    files: list[Path] = []
+    files: list[tuple[Path, bool]] = []
     for raw in given:
+        if not str(raw).strip():
+            msg = "An empty path: name a file or folder to import."
+            raise FileAccessError(msg)
         path = Path(raw)
         if path.is_dir():
             found = sorted(
                 p
                 for p in path.rglob("*")
-                if p.is_file() and p.suffix.lower() in _SUFFIXES and not p.name.startswith(".")
+                if p.is_file()
+                and p.suffix.lower() in _SUFFIXES
+                and not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
             if not found:
                 msg = f"{path} holds no file to import ({', '.join(sorted(_SUFFIXES))})."
                 raise FileAccessError(msg)
-            files += found
+            files += [(p, False) for p in found]
         elif path.exists():  # a file, or a pipe (/dev/stdin, <(...))
-            files.append(path)
+            files.append((path, True))
         else:
             msg = f"No file or folder at {str(raw)!r}."
             raise FileAccessError(msg)
@@ -108,6 +115,9 @@ def _guess(item: _Input) -> str:
     if suffix in (".md", ".markdown"):
         return "daily-log" if is_daily_log(item.text) else "markdown"
     if suffix == ".json":
+        if item.data == []:
+            msg = f"{item.source} holds no conversation (an empty list)."
+            raise ImportFormatError(msg)
         if is_chatgpt_export(item.data):
             return "chatgpt"
         return "langchain" if is_langchain_dump(item.data) else "openai-json"
@@ -138,7 +148,7 @@ _PARSERS: dict[str, Callable[[_Input], ImportBatch]] = {
     "openai-jsonl": lambda item: parse_openai_jsonl(item.text.splitlines(), item.source),
     "openai-json": lambda item: parse_openai_json(item.data, item.source),
     "langchain": _parse_langchain,
-    "daily-log": lambda item: parse_daily_log(item.path, item.source),
+    "daily-log": lambda item: parse_daily_log(item.path, item.text, item.source),
     "markdown": lambda item: parse_notes(item.path, item.text, item.source),
 }
 
@@ -170,11 +180,24 @@ def read_conversations(paths: PathLike | Sequence[PathLike], *, file_format: str
             ``.json``, a LangChain message dump (``.json``), daily logs and markdown notes (``.md``).
         file_format: ``"auto"`` (by name and content) or one of :data:`FORMATS` for every file.
 
+    A file found in a folder that is not in a format read here (a ChatGPT export's ``user.json``, a settings file)
+    is skipped and reported; a file named itself that cannot be read refuses the import.
+
     Raises:
         FileAccessError: A path that does not exist or cannot be read.
-        ImportFormatError: A file that is not in the format (not JSON, not UTF-8, empty, an unknown shape).
+        ImportFormatError: A file named that is not in the format (not JSON, not UTF-8, empty, an unknown shape).
     """
     batch = ImportBatch()
-    for path in expand_paths(paths):
-        batch.extend(read_file(path, file_format))
+    for path, named in expand_paths(paths):
+        batch.extend(_read_one(path, file_format, named=named))
     return batch
+
+
+def _read_one(path: Path, file_format: str, *, named: bool) -> ImportBatch:
+    """A file named itself that cannot be read refuses the import; one found in a folder is skipped, reported."""
+    try:
+        return read_file(path, file_format)
+    except ImportFormatError as exc:
+        if named:
+            raise
+        return ImportBatch(skipped=[Skipped(str(path), path.name, f"not imported: {exc}")])

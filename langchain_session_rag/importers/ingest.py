@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.documents import Document
 
-from langchain_session_rag._checks import check_session_id
+from langchain_session_rag._checks import check_session_id, first_surrogate
 from langchain_session_rag.chunking.messages import normalize_messages
 from langchain_session_rag.errors import ImportFormatError, InvalidArgumentError, InvalidMessageError
 from langchain_session_rag.importers.files import PathLike, read_conversations
@@ -26,6 +26,11 @@ Progress = Callable[[int, int, str], None]
 
 
 def _valid(conv: ImportedConversation, max_chars: int | None, problems: list[Skipped]) -> bool:
+    broken = next((what for what, text in (("session id", conv.session_id), ("title", conv.title))
+                   if first_surrogate(text) is not None), None)  # fmt: skip
+    if broken is not None:
+        problems.append(Skipped(conv.source, conv.label, f"its {broken} is not valid Unicode"))
+        return False
     try:
         check_session_id(conv.session_id)
         normalize_messages(conv.messages, session_id=conv.session_id, max_chars=max_chars)

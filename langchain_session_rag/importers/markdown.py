@@ -15,18 +15,23 @@ from pathlib import Path
 
 from langchain_core.documents import Document
 
+from langchain_session_rag.errors import ImportFormatError
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped
-from langchain_session_rag.memory.daily_log import read_daily_log_file
+from langchain_session_rag.memory.daily_log import parse_daily_log_text
 
 __all__ = ["parse_daily_log", "parse_notes"]
 
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 
-def parse_daily_log(path: Path, source: str) -> ImportBatch:
-    """The sessions of one daily log file, each message with its logged id and time."""
+def parse_daily_log(path: Path, text: str, source: str) -> ImportBatch:
+    """The sessions of one daily log file (its text as read), each message with its logged id and time."""
     sessions: dict[str, dict[str, dict[str, object]]] = {}
-    for message in read_daily_log_file(path):  # an edited message: its last text, in its first place
+    messages = parse_daily_log_text(text, where=source, user_id=path.resolve().parent.name)
+    if not messages:
+        msg = f"{source} holds no message in the session-rag daily log format."
+        raise ImportFormatError(msg)
+    for message in messages:  # an edited message: its last text, in its first place
         sessions.setdefault(message.session_id, {})[message.id] = message.as_message()
     batch = ImportBatch()
     for session_id, by_id in sessions.items():

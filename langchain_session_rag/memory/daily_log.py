@@ -31,7 +31,7 @@ __all__ = [
     "LoggedMessage",
     "append_daily_log",
     "is_daily_log",
-    "read_daily_log_file",
+    "parse_daily_log_text",
     "read_daily_logs",
     "rebuild_from_daily_logs",
 ]
@@ -112,7 +112,19 @@ def append_daily_log(
 
 def _parse(path: Path, user_id: str) -> Iterator[LoggedMessage]:
     with path.open(encoding="utf-8", newline="") as handle:  # no newline translation: "\r\n" comes back exactly
-        lines = handle.read().split("\n")
+        yield from parse_daily_log_text(handle.read(), where=str(path), user_id=user_id)
+
+
+def parse_daily_log_text(text: str, *, where: str, user_id: str) -> list[LoggedMessage]:
+    """The messages of a day file's text (``where`` names it in errors).
+
+    Raises:
+        InvalidMessageError: A broken fence or comment.
+    """
+    return list(_messages(text.split("\n"), where, user_id))
+
+
+def _messages(lines: list[str], path: str, user_id: str) -> Iterator[LoggedMessage]:
     n = 0
     while n < len(lines):
         meta = _META.match(lines[n])
@@ -149,21 +161,6 @@ def _parse(path: Path, user_id: str) -> Iterator[LoggedMessage]:
 def is_daily_log(text: str) -> bool:
     """Whether a markdown text holds messages in the daily log format."""
     return any(_META.match(line) for line in text.split("\n"))
-
-
-def read_daily_log_file(path: str | Path) -> list[LoggedMessage]:
-    """The messages of one day file; the user is its folder's (percent-decoded) name.
-
-    Raises:
-        FileAccessError: The file cannot be read.
-        InvalidMessageError: The file is not a daily log (a broken fence or comment).
-    """
-    file = Path(path)
-    try:
-        return list(_parse(file, urllib.parse.unquote(file.resolve().parent.name)))
-    except OSError as exc:
-        msg = f"Cannot read the daily log {file}: {exc.strerror or exc}."
-        raise FileAccessError(msg) from exc
 
 
 def read_daily_logs(folder: str | Path) -> Iterator[LoggedMessage]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -128,7 +129,8 @@ def test_chat_over_the_ollama_protocol(tmp_path: Path) -> None:
         stopped = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", env=env)
     # the server is gone now: the chat says so and goes on; listing works without the embedding model
     shown = say(stopped, "Are you still there?")
-    assert f"No answer: smollm2:135m on Ollama at {server.url} did not answer" in shown
+    assert "No answer: a model server did not answer" in shown
+    assert f"chat model: smollm2:135m on Ollama at {server.url}" in shown
     assert "(1 exchange(s)" not in quit_chat(stopped)
     listed = subprocess.run(
         [sys.executable, "-m", "langchain_session_rag", "sessions", "--json"],
@@ -164,9 +166,30 @@ def spawn_fails(*args: str, env: dict[str, str]) -> str:
     return done.stderr
 
 
+def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
+    chat = spawn("chat", "--max-tokens", "16", env=env)
+    say(chat, "My bank PIN is ZEBRAFISH7781.")
+    assert "Forgot 1 chunk(s) of this session" in say(chat, "/forget")
+    chat.expect_exact("you> ")
+    chat.kill(signal.SIGTERM)  # the terminal window closed
+    chat.expect(pexpect.EOF)
+    chat.close()
+    assert "forgotten chunk(s) erased from the store's files" in chat.before
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
+    assert b"ZEBRAFISH7781" not in stored
+
+
 @pytest.mark.parametrize("answer", ["y", "n"])
 def test_forget_asks_on_a_terminal(tmp_path: Path, answer: str) -> None:
     env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice"}
+    subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", "ingest", str(IMPORTS / "openai" / "chat.json")],
+        env={**os.environ, **env},
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )
     child = pexpect.spawn(
         sys.executable,
         ["-m", "langchain_session_rag", "forget", "--all"],
@@ -180,7 +203,7 @@ def test_forget_asks_on_a_terminal(tmp_path: Path, answer: str) -> None:
     child.close()
     if answer == "y":
         assert child.exitstatus == 0
-        assert "Forgot 0 chunk(s)" in child.before
+        assert "chunk(s): EVERYTHING stored for user 'alice'" in child.before
     else:
         assert child.exitstatus != 0
         assert "Forgot" not in child.before

@@ -111,9 +111,9 @@ def test_errors_are_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> No
     assert "Traceback (most recent call last)" in debug.stderr
     assert "ImportFormatError" in debug.stderr
     for user in (" ", "a\nb", "x" * 300):
-        bad_user = run("sessions", "--user", user, "--path", str(tmp_path / "db2"), check=1)
-        assert "--user must be 1 to 256 characters without control characters" in bad_user.stderr
-        assert len(bad_user.stderr) < 200
+        bad_user = run("sessions", "--user", user, "--path", str(tmp_path / "db2"), check=2)
+        assert "Invalid value for --user: 1 to 256 characters without control characters" in bad_user.stderr
+        assert len(bad_user.stderr) < 300  # the value is not echoed whole
     assert not (tmp_path / "db2").exists()
 
 
@@ -228,6 +228,14 @@ def test_stored_text_is_printed_as_it_is_never_as_markup(store: dict[str, str], 
     listed = run("sessions", env=env).stdout
     assert "[/red]" in listed
     assert "My notes [/b]" in listed
+    (tmp_path / "esc.jsonl").write_text(json.dumps({"id": "esc", "title": "Recipes\x1b[2J\x1b[H", "messages": [
+        {"role": "user", "content": "My espresso \x1b]0;pwned\x07 machine is a Gaggia :rocket:"}]}))  # fmt: skip
+    run("ingest", str(tmp_path / "esc.jsonl"), env=env)
+    shown = run("search", "espresso machine", env=env).stdout + run("sessions", env=env).stdout
+    assert "\x1b" not in shown
+    assert "\x07" not in shown
+    assert "Recipes\ufffd[2J" in shown
+    assert ":rocket:" in shown  # not turned into an emoji
     unknown = run("forget", "--session", "nope", "--yes", env=env, check=2)
     assert "has no session 'nope'" in unknown.stderr
     assert "nothing was forgotten" in unknown.stderr
@@ -249,6 +257,21 @@ def test_forget_a_session_a_date_and_everything_with_a_receipt(store: dict[str, 
     assert f"Forgot {left} chunk(s): EVERYTHING" in run("forget", "--all", "-y", env=env).stdout
     assert json.loads(run("stats", "--json", env=env).stdout)["chunks"] == 0
     assert json.loads(run("stats", "--json", env=store).stdout)["chunks"] > 0  # alice keeps hers
+
+
+def test_a_mistyped_path_is_refused_not_made_into_an_empty_store(tmp_path: Path) -> None:
+    for command in (["forget", "--all", "--yes"], ["sessions"], ["search", "x"], ["stats"]):
+        done = run(*command, "--path", str(tmp_path / "typo"), check=2)
+        assert "No store at" in done.stderr
+    assert not (tmp_path / "typo").exists()
+
+
+def test_until_a_date_includes_that_day(store: dict[str, str]) -> None:
+    found = json.loads(run("search", "sourdough starter Bubbles", "--json", env=store).stdout)[0]
+    day = found["timestamp"][:10]
+    same_day = json.loads(run("search", "sourdough starter Bubbles", "--since", day, "--until", day, "--json",
+                              env=store).stdout)  # fmt: skip
+    assert found["id"] in {r["id"] for r in same_day}
 
 
 def test_eval_locomo_prints_the_recall_table(tmp_path: Path) -> None:

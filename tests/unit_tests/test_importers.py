@@ -365,6 +365,23 @@ def test_folders_are_read_and_bad_paths_and_formats_are_named(tmp_path: Path) ->
     assert len(read_conversations(odd, file_format="openai-json").conversations) == 1
 
 
+def test_an_unzipped_export_or_a_notes_vault_imports_as_a_folder(tmp_path: Path) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(DATA / "chatgpt" / "chatgpt-export.zip") as archive:
+        archive.extractall(tmp_path / "export")
+    (tmp_path / "export" / ".obsidian").mkdir()
+    (tmp_path / "export" / ".obsidian" / "app.json").write_text('{"theme": "dark"}')
+    (tmp_path / "export" / ".trash").mkdir()
+    (tmp_path / "export" / ".trash" / "old.md").write_text("DELETEDNOTE")
+    batch = read_conversations(tmp_path / "export")
+    assert len(batch.conversations) == 6
+    assert {s.item for s in batch.skipped} >= {"user.json", "message_feedback.json"}  # reported, not refused
+    assert not any(".obsidian" in s.source or ".trash" in s.source for s in batch.skipped)
+    with pytest.raises(ImportFormatError, match=r"user\.json"):  # named itself, it refuses
+        read_conversations(tmp_path / "export" / "user.json")
+
+
 def test_a_session_rag_export_is_pointed_to_import(tmp_path: Path) -> None:
     memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice")
     memory.add_note("The boat is called Wavelet.")
