@@ -8,7 +8,6 @@ which it uses and why.
 
 from __future__ import annotations
 
-import re
 import secrets
 import signal
 from collections.abc import Iterator
@@ -20,8 +19,9 @@ import click
 from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
-from langchain_session_rag.cli.options import StoreOptions, err, out, printable, status, store_options
+from langchain_session_rag.cli.options import StoreOptions, err, out, printable, shorten, status, store_options
 from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.stores.adapter import is_connection_error
 
 if TYPE_CHECKING:
@@ -137,16 +137,12 @@ class ChatSession:
         return "; ".join(said) + "."
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"\w+", text.lower()) if len(w) > 2}  # noqa: PLR2004
-
-
 def snippet(doc: Document, question: str, width: int = 110) -> str:
     """The line of a memory that shares the most words with the question (a segment holds several exchanges)."""
     lines = [" ".join(line.split()) for line in doc.page_content.splitlines() if line.strip()] or [""]
-    asked = _words(question)
-    best = max(lines, key=lambda line: len(asked & _words(line)))  # the first of equals: max keeps it
-    return best if len(best) <= width else best[: width - 1] + "…"
+    asked = set(tokenize(question))  # the retrieval's own words: stemmed, without stop words
+    best = max(lines, key=lambda line: len(asked & set(tokenize(line))))  # the first of equals: max keeps it
+    return shorten(best, width)
 
 
 def _show_memories(docs: list[Document], question: str) -> None:

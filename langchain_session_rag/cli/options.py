@@ -21,7 +21,7 @@ from langchain_session_rag.errors import EmbeddingModelMismatchError, StoreUnava
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["StoreOptions", "default_store_path", "err", "out", "printable", "store_options"]
+__all__ = ["StoreOptions", "default_store_path", "err", "out", "printable", "shorten", "store_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
@@ -37,6 +37,11 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """Stored text as it may reach a terminal: control characters (escape sequences) shown as U+FFFD."""
     return _CONTROL.sub("\ufffd", text)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def default_store_path() -> Path:

@@ -19,6 +19,7 @@ from langchain_session_rag.cli.options import (
     err,
     out,
     printable,
+    shorten,
     status,
     store_options,
 )
@@ -30,8 +31,7 @@ _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%
 
 
 def _snippet(text: str, width: int = 90) -> str:
-    flat = printable(" ".join(text.split()))
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return shorten(printable(" ".join(text.split())), width)
 
 
 def _date(value: datetime | None) -> str:
