@@ -1,8 +1,12 @@
 """Topic segmentation: consecutive exchanges grouped into one segment per topic.
 
-A boundary is placed where the cosine similarity between the next exchange and the current
-segment (its running centroid, or its last exchange) drops below ``threshold``. The exchange
-embeddings computed to find the boundaries are reused: each segment of one exchange keeps that
+Two methods place the boundaries. ``"depth"`` (the default) reads them off the session's own similarity
+profile, as TextTiling does (Hearst 1997): each gap between two exchanges is scored by comparing the exchanges
+on either side of it, and a boundary goes at a valley of that series that is deep relative to the session and
+deep enough in absolute terms, so it finds topics whatever the model's similarity scale. ``"threshold"`` places
+a boundary where the cosine similarity between the next exchange and the current segment (its running
+centroid, or its last exchange) drops below an absolute ``threshold``, which only suits the model it was
+chosen for. The exchange embeddings computed to find the boundaries are reused: each segment of one exchange keeps that
 exchange's vector, and only segments of several exchanges are embedded, once, in one batch. A
 session of N exchanges stored as S segments costs at most N + S embedded texts, against 2N for the
 usual pipeline that embeds exchanges to segment and then embeds everything again to store it.
@@ -19,6 +23,7 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag._checks import check_documents, check_int
+from langchain_session_rag.chunking._depth import block_scores, depth_boundaries, depth_scores
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
@@ -27,21 +32,28 @@ from langchain_session_rag.stores.base import decode_message_ids
 __all__ = ["Segment", "SimilarityProfile", "TopicSegmenter"]
 
 Comparison = Literal["centroid", "previous"]
+Method = Literal["depth", "threshold"]
 
 
 @dataclass
 class SimilarityProfile:
     """The similarity series of a session and the boundaries chosen on it.
 
-    ``similarities[i]`` compares exchange ``i + 1`` with the segment it could join (its running
-    centroid, or exchange ``i``); ``boundaries`` are the indices of the exchanges that start a new
-    segment (the first exchange, index 0, always does and is not listed).
+    ``similarities[i]`` scores the gap before exchange ``i + 1``: with ``method="threshold"`` it compares that
+    exchange with the segment it could join (its running centroid, or exchange ``i``); with ``method="depth"`` it
+    compares the ``window`` exchanges before the gap with those after it, and ``depths[i]`` is that gap's depth.
+    ``boundaries`` are the indices of the exchanges that start a new segment (the first exchange, index 0,
+    always does and is not listed); ``topic_boundaries`` are those placed by the topic rule rather than by
+    ``max_tokens``.
     """
 
     similarities: list[float]
     boundaries: list[int]
     threshold: float
     comparison: Comparison
+    method: Method = "threshold"
+    depths: list[float] = field(default_factory=list)
+    topic_boundaries: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -54,6 +66,27 @@ class Segment:
     boundary_similarity: float | None = None
     texts_embedded: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    boundary_depth: float | None = None
+
+
+# The depth defaults are the best mean of Pk and WindowDiff with all-MiniLM-L6-v2 on the tuning half of
+# benchmarks/segmentation.py (window 1-3 x cutoff -0.5..1 x min_depth 0.05..0.4 x floor 0-0.2).
+DEFAULT_WINDOW = 2
+"""Exchanges averaged on each side of a gap by ``method="depth"``."""
+DEFAULT_DEPTH_CUTOFF = 0.5
+"""``method="depth"``: a boundary's depth exceeds ``mean + DEFAULT_DEPTH_CUTOFF * std`` of the session's depths."""
+DEFAULT_MIN_DEPTH = 0.25
+"""``method="depth"``: the absolute floor on a boundary's depth that keeps a one-topic session whole."""
+DEFAULT_FLOOR = 0.1
+"""``method="depth"``: the gap score below which a session of two or three exchanges is cut."""
+
+
+def _check_range(name: str, value: object, low: float, high: float, *, high_open: bool = False) -> None:
+    inside = isinstance(value, int | float) and not isinstance(value, bool) and low <= value
+    if not inside or not (value < high if high_open else value <= high):  # type: ignore[operator]
+        bracket = ")" if high_open else "]"
+        msg = f"{name} must be a number in [{low:g}, {high:g}{bracket}, got {value!r}."
+        raise InvalidArgumentError(msg)
 
 
 class TopicSegmenter(BaseDocumentTransformer):
@@ -72,7 +105,7 @@ class TopicSegmenter(BaseDocumentTransformer):
 
             from langchain_session_rag import TopicSegmenter, get_default_embeddings
 
-            segmenter = TopicSegmenter(get_default_embeddings(), threshold=0.7)
+            segmenter = TopicSegmenter(get_default_embeddings())  # method="depth"
 
     Usage:
         .. code-block:: python
@@ -90,6 +123,8 @@ class TopicSegmenter(BaseDocumentTransformer):
             segments = segmenter.transform_documents(exchanges)
             print([s.metadata["message_ids"] for s in segments])
             # [['u1', 'a1', 'u2', 'a2'], ['u3', 'a3']]
+            print(segments[1].metadata["segmentation"])
+            # depth
 
     Async:
         .. code-block:: python
@@ -101,23 +136,40 @@ class TopicSegmenter(BaseDocumentTransformer):
         self,
         embeddings: Embeddings,
         *,
-        threshold: float = 0.7,
-        comparison: Comparison = "centroid",
+        threshold: float | None = None,
+        comparison: Comparison | None = None,
         min_exchanges: int = 1,
         max_tokens: int | None = None,
         token_counter: TokenCounter | None = None,
+        method: Method | None = None,
+        window: int = DEFAULT_WINDOW,
+        depth_cutoff: float = DEFAULT_DEPTH_CUTOFF,
+        min_depth: float = DEFAULT_MIN_DEPTH,
+        floor: float = DEFAULT_FLOOR,
     ) -> None:
         """Configure the segmenter.
 
         Args:
             embeddings: The model that embeds exchanges and segments.
-            threshold: A new segment starts where similarity falls below this; in (0, 1).
-            comparison: Compare the next exchange with the running segment ``"centroid"`` or with the
-                ``"previous"`` exchange.
+            threshold: With ``method="threshold"``, a new segment starts where similarity falls below this;
+                in (0, 1); 0.7 when not given (chosen for nomic-embed-text).
+            comparison: With ``method="threshold"``, compare the next exchange with the running segment
+                ``"centroid"`` (when not given) or with the ``"previous"`` exchange.
             min_exchanges: A segment holds at least this many exchanges before a topic boundary may
                 close it (``max_tokens`` can still close it earlier).
             max_tokens: Close a segment before it would exceed this many tokens; ``None`` for no limit.
             token_counter: Counts tokens; tiktoken ``cl100k_base`` by default.
+            method: ``"depth"``: boundaries at deep valleys of the session's own similarity profile (TextTiling);
+                ``"threshold"``: boundaries where similarity falls below ``threshold``. When not given:
+                ``"threshold"`` if ``threshold`` or ``comparison`` is given (so code written before the depth
+                method keeps its behaviour), else ``"depth"``.
+            window: With ``"depth"``, how many exchanges on each side of a gap are averaged to score it; >= 1.
+            depth_cutoff: With ``"depth"``, a valley is a boundary when its depth exceeds
+                ``mean + depth_cutoff * std`` of the session's depth scores; in [-3, 3].
+            min_depth: With ``"depth"``, and whatever the session, a valley shallower than this is never a
+                boundary, so a session whose similarities hardly vary stays one segment; in [0, 4).
+            floor: With ``"depth"``, sessions of two or three exchanges (too short for a valley with neighbours
+                on both sides) are cut where the gap score falls below this; in [-1, 1].
 
         Raises:
             InvalidArgumentError: If an argument is of the wrong type or out of range.
@@ -125,26 +177,45 @@ class TopicSegmenter(BaseDocumentTransformer):
         if not isinstance(embeddings, Embeddings):
             msg = f"embeddings must be a LangChain Embeddings model, got {type(embeddings).__name__}."
             raise InvalidArgumentError(msg)
+        if method is None:
+            method = "depth" if threshold is None and comparison is None else "threshold"
+        threshold = 0.7 if threshold is None else threshold
+        comparison = comparison or "centroid"
         if not isinstance(threshold, int | float) or not 0 < threshold < 1:
             msg = f"threshold must lie strictly between 0 and 1, got {threshold!r}."
             raise InvalidArgumentError(msg)
         if comparison not in ("centroid", "previous"):
             msg = f"comparison must be 'centroid' or 'previous', got {comparison!r}."
             raise InvalidArgumentError(msg)
+        if method not in ("depth", "threshold"):
+            msg = f"method must be 'depth' or 'threshold', got {method!r}."
+            raise InvalidArgumentError(msg)
         check_int("min_exchanges", min_exchanges, 1)
         check_int("max_tokens", max_tokens, 1, optional=True)
+        check_int("window", window, 1)
+        _check_range("depth_cutoff", depth_cutoff, -3.0, 3.0)
+        _check_range("min_depth", min_depth, 0.0, 4.0, high_open=True)
+        _check_range("floor", floor, -1.0, 1.0)
         self.embeddings = embeddings
         self.threshold = float(threshold)
         self.comparison: Comparison = comparison
         self.min_exchanges = min_exchanges
         self.max_tokens = max_tokens
         self.count = token_counter or tiktoken_counter()
+        self.method: Method = method
+        self.window = window
+        self.depth_cutoff = float(depth_cutoff)
+        self.min_depth = float(min_depth)
+        self.floor = float(floor)
 
     # -- boundaries (pure) ---------------------------------------------------------------------
     def profile(self, vectors: Sequence[Sequence[float]], token_counts: Sequence[int]) -> SimilarityProfile:
         """Find the boundaries of a session from its exchange vectors (no embedding call)."""
+        if self.method == "depth":
+            return self._depth_profile(vectors, token_counts)
         similarities: list[float] = []
         boundaries: list[int] = []
+        topic: list[int] = []
         if not vectors:
             return SimilarityProfile([], [], self.threshold, self.comparison)
         total = list(vectors[0])
@@ -157,11 +228,37 @@ class TopicSegmenter(BaseDocumentTransformer):
             too_long = self.max_tokens is not None and tokens + token_counts[i] > self.max_tokens
             if topic_break or too_long:
                 boundaries.append(i)
+                if topic_break:
+                    topic.append(i)
                 total, size, tokens = list(vectors[i]), 1, token_counts[i]
             else:
                 total = [a + b for a, b in zip(total, vectors[i], strict=True)]
                 size, tokens = size + 1, tokens + token_counts[i]
-        return SimilarityProfile(similarities, boundaries, self.threshold, self.comparison)
+        return SimilarityProfile(similarities, boundaries, self.threshold, self.comparison, topic_boundaries=topic)
+
+    def _depth_profile(self, vectors: Sequence[Sequence[float]], token_counts: Sequence[int]) -> SimilarityProfile:
+        scores = block_scores(vectors, self.window)
+        depths = depth_scores(scores)
+        topic = depth_boundaries(
+            scores,
+            depths,
+            cutoff=self.depth_cutoff,
+            min_depth=self.min_depth,
+            floor=self.floor,
+            min_exchanges=self.min_exchanges,
+        )
+        boundaries: list[int] = []
+        tokens = token_counts[0] if token_counts else 0
+        for i in range(1, len(vectors)):
+            too_long = self.max_tokens is not None and tokens + token_counts[i] > self.max_tokens
+            if i in topic or too_long:
+                boundaries.append(i)
+                tokens = token_counts[i]
+            else:
+                tokens += token_counts[i]
+        return SimilarityProfile(
+            scores, boundaries, self.threshold, self.comparison, method="depth", depths=depths, topic_boundaries=topic
+        )
 
     def _groups(self, profile: SimilarityProfile, n: int) -> list[list[int]]:
         starts = [0, *profile.boundaries, n]
@@ -185,6 +282,7 @@ class TopicSegmenter(BaseDocumentTransformer):
                         message_ids.append(mid)
             text = "\n".join(documents[i].page_content for i in group)
             boundary = sims.get(group[0]) if group[0] > 0 else None
+            depth = profile.depths[group[0] - 1] if group[0] > 0 and profile.depths else None
             meta = {
                 **first.metadata,
                 "topic_index": topic_index,
@@ -192,15 +290,20 @@ class TopicSegmenter(BaseDocumentTransformer):
                 "exchange_count": len(group),
                 "token_count": sum(counts[i] for i in group) if len(group) == 1 else self.count(text),
                 "chunking": "topic",
+                "segmentation": self.method,
             }
+            for key in ("boundary_similarity", "boundary_depth", "boundary"):
+                meta.pop(key, None)
             if boundary is not None:
                 meta["boundary_similarity"] = boundary
-            else:
-                meta.pop("boundary_similarity", None)
+                meta["boundary"] = "topic" if group[0] in profile.topic_boundaries else "max_tokens"
+            if depth is not None:
+                meta["boundary_depth"] = depth
             segment = Segment(
                 document=Document(page_content=text, metadata=meta),
                 exchange_indices=group,
                 boundary_similarity=boundary,
+                boundary_depth=depth,
             )
             if len(group) == 1:
                 segment.vector = list(vectors[group[0]])
