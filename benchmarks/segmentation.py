@@ -12,7 +12,7 @@ and 4 hand-labelled real-style conversations (digressions, returns to work, a on
    are the sweep's best mean of Pk and WindowDiff on the tuning half. No ``max_tokens`` cap: topics only.
 3. **Metrics** (``langchain_session_rag.chunking.metrics``): Pk and WindowDiff with k = half the mean true segment
    length, averaged over sessions (lower is better); the share of sessions given exactly the true segment count;
-   the share of one-topic sessions left whole.
+   the share of one-topic sessions left whole. The reporting half's short sessions are also shown alone.
 
 Run: bash scripts/benchmark.sh segmentation   (about a minute on 2 cores: 72 texts are embedded once)
 Writes results/segmentation.json and prints the table.
@@ -170,15 +170,16 @@ def main() -> None:
             embeddings, window=w, depth_cutoff=c, min_depth=m, floor=f
         )
     results: dict[str, Any] = {"strategies": {}, "sweep_tuning": sweep, "best_threshold_on_tuning": best_threshold}
-    header = f"{'strategy':<78} {'half':<13} {'Pk':>6} {'WD':>6} {'exact#':>7} {'1-topic whole':>14}"
+    header = f"{'strategy':<78} {'half':<24} {'Pk':>6} {'WD':>6} {'exact#':>7} {'1-topic whole':>14}"
     print(header)
     print("-" * len(header))
     for name, segmenter in strategies.items():
         rows = {}
-        for half, sessions in [*halves.items(), ("conversations", convs)]:
+        short = [s for s in halves["reporting"] if s["name"].startswith("short")]
+        for half, sessions in [*halves.items(), ("  of which 2-3 exchanges", short), ("conversations", convs)]:
             rows[half] = score(sessions, vectors, with_segmenter(segmenter))
             r = rows[half]
-            print(f"{name:<78} {half:<13} {r['pk']:6.3f} {r['windowdiff']:6.3f} {r['exact_count']:7.2f} "
+            print(f"{name:<78} {half:<24} {r['pk']:6.3f} {r['windowdiff']:6.3f} {r['exact_count']:7.2f} "
                   f"{r['one_topic_whole']:14.2f}")  # fmt: skip
         results["strategies"][name] = rows
     print("\nbest 10 of the depth sweep on the tuning half (mean of Pk and WindowDiff):")
