@@ -156,7 +156,8 @@ class TopicSegmenter(BaseDocumentTransformer):
             comparison: With ``method="threshold"``, compare the next exchange with the running segment
                 ``"centroid"`` (when not given) or with the ``"previous"`` exchange.
             min_exchanges: A segment holds at least this many exchanges before a topic boundary may
-                close it (``max_tokens`` can still close it earlier).
+                close it (with ``"depth"``, the segments on both sides of a topic boundary do); ``max_tokens``
+                can still close a segment earlier.
             max_tokens: Close a segment before it would exceed this many tokens; ``None`` for no limit.
             token_counter: Counts tokens; tiktoken ``cl100k_base`` by default.
             method: ``"depth"``: boundaries at deep valleys of the session's own similarity profile (TextTiling);
