@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -29,6 +29,10 @@ class Chunk:
     parts: int = 1
     skipped_blocks: int = 0
     roles: list[str] = field(default_factory=list)
+    exchanges: int = 1
+    """How many exchanges the chunk holds (more than one only when short exchanges were merged)."""
+    speakers: list[str] = field(default_factory=list)
+    """The distinct speaker labels of the chunk's messages, in order of first appearance (``Turn.label``)."""
 
 
 _FENCE = re.compile(r"(^```.*?(?:\n```[^\n]*|\Z))", re.DOTALL | re.MULTILINE)
@@ -71,7 +75,11 @@ class ExchangeChunker(BaseModel):
         * Messages before the first user turn (a system prompt, a greeting) join the first exchange.
         * Consecutive user turns with no reply between them form one exchange.
         * An exchange under ``min_tokens`` merges with its previous neighbour (the next one if it is
-          first), as long as the result stays within ``max_tokens``.
+          first), as long as the result stays within ``max_tokens`` and the two are adjacent in time (at most
+          ``merge_within`` apart). A merged chunk says so: its ``exchanges`` count is above one. The chunker
+          has no embedding model, so it cannot tell whether two short exchanges share a topic:
+          ``SessionVectorMemory`` therefore uses ``min_tokens=0`` (every exchange its own chunk) and leaves the
+          grouping of exchanges to its topic segmenter.
         * An exchange over ``max_tokens`` is split at fenced code blocks, numbered steps and
           paragraphs (then lines, then words); each later part starts with the user question again.
         * System messages are kept unless ``include_system=False``.
@@ -96,7 +104,10 @@ class ExchangeChunker(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     min_tokens: int = Field(default=24, ge=0)
-    """Exchanges shorter than this merge with a neighbour."""
+    """Exchanges shorter than this merge with a neighbour (0: never)."""
+    merge_within: timedelta = timedelta(minutes=30)
+    """Short exchanges further apart in time than this are never merged (messages without a time count as
+    adjacent)."""
     max_tokens: int = Field(default=256, ge=32)
     """Exchanges longer than this are split into parts (all-MiniLM reads about 256 word pieces)."""
     include_system: bool = True
@@ -150,19 +161,27 @@ class ExchangeChunker(BaseModel):
         """Render turns as ``User: …`` / ``Assistant: …`` lines."""
         return "\n".join(f"{t.label}: {t.text}" for t in turns)
 
-    def _merge_short(self, groups: list[list[Turn]]) -> list[list[Turn]]:
-        merged: list[list[Turn]] = []
+    def _adjacent(self, before: Sequence[Turn], after: Sequence[Turn]) -> bool:
+        """Whether two exchanges are at most ``merge_within`` apart (untimed messages count as adjacent)."""
+        end = next((t.timestamp for t in reversed(before) if t.timestamp is not None), None)
+        start = next((t.timestamp for t in after if t.timestamp is not None), None)
+        return end is None or start is None or abs(start - end) <= self.merge_within
+
+    def _merge_short(self, groups: list[list[Turn]]) -> list[tuple[list[Turn], int]]:
+        """The exchanges, short ones merged with an adjacent neighbour; each with its count of exchanges."""
+        merged: list[tuple[list[Turn], int]] = []
         sizes: list[int] = []
         for group in groups:
-            size = self._size(self.render(group), self.max_tokens)
-            if merged and (size < self.min_tokens or sizes[-1] < self.min_tokens):
-                combined = merged[-1] + group
+            size = self._size(self.render(group), self.max_tokens) if self.min_tokens else self.min_tokens
+            short = size < self.min_tokens or (bool(sizes) and sizes[-1] < self.min_tokens)
+            if merged and short and self._adjacent(merged[-1][0], group):
+                combined = merged[-1][0] + group
                 combined_size = self._count(self.render(combined))
                 if combined_size <= self.max_tokens:
-                    merged[-1] = combined
+                    merged[-1] = (combined, merged[-1][1] + 1)
                     sizes[-1] = combined_size
                     continue
-            merged.append(list(group))
+            merged.append((list(group), 1))
             sizes.append(size)
         return merged
 
@@ -357,7 +376,7 @@ class ExchangeChunker(BaseModel):
             if last is not None:
                 stamped[turn.id] = last
         chunks: list[Chunk] = []
-        for group in self._merge_short(self.group(turns)):
+        for group, exchanges in self._merge_short(self.group(turns)):
             text = self.render(group)
             size = self._size(text, self.max_tokens)
             pieces = [(text, [t.id for t in group])] if size <= self.max_tokens else self._split_long(group)
@@ -374,6 +393,8 @@ class ExchangeChunker(BaseModel):
                         parts=len(pieces),
                         skipped_blocks=sum(by_id[i].skipped_blocks for i in ids),
                         roles=[by_id[i].role for i in ids],
+                        speakers=list(dict.fromkeys(by_id[i].label for i in ids)),
+                        exchanges=exchanges,
                     )
                 )
         return chunks

@@ -89,6 +89,11 @@ def _check_range(name: str, value: object, low: float, high: float, *, high_open
         raise InvalidArgumentError(msg)
 
 
+def _union(documents: Sequence[Document], group: Sequence[int], key: str) -> list[str]:
+    """The distinct values of a list-valued metadata key (a list, or JSON text of one) over a group, in order."""
+    return list(dict.fromkeys(v for i in group for v in decode_message_ids(documents[i].metadata.get(key))))
+
+
 class TopicSegmenter(BaseDocumentTransformer):
     r"""Groups the exchange chunks of one session into topic segments.
 
@@ -276,11 +281,8 @@ class TopicSegmenter(BaseDocumentTransformer):
         pending: list[int] = []
         for topic_index, group in enumerate(self._groups(profile, len(documents))):
             first = documents[group[0]]
-            message_ids: list[str] = []
-            for i in group:
-                for mid in decode_message_ids(documents[i].metadata.get("message_ids")):
-                    if mid not in message_ids:
-                        message_ids.append(mid)
+            message_ids = _union(documents, group, "message_ids")
+            speakers = _union(documents, group, "speakers")
             text = "\n".join(documents[i].page_content for i in group)
             boundary = sims.get(group[0]) if group[0] > 0 else None
             depth = profile.depths[group[0] - 1] if group[0] > 0 and profile.depths else None
@@ -295,6 +297,8 @@ class TopicSegmenter(BaseDocumentTransformer):
             }
             for key in ("boundary_similarity", "boundary_depth", "boundary"):
                 meta.pop(key, None)
+            if speakers:
+                meta["speakers"] = speakers
             if boundary is not None:
                 meta["boundary_similarity"] = boundary
                 meta["boundary"] = "topic" if group[0] in profile.topic_boundaries else "max_tokens"

@@ -113,6 +113,7 @@ def score_question(
     *,
     ks: Sequence[int] = DEFAULT_KS,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
+    with_markers: bool = True,
 ) -> dict[str, float]:
     """Recall (0-1) of one question's evidence turns by its retrieved chunks, in rank order.
 
@@ -125,6 +126,8 @@ def score_question(
         ks: Chunk counts: ``"k5"`` is the recall of the first 5 chunks.
         budgets: Prompt-token budgets: ``"t512"`` is the recall of the whole chunks, in rank order, that fit 512
             tokens, each costing its marker and text (see :func:`prompt_tokens`).
+        with_markers: Count each chunk's ``[S: date]`` marker with its text (the prompt's cost); ``False`` counts
+            the text only (chunk text tokens, as LoCoMo comparisons usually do).
 
     Returns:
         ``{"k1": ..., "k5": ..., "t256": ..., "t512": ...}``, one key per k and per budget.
@@ -137,7 +140,7 @@ def score_question(
     for k in _sizes("ks", ks):
         got = {m for d in docs[:k] for m in _message_ids(d)}
         scores[f"k{k}"] = len(wanted & got) / len(wanted)
-    costs = prompt_tokens(docs, count)
+    costs = prompt_tokens(docs, count, with_marker=with_markers)
     for budget in _sizes("budgets", budgets):
         scores[f"t{budget}"] = recall_within_budget(wanted, docs, costs, budget)
     return scores
@@ -210,9 +213,12 @@ class LocomoReport:
     recall_at_k: dict[int, dict[str, float]]
     """k → recall % (one decimal) per category present and ``"overall"``, of the first k chunks retrieved."""
     recall_at_tokens: dict[int, dict[str, float]]
-    """Prompt-token budget → recall % of the whole chunks, in rank order, whose marker and text fit it."""
+    """Prompt-token budget → recall % of the whole chunks, in rank order, whose marker and text fit it (the text
+    only when ``with_markers`` is false)."""
     seconds: float
     """Wall-clock time of the evaluation (ingest and retrieval)."""
+    with_markers: bool = True
+    """Whether the budgets counted each chunk's marker with its text."""
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the tables' keys as text)."""
@@ -225,6 +231,7 @@ class LocomoReport:
             "recall_at_k": {str(k): dict(row) for k, row in self.recall_at_k.items()},
             "recall_at_tokens": {str(b): dict(row) for b, row in self.recall_at_tokens.items()},
             "seconds": self.seconds,
+            "with_markers": self.with_markers,
         }
 
 
@@ -238,6 +245,7 @@ def evaluate_locomo(
     budgets: Sequence[int] = DEFAULT_BUDGETS,
     progress: Callable[[int, int], None] | None = None,
     source: str | None = None,
+    with_markers: bool = True,
 ) -> LocomoReport:
     """Ingest each conversation into a fresh embedded store and score every question with evidence.
 
@@ -256,6 +264,8 @@ def evaluate_locomo(
         budgets: Prompt-token budgets to report recall within.
         progress: Called after each question with (questions done, questions to score).
         source: How the report names the data (e.g. the file name).
+        with_markers: Budgets count each chunk's marker and text (the default, the prompt's real cost), or its text
+            only (``False``).
 
     Returns:
         The report.
@@ -291,7 +301,12 @@ def evaluate_locomo(
                 if not q.evidence:
                     continue
                 docs = memory.invoke(q.question, k=max(ks) * 2)
-                rows.append({"category": q.category, **score_question(q.evidence, docs, count, ks=ks, budgets=budgets)})
+                rows.append(
+                    {
+                        "category": q.category,
+                        **score_question(q.evidence, docs, count, ks=ks, budgets=budgets, with_markers=with_markers),
+                    }
+                )
                 if progress is not None:
                     progress(len(rows), total)
     return LocomoReport(
@@ -303,6 +318,7 @@ def evaluate_locomo(
         recall_at_k={k: recall_table(rows, f"k{k}") for k in ks},
         recall_at_tokens={b: recall_table(rows, f"t{b}") for b in budgets},
         seconds=round(time.perf_counter() - started, 1),
+        with_markers=with_markers,
     )
 
 

@@ -129,8 +129,8 @@ class SessionWriter:
         return touching, start
 
     def exchange_records(self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]) -> list[Record]:
-        """Records of exchange chunks (``chunk_index`` still unset)."""
-        return [
+        """Records of exchange chunks (``chunk_index`` still unset; ``exchange_count`` from the chunker)."""
+        records = [
             session_record(
                 user_id=self.user_id,
                 session_id=session_id,
@@ -143,9 +143,13 @@ class SessionWriter:
                 part=c.part,
                 skipped_blocks=c.skipped_blocks,
                 extra=extra,
+                speakers=c.speakers,
             )
             for c in chunks
         ]
+        for record, chunk in zip(records, chunks, strict=True):
+            record.metadata["exchange_count"] = chunk.exchanges
+        return records
 
     def prepare_session(
         self, messages: Sequence[MessageLike], session_id: str, metadata: dict[str, Any] | None, chunking: Chunking
@@ -232,11 +236,15 @@ class SessionWriter:
                 skipped_blocks=int(meta.get("skipped_blocks", 0)),
                 extra={k: v for k, v in meta.items() if k not in RESERVED_KEYS},
                 vector=segment.vector,
+                speakers=decode_message_ids(meta.get("speakers")),
             )
             record.metadata["topic_index"] = int(meta["topic_index"])
             record.metadata["exchange_count"] = int(meta["exchange_count"])
             if segment.boundary_similarity is not None:
                 record.metadata["boundary_similarity"] = float(segment.boundary_similarity)
+            for key in ("segmentation", "boundary", "boundary_depth"):
+                if meta.get(key) is not None:
+                    record.metadata[key] = meta[key]
             records.append(record)
         stored_by_id = {r.id: r for r in stored}
         new = [r for r in records if r.id not in stored_by_id]

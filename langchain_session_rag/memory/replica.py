@@ -46,6 +46,9 @@ class UserReplica:
         """Session id → {chunk id: chunk_index} of the session's conversation chunks."""
         self._by_message: dict[tuple[str, str], set[str]] = {}
         """(session id, message id) → ids of the conversation chunks covering that message."""
+        self._speakers: Counter[str] = Counter()
+        """Speaker label → conversation chunks it speaks in."""
+        self._conversation_chunks = 0
         self._pending_add: Counter[str] = Counter()
         self._writes_begun = 0
         """Writes begun so far: a sync drops nothing when one began while it read the store."""
@@ -105,6 +108,10 @@ class UserReplica:
             return
         session = str(meta["session_id"])
         chunks = self._sessions.setdefault(session, {})
+        step = 1 if add else -1
+        self._conversation_chunks += step
+        for speaker in set(decode_message_ids(meta.get("speakers"))):
+            self._speakers[speaker] += step
         if add:
             chunks[doc_id] = int(meta.get("chunk_index", 0))
         else:
@@ -281,6 +288,12 @@ class UserReplica:
                 similarity = float(self._matrix[index] @ query) if index is not None else 0.0
                 out.append((self.record(doc_id), similarity))
             return out
+
+    def speakers(self, min_share: float) -> list[str]:
+        """The speaker labels found in at least ``min_share`` of the conversation chunks."""
+        with self.lock:
+            total = self._conversation_chunks
+            return [name for name, n in self._speakers.items() if total and n > 0 and n >= min_share * total]
 
     def lexical_top(self, query: str, k: int, *, only: set[str] | None = None) -> list[tuple[str, float]]:
         """The ``k`` best BM25 matches of ``query`` (among ``only``, e.g. from :meth:`select`), best first."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -308,8 +309,10 @@ class SessionVectorMemory(MemoryAdmin):
     ) -> list[Document]:
         query = _check_query(query)
         q = self._query(kwargs)
-        vector = None if self._backend.embeds_itself else self._embeddings.embed_query(query)
-        return self._store(check_run=False).search(query, vector, q)  # invoke checked the call's run
+        store = self._store(check_run=False)  # invoke checked the call's run
+        text = store.dense_text(query) if self.strip_speaker_names else query
+        vector = None if self._backend.embeds_itself else self._embeddings.embed_query(text)
+        return store.search(query, vector, q, dense_text=text)
 
     async def _aget_relevant_documents(
         self,
@@ -320,8 +323,10 @@ class SessionVectorMemory(MemoryAdmin):
     ) -> list[Document]:
         query = _check_query(query)
         q = self._query(kwargs)
-        vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
-        return await asyncio.to_thread(self._store(check_run=False).search, query, vector, q)
+        store = self._store(check_run=False)
+        text = await asyncio.to_thread(store.dense_text, query) if self.strip_speaker_names else query
+        vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(text)
+        return await asyncio.to_thread(functools.partial(store.search, dense_text=text), query, vector, q)
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """This user's chunks among ``ids`` (unknown ids and other users' chunks are skipped), in ``ids`` order.

@@ -32,12 +32,15 @@ from langchain_session_rag.memory.retrieval import (
     stored_document,
     whole_memory,
 )
+from langchain_session_rag.memory.speakers import FREQUENT_SPEAKER_SHARE, dense_query
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where
 
 __all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "reset_replicas", "state_of"]
 
 WRITE_SYNC_AGE = 1.0
+SPEAKERS_SYNC_AGE = 60.0
+"""Seconds a replica sync stands for reading the frequent speakers (they change slowly)."""
 """Seconds a replica sync may be old when a write plans against it (reads always sync)."""
 
 
@@ -147,10 +150,21 @@ class UserStore:
             for record, vector in zip(pending, vectors, strict=True):
                 record.embedding = vector
 
-    def search(self, query: str, vector: list[float] | None, q: RetrievalQuery) -> list[Document]:
+    def dense_text(self, query: str) -> str:
+        """The query's text for the dense embedding: without the names of the user's frequent speakers.
+
+        See :mod:`~langchain_session_rag.memory.speakers`; the query itself for stores that cannot list.
+        """
+        replica = self.replica(max_age=SPEAKERS_SYNC_AGE)
+        return query if replica is None else dense_query(query, replica.speakers(FREQUENT_SPEAKER_SHARE))
+
+    def search(
+        self, query: str, vector: list[float] | None, q: RetrievalQuery, *, dense_text: str | None = None
+    ) -> list[Document]:
         """Rank the user's chunks for a query (in the replica when there is one, else in the store).
 
         With ``q.all_if_fits`` every matching chunk is returned instead, in time order, when they all fit.
+        ``dense_text`` is what a store that embeds itself embeds (the query by default); BM25 reads ``query``.
         """
         if vector is not None:
             self.backend.check_model(self.model_id, len(vector))
@@ -167,7 +181,7 @@ class UserStore:
                 return everything
         if replica is not None and vector is not None:
             return replica_search(replica, self.user_id, query, vector, q)
-        hits = self.backend.query(self.user_id, query, vector, q.fetch, q.where)
+        hits = self.backend.query(self.user_id, dense_text or query, vector, q.fetch, q.where)
         lexical: dict[str, float] | None = None
         if q.lexical_weight > 0 and replica is not None:
             lexical = lexical_candidates(self.backend, replica, self.user_id, query, vector, q, hits)

@@ -59,6 +59,11 @@ class MemorySettings(BaseRetriever):
     """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
     lexical_weight: float = Field(default=0.3, ge=0, le=1)
     """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only."""
+    strip_speaker_names: bool = True
+    """Leave the names of the memory's frequent speakers (labels of at least a fifth of its conversation chunks)
+    out of the dense query, keeping them for BM25: "What books has Melanie read?" is embedded as "What books has
+    read?", so the small embedding model matches books, not the ``Melanie:`` label of every line
+    (see :mod:`~langchain_session_rag.memory.speakers`). ``False`` embeds the query as it is."""
     score_threshold: float | None = None
     """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
     half_life_days: float | None = Field(default=None, gt=0)
@@ -72,8 +77,10 @@ class MemorySettings(BaseRetriever):
     source_type: SourceType | list[SourceType] | None = None
     """Return only ``"session"`` memories, ``"document"`` chunks or ``"note"`` memories (saved with ``add_note``),
     or the types of a list."""
-    chunker: ExchangeChunker = Field(default_factory=ExchangeChunker)
-    """How conversations are cut into exchange chunks."""
+    chunker: ExchangeChunker = Field(default_factory=lambda: ExchangeChunker(min_tokens=0))
+    """How conversations are cut into exchange chunks. By default every exchange is its own chunk, however short
+    ("My cat is called Pixel." stays itself): grouping exchanges is the topic segmenter's decision, made on their
+    embeddings."""
     chunking: Chunking = "topic"
     """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default; on LoCoMo's
     held-out conversations about a point above one chunk per exchange at 600 prompt tokens, and level with a plain

@@ -35,6 +35,10 @@ RESERVED_KEYS = frozenset(
         "note_key",
         "importance",
         "topics",
+        "speakers",
+        "segmentation",
+        "boundary",
+        "boundary_depth",
     }
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""
@@ -122,9 +126,13 @@ def session_record(
     extra: dict[str, Any] | None = None,
     vector: list[float] | None = None,
     stored_epoch: float | None = None,
+    speakers: Sequence[str] = (),
 ) -> Record:
-    """A session chunk (``kind`` ``"exchange"`` or ``"topic"``); ``chunk_index`` is set by the caller."""
-    return Record(
+    """A session chunk (``kind`` ``"exchange"`` or ``"topic"``); ``chunk_index`` is set by the caller.
+
+    ``speakers`` (the chunk's speaker labels) is stored as JSON text, as ``message_ids`` is, when there are any.
+    """
+    record = Record(
         id=chunk_id(user_id, session_id, kind, message_ids, part),
         text=text,
         metadata={
@@ -145,3 +153,6 @@ def session_record(
         },
         embedding=vector,
     )
+    if speakers:
+        record.metadata["speakers"] = json.dumps(list(speakers))
+    return record
