@@ -286,7 +286,7 @@ class SessionVectorMemory(MemoryAdmin):
         target = self.for_run(config)
         return await super(SessionVectorMemory, target).ainvoke(input, config, **kwargs)
 
-    def _query(self, options: dict[str, Any]) -> RetrievalQuery:
+    def _query(self, options: dict[str, Any], text: str = "") -> RetrievalQuery:
         defaults = {
             "k": self.k,
             "session_ids": self.session_ids,
@@ -296,8 +296,10 @@ class SessionVectorMemory(MemoryAdmin):
             "half_life_days": self.half_life_days,
             "recency_weight": self.recency_weight,
             "lexical_weight": self.lexical_weight,
+            "time_window": "auto" if self.time_aware else None,
+            "time_boost": self.time_boost,
         }
-        return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k)
+        return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k, text=text)
 
     def _get_relevant_documents(
         self,
@@ -307,7 +309,7 @@ class SessionVectorMemory(MemoryAdmin):
         **kwargs: Any,
     ) -> list[Document]:
         query = _check_query(query)
-        q = self._query(kwargs)
+        q = self._query(kwargs, query)
         vector = None if self._backend.embeds_itself else self._embeddings.embed_query(query)
         return self._store(check_run=False).search(query, vector, q)  # invoke checked the call's run
 
@@ -319,7 +321,7 @@ class SessionVectorMemory(MemoryAdmin):
         **kwargs: Any,
     ) -> list[Document]:
         query = _check_query(query)
-        q = self._query(kwargs)
+        q = await asyncio.to_thread(self._query, kwargs, query)  # may load dateparser (a time expression)
         vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(query)
         return await asyncio.to_thread(self._store(check_run=False).search, query, vector, q)
 
