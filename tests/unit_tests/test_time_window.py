@@ -11,6 +11,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
@@ -303,3 +304,15 @@ def test_phrases_in_search_kwargs_are_checked_when_the_memory_is_built(make_memo
         make_memory(search_kwargs={"since": "sometime"})
     memory = sessions_by_day(make_memory, search_kwargs={"since": "last tuesday"})
     assert set(ranked(memory.invoke("what did we talk about", k=10, now=WEDNESDAY))) == {"tue"}
+
+
+def test_a_store_that_searches_itself_is_time_aware_too(make_memory: Factory, real_embeddings: Any) -> None:
+    store = InMemoryVectorStore(embedding=real_embeddings)  # embeds itself: searched in the store, not the replica
+    memory = sessions_by_day(
+        lambda **kw: SessionVectorMemory(vectorstore=store, user_id="alice", **kw), fetch_k=1, lexical_weight=0.0
+    )
+    plain = memory.model_copy(update={"time_aware": False})
+    assert "tue" not in ranked(plain.invoke(QUESTION, now=WEDNESDAY, k=2))
+    docs = memory.invoke(QUESTION, now=WEDNESDAY, k=2)
+    assert ranked(docs)[0] == "tue"
+    assert docs[0].metadata["time_window"] == ["2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00"]
