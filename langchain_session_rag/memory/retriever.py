@@ -92,7 +92,8 @@ class SessionVectorMemory(MemoryAdmin):
     Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
     ``k``, ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until``, ``source_type``,
     ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity), ``lexical_weight`` and
-    ``half_life_days`` with ``recency_weight``. The score is hybrid relevance, then recency decay::
+    ``half_life_days`` with ``recency_weight``, ``time_window`` / ``time_boost`` (see ``time_aware``). ``since`` /
+    ``until`` also take phrases ("last tuesday", "two weeks ago"). The score is hybrid relevance, then recency decay::
 
         relevance = (1 − lexical_weight) × similarity + lexical_weight × bm25 / best_bm25
         score = relevance × ((1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days))

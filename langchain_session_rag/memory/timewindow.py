@@ -26,6 +26,8 @@ Usage:
         window = find_time_window("What did we discuss last Tuesday?", now=now)
         print(window.start, window.end)
         # 2026-03-10 00:00:00+00:00 2026-03-11 00:00:00+00:00
+        assert window.as_metadata() == ["2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00"]
+        assert find_time_window("may I ask a second question?", now=now) is None
 """
 
 from __future__ import annotations
@@ -88,14 +90,12 @@ class TimeWindow:
 
 _WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
 _MONTHS = frozenset(
-    {
-        "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-        "november", "december", "jan", "feb", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
-    }
-)  # fmt: skip
+    "january february march april may june july august september october november december "
+    "jan feb apr jun jul aug sep sept oct nov dec".split()
+)
 """Month names; ``mar`` is left out (a verb), ``may`` needs a preposition or a day number like the others."""
 _DAYS = frozenset({"today", "yesterday"})
-_UNITS = frozenset({"day", "days", "week", "weeks", "month", "months", "year", "years"})
+_UNITS = frozenset("day days week weeks month months year years".split())
 _RELATIVE = frozenset({"last", "this", "past", "previous"})
 _PREPOSITIONS = frozenset(
     {"in", "on", "during", "since", "until", "till", "before", "after", "from", "of", "by", "around", "last", "this"}
