@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,34 @@ from langchain_session_rag.importers.types import FORMAT_NAMES
 __all__ = ["consolidate", "export", "forget", "import_", "ingest", "search", "sessions", "stats"]
 
 _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"])
+
+
+class _Period(click.ParamType):  # type: ignore[type-arg]  # generic in the click this venv has; plain in older ones
+    """A date or time (as ``_WHEN``) or a phrase ("last tuesday", "two weeks ago"): its first and last instants.
+
+    A date is its whole day, a phrase the whole day, week, month or year it names (UTC); a time is that instant.
+    """
+
+    name = "period"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        try:
+            when = _WHEN.convert(value, param, ctx).replace(tzinfo=timezone.utc)
+        except click.BadParameter:
+            from langchain_session_rag._time import utcnow  # noqa: PLC0415 - keeps the CLI's start light
+            from langchain_session_rag.memory.timewindow import EXAMPLE_PHRASES, resolve_time_phrase  # noqa: PLC0415
+
+            window = resolve_time_phrase(str(value), now=utcnow())
+            if window is None:
+                examples = ", ".join(EXAMPLE_PHRASES)
+                self.fail(f"{value!r} is neither a date (YYYY-MM-DD) nor a phrase such as {examples}.")
+            return window.start, window.end - timedelta(microseconds=1)
+        return when, _day_end(when)
+
+
+_PERIOD = _Period()
 
 
 def _snippet(text: str, width: int = 90) -> str:
@@ -117,21 +145,25 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
 @click.option("-k", "--k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Memories to show.")
 @click.option("--threshold", type=click.FloatRange(-1.0, 1.0), default=None, help="Minimum cosine similarity.")
 @click.option("--session", "session_ids", multiple=True, help="Only this session (repeatable).")
-@click.option("--since", type=_WHEN, metavar="DATE", default=None, help="Only memories from this date on (YYYY-MM-DD).")
-@click.option("--until", type=_WHEN, metavar="DATE", default=None, help="Only memories up to this date.")
+@click.option("--since", type=_PERIOD, metavar="WHEN", default=None,
+              help="Only memories from then on (YYYY-MM-DD, or a phrase: 'last tuesday', 'last month').")  # fmt: skip
+@click.option("--until", type=_PERIOD, metavar="WHEN", default=None,
+              help="Only memories up to then, included (YYYY-MM-DD, or a phrase: 'yesterday').")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @store_options
-def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, ...], since: datetime | None,
-           until: datetime | None, as_json: bool, **store: Any) -> None:  # fmt: skip
+def search(query: str, k: int, threshold: float | None, session_ids: tuple[str, ...],
+           since: tuple[datetime, datetime] | None, until: tuple[datetime, datetime] | None, as_json: bool,
+           **store: Any) -> None:  # fmt: skip
     """Show what the memory recalls for QUERY, best first."""
     if not query.strip():
         msg = "The query is empty: give the words to search for."
         raise click.UsageError(msg)
-    if since is not None and until is not None and since > until:
-        msg = f"--since {since:%Y-%m-%d} is after --until {until:%Y-%m-%d}: nothing can match."
+    start, end = since[0] if since else None, until[1] if until else None
+    if start is not None and end is not None and start > end:
+        msg = f"--since {start:%Y-%m-%d} is after --until {end:%Y-%m-%d}: nothing can match."
         raise click.UsageError(msg)
     memory = StoreOptions.of(store).memory(create=False)
-    options: dict[str, Any] = {"k": k, "score_threshold": threshold, "since": since, "until": _day_end(until)}
+    options: dict[str, Any] = {"k": k, "score_threshold": threshold, "since": start, "until": end}
     if session_ids:
         options["session_ids"] = list(session_ids)
     docs = memory.invoke(query, **{key: v for key, v in options.items() if v is not None})

@@ -17,6 +17,7 @@ from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
 from langchain_session_rag.memory.lexical import stem
 from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
 from langchain_session_rag.memory.replica import UserReplica
+from langchain_session_rag.memory.timewindow import TimeWindow, time_boost, time_span, window_hits, window_option
 from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
@@ -55,6 +56,8 @@ OPTIONS = frozenset(
         "importance_weight",
         "all_if_fits",
         "exclude_message_ids",
+        "time_window",
+        "time_boost",
     }
 )
 """Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
@@ -82,6 +85,9 @@ class RetrievalQuery:
     """Skip chunks whose messages are all among these (the turns already in the prompt's history)."""
     all_if_fits: int | None = None
     """Token allowance of the long-context shortcut: every matching chunk, in time order, when they all fit."""
+    time_window: TimeWindow | None = None
+    """Chunks stamped in it are candidates and score ``+ time_boost`` (the options of the same names)."""
+    time_boost: float = 0.5
 
 
 def _ids(name: str, value: Any) -> list[str]:
@@ -142,8 +148,8 @@ def check_search_kwargs(options: dict[str, Any]) -> None:
     build_query(dict(options), {"k": 4}, fetch_k=4)
 
 
-def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int) -> RetrievalQuery:
-    """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery`.
+def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: int, text: str = "") -> RetrievalQuery:
+    """Turn per-call options (over the memory's defaults) into a :class:`RetrievalQuery` (of the query ``text``).
 
     Raises:
         TypeError: An unknown option.
@@ -168,11 +174,12 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     ):
         msg = f"score_threshold is a cosine similarity: a number in [-1, 1] or None, got {threshold!r}."
         raise InvalidRequestError(msg)
+    now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
     where: Where = filt
     sessions = _session_conditions(opt.get("session_ids"), opt.get("exclude_session_ids"))
     if sessions:
         where["session_id"] = sessions
-    where.update(time_conditions(opt.get("since"), opt.get("until")))
+    where.update(time_conditions(opt.get("since"), opt.get("until"), now=now))
     source_type = opt.get("source_type")
     if source_type is not None:
         where["source_type"] = source_condition(source_type)
@@ -188,7 +195,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     if not isinstance(lexical, int | float) or not 0 <= lexical <= 1:
         msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
         raise InvalidRequestError(msg)
-    now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
+    window, boost = window_option(opt.get("time_window"), opt.get("time_boost", 0.5), text=text, now=now)
     floor, prior = _importance(opt)
     return RetrievalQuery(
         all_if_fits=_allowance(opt.get("all_if_fits")),
@@ -197,27 +204,27 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         topics=_topics(opt.get("topics")),
         importance_weight=float(prior),
         k=k,
-        fetch=max(k, fetch_k) if half_life is not None or lexical > 0 else k,
+        fetch=max(k, fetch_k) if half_life is not None or lexical > 0 or window is not None else k,
         lexical_weight=float(lexical),
         where=where,
         threshold=threshold,
         half_life_days=half_life,
         recency_weight=weight,
         now=now,
+        time_window=window,
+        time_boost=boost,
     )
 
 
-def time_conditions(since: TimestampLike | None, until: TimestampLike | None) -> Where:
+def time_conditions(since: TimestampLike | None, until: TimestampLike | None, *, now: datetime | None = None) -> Where:
     """The store condition of ``since`` / ``until`` (on ``timestamp_epoch``; empty without either).
+
+    Phrases ("last tuesday") are read against ``now`` (default: the current time); see :func:`.timewindow.time_span`.
 
     Raises:
         InvalidTimestampError: A time that cannot be parsed.
     """
-    span: dict[str, float] = {}
-    if since is not None:
-        span["$gte"] = parse_timestamp(since, what="since").timestamp()
-    if until is not None:
-        span["$lte"] = parse_timestamp(until, what="until").timestamp()
+    span = time_span(since, until, now=now or utcnow())
     return {"timestamp_epoch": span} if span else {}
 
 
@@ -328,7 +335,7 @@ def rank(
     """
     best = max(lexical.values(), default=0.0) if lexical else 0.0
     now = query.now.timestamp()
-    scored: list[tuple[float, str, Record, float, dict[str, float]]] = []
+    scored: list[tuple[float, str, Record, float, dict[str, Any]]] = []
     for record, similarity in hits:
         meta = record.metadata
         if meta.get("user_id") != user_id:  # fail closed, whatever the store did
@@ -340,7 +347,7 @@ def rank(
         epoch = _epoch(meta)
         age = (now - epoch) / SECONDS_PER_DAY if epoch is not None else 0.0
         relevance = similarity
-        extra: dict[str, float] = {}
+        extra: dict[str, Any] = {}
         if query.lexical_weight > 0:
             lex = (lexical or {}).get(record.id, 0.0) / best if best > 0 else 0.0
             relevance = fused_score(similarity, lex, lexical_weight=query.lexical_weight)
@@ -351,6 +358,7 @@ def rank(
         if query.importance_weight > 0:
             importance = float(meta.get("importance", BASE_IMPORTANCE))
             score *= (1 - query.importance_weight) + query.importance_weight * importance
+        score = time_boost(score, epoch, query.time_window, query.time_boost, extra)
         scored.append((score, record.id, record, similarity, extra))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [_document(record, similarity, extra, score) for score, _, record, similarity, extra in scored[: query.k]]
@@ -369,7 +377,7 @@ def stored_document(record: Record, *, with_marker: bool = False) -> Document:
     return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
 
 
-def _document(record: Record, similarity: float, extra: dict[str, float], score: float) -> Document:
+def _document(record: Record, similarity: float, extra: dict[str, Any], score: float) -> Document:
     doc = stored_document(record, with_marker=True)
     doc.metadata.update({"similarity": similarity, **extra, "score": score})
     return doc
@@ -390,6 +398,8 @@ def replica_search(
         known = {r.id for r, _ in hits}
         hits.extend(replica.scored([doc_id for doc_id, _ in top if doc_id not in known], vector))
         lexical = dict(top)
+    if q.time_window is not None:  # the window's best chunks are candidates, however far the dense top reaches
+        hits.extend(window_hits(replica, vector, q.time_window.within(q.where), q.fetch, only=only, hits=hits))
     return rank(q, hits, user_id=user_id, lexical=lexical)
 
 

@@ -93,7 +93,8 @@ class SessionVectorMemory(MemoryAdmin):
     Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
     ``k``, ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until``, ``source_type``,
     ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity), ``lexical_weight`` and
-    ``half_life_days`` with ``recency_weight``. The score is hybrid relevance, then recency decay::
+    ``half_life_days`` with ``recency_weight``, ``time_window`` / ``time_boost`` (see ``time_aware``). ``since`` /
+    ``until`` also take phrases ("last tuesday", "two weeks ago"). The score is hybrid relevance, then recency decay::
 
         relevance = (1 − lexical_weight) × similarity + lexical_weight × bm25 / best_bm25
         score = relevance × ((1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days))
@@ -287,7 +288,7 @@ class SessionVectorMemory(MemoryAdmin):
         target = self.for_run(config)
         return await super(SessionVectorMemory, target).ainvoke(input, config, **kwargs)
 
-    def _query(self, options: dict[str, Any]) -> RetrievalQuery:
+    def _query(self, options: dict[str, Any], text: str = "") -> RetrievalQuery:
         defaults = {
             "k": self.k,
             "session_ids": self.session_ids,
@@ -297,8 +298,10 @@ class SessionVectorMemory(MemoryAdmin):
             "half_life_days": self.half_life_days,
             "recency_weight": self.recency_weight,
             "lexical_weight": self.lexical_weight,
+            "time_window": "auto" if self.time_aware else None,
+            "time_boost": self.time_boost,
         }
-        return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k)
+        return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k, text=text)
 
     def _get_relevant_documents(
         self,
@@ -308,7 +311,7 @@ class SessionVectorMemory(MemoryAdmin):
         **kwargs: Any,
     ) -> list[Document]:
         query = _check_query(query)
-        q = self._query(kwargs)
+        q = self._query(kwargs, query)
         store = self._store(check_run=False)  # invoke checked the call's run
         text = store.dense_text(query) if self.strip_speaker_names else query
         vector = None if self._backend.embeds_itself else self._embeddings.embed_query(text)
@@ -322,7 +325,7 @@ class SessionVectorMemory(MemoryAdmin):
         **kwargs: Any,
     ) -> list[Document]:
         query = _check_query(query)
-        q = self._query(kwargs)
+        q = await asyncio.to_thread(self._query, kwargs, query)  # may load dateparser (a time expression)
         store = self._store(check_run=False)
         text = await asyncio.to_thread(store.dense_text, query) if self.strip_speaker_names else query
         vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(text)

@@ -182,6 +182,12 @@ class UserStore:
         if replica is not None and vector is not None:
             return replica_search(replica, self.user_id, query, vector, q)
         hits = self.backend.query(self.user_id, dense_text or query, vector, q.fetch, q.where)
+        if q.time_window is not None:  # the window's best chunks are candidates, however far the dense top reaches
+            known = {r.id for r, _ in hits}
+            inside = self.backend.query(
+                self.user_id, dense_text or query, vector, q.fetch, q.time_window.within(q.where)
+            )
+            hits.extend(hit for hit in inside if hit[0].id not in known)
         lexical: dict[str, float] | None = None
         if q.lexical_weight > 0 and replica is not None:
             lexical = lexical_candidates(self.backend, replica, self.user_id, query, vector, q, hits)

@@ -102,6 +102,18 @@ class MemorySettings(BaseRetriever):
     :mod:`~langchain_session_rag.memory.annotate`, which need no model."""
     core_limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CORE_LIMITS))
     """Core memory blocks and their token limits (``memory.core``); by default ``now`` 300 and ``memory`` 700."""
+    time_aware: bool = True
+    """Look for a time expression in each query ("What did we discuss last Tuesday?", "on March 5", "two weeks
+    ago"; see :func:`~langchain_session_rag.memory.timewindow.find_time_window`) and, when there is one, boost the
+    memories stamped inside the day, week, month or year it names: ``time_boost`` is added to their score and the
+    window's best chunks are candidates even when the plain search missed them. A boost, not a filter (a
+    question may name the wrong day): other memories stay reachable. Boosted documents carry
+    ``metadata["time_window"] = [start, end]``. Phrases are read against the call's ``now`` (default: the current
+    time, UTC). Per call: ``time_window="auto"`` (this), a phrase (``time_window="last week"``) or ``None`` (off).
+    Questions without a time expression are ranked exactly as with ``False``."""
+    time_boost: float = Field(default=0.5, ge=0)
+    """What a ``time_aware`` window adds to the score of the memories inside it (scores are on the cosine scale:
+    with 0.5 a memory outside the window still ranks first when it is more relevant by over 0.5)."""
     search_kwargs: dict[str, Any] = Field(default_factory=dict)
     """Retrieval options applied to every call, as ``VectorStoreRetriever.search_kwargs`` are (``since``,
     ``filter``, ``source_type``, ...; see ``invoke``); options passed to a call override them."""

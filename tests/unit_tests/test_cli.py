@@ -72,7 +72,8 @@ def test_help_version_and_every_command_has_plain_help() -> None:
     [
         (["search", "x", "--k", "0"], "0 is not in the range 1<=x<=1000"),
         (["search", "x", "--threshold", "5"], "5.0 is not in the range -1.0<=x<=1.0"),
-        (["search", "x", "--since", "last week"], "'last week' does not match the formats"),
+        (["search", "x", "--since", "blue moon"], "'blue moon' is neither a date (YYYY-MM-DD) nor a phrase such as"),
+        (["search", "x", "--since", "last week", "--until", "two weeks ago"], "is after --until"),
         (["search", "x", "--server", "nohost"], "expected HOST:PORT"),
         (["search", "x", "--embeddings", "openai"], "expected 'local' or 'ollama:MODEL'"),
         (["nope"], "No such command 'nope'"),
@@ -272,6 +273,15 @@ def test_until_a_date_includes_that_day(store: dict[str, str]) -> None:
     same_day = json.loads(run("search", "sourdough starter Bubbles", "--since", day, "--until", day, "--json",
                               env=store).stdout)  # fmt: skip
     assert found["id"] in {r["id"] for r in same_day}
+
+
+def test_since_and_until_take_time_phrases(store: dict[str, str]) -> None:
+    query = "sourdough starter Bubbles"
+    found = json.loads(run("search", query, "--json", env=store).stdout)[0]  # imported from a 2025 export
+    within = json.loads(run("search", query, "--since", "10 years ago", "--until", "today", "--json", env=store).stdout)
+    assert found["id"] in {r["id"] for r in within}
+    assert json.loads(run("search", query, "--until", "10 years ago", "--json", env=store).stdout) == []
+    assert json.loads(run("search", query, "--since", "last tuesday", "--json", env=store).stdout) == []
 
 
 def test_eval_locomo_prints_the_recall_table(tmp_path: Path) -> None:

@@ -14,12 +14,14 @@ import pytest
 
 import langchain_session_rag
 from langchain_session_rag import graph
+from langchain_session_rag.memory import timewindow
 from langchain_session_rag.models import tokens
 
 OBJECTS = [getattr(langchain_session_rag, name) for name in langchain_session_rag.__all__] + [
     tokens.tiktoken_counter,
     graph.create_session_rag_graph,
     graph.create_memory_agent_graph,
+    timewindow,
 ]
 
 

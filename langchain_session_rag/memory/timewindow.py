@@ -1,0 +1,331 @@
+"""Time expressions → time windows: "last Tuesday", "two weeks ago", "on March 5" as the span of time they name.
+
+A window covers the whole day, week, month or year the phrase names, half-open: ``start <= t < end``. Calendar
+days are those of ``now``'s timezone (UTC for a naive ``now``); weeks start on Monday (ISO 8601). Phrases are
+parsed by `dateparser <https://dateparser.readthedocs.io>`_ in English, relative to ``now`` and preferring the
+past ("March" is the most recent March that began before ``now``; "Tuesday" and "last Tuesday" the most recent
+Tuesday before today; numeric dates read month first, as in "3/5/2026"). dateparser is imported on first use
+only, and :func:`find_time_window` loads it only for questions holding a date word.
+
+:func:`find_time_window` looks for an expression inside a question and fires only on a date word: a weekday,
+"today" / "yesterday", a number of days / weeks / months / years "ago", "last" / "this" / "past" / "previous"
+with "week", "month", "year" or a weekday, a month name after "in", "on", "since", ... or next to a day number
+("in March", "March 5th"; not "my March playlist", "may I ask", "the march of progress"), a year after such a
+preposition ("in 2025"; not "version 2024.1") and a full date ("2026-03-05", "3/5/2026"). Times of day alone
+("at 5 pm"), "now", "a second", "the last step", "next week" (memories are past) and spans such as "in the last
+two weeks" do not fire.
+
+Usage:
+    .. code-block:: python
+
+        from datetime import datetime, timezone
+
+        from langchain_session_rag.memory.timewindow import find_time_window
+
+        now = datetime(2026, 3, 11, 15, 0, tzinfo=timezone.utc)  # a Wednesday
+        window = find_time_window("What did we discuss last Tuesday?", now=now)
+        print(window.start, window.end)
+        # 2026-03-10 00:00:00+00:00 2026-03-11 00:00:00+00:00
+        assert window.as_metadata() == ["2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00"]
+        assert find_time_window("may I ask a second question?", now=now) is None
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from langchain_session_rag._time import TimestampLike, parse_timestamp
+from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
+from langchain_session_rag.stores.base import Record, Where
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_session_rag.memory.replica import UserReplica
+
+__all__ = [
+    "EXAMPLE_PHRASES",
+    "TimeWindow",
+    "find_time_window",
+    "resolve_time_phrase",
+    "time_boost",
+    "time_bound",
+    "time_span",
+    "window_hits",
+    "window_option",
+]
+
+EXAMPLE_PHRASES = ("'yesterday'", "'last tuesday'", "'two weeks ago'", "'last month'", "'in March'", "'2026-03-05'")
+"""Phrases to quote in error messages."""
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The span of time a phrase names: ``start <= t < end`` (aware datetimes in the timezone of ``now``)."""
+
+    start: datetime
+    end: datetime
+    phrase: str
+    """The text the window was read from."""
+
+    def holds(self, epoch: float | None) -> bool:
+        """Whether a time in epoch seconds lies in the window (``None``, an unknown time, never does)."""
+        return epoch is not None and self.start.timestamp() <= epoch < self.end.timestamp()
+
+    def within(self, where: Where) -> Where:
+        """The store condition ``where`` narrowed to the window (on ``timestamp_epoch``)."""
+        span: dict[str, Any] = dict(where.get("timestamp_epoch") or {})
+        span["$gte"] = max(float(span.get("$gte", -math.inf)), self.start.timestamp())
+        span["$lt"] = min(float(span.get("$lt", math.inf)), self.end.timestamp())
+        return {**where, "timestamp_epoch": span}
+
+    def as_metadata(self) -> list[str]:
+        """``[start, end]`` in ISO 8601, as recorded on the documents the window boosted."""
+        return [self.start.isoformat(), self.end.isoformat()]
+
+
+_WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb apr jun jul aug sep sept oct nov dec".split()
+)
+"""Month names; ``mar`` is left out (a verb), ``may`` needs a preposition or a day number like the others."""
+_DAYS = frozenset({"today", "yesterday"})
+_UNITS = frozenset("day days week weeks month months year years".split())
+_RELATIVE = frozenset({"last", "this", "past", "previous"})
+_PREPOSITIONS = frozenset(
+    {"in", "on", "during", "since", "until", "till", "before", "after", "from", "of", "by", "around", "last", "this"}
+)
+_TOKEN = re.compile(r"[a-z]+|\d+")
+_YEAR_MIN, _YEAR_MAX = 1900, 2200
+_PERIODS = ("day", "week", "month", "year")
+
+
+def _aware(now: datetime) -> datetime:
+    return now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+
+
+def _settings(now: datetime) -> dict[str, Any]:
+    """The dateparser settings: ``now``'s wall clock as the base, so days are counted in ``now``'s timezone."""
+    return {
+        "RELATIVE_BASE": now.replace(tzinfo=None),
+        "PREFER_DATES_FROM": "past",
+        "RETURN_AS_TIMEZONE_AWARE": False,
+        "TIMEZONE": "UTC",  # never the machine's: the wall clock above is taken as is
+    }
+
+
+def _midnight(now: datetime, day: date) -> datetime:
+    return now.replace(year=day.year, month=day.month, day=day.day, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _window(when: datetime, period: str, phrase: str, now: datetime) -> TimeWindow:
+    """The whole ``period`` (day, week, month or year) holding the wall-clock date ``when``."""
+    day = when.date()
+    if period == "year":
+        first, after = date(day.year, 1, 1), date(day.year + 1, 1, 1)
+    elif period == "month":
+        first = date(day.year, day.month, 1)
+        after = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+    elif period == "week":
+        first = day - timedelta(days=day.weekday())
+        after = first + timedelta(days=7)
+    else:
+        first, after = day, day + timedelta(days=1)
+    return TimeWindow(start=_midnight(now, first), end=_midnight(now, after), phrase=phrase)
+
+
+def _parse(phrase: str, now: datetime, parser: Any = None) -> TimeWindow | None:
+    from dateparser.date import DateDataParser  # noqa: PLC0415 - lazy: dateparser takes ~0.2 s to import
+
+    parser = parser or DateDataParser(languages=["en"], settings=_settings(now))
+    data = parser.get_date_data(phrase)
+    if data.date_obj is None:
+        return None
+    period = data.period if data.period in _PERIODS else "day"  # "time" (at 5 pm yesterday) → its day
+    return _window(data.date_obj, period, phrase, now)
+
+
+def resolve_time_phrase(text: str, *, now: datetime) -> TimeWindow | None:
+    """The window a time phrase names, relative to ``now``; ``None`` when it names no time.
+
+    Args:
+        text: The phrase alone: "yesterday", "last Tuesday", "two weeks ago", "in March", "on March 5",
+            "March 5th", "2026-03-05", "last week", "this week", "3 days ago", "last month", "last year", "in 2025".
+        now: The present (aware; a naive one is taken as UTC). Its timezone decides where days begin.
+
+    Returns:
+        The whole day, week (Monday to Monday), month or year named, half-open.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return _parse(text.strip(), _aware(now))
+
+
+def _fires(words: list[str], index: int, end: int) -> bool:
+    """Whether the tokens ``words[index:end]`` of a dateparser match name a date (see the module docstring)."""
+    found = words[index:end]
+    before = words[index - 1] if index > 0 else ""
+    if before == "next" or "next" in found:  # memories are past
+        return False
+    has_digit = any(w.isdigit() for w in found)
+    for i, word in enumerate(found):
+        prev = found[i - 1] if i > 0 else before
+        if word in _DAYS or word in _WEEKDAYS:
+            return True
+        if word in _UNITS and ("ago" in found or prev in _RELATIVE):
+            return True
+        if word in _MONTHS and (has_digit or prev in _PREPOSITIONS):
+            return True
+        year = word.isdigit() and len(word) == 4 and _YEAR_MIN <= int(word) <= _YEAR_MAX  # noqa: PLR2004
+        if year and (prev in _PREPOSITIONS or sum(w.isdigit() for w in found) >= 3):  # noqa: PLR2004 - y, m, d
+            return True
+    return False
+
+
+def _could_fire(words: list[str]) -> bool:
+    """A cheap screen before dateparser is loaded: the question holds some date word or a year."""
+    vocabulary = _DAYS | _WEEKDAYS | _MONTHS | _UNITS
+    return any(w in vocabulary or (w.isdigit() and len(w) == 4) for w in words)  # noqa: PLR2004
+
+
+def find_time_window(query: str, *, now: datetime) -> TimeWindow | None:
+    """The window of the first time expression in a question ("What did we discuss last Tuesday?").
+
+    Returns ``None`` for a question without one; words that only look like dates ("may I ask", "a second
+    question", "since the last update", "3 retries", "at 5 pm") are not expressions (see the module docstring).
+
+    Args:
+        query: The question.
+        now: The present (aware; a naive one is taken as UTC).
+    """
+    if not isinstance(query, str) or not _could_fire(_TOKEN.findall(query.lower())):
+        return None
+    from dateparser.date import DateDataParser  # noqa: PLC0415 - lazy: dateparser takes ~0.2 s to import
+    from dateparser.search import search_dates  # noqa: PLC0415
+
+    now = _aware(now)
+    settings = _settings(now)
+    found = search_dates(query, languages=["en"], settings=settings) or []
+    lowered = query.lower()
+    parser = DateDataParser(languages=["en"], settings=settings)
+    cursor = 0
+    for text, _ in found:
+        match = re.compile(rf"(?<![a-z0-9]){re.escape(text.lower())}(?![a-z0-9])").search(lowered, cursor)
+        if match is None:
+            continue
+        at, cursor = match.start(), match.end()
+        index = len(_TOKEN.findall(lowered[:at]))
+        words = _TOKEN.findall(lowered[: at + len(text)])
+        if _fires(words, index, len(words)):
+            window = _parse(text.strip(), now, parser)
+            if window is not None:
+                return window
+    return None
+
+
+def time_bound(value: TimestampLike, *, what: str, now: datetime, end: bool) -> dict[str, float]:
+    """The ``timestamp_epoch`` condition of a ``since`` (``end=False``) or ``until`` (``end=True``) value.
+
+    ISO 8601 text, datetimes, dates and epoch seconds are the instant they name (``$gte`` / ``$lte``); a phrase
+    ("last tuesday", "yesterday") gives the start of its window for ``since`` and for ``until`` its end, the whole
+    day (week, ...) included (``$lt`` the next one).
+
+    Raises:
+        InvalidTimestampError: A value that is neither a time nor a phrase naming one.
+    """
+    try:
+        at = parse_timestamp(value, what=what)
+    except InvalidTimestampError:
+        if not isinstance(value, str):
+            raise
+        window = resolve_time_phrase(value, now=now)
+        if window is None:
+            msg = (
+                f"Invalid {what} {value!r}: expected ISO 8601 such as '2026-02-06' or '2026-02-06T10:00:00+01:00', "
+                f"a datetime, epoch seconds, or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
+            )
+            raise InvalidTimestampError(msg) from None
+        return {"$lt": window.end.timestamp()} if end else {"$gte": window.start.timestamp()}
+    return {"$lte" if end else "$gte": at.timestamp()}
+
+
+def time_span(since: TimestampLike | None, until: TimestampLike | None, *, now: datetime) -> dict[str, float]:
+    """The ``timestamp_epoch`` operators of ``since`` and ``until`` (see :func:`time_bound`); empty without either.
+
+    Raises:
+        InvalidTimestampError: A value that is neither a time nor a phrase naming one.
+    """
+    span: dict[str, float] = {}
+    if since is not None:
+        span.update(time_bound(since, what="since", now=now, end=False))
+    if until is not None:
+        span.update(time_bound(until, what="until", now=now, end=True))
+    return span
+
+
+def window_option(value: object, boost: object, *, text: str, now: datetime) -> tuple[TimeWindow | None, float]:
+    """The window of a ``time_window`` option and its ``time_boost``.
+
+    ``"auto"`` finds one in ``text`` (the query) with :func:`find_time_window`; a phrase names it; ``None`` is off.
+
+    Raises:
+        InvalidRequestError: Another value, or a ``time_boost`` that is not a number >= 0.
+        InvalidTimestampError: A phrase that names no time.
+    """
+    if isinstance(boost, bool) or not isinstance(boost, int | float) or not 0 <= boost < math.inf:
+        msg = f"time_boost must be a number >= 0 (added to the scores of in-window memories), got {boost!r}."
+        raise InvalidRequestError(msg)
+    if value is None or isinstance(value, TimeWindow):
+        return value, float(boost)
+    if not isinstance(value, str):
+        msg = f"time_window must be 'auto', a phrase such as {', '.join(EXAMPLE_PHRASES)} or None, got {value!r}."
+        raise InvalidRequestError(msg)
+    if value == "auto":
+        return (find_time_window(text, now=now) if text else None), float(boost)
+    window = resolve_time_phrase(value, now=now)
+    if window is None:
+        msg = f"time_window {value!r} names no time: use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
+        raise InvalidTimestampError(msg)
+    return window, float(boost)
+
+
+def time_boost(
+    score: float, epoch: float | None, window: TimeWindow | None, boost: float, extra: dict[str, Any]
+) -> float:
+    """A chunk's score plus ``boost`` when its time lies in ``window``.
+
+    A boost, not a filter: a question may name the wrong day, and other memories stay reachable. It is added, not
+    multiplied: "What did we discuss last Tuesday?" says little besides its date, so Tuesday's chunks score about as
+    low as any (0.05 to 0.15 with all-MiniLM-L6-v2) and a factor would leave them behind any chunk that merely says
+    "discuss". With ``boost=0.5`` an outside memory still ranks first when it is more relevant by over 0.5 (on the
+    cosine scale). A boosted chunk's ``extra`` (its document's metadata) records ``time_window = [start, end]`` in
+    ISO 8601, so users see why it ranked where it did.
+    """
+    if window is None or not window.holds(epoch):
+        return score
+    extra["time_window"] = window.as_metadata()
+    return score + boost
+
+
+def window_hits(
+    replica: UserReplica,
+    vector: Sequence[float],
+    where: Where,
+    fetch: int,
+    *,
+    only: set[str] | None,
+    hits: list[tuple[Record, float]],
+) -> list[tuple[Record, float]]:
+    """The ``fetch`` chunks matching ``where`` (a window's condition) most similar to ``vector``, not yet in ``hits``.
+
+    ``only`` is the search's candidate set when it has one (other options' filters): kept to it.
+    """
+    inside = replica.select(where)
+    known = {record.id for record, _ in hits}
+    found = replica.dense(vector, fetch, only=inside & only if only is not None else inside)
+    return [(record, similarity) for record, similarity in found if record.id not in known]
