@@ -28,13 +28,13 @@ __all__ = [
     "RetrievalQuery",
     "build_query",
     "check_search_kwargs",
+    "chunk_epoch",
     "lexical_candidates",
     "rank",
     "replica_search",
     "source_condition",
     "stored_document",
     "time_conditions",
-    "whole_memory",
 ]
 
 OPTIONS = frozenset(
@@ -314,7 +314,7 @@ def passes(meta: dict[str, Any], q: RetrievalQuery) -> bool:
     return any(_same_topic(t, s) for t in q.topics for s in stored)
 
 
-def _epoch(meta: dict[str, Any]) -> float | None:
+def chunk_epoch(meta: dict[str, Any]) -> float | None:
     """A chunk's time in epoch seconds (stored as ``timestamp_epoch``; parsed from ``timestamp`` otherwise)."""
     epoch = meta.get("timestamp_epoch")
     if isinstance(epoch, int | float):
@@ -344,7 +344,7 @@ def rank(
             continue
         if not passes(meta, query):
             continue
-        epoch = _epoch(meta)
+        epoch = chunk_epoch(meta)
         age = (now - epoch) / SECONDS_PER_DAY if epoch is not None else 0.0
         relevance = similarity
         extra: dict[str, Any] = {}
@@ -371,6 +371,8 @@ def stored_document(record: Record, *, with_marker: bool = False) -> Document:
         "message_ids": decode_message_ids(meta.get("message_ids")),
         "topics": decode_topics(meta.get("topics")),
     }
+    if "speakers" in meta:
+        extra["speakers"] = decode_message_ids(meta["speakers"])
     if with_marker:
         ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
         extra["marker"] = marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"))
@@ -425,25 +427,3 @@ def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search
             record.embedding = None
             hits.append((record, similarity))
     return dict(top)
-
-
-MARKER_TOKENS = 10
-"""Tokens a chunk costs in a prompt beyond its text (its marker and separators), for the shortcut's sum."""
-
-
-def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) -> list[Document] | None:
-    """The long-context shortcut: every matching chunk in time order when they fit ``q.all_if_fits``, else ``None``.
-
-    Each document is marked ``retrieval_mode="all"`` and carries no score (nothing was ranked).
-    """
-    if q.all_if_fits is None:
-        return None
-    mine = [r for r in records if r.metadata.get("user_id") == user_id and passes(r.metadata, q)]
-    cost = sum(int(r.metadata.get("token_count") or 0) + MARKER_TOKENS for r in mine)
-    if not mine or cost > q.all_if_fits:
-        return None
-    mine.sort(key=lambda r: (_epoch(r.metadata) or 0.0, int(r.metadata.get("chunk_index") or 0), r.id))
-    docs = [stored_document(record, with_marker=True) for record in mine]
-    for doc in docs:
-        doc.metadata["retrieval_mode"] = "all"
-    return docs

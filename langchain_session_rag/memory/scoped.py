@@ -30,9 +30,9 @@ from langchain_session_rag.memory.retrieval import (
     rank,
     replica_search,
     stored_document,
-    whole_memory,
 )
 from langchain_session_rag.memory.speakers import FREQUENT_SPEAKER_SHARE, dense_query
+from langchain_session_rag.memory.whole import whole_memory
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where
 
