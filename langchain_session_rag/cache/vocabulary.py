@@ -211,6 +211,8 @@ FOLLOW_UP = re.compile(r"^\s*(and|but|also|so|then|what about|how about|why not|
 # Questions whose answer changes with time: never cached.
 VOLATILE = re.compile(
     r"\b(today|tonight|tomorrow|yesterday|now|right now|nowadays|currently|current|latest|newest|recent|recently|"
+    r"(?:\w+ )?(?:days?|weeks?|months?|years?|hours?) ago|the other day|"
+    r"(?:last|this|next|on|since) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
     r"this (?:morning|afternoon|evening|week|weekend|month|quarter|year|season)|"
     r"next (?:week|month|year|game|match|train|bus|flight|release|election)|"
     r"last (?:night|week|month|year|game|match)|at the moment|these days|so far|yet|live (?:score|scores|stream)|"

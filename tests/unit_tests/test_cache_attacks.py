@@ -235,6 +235,9 @@ def test_true_repeats_hit_at_the_default_threshold(make_cache: Factory, cached: 
         "What's the mortgage interest rate?",
         "Is the API down right now?",
         "Who is the CEO of Twitter?",
+        "What did we discuss last Tuesday?",
+        "What did I decide two weeks ago?",
+        "What did you suggest on Monday?",
     ],
 )
 def test_time_sensitive_questions_are_never_stored(make_cache: Factory, question: str) -> None:
