@@ -121,6 +121,7 @@ def package_defaults(embeddings: Embeddings) -> dict[str, Any]:
         raise RuntimeError(msg)
     return {
         "chunking": memory.chunking,
+        "method": segmenter.method,
         "threshold": segmenter.threshold,
         "comparison": segmenter.comparison,
         "max_tokens": segmenter.max_tokens,
@@ -294,6 +295,7 @@ def selections(results: list[dict[str, Any]], defaults: dict[str, Any]) -> dict[
     topic = select(swept, lambda s: s["unit"] == "topic")
     anything = select(swept, lambda _: True)
     default_config = {"unit": "topic", "threshold": defaults["threshold"], "comparison": defaults["comparison"],
+                      "method": defaults["method"],
                       "max_tokens": defaults["max_tokens"], "lexical_weight": defaults["lexical_weight"]}  # fmt: skip
     per_strategy = {}
     for name in dict.fromkeys(r["strategy"]["name"] for r in results):
