@@ -77,7 +77,13 @@ class TurnChunker(ExchangeChunker):
     def chunk(self, turns: Sequence[Turn], *, default_timestamp: datetime | None = None) -> list[Chunk]:
         del default_timestamp
         return [
-            Chunk(text=f"{t.label}: {t.text}", message_ids=[t.id], timestamp=t.timestamp, token_count=0)  # type: ignore[arg-type]
+            Chunk(
+                text=f"{t.label}: {t.text}",
+                message_ids=[t.id],
+                timestamp=t.timestamp,
+                token_count=0,
+                speakers=[t.label],
+            )  # type: ignore[arg-type]
             for t in turns
         ]
 

@@ -43,9 +43,11 @@ def _ints(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, 
 @click.option("--conversation", "only", multiple=True, help="Only this sample id (repeatable; e.g. conv-26).")
 @click.option("--chunking", type=click.Choice(["topic", "exchange"]), default=None, help="Override the chunking.")
 @click.option("--lexical-weight", type=click.FloatRange(0.0, 1.0), default=None, help="Override the BM25 weight.")
+@click.option("--text-tokens", is_flag=True,
+              help="Budgets count chunk text only, not each chunk's [S: date] marker.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def locomo(file: Path, budgets: tuple[int, ...], ks: tuple[int, ...], only: tuple[str, ...], chunking: str | None,
-           lexical_weight: float | None, as_json: bool) -> None:  # fmt: skip
+           lexical_weight: float | None, text_tokens: bool, as_json: bool) -> None:  # fmt: skip
     """Evidence recall of the memory's defaults on a LoCoMo FILE (e.g. locomo10.json).
 
     Each conversation is stored in a temporary embedded store (its own user); each question with evidence
@@ -75,6 +77,7 @@ def locomo(file: Path, budgets: tuple[int, ...], ks: tuple[int, ...], only: tupl
             budgets=budgets,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
             source=file.name,
+            with_markers=not text_tokens,
         )
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
@@ -82,7 +85,8 @@ def locomo(file: Path, budgets: tuple[int, ...], ks: tuple[int, ...], only: tupl
     present = [c for c in _CATEGORIES if any(c in row for row in report.recall_at_tokens.values())]
     table = Table("recall %", *present, title=report.data, title_justify="left")
     for budget, row in report.recall_at_tokens.items():
-        table.add_row(f"{budget} prompt tokens", *(f"{row.get(c, 0):.1f}" for c in present))
+        unit = "prompt tokens" if report.with_markers else "text tokens"
+        table.add_row(f"{budget} {unit}", *(f"{row.get(c, 0):.1f}" for c in present))
     for k, row in report.recall_at_k.items():
         table.add_row(f"top {k} chunks", *(f"{row.get(c, 0):.1f}" for c in present))
     out.print(table)

@@ -291,6 +291,9 @@ def test_eval_locomo_prints_the_recall_table(tmp_path: Path) -> None:
     assert "50 questions" in done
     report = json.loads(run("eval", "locomo", str(LOCOMO_SAMPLE), "--ks", "1", "--budgets", "64", "--json").stdout)
     assert 0 <= report["recall_at_tokens"]["64"]["overall"] <= 100
+    assert report["with_markers"] is True
+    text = run("eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "512", "--ks", "5", "--text-tokens").stdout
+    assert "512 text tokens" in text
     missing = run("eval", "locomo", str(LOCOMO_SAMPLE), "--conversation", "conv-99", check=2)
     assert "has no conversation conv-99" in missing.stderr
     bad = tmp_path / "bad.json"

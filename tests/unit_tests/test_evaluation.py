@@ -227,6 +227,11 @@ def test_score_question_exact_recall_at_k_and_within_budgets() -> None:
     }
 
 
+def test_score_question_counts_text_only_when_asked() -> None:
+    scores = score_question(EVIDENCE, ranked(), words, ks=(1,), budgets=(3, 9), with_markers=False)
+    assert scores == {"k1": 1 / 3, "t3": 1 / 3, "t9": 2 / 3}  # text costs 3, 5, 1: the marker is not counted
+
+
 def test_recall_within_budget_with_text_only_costs() -> None:
     text_costs = prompt_tokens(ranked(), words, with_marker=False)
     assert recall_within_budget(EVIDENCE, ranked(), text_costs, 8) == 1 / 3
