@@ -52,6 +52,14 @@ def _boundary_counts(boundaries: Sequence[int], n: int) -> list[int]:
     return counts
 
 
+def _counted(
+    reference: Sequence[int], hypothesis: Sequence[int], n: int, k: int | None
+) -> tuple[list[int], list[int], int]:
+    """Both segmentations checked and counted (see :func:`_boundary_counts`), with the window ``k`` resolved."""
+    _check(reference, hypothesis, n)
+    return _boundary_counts(reference, n), _boundary_counts(hypothesis, n), _resolve_k(reference, n, k)
+
+
 def pk(reference: Sequence[int], hypothesis: Sequence[int], n: int, *, k: int | None = None) -> float:
     """The probability that units ``k`` apart are wrongly judged in the same or in different segments.
 
@@ -67,9 +75,7 @@ def pk(reference: Sequence[int], hypothesis: Sequence[int], n: int, *, k: int | 
     Raises:
         InvalidArgumentError: If ``n`` < 2, a boundary lies outside ``[1, n - 1]``, or ``k`` outside ``[1, n - 1]``.
     """
-    _check(reference, hypothesis, n)
-    k = _resolve_k(reference, n, k)
-    ref, hyp = _boundary_counts(reference, n), _boundary_counts(hypothesis, n)
+    ref, hyp, k = _counted(reference, hypothesis, n, k)
     errors = sum((ref[i + k] == ref[i]) != (hyp[i + k] == hyp[i]) for i in range(n - k))
     return errors / (n - k)
 
@@ -89,8 +95,6 @@ def window_diff(reference: Sequence[int], hypothesis: Sequence[int], n: int, *, 
     Raises:
         InvalidArgumentError: If ``n`` < 2, a boundary lies outside ``[1, n - 1]``, or ``k`` outside ``[1, n - 1]``.
     """
-    _check(reference, hypothesis, n)
-    k = _resolve_k(reference, n, k)
-    ref, hyp = _boundary_counts(reference, n), _boundary_counts(hypothesis, n)
+    ref, hyp, k = _counted(reference, hypothesis, n, k)
     errors = sum((ref[i + k] - ref[i]) != (hyp[i + k] - hyp[i]) for i in range(n - k))
     return errors / (n - k)
