@@ -6,7 +6,8 @@
    one chunk per exchange, one chunk per turn. Their texts and vectors are read back from the store.
 2. **Rankings** are computed over those units with numpy, the way ``SessionVectorMemory`` ranks (dense top 50 and
    BM25 top 50, ``(1 - w) x cosine + w x bm25 / best``), and then varied: lexical weight, score normalisation,
-   reciprocal-rank fusion, pseudo-relevance feedback, MMR and per-session caps (diversity), a speaker boost,
+   reciprocal-rank fusion, pseudo-relevance feedback, MMR and per-session caps (diversity), neighbour expansion
+   (the next chunk after each hit), a speaker boost,
    token-density ordering, BM25 parameters, best-sub-unit scores (exchange or turn vectors inside a segment),
    extractive compression (a segment's best turns only), and query rewrites without a model call (content words
    only; the speakers' names left out of the dense query; also left out of the stored vectors).
@@ -90,6 +91,18 @@ class Units:
         self.texts = [r.text for r in records]
         self.turns = [set(decode_message_ids(r.metadata.get("message_ids"))) for r in records]
         self.sessions = [str(r.metadata["session_id"]) for r in records]
+        position = {
+            (s, int(r.metadata.get("chunk_index", 0))): i
+            for i, (s, r) in enumerate(zip(self.sessions, records, strict=True))
+        }
+        self.next = [
+            position.get((s, int(r.metadata.get("chunk_index", 0)) + 1))
+            for s, r in zip(self.sessions, records, strict=True)
+        ]
+        self.previous = [
+            position.get((s, int(r.metadata.get("chunk_index", 0)) - 1))
+            for s, r in zip(self.sessions, records, strict=True)
+        ]
         self.speakers = [decode_message_ids(r.metadata.get("speakers")) for r in records]
         self.vectors = unit_rows([r.embedding or [] for r in records])
         self.bm25 = BM25Index()
@@ -224,6 +237,20 @@ def speaker_boost(boost: float) -> Ranking:
     return rank
 
 
+def neighbours(rank: Ranking, *, before: bool = False) -> Ranking:
+    """Each hit followed by the next chunk of its session (and preceded by the one before), when not listed yet."""
+
+    def run(u: Units, text: str, v: Vector, q: Query) -> list[int]:
+        out: list[int] = []
+        for i in rank(u, text, v, q):
+            for j in (u.previous[i] if before else None, i, u.next[i]):
+                if j is not None and j not in out:
+                    out.append(j)
+        return out
+
+    return run
+
+
 def density(gamma: float) -> Ranking:
     """Score × (tokens / 100)^-gamma: shorter units first at equal relevance."""
 
@@ -352,6 +379,14 @@ def strategies() -> list[tuple[str, str, Ranking]]:
         (base, "best exchange vector in segment", best_sub_unit("exchange")),
         (base, "best turn vector in segment", best_sub_unit("turn")),
         (base, "content words only (dense)", content_words),
+        (base, "neighbour expansion (next chunk after each hit)", neighbours(hybrid())),
+        ("exchange", "neighbour expansion, names out", neighbours(hybrid(names=False))),
+        ("turn", "neighbour expansion, names out", neighbours(hybrid(names=False))),
+        ("turn", "both neighbours, names out", neighbours(hybrid(names=False), before=True)),
+        (base, "neighbour expansion, names out", neighbours(hybrid(names=False))),
+        ("segments-0.5", "neighbour expansion", neighbours(hybrid())),
+        ("segments-0.5", "neighbour expansion, names out", neighbours(hybrid(names=False))),
+        ("segments-0.5", "both neighbours, names out", neighbours(hybrid(names=False), before=True)),
         (base, "names out + PRF beta=0.3", prf(0.3, names=False)),
         (base, "names out + unlabelled unit vectors", unlabelled(hybrid(names=False))),
         ("turn", "speaker boost 0.3", speaker_boost(0.3)),
