@@ -1,15 +1,17 @@
 """Topic segmentation quality with the bundled all-MiniLM-L6-v2: Pk and WindowDiff, old threshold vs depth.
 
 Labelled data (``data/segmentation_topics.json``, written for this benchmark): 12 topics of 4-5 varied exchanges,
-and 4 hand-labelled real-style conversations (digressions, returns to work, a one-topic session).
+8 hand-labelled real-style conversations that are only reported (digressions, asides, returns to work, one-topic
+sessions that drift) and 6 more that tune (3 one-topic sessions that drift, 3 with an aside or a change of topic).
 1. **Sampled sessions**: 1-4 distinct topics, each a contiguous run of 2 or more of its exchanges, concatenated;
    plus short sessions of 2-3 exchanges from one or two topics. The TUNING half is drawn with seed 1, the
-   REPORTING half with seed 2 (the same exchanges appear in both halves, in other combinations; the
+   REPORTING half with seed 2 (the same exchanges appear in both halves, in other combinations; the reported
    conversations are never tuned on).
 2. **Strategies**: ``method="threshold"`` (centroid) at 0.7 (the old default), 0.6 and 0.5, and at the threshold
    that is best on the tuning half (what a careful user of this model would pick); ``method="depth"`` at its
    defaults and over a sweep of ``window`` x ``depth_cutoff`` x ``min_depth`` x ``floor``. The depth defaults
-   are the sweep's best mean of Pk and WindowDiff on the tuning half. No ``max_tokens`` cap: topics only.
+   are the sweep's best mean of Pk and WindowDiff on the tuning half plus the tuning conversations. No
+   ``max_tokens`` cap: topics only.
 3. **Metrics** (``langchain_session_rag.chunking.metrics``): Pk and WindowDiff with k = half the mean true segment
    length, averaged over sessions (lower is better); the share of sessions given exactly the true segment count;
    the share of one-topic sessions left whole. The reporting half's short sessions are also shown alone.
@@ -141,16 +143,18 @@ def main() -> None:
     data = json.loads(DATA.read_text(encoding="utf-8"))
     halves = {"tuning": sample(data["topics"], TUNING_SEED), "reporting": sample(data["topics"], REPORTING_SEED)}
     convs = conversations(data)
+    tuning_convs = conversations({"conversations": data["tuning_conversations"]})
+    tuning = halves["tuning"] + tuning_convs  # what chooses the parameters
     embeddings = get_default_embeddings()
-    texts = sorted({t for group in [*halves.values(), convs] for s in group for t in s["texts"]})
+    texts = sorted({t for group in [*halves.values(), convs, tuning_convs] for s in group for t in s["texts"]})
     vectors = dict(zip(texts, embeddings.embed_documents(texts), strict=True))
 
-    sweep = sorted(sweep_depth(halves["tuning"], vectors), key=lambda row: row["mean"])
+    sweep = sorted(sweep_depth(tuning, vectors), key=lambda row: row["mean"])
     best = sweep[0]
     best_threshold = min(
         THRESHOLDS,
         key=lambda t: score(
-            halves["tuning"], vectors, with_segmenter(TopicSegmenter(embeddings, threshold=t, method="threshold"))
+            tuning, vectors, with_segmenter(TopicSegmenter(embeddings, threshold=t, method="threshold"))
         )["mean"],
     )
     default = TopicSegmenter(embeddings)  # its defaults were chosen as this sweep's best on the tuning half
@@ -176,13 +180,15 @@ def main() -> None:
     for name, segmenter in strategies.items():
         rows = {}
         short = [s for s in halves["reporting"] if s["name"].startswith("short")]
-        for half, sessions in [*halves.items(), ("  of which 2-3 exchanges", short), ("conversations", convs)]:
+        groups = [("tuning", halves["tuning"]), ("tuning conversations", tuning_convs), ("reporting", halves["reporting"]),
+                  ("  of which 2-3 exchanges", short), ("conversations", convs)]  # fmt: skip
+        for half, sessions in groups:
             rows[half] = score(sessions, vectors, with_segmenter(segmenter))
             r = rows[half]
             print(f"{name:<78} {half:<24} {r['pk']:6.3f} {r['windowdiff']:6.3f} {r['exact_count']:7.2f} "
                   f"{r['one_topic_whole']:14.2f}")  # fmt: skip
         results["strategies"][name] = rows
-    print("\nbest 10 of the depth sweep on the tuning half (mean of Pk and WindowDiff):")
+    print("\nbest 10 of the depth sweep on the tuning half and conversations (mean of Pk and WindowDiff):")
     for row in sweep[:10]:
         print(f"  window={row['window']} cutoff={row['cutoff']:+.1f} min_depth={row['min_depth']:.2f} "
               f"floor={row['floor']:.1f}: Pk {row['pk']:.3f} WD {row['windowdiff']:.3f}")  # fmt: skip

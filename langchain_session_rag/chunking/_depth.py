@@ -68,7 +68,10 @@ def depth_boundaries(
     """Choose the boundaries (indices of the exchanges that open a segment) from the gap scores and depths.
 
     With three gaps or more, a gap is a candidate when its depth exceeds both ``min_depth`` and
-    ``mean(depths) + cutoff * std(depths)``. With one or two gaps (sessions of two or three exchanges) a valley has
+    ``mean(depths) + cutoff * std(depths)``; the first and the last gap, whose blocks hold a single exchange on one
+    side and whose depth climbs on one side only, are candidates only when their score also falls below ``floor``
+    (their scores run lower than the others', so a one-topic session would otherwise be cut at its edges). With one
+    or two gaps (sessions of two or three exchanges) a valley has
     at most one neighbour, so depth says little: a gap is a candidate when its score falls below ``floor``.
     Candidates are taken deepest first (lowest score first in short sessions), each kept only if every segment
     it leaves holds at least ``min_exchanges`` exchanges.
@@ -77,7 +80,9 @@ def depth_boundaries(
     if len(scores) >= 3:  # noqa: PLR2004 - a valley with a neighbour on both sides needs three gaps
         relative = statistics.fmean(depths) + cutoff * statistics.pstdev(depths)
         limit = max(min_depth, relative)
-        candidates = sorted((i + 1 for i, d in enumerate(depths) if d > limit), key=lambda g: -depths[g - 1])
+        edge_gaps = {0, len(scores) - 1}
+        passing = [i for i, d in enumerate(depths) if d > limit and (i not in edge_gaps or scores[i] < floor)]
+        candidates = sorted((i + 1 for i in passing), key=lambda g: -depths[g - 1])
     else:
         candidates = sorted((i + 1 for i, s in enumerate(scores) if s < floor), key=lambda g: scores[g - 1])
     chosen: list[int] = []

@@ -90,9 +90,10 @@ class MemorySettings(BaseRetriever):
     """The longest message ``add_messages`` accepts, in characters: a longer one raises
     ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
     segmenter: TopicSegmenter | None = None
-    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, method="depth", max_tokens=128)``
-    (boundaries at deep valleys of the session's own similarity profile, whatever the model's similarity scale);
-    capped segments pack better into prompt budgets."""
+    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, max_tokens=128)``: the threshold
+    calibrated for the model when there is one (the bundled all-MiniLM-L6-v2: 0.15), else boundaries at the deep
+    valleys of the session's own similarity profile, whatever the model's similarity scale; capped segments pack
+    better into prompt budgets."""
 
     daily_log_dir: str | None = None
     """Append every new message to ``DIR/<user>/<YYYY-MM-DD>.md``, the raw, lossless tier (embedded stores only;
@@ -167,7 +168,7 @@ class MemorySettings(BaseRetriever):
             self.embeddings = get_default_embeddings()
         if self.segmenter is None:
             self.segmenter = TopicSegmenter(
-                self.embeddings, method="depth", max_tokens=DEFAULT_SEGMENT_TOKENS, token_counter=self.chunker.count
+                self.embeddings, max_tokens=DEFAULT_SEGMENT_TOKENS, token_counter=self.chunker.count
             )
         elif self.segmenter.embeddings is not self.embeddings:
             msg = (

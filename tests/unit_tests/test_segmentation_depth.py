@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag import TopicSegmenter
 from langchain_session_rag.chunking._depth import depth_boundaries, depth_scores
+from langchain_session_rag.chunking.segmenter import CALIBRATED_THRESHOLDS
+from langchain_session_rag.models.embeddings import embedding_model_id
 from tests.conftest import CountingEmbeddings
 
 PYTEST_IMPORT_ERROR = [
@@ -67,8 +70,9 @@ def ids(segments: list[Document]) -> list[list[str]]:
     return [s.metadata["message_ids"] for s in segments]
 
 
-def test_three_topics_give_three_segments_at_the_defaults(real_embeddings) -> None:
-    segments = list(TopicSegmenter(real_embeddings).transform_documents(exchanges(NINE)))
+@pytest.mark.parametrize("method", [None, "depth"], ids=["default", "depth"])
+def test_three_topics_give_three_segments_at_the_defaults(real_embeddings, method: str | None) -> None:
+    segments = list(TopicSegmenter(real_embeddings, method=method).transform_documents(exchanges(NINE)))
     assert ids(segments) == [
         ["u0", "a0", "u1", "a1", "u2", "a2"],
         ["u3", "a3", "u4", "a4", "u5", "a5"],
@@ -79,9 +83,62 @@ def test_three_topics_give_three_segments_at_the_defaults(real_embeddings) -> No
 @pytest.mark.parametrize(
     "pairs", [FRIED_RICE, FRIED_RICE + FRIED_RICE_MORE, PYTEST_IMPORT_ERROR, MAROON_BELLS], ids=["3", "6", "py", "hike"]
 )
-def test_one_topic_stays_one_segment(real_embeddings, pairs: list[tuple[str, str]]) -> None:
-    (segment,) = TopicSegmenter(real_embeddings).transform_documents(exchanges(pairs))
+@pytest.mark.parametrize("method", [None, "depth"], ids=["default", "depth"])
+def test_one_topic_stays_one_segment(real_embeddings, pairs: list[tuple[str, str]], method: str | None) -> None:
+    (segment,) = TopicSegmenter(real_embeddings, method=method).transform_documents(exchanges(pairs))
     assert segment.metadata["exchange_count"] == len(pairs)
+
+
+K8S_ROLLOUT = [
+    ("My new deployment is stuck at 0/3 ready pods.", "Run kubectl describe pod on one of them; the Events section usually says why (image pull, probes, scheduling)."),
+    ("Events say the readiness probe fails with connection refused.", "The app may listen on another port than the probe targets, or it needs longer to start; check containerPort and initialDelaySeconds."),
+    ("It was the port, fixed. Now one pod gets OOMKilled.", "Raise the memory limit or lower the heap; set requests close to real usage so the scheduler places it sensibly."),
+    ("How do I see how much memory it actually uses?", "kubectl top pod, once metrics-server is installed, or the container_memory_working_set_bytes metric in Prometheus."),
+    ("Can I roll back if the new version misbehaves?", "kubectl rollout undo deployment/NAME goes back one revision; add --to-revision for an older one."),
+    ("And how do I make the rollout slower next time?", "Set strategy.rollingUpdate.maxSurge and maxUnavailable low, and add minReadySeconds."),
+]  # fmt: skip
+
+
+def test_a_one_topic_session_is_not_cut_at_its_edge(real_embeddings) -> None:
+    """The last gap's block holds one exchange: its score runs low and its one-sided depth (0.38) passed the limit."""
+    segmenter = TopicSegmenter(real_embeddings, method="depth")
+    profile = segmenter.similarity_profile(exchanges(K8S_ROLLOUT))
+    assert profile.depths[-1] > segmenter.min_depth
+    (segment,) = segmenter.transform_documents(exchanges(K8S_ROLLOUT))
+    assert segment.metadata["exchange_count"] == 6
+
+
+def test_edge_gaps_are_cut_only_below_the_floor() -> None:
+    shallow = [0.6, 0.62, 0.6, 0.61, 0.3]  # the last gap: a one-sided valley of depth 0.31, score above the floor
+    assert depth_scores(shallow)[-1] == pytest.approx(0.31)
+    assert (
+        depth_boundaries(shallow, depth_scores(shallow), cutoff=0.5, min_depth=0.25, floor=0.1, min_exchanges=1) == []
+    )
+    unrelated = [0.05, 0.6, 0.62, 0.6, 0.61]  # the first exchange shares nothing with the rest
+    assert depth_boundaries(
+        unrelated, depth_scores(unrelated), cutoff=0.5, min_depth=0.25, floor=0.1, min_exchanges=1
+    ) == [1]
+
+
+def test_the_bundled_model_gets_its_calibrated_threshold_and_other_models_the_depth_method(real_embeddings) -> None:
+    default = TopicSegmenter(real_embeddings)
+    assert (default.method, default.threshold, default.comparison) == ("threshold", 0.15, "centroid")
+    assert CALIBRATED_THRESHOLDS[embedding_model_id(real_embeddings)] == 0.15
+    (segment,) = default.transform_documents(exchanges(K8S_ROLLOUT))  # the depth method cuts it (test above)
+    assert segment.metadata["segmentation"] == "threshold"
+
+    class Renamed(Embeddings):  # the same vectors under another model id: nothing calibrated
+        model_id = "some-other-model"
+
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return real_embeddings.embed_documents(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return real_embeddings.embed_query(text)
+
+    other = TopicSegmenter(Renamed())
+    assert other.method == "depth"
+    assert [s.metadata["exchange_count"] for s in other.transform_documents(exchanges(NINE))] == [3, 3, 3]
 
 
 def test_the_threshold_method_remains_reachable(real_embeddings) -> None:
@@ -108,7 +165,7 @@ def test_callers_that_give_a_threshold_keep_the_threshold_method(real_embeddings
 
 
 def test_metadata_says_how_each_segment_was_made(real_embeddings) -> None:
-    segmenter = TopicSegmenter(real_embeddings)
+    segmenter = TopicSegmenter(real_embeddings, method="depth")
     segments = segmenter.segment(exchanges(NINE))
     metas = [s.document.metadata for s in segments]
     assert [m["segmentation"] for m in metas] == ["depth"] * 3
@@ -129,7 +186,7 @@ def test_metadata_says_how_each_segment_was_made(real_embeddings) -> None:
 
 
 def test_max_tokens_boundaries_are_marked(real_embeddings) -> None:
-    segmenter = TopicSegmenter(real_embeddings, max_tokens=60)
+    segmenter = TopicSegmenter(real_embeddings, method="depth", max_tokens=60)
     segments = segmenter.transform_documents(exchanges(NINE))
     reasons = [s.metadata.get("boundary") for s in segments]
     assert reasons[0] is None
