@@ -147,7 +147,19 @@ def _parse(phrase: str, now: datetime, parser: Any = None) -> TimeWindow | None:
     if data.date_obj is None:
         return None
     period = data.period if data.period in _PERIODS else "day"  # "time" (at 5 pm yesterday) → its day
-    return _window(data.date_obj, period, phrase, now)
+    try:
+        return _window(data.date_obj, period, phrase, now)
+    except (OverflowError, ValueError):  # the window of year 9999 ends past datetime.max
+        msg = f"Invalid time phrase {phrase!r}: {_OUT_OF_RANGE}."
+        raise InvalidTimestampError(msg) from None
+
+
+_OUT_OF_RANGE = "it names a time out of range (the calendar ends in the year 9999)"
+_DAY_ALONE = re.compile(
+    r"(?:(?:on|in|at|since|until|from|by)\s+)?(?:the\s+)?(?:[+-]\d+|\d{1,3}|\d{5,}|\d+[.,]\d+|\d+(?:st|nd|rd|th))\.?"
+)
+"""A bare number ("1", "-1", "1.5"; not a year such as "2025") or a day without its month ("the 5th"): dateparser
+reads a month or a day of some month into them, never what the user meant."""
 
 
 def resolve_time_phrase(text: str, *, now: datetime) -> TimeWindow | None:
@@ -159,9 +171,13 @@ def resolve_time_phrase(text: str, *, now: datetime) -> TimeWindow | None:
         now: The present (aware; a naive one is taken as UTC). Its timezone decides where days begin.
 
     Returns:
-        The whole day, week (Monday to Monday), month or year named, half-open.
+        The whole day, week (Monday to Monday), month or year named, half-open; ``None`` also for a bare number
+        ("1", "-1") and a day without its month ("on the 5th").
+
+    Raises:
+        InvalidTimestampError: A phrase naming a time past the year 9999 ("in 9999").
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip() or _DAY_ALONE.fullmatch(text.strip().lower()):
         return None
     return _parse(text.strip(), _aware(now))
 
@@ -222,7 +238,10 @@ def find_time_window(query: str, *, now: datetime) -> TimeWindow | None:
         index = len(_TOKEN.findall(lowered[:at]))
         words = _TOKEN.findall(lowered[: at + len(text)])
         if _fires(words, index, len(words)):
-            window = _parse(text.strip(), now, parser)
+            try:
+                window = _parse(text.strip(), now, parser)
+            except InvalidTimestampError:  # past the year 9999
+                continue
             if window is not None:
                 return window
     return None
@@ -236,19 +255,25 @@ def time_bound(value: TimestampLike, *, what: str, now: datetime, end: bool) -> 
     day (week, ...) included (``$lt`` the next one).
 
     Raises:
-        InvalidTimestampError: A value that is neither a time nor a phrase naming one.
+        InvalidTimestampError: A value that is neither a time nor a phrase naming one (a bare number such as "1",
+            a day without its month such as "on the 5th"), or a phrase past the year 9999.
     """
     try:
         at = parse_timestamp(value, what=what)
     except InvalidTimestampError:
         if not isinstance(value, str):
             raise
-        window = resolve_time_phrase(value, now=now)
+        expected = (
+            "expected ISO 8601 such as '2026-02-06' or '2026-02-06T10:00:00+01:00', a datetime, epoch seconds, "
+            f"or a phrase such as {', '.join(EXAMPLE_PHRASES)}"
+        )
+        try:
+            window = resolve_time_phrase(value, now=now)
+        except InvalidTimestampError:
+            msg = f"Invalid {what} {value!r}: {_OUT_OF_RANGE}; {expected}."
+            raise InvalidTimestampError(msg) from None
         if window is None:
-            msg = (
-                f"Invalid {what} {value!r}: expected ISO 8601 such as '2026-02-06' or '2026-02-06T10:00:00+01:00', "
-                f"a datetime, epoch seconds, or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
-            )
+            msg = f"Invalid {what} {value!r}: {expected}."
             raise InvalidTimestampError(msg) from None
         return {"$lt": window.end.timestamp()} if end else {"$gte": window.start.timestamp()}
     return {"$lte" if end else "$gte": at.timestamp()}
@@ -259,12 +284,17 @@ def time_span(since: TimestampLike | None, until: TimestampLike | None, *, now: 
 
     Raises:
         InvalidTimestampError: A value that is neither a time nor a phrase naming one.
+        InvalidRequestError: ``since`` after ``until`` (or a ``since`` window starting where ``until``'s ends).
     """
     span: dict[str, float] = {}
     if since is not None:
         span.update(time_bound(since, what="since", now=now, end=False))
     if until is not None:
         span.update(time_bound(until, what="until", now=now, end=True))
+    start = span.get("$gte", -math.inf)
+    if start > span.get("$lte", math.inf) or start >= span.get("$lt", math.inf):
+        msg = f"since {since!r} is after until {until!r}: nothing lies between them; swap them or drop one."
+        raise InvalidRequestError(msg)
     return span
 
 
@@ -274,7 +304,7 @@ def window_option(value: object, boost: object, *, text: str, now: datetime) -> 
     ``"auto"`` finds one in ``text`` (the query) with :func:`find_time_window`; a phrase names it; ``None`` is off.
 
     Raises:
-        InvalidRequestError: Another value, or a ``time_boost`` that is not a number >= 0.
+        InvalidRequestError: Another value, a phrase past the year 9999, or a ``time_boost`` that is not a number >= 0.
         InvalidTimestampError: A phrase that names no time.
     """
     if isinstance(boost, bool) or not isinstance(boost, int | float) or not 0 <= boost < math.inf:
@@ -287,7 +317,14 @@ def window_option(value: object, boost: object, *, text: str, now: datetime) -> 
         raise InvalidRequestError(msg)
     if value == "auto":
         return (find_time_window(text, now=now) if text else None), float(boost)
-    window = resolve_time_phrase(value, now=now)
+    try:
+        window = resolve_time_phrase(value, now=now)
+    except InvalidTimestampError:
+        msg = (
+            f"time_window {value!r} names a time out of range (the calendar ends in the year 9999): "
+            f"use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
+        )
+        raise InvalidRequestError(msg) from None
     if window is None:
         msg = f"time_window {value!r} names no time: use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
         raise InvalidTimestampError(msg)

@@ -10,10 +10,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import click
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.cli.store_commands import _PERIOD
 from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
 from langchain_session_rag.memory.retrieval import build_query, time_conditions
 from langchain_session_rag.memory.timewindow import find_time_window, resolve_time_phrase
@@ -316,3 +318,63 @@ def test_a_store_that_searches_itself_is_time_aware_too(make_memory: Factory, re
     docs = memory.invoke(QUESTION, now=WEDNESDAY, k=2)
     assert ranked(docs)[0] == "tue"
     assert docs[0].metadata["time_window"] == ["2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00"]
+
+
+# -- values out of range, bare numbers, since after until ------------------------------------------------------------
+@pytest.mark.parametrize("phrase", ["in 9999", "9999-12-31 at noon"])
+def test_a_phrase_past_the_last_year_is_a_typed_error_naming_it(phrase: str) -> None:
+    with pytest.raises(InvalidTimestampError, match=rf"Invalid since {re.escape(repr(phrase))}: .*out of range"):
+        time_conditions(phrase, None, now=WEDNESDAY)
+    with pytest.raises(InvalidTimestampError, match=rf"Invalid until {re.escape(repr(phrase))}: .*out of range"):
+        build_query({"until": phrase, "now": WEDNESDAY}, {"k": 4}, fetch_k=4)
+    with pytest.raises(InvalidRequestError, match=rf"time_window {re.escape(repr(phrase))} .*out of range"):
+        build_query({"time_window": phrase, "now": WEDNESDAY}, {"k": 4}, fetch_k=4, text="x")
+    with pytest.raises(click.BadParameter, match=rf"{re.escape(repr(phrase))} .*out of range"):
+        _PERIOD.convert(phrase, None, None)
+    assert find_time_window(f"What did we plan on {phrase}?", now=WEDNESDAY) is None
+
+
+def test_the_last_day_of_the_calendar_is_a_cli_period() -> None:
+    start, end = _PERIOD.convert("9999-12-31", None, None)
+    assert (start, end) == (utc(9999, 12, 31), datetime.max.replace(tzinfo=UTC))
+
+
+@pytest.mark.parametrize("value", ["1", "12", "-1", "+3", "1.5", "5th", "the 5th", "on the 5th", "on 5", " 7 "])
+def test_a_bare_number_or_a_day_alone_is_refused_with_examples(value: str) -> None:
+    pattern = rf"Invalid since {re.escape(repr(value))}: .*'yesterday', 'last tuesday'"
+    with pytest.raises(InvalidTimestampError, match=pattern):
+        time_conditions(value, None, now=WEDNESDAY)
+    with pytest.raises(InvalidTimestampError, match=rf"time_window {re.escape(repr(value))} names no time"):
+        build_query({"time_window": value, "now": WEDNESDAY}, {"k": 4}, fetch_k=4, text="x")
+    with pytest.raises(click.BadParameter, match="is neither a date"):
+        _PERIOD.convert(value, None, None)
+    assert resolve_time_phrase(value, now=WEDNESDAY) is None
+
+
+@pytest.mark.parametrize("phrase", ["on the 5th of March", "March 5th", "3/5/2026", "in 2025"])
+def test_a_day_with_its_month_or_a_year_is_still_read(phrase: str) -> None:
+    assert resolve_time_phrase(phrase, now=WEDNESDAY) is not None
+
+
+@pytest.mark.parametrize(
+    ("since", "until"),
+    [
+        ("yesterday", "last week"),
+        ("today", "yesterday"),  # the window of since starts where that of until ends: nothing between
+        ("2026-03-10", "2026-03-09T23:00:00Z"),
+        (utc(2026, 3, 10), "last week"),
+    ],
+)
+def test_since_after_until_is_refused_naming_both(since: Any, until: Any) -> None:
+    with pytest.raises(InvalidRequestError, match=rf"since {re.escape(repr(since))} .*until {re.escape(repr(until))}"):
+        time_conditions(since, until, now=WEDNESDAY)
+
+
+def test_since_equal_to_until_is_one_instant_and_allowed() -> None:
+    stamp = utc(2026, 3, 10).timestamp()
+    assert time_conditions("2026-03-10", "2026-03-10", now=WEDNESDAY) == {
+        "timestamp_epoch": {"$gte": stamp, "$lte": stamp}
+    }
+    assert time_conditions("yesterday", "yesterday", now=WEDNESDAY) == {
+        "timestamp_epoch": {"$gte": stamp, "$lt": stamp + 86400}
+    }
