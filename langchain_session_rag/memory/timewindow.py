@@ -13,7 +13,12 @@ with "week", "month", "year" or a weekday, a month name after "in", "on", "since
 ("in March", "March 5th"; not "my March playlist", "may I ask", "the march of progress"), a year after such a
 preposition ("in 2025"; not "version 2024.1") and a full date ("2026-03-05", "3/5/2026"). Times of day alone
 ("at 5 pm"), "now", "a second", "the last step", "next week" (memories are past) and spans such as "in the last
-two weeks" do not fire.
+two weeks" do not fire. The question must also refer to the past: a past-tense cue ("did", "was", "said", "ago",
+"last", ...) or an explicit date; a weekday needs "last" / "on" / "this" / "since" / "past" before it and must end
+its clause ("a good sunday brunch", "every Monday", "Should it run on Sunday?" do not fire); in a question about
+code ("python", "regex", "cron", ...) "ago" and numeric dates are not times. A window after ``now`` ("Friday the
+13th") and a range ("from 1990 to 2000") give ``None``, and only the first 500 characters of a question are read
+(the rules are in ``_timecues``).
 
 Usage:
     .. code-block:: python
@@ -36,10 +41,12 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
+from langchain_session_rag.memory._timecues import MAX_MATCHES, MAX_QUERY_CHARS, could_fire, fires, is_range
 from langchain_session_rag.stores.base import Record, Where
 
 if TYPE_CHECKING:
@@ -88,20 +95,7 @@ class TimeWindow:
         return [self.start.isoformat(), self.end.isoformat()]
 
 
-_WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb apr jun jul aug sep sept oct nov dec".split()
-)
-"""Month names; ``mar`` is left out (a verb), ``may`` needs a preposition or a day number like the others."""
-_DAYS = frozenset({"today", "yesterday"})
-_UNITS = frozenset("day days week weeks month months year years".split())
-_RELATIVE = frozenset({"last", "this", "past", "previous"})
-_PREPOSITIONS = frozenset(
-    {"in", "on", "during", "since", "until", "till", "before", "after", "from", "of", "by", "around", "last", "this"}
-)
 _TOKEN = re.compile(r"[a-z]+|\d+")
-_YEAR_MIN, _YEAR_MAX = 1900, 2200
 _PERIODS = ("day", "week", "month", "year")
 
 
@@ -182,33 +176,6 @@ def resolve_time_phrase(text: str, *, now: datetime) -> TimeWindow | None:
     return _parse(text.strip(), _aware(now))
 
 
-def _fires(words: list[str], index: int, end: int) -> bool:
-    """Whether the tokens ``words[index:end]`` of a dateparser match name a date (see the module docstring)."""
-    found = words[index:end]
-    before = words[index - 1] if index > 0 else ""
-    if before == "next" or "next" in found:  # memories are past
-        return False
-    has_digit = any(w.isdigit() for w in found)
-    for i, word in enumerate(found):
-        prev = found[i - 1] if i > 0 else before
-        if word in _DAYS or word in _WEEKDAYS:
-            return True
-        if word in _UNITS and ("ago" in found or prev in _RELATIVE):
-            return True
-        if word in _MONTHS and (has_digit or prev in _PREPOSITIONS):
-            return True
-        year = word.isdigit() and len(word) == 4 and _YEAR_MIN <= int(word) <= _YEAR_MAX  # noqa: PLR2004
-        if year and (prev in _PREPOSITIONS or sum(w.isdigit() for w in found) >= 3):  # noqa: PLR2004 - y, m, d
-            return True
-    return False
-
-
-def _could_fire(words: list[str]) -> bool:
-    """A cheap screen before dateparser is loaded: the question holds some date word or a year."""
-    vocabulary = _DAYS | _WEEKDAYS | _MONTHS | _UNITS
-    return any(w in vocabulary or (w.isdigit() and len(w) == 4) for w in words)  # noqa: PLR2004
-
-
 def find_time_window(query: str, *, now: datetime) -> TimeWindow | None:
     """The window of the first time expression in a question ("What did we discuss last Tuesday?").
 
@@ -219,31 +186,40 @@ def find_time_window(query: str, *, now: datetime) -> TimeWindow | None:
         query: The question.
         now: The present (aware; a naive one is taken as UTC).
     """
-    if not isinstance(query, str) or not _could_fire(_TOKEN.findall(query.lower())):
+    if not isinstance(query, str):
+        return None
+    head = query if len(query) <= MAX_QUERY_CHARS else query[:MAX_QUERY_CHARS].rsplit(maxsplit=1)[0]
+    lowered = head.lower()
+    tokens = list(_TOKEN.finditer(lowered))
+    words = [token.group() for token in tokens]
+    if not could_fire(words):
         return None
     from dateparser.date import DateDataParser  # noqa: PLC0415 - lazy: dateparser takes ~0.2 s to import
     from dateparser.search import search_dates  # noqa: PLC0415
 
     now = _aware(now)
     settings = _settings(now)
-    found = search_dates(query, languages=["en"], settings=settings) or []
-    lowered = query.lower()
+    gaps = [lowered[a.end() : b.start()] for a, b in pairwise(tokens)]
+    found = search_dates(head, languages=["en"], settings=settings) or []
     parser = DateDataParser(languages=["en"], settings=settings)
     cursor = 0
-    for text, _ in found:
+    for text, _ in found[:MAX_MATCHES]:
         match = re.compile(rf"(?<![a-z0-9]){re.escape(text.lower())}(?![a-z0-9])").search(lowered, cursor)
         if match is None:
             continue
         at, cursor = match.start(), match.end()
-        index = len(_TOKEN.findall(lowered[:at]))
-        words = _TOKEN.findall(lowered[: at + len(text)])
-        if _fires(words, index, len(words)):
-            try:
-                window = _parse(text.strip(), now, parser)
-            except InvalidTimestampError:  # past the year 9999
-                continue
-            if window is not None:
-                return window
+        index = sum(token.start() < at for token in tokens)
+        end = sum(token.start() < cursor for token in tokens)
+        if not fires(words, gaps, index, end):
+            continue
+        if is_range(words, index, end):
+            return None
+        try:
+            window = _parse(text.strip(), now, parser)
+        except InvalidTimestampError:  # past the year 9999
+            continue
+        if window is not None:
+            return window if window.start <= now else None  # a future day names no memory
     return None
 
 

@@ -378,3 +378,72 @@ def test_since_equal_to_until_is_one_instant_and_allowed() -> None:
     assert time_conditions("yesterday", "yesterday", now=WEDNESDAY) == {
         "timestamp_epoch": {"$gte": stamp, "$lt": stamp + 86400}
     }
+
+
+# -- what a question must say to name a time of the conversation -----------------------------------------------------
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What's a good sunday brunch?",  # a weekday as an attribute
+        "What did we say about the Sunday service?",
+        "Change my backup cron so it runs every Monday instead of nightly",  # a repeat, not a day
+        "Set a cron job for every monday",
+        "What did we do each Friday?",
+        "I listen to Second Sunday",
+        "Should the database backup run on Sunday?",  # future or imperative: no past-tense cue
+        "Will it work on Sunday?",
+        "Remind me of the plan this week",
+        "How to compute 3 weeks ago in python",  # code questions: 'ago' and ISO dates are not times
+        "Fix the date parsing in 2024-01-01 format",
+        "Why did the regex match 2024-01-01?",
+    ],
+)
+def test_ordinary_questions_with_date_words_find_nothing(question: str) -> None:
+    assert find_time_window(question, now=WEDNESDAY) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        ("yesterday", utc(2026, 3, 10), utc(2026, 3, 11)),
+        ("what did we discuss on Sunday morning?", utc(2026, 3, 8), utc(2026, 3, 9)),
+        ("What did we decide about the cron job last Tuesday?", utc(2026, 3, 10), utc(2026, 3, 11)),
+        ("What did I say on 3 June, 2023?", utc(2023, 6, 3), utc(2023, 6, 4)),
+        ("notes on 3 June, 2023", utc(2023, 6, 3), utc(2023, 6, 4)),  # an explicit date needs no past tense
+        ("the trip in August 2023", utc(2023, 8, 1), utc(2023, 9, 1)),
+        ("what was said this week?", utc(2026, 3, 9), utc(2026, 3, 16)),
+    ],
+)
+def test_questions_about_a_past_time_still_find_it(question: str, start: datetime, end: datetime) -> None:
+    window = find_time_window(question, now=WEDNESDAY)
+    assert window is not None, question
+    assert (window.start, window.end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is Friday the 13th unlucky?",
+        "What did we decide for 2026-03-20?",  # after now: memories are past
+        "what did we plan on March 20, 2026?",
+        "what did we say about 2027",
+        "what happened from 1990 to 2000",  # a range is not half-read
+        "What did we do from March to May?",
+        "from last Monday to Tuesday, what did we say?",
+        "between Monday and Wednesday what did we discuss",
+        "what did we say from 2026-03-01 to 2026-03-05",
+    ],
+)
+def test_future_windows_and_ranges_find_nothing(question: str) -> None:
+    assert find_time_window(question, now=WEDNESDAY) is None
+
+
+def test_only_the_start_of_a_long_query_is_searched() -> None:
+    assert find_time_window("monday " * 10_000, now=WEDNESDAY) is None  # 70 KB: returns, finding nothing
+    log = "".join(f"2026-03-0{1 + i % 9}T10:00:00 worker {i} started\n" for i in range(300))
+    assert find_time_window(log, now=WEDNESDAY) is not None  # its first timestamp, read from the first lines
+    padding = " and then some more words" * 3_000
+    window = find_time_window("What did we discuss last Tuesday?" + padding, now=WEDNESDAY)
+    assert window is not None
+    assert (window.start, window.end) == (utc(2026, 3, 10), utc(2026, 3, 11))
+    assert find_time_window(padding + " What did we discuss last Tuesday?", now=WEDNESDAY) is None  # past 500 chars
