@@ -45,11 +45,15 @@ class _Period(click.ParamType):  # type: ignore[type-arg]  # generic in the clic
             when = _WHEN.convert(value, param, ctx).replace(tzinfo=timezone.utc)
         except click.BadParameter:
             from langchain_session_rag._time import utcnow  # noqa: PLC0415 - keeps the CLI's start light
+            from langchain_session_rag.errors import InvalidTimestampError  # noqa: PLC0415
             from langchain_session_rag.memory.timewindow import EXAMPLE_PHRASES, resolve_time_phrase  # noqa: PLC0415
 
-            window = resolve_time_phrase(str(value), now=utcnow())
+            examples = ", ".join(EXAMPLE_PHRASES)
+            try:
+                window = resolve_time_phrase(str(value), now=utcnow())
+            except InvalidTimestampError:
+                self.fail(f"{value!r} names a time out of range (the calendar ends in the year 9999).")
             if window is None:
-                examples = ", ".join(EXAMPLE_PHRASES)
                 self.fail(f"{value!r} is neither a date (YYYY-MM-DD) nor a phrase such as {examples}.")
             return window.start, window.end - timedelta(microseconds=1)
         return when, _day_end(when)
@@ -74,7 +78,7 @@ def _day_end(value: datetime | None) -> datetime | None:
     """``--until 2025-03-02`` means up to the end of that day (dates are UTC)."""
     if value is None or value.time() != datetime.min.time():
         return value
-    return value + timedelta(days=1) - timedelta(microseconds=1)
+    return value.replace(hour=23, minute=59, second=59, microsecond=999999)  # no overflow on 9999-12-31
 
 
 def _json_out(data: Any) -> None:

@@ -13,7 +13,12 @@ with "week", "month", "year" or a weekday, a month name after "in", "on", "since
 ("in March", "March 5th"; not "my March playlist", "may I ask", "the march of progress"), a year after such a
 preposition ("in 2025"; not "version 2024.1") and a full date ("2026-03-05", "3/5/2026"). Times of day alone
 ("at 5 pm"), "now", "a second", "the last step", "next week" (memories are past) and spans such as "in the last
-two weeks" do not fire.
+two weeks" do not fire. The question must also refer to the past: a past-tense cue ("did", "was", "said", "ago",
+"last", ...) or an explicit date; a weekday needs "last" / "on" / "this" / "since" / "past" before it and must end
+its clause ("a good sunday brunch", "every Monday", "Should it run on Sunday?" do not fire); in a question about
+code ("python", "regex", "cron", ...) "ago" and numeric dates are not times. A window after ``now`` ("Friday the
+13th") and a range ("from 1990 to 2000") give ``None``, and only the first 500 characters of a question are read
+(the rules are in ``_timecues``).
 
 Usage:
     .. code-block:: python
@@ -36,10 +41,12 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
+from langchain_session_rag.memory._timecues import MAX_MATCHES, MAX_QUERY_CHARS, could_fire, fires, is_range
 from langchain_session_rag.stores.base import Record, Where
 
 if TYPE_CHECKING:
@@ -88,20 +95,7 @@ class TimeWindow:
         return [self.start.isoformat(), self.end.isoformat()]
 
 
-_WEEKDAYS = frozenset({"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"})
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb apr jun jul aug sep sept oct nov dec".split()
-)
-"""Month names; ``mar`` is left out (a verb), ``may`` needs a preposition or a day number like the others."""
-_DAYS = frozenset({"today", "yesterday"})
-_UNITS = frozenset("day days week weeks month months year years".split())
-_RELATIVE = frozenset({"last", "this", "past", "previous"})
-_PREPOSITIONS = frozenset(
-    {"in", "on", "during", "since", "until", "till", "before", "after", "from", "of", "by", "around", "last", "this"}
-)
 _TOKEN = re.compile(r"[a-z]+|\d+")
-_YEAR_MIN, _YEAR_MAX = 1900, 2200
 _PERIODS = ("day", "week", "month", "year")
 
 
@@ -147,7 +141,19 @@ def _parse(phrase: str, now: datetime, parser: Any = None) -> TimeWindow | None:
     if data.date_obj is None:
         return None
     period = data.period if data.period in _PERIODS else "day"  # "time" (at 5 pm yesterday) → its day
-    return _window(data.date_obj, period, phrase, now)
+    try:
+        return _window(data.date_obj, period, phrase, now)
+    except (OverflowError, ValueError):  # the window of year 9999 ends past datetime.max
+        msg = f"Invalid time phrase {phrase!r}: {_OUT_OF_RANGE}."
+        raise InvalidTimestampError(msg) from None
+
+
+_OUT_OF_RANGE = "it names a time out of range (the calendar ends in the year 9999)"
+_DAY_ALONE = re.compile(
+    r"(?:(?:on|in|at|since|until|from|by)\s+)?(?:the\s+)?(?:[+-]\d+|\d{1,3}|\d{5,}|\d+[.,]\d+|\d+(?:st|nd|rd|th))\.?"
+)
+"""A bare number ("1", "-1", "1.5"; not a year such as "2025") or a day without its month ("the 5th"): dateparser
+reads a month or a day of some month into them, never what the user meant."""
 
 
 def resolve_time_phrase(text: str, *, now: datetime) -> TimeWindow | None:
@@ -159,38 +165,15 @@ def resolve_time_phrase(text: str, *, now: datetime) -> TimeWindow | None:
         now: The present (aware; a naive one is taken as UTC). Its timezone decides where days begin.
 
     Returns:
-        The whole day, week (Monday to Monday), month or year named, half-open.
+        The whole day, week (Monday to Monday), month or year named, half-open; ``None`` also for a bare number
+        ("1", "-1") and a day without its month ("on the 5th").
+
+    Raises:
+        InvalidTimestampError: A phrase naming a time past the year 9999 ("in 9999").
     """
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not text.strip() or _DAY_ALONE.fullmatch(text.strip().lower()):
         return None
     return _parse(text.strip(), _aware(now))
-
-
-def _fires(words: list[str], index: int, end: int) -> bool:
-    """Whether the tokens ``words[index:end]`` of a dateparser match name a date (see the module docstring)."""
-    found = words[index:end]
-    before = words[index - 1] if index > 0 else ""
-    if before == "next" or "next" in found:  # memories are past
-        return False
-    has_digit = any(w.isdigit() for w in found)
-    for i, word in enumerate(found):
-        prev = found[i - 1] if i > 0 else before
-        if word in _DAYS or word in _WEEKDAYS:
-            return True
-        if word in _UNITS and ("ago" in found or prev in _RELATIVE):
-            return True
-        if word in _MONTHS and (has_digit or prev in _PREPOSITIONS):
-            return True
-        year = word.isdigit() and len(word) == 4 and _YEAR_MIN <= int(word) <= _YEAR_MAX  # noqa: PLR2004
-        if year and (prev in _PREPOSITIONS or sum(w.isdigit() for w in found) >= 3):  # noqa: PLR2004 - y, m, d
-            return True
-    return False
-
-
-def _could_fire(words: list[str]) -> bool:
-    """A cheap screen before dateparser is loaded: the question holds some date word or a year."""
-    vocabulary = _DAYS | _WEEKDAYS | _MONTHS | _UNITS
-    return any(w in vocabulary or (w.isdigit() and len(w) == 4) for w in words)  # noqa: PLR2004
 
 
 def find_time_window(query: str, *, now: datetime) -> TimeWindow | None:
@@ -203,28 +186,40 @@ def find_time_window(query: str, *, now: datetime) -> TimeWindow | None:
         query: The question.
         now: The present (aware; a naive one is taken as UTC).
     """
-    if not isinstance(query, str) or not _could_fire(_TOKEN.findall(query.lower())):
+    if not isinstance(query, str):
+        return None
+    head = query if len(query) <= MAX_QUERY_CHARS else query[:MAX_QUERY_CHARS].rsplit(maxsplit=1)[0]
+    lowered = head.lower()
+    tokens = list(_TOKEN.finditer(lowered))
+    words = [token.group() for token in tokens]
+    if not could_fire(words):
         return None
     from dateparser.date import DateDataParser  # noqa: PLC0415 - lazy: dateparser takes ~0.2 s to import
     from dateparser.search import search_dates  # noqa: PLC0415
 
     now = _aware(now)
     settings = _settings(now)
-    found = search_dates(query, languages=["en"], settings=settings) or []
-    lowered = query.lower()
+    gaps = [lowered[a.end() : b.start()] for a, b in pairwise(tokens)]
+    found = search_dates(head, languages=["en"], settings=settings) or []
     parser = DateDataParser(languages=["en"], settings=settings)
     cursor = 0
-    for text, _ in found:
+    for text, _ in found[:MAX_MATCHES]:
         match = re.compile(rf"(?<![a-z0-9]){re.escape(text.lower())}(?![a-z0-9])").search(lowered, cursor)
         if match is None:
             continue
         at, cursor = match.start(), match.end()
-        index = len(_TOKEN.findall(lowered[:at]))
-        words = _TOKEN.findall(lowered[: at + len(text)])
-        if _fires(words, index, len(words)):
+        index = sum(token.start() < at for token in tokens)
+        end = sum(token.start() < cursor for token in tokens)
+        if not fires(words, gaps, index, end):
+            continue
+        if is_range(words, index, end):
+            return None
+        try:
             window = _parse(text.strip(), now, parser)
-            if window is not None:
-                return window
+        except InvalidTimestampError:  # past the year 9999
+            continue
+        if window is not None:
+            return window if window.start <= now else None  # a future day names no memory
     return None
 
 
@@ -236,19 +231,25 @@ def time_bound(value: TimestampLike, *, what: str, now: datetime, end: bool) -> 
     day (week, ...) included (``$lt`` the next one).
 
     Raises:
-        InvalidTimestampError: A value that is neither a time nor a phrase naming one.
+        InvalidTimestampError: A value that is neither a time nor a phrase naming one (a bare number such as "1",
+            a day without its month such as "on the 5th"), or a phrase past the year 9999.
     """
     try:
         at = parse_timestamp(value, what=what)
     except InvalidTimestampError:
         if not isinstance(value, str):
             raise
-        window = resolve_time_phrase(value, now=now)
+        expected = (
+            "expected ISO 8601 such as '2026-02-06' or '2026-02-06T10:00:00+01:00', a datetime, epoch seconds, "
+            f"or a phrase such as {', '.join(EXAMPLE_PHRASES)}"
+        )
+        try:
+            window = resolve_time_phrase(value, now=now)
+        except InvalidTimestampError:
+            msg = f"Invalid {what} {value!r}: {_OUT_OF_RANGE}; {expected}."
+            raise InvalidTimestampError(msg) from None
         if window is None:
-            msg = (
-                f"Invalid {what} {value!r}: expected ISO 8601 such as '2026-02-06' or '2026-02-06T10:00:00+01:00', "
-                f"a datetime, epoch seconds, or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
-            )
+            msg = f"Invalid {what} {value!r}: {expected}."
             raise InvalidTimestampError(msg) from None
         return {"$lt": window.end.timestamp()} if end else {"$gte": window.start.timestamp()}
     return {"$lte" if end else "$gte": at.timestamp()}
@@ -259,12 +260,17 @@ def time_span(since: TimestampLike | None, until: TimestampLike | None, *, now: 
 
     Raises:
         InvalidTimestampError: A value that is neither a time nor a phrase naming one.
+        InvalidRequestError: ``since`` after ``until`` (or a ``since`` window starting where ``until``'s ends).
     """
     span: dict[str, float] = {}
     if since is not None:
         span.update(time_bound(since, what="since", now=now, end=False))
     if until is not None:
         span.update(time_bound(until, what="until", now=now, end=True))
+    start = span.get("$gte", -math.inf)
+    if start > span.get("$lte", math.inf) or start >= span.get("$lt", math.inf):
+        msg = f"since {since!r} is after until {until!r}: nothing lies between them; swap them or drop one."
+        raise InvalidRequestError(msg)
     return span
 
 
@@ -274,7 +280,7 @@ def window_option(value: object, boost: object, *, text: str, now: datetime) -> 
     ``"auto"`` finds one in ``text`` (the query) with :func:`find_time_window`; a phrase names it; ``None`` is off.
 
     Raises:
-        InvalidRequestError: Another value, or a ``time_boost`` that is not a number >= 0.
+        InvalidRequestError: Another value, a phrase past the year 9999, or a ``time_boost`` that is not a number >= 0.
         InvalidTimestampError: A phrase that names no time.
     """
     if isinstance(boost, bool) or not isinstance(boost, int | float) or not 0 <= boost < math.inf:
@@ -287,7 +293,14 @@ def window_option(value: object, boost: object, *, text: str, now: datetime) -> 
         raise InvalidRequestError(msg)
     if value == "auto":
         return (find_time_window(text, now=now) if text else None), float(boost)
-    window = resolve_time_phrase(value, now=now)
+    try:
+        window = resolve_time_phrase(value, now=now)
+    except InvalidTimestampError:
+        msg = (
+            f"time_window {value!r} names a time out of range (the calendar ends in the year 9999): "
+            f"use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
+        )
+        raise InvalidRequestError(msg) from None
     if window is None:
         msg = f"time_window {value!r} names no time: use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
         raise InvalidTimestampError(msg)

@@ -10,10 +10,12 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import click
 import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.cli.store_commands import _PERIOD
 from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
 from langchain_session_rag.memory.retrieval import build_query, time_conditions
 from langchain_session_rag.memory.timewindow import find_time_window, resolve_time_phrase
@@ -316,3 +318,132 @@ def test_a_store_that_searches_itself_is_time_aware_too(make_memory: Factory, re
     docs = memory.invoke(QUESTION, now=WEDNESDAY, k=2)
     assert ranked(docs)[0] == "tue"
     assert docs[0].metadata["time_window"] == ["2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00"]
+
+
+# -- values out of range, bare numbers, since after until ------------------------------------------------------------
+@pytest.mark.parametrize("phrase", ["in 9999", "9999-12-31 at noon"])
+def test_a_phrase_past_the_last_year_is_a_typed_error_naming_it(phrase: str) -> None:
+    with pytest.raises(InvalidTimestampError, match=rf"Invalid since {re.escape(repr(phrase))}: .*out of range"):
+        time_conditions(phrase, None, now=WEDNESDAY)
+    with pytest.raises(InvalidTimestampError, match=rf"Invalid until {re.escape(repr(phrase))}: .*out of range"):
+        build_query({"until": phrase, "now": WEDNESDAY}, {"k": 4}, fetch_k=4)
+    with pytest.raises(InvalidRequestError, match=rf"time_window {re.escape(repr(phrase))} .*out of range"):
+        build_query({"time_window": phrase, "now": WEDNESDAY}, {"k": 4}, fetch_k=4, text="x")
+    with pytest.raises(click.BadParameter, match=rf"{re.escape(repr(phrase))} .*out of range"):
+        _PERIOD.convert(phrase, None, None)
+    assert find_time_window(f"What did we plan on {phrase}?", now=WEDNESDAY) is None
+
+
+def test_the_last_day_of_the_calendar_is_a_cli_period() -> None:
+    start, end = _PERIOD.convert("9999-12-31", None, None)
+    assert (start, end) == (utc(9999, 12, 31), datetime.max.replace(tzinfo=UTC))
+
+
+@pytest.mark.parametrize("value", ["1", "12", "-1", "+3", "1.5", "5th", "the 5th", "on the 5th", "on 5", " 7 "])
+def test_a_bare_number_or_a_day_alone_is_refused_with_examples(value: str) -> None:
+    pattern = rf"Invalid since {re.escape(repr(value))}: .*'yesterday', 'last tuesday'"
+    with pytest.raises(InvalidTimestampError, match=pattern):
+        time_conditions(value, None, now=WEDNESDAY)
+    with pytest.raises(InvalidTimestampError, match=rf"time_window {re.escape(repr(value))} names no time"):
+        build_query({"time_window": value, "now": WEDNESDAY}, {"k": 4}, fetch_k=4, text="x")
+    with pytest.raises(click.BadParameter, match="is neither a date"):
+        _PERIOD.convert(value, None, None)
+    assert resolve_time_phrase(value, now=WEDNESDAY) is None
+
+
+@pytest.mark.parametrize("phrase", ["on the 5th of March", "March 5th", "3/5/2026", "in 2025"])
+def test_a_day_with_its_month_or_a_year_is_still_read(phrase: str) -> None:
+    assert resolve_time_phrase(phrase, now=WEDNESDAY) is not None
+
+
+@pytest.mark.parametrize(
+    ("since", "until"),
+    [
+        ("yesterday", "last week"),
+        ("today", "yesterday"),  # the window of since starts where that of until ends: nothing between
+        ("2026-03-10", "2026-03-09T23:00:00Z"),
+        (utc(2026, 3, 10), "last week"),
+    ],
+)
+def test_since_after_until_is_refused_naming_both(since: Any, until: Any) -> None:
+    with pytest.raises(InvalidRequestError, match=rf"since {re.escape(repr(since))} .*until {re.escape(repr(until))}"):
+        time_conditions(since, until, now=WEDNESDAY)
+
+
+def test_since_equal_to_until_is_one_instant_and_allowed() -> None:
+    stamp = utc(2026, 3, 10).timestamp()
+    assert time_conditions("2026-03-10", "2026-03-10", now=WEDNESDAY) == {
+        "timestamp_epoch": {"$gte": stamp, "$lte": stamp}
+    }
+    assert time_conditions("yesterday", "yesterday", now=WEDNESDAY) == {
+        "timestamp_epoch": {"$gte": stamp, "$lt": stamp + 86400}
+    }
+
+
+# -- what a question must say to name a time of the conversation -----------------------------------------------------
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What's a good sunday brunch?",  # a weekday as an attribute
+        "What did we say about the Sunday service?",
+        "Change my backup cron so it runs every Monday instead of nightly",  # a repeat, not a day
+        "Set a cron job for every monday",
+        "What did we do each Friday?",
+        "I listen to Second Sunday",
+        "Should the database backup run on Sunday?",  # future or imperative: no past-tense cue
+        "Will it work on Sunday?",
+        "Remind me of the plan this week",
+        "How to compute 3 weeks ago in python",  # code questions: 'ago' and ISO dates are not times
+        "Fix the date parsing in 2024-01-01 format",
+        "Why did the regex match 2024-01-01?",
+    ],
+)
+def test_ordinary_questions_with_date_words_find_nothing(question: str) -> None:
+    assert find_time_window(question, now=WEDNESDAY) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        ("yesterday", utc(2026, 3, 10), utc(2026, 3, 11)),
+        ("what did we discuss on Sunday morning?", utc(2026, 3, 8), utc(2026, 3, 9)),
+        ("What did we decide about the cron job last Tuesday?", utc(2026, 3, 10), utc(2026, 3, 11)),
+        ("What did I say on 3 June, 2023?", utc(2023, 6, 3), utc(2023, 6, 4)),
+        ("notes on 3 June, 2023", utc(2023, 6, 3), utc(2023, 6, 4)),  # an explicit date needs no past tense
+        ("the trip in August 2023", utc(2023, 8, 1), utc(2023, 9, 1)),
+        ("what was said this week?", utc(2026, 3, 9), utc(2026, 3, 16)),
+    ],
+)
+def test_questions_about_a_past_time_still_find_it(question: str, start: datetime, end: datetime) -> None:
+    window = find_time_window(question, now=WEDNESDAY)
+    assert window is not None, question
+    assert (window.start, window.end) == (start, end)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is Friday the 13th unlucky?",
+        "What did we decide for 2026-03-20?",  # after now: memories are past
+        "what did we plan on March 20, 2026?",
+        "what did we say about 2027",
+        "what happened from 1990 to 2000",  # a range is not half-read
+        "What did we do from March to May?",
+        "from last Monday to Tuesday, what did we say?",
+        "between Monday and Wednesday what did we discuss",
+        "what did we say from 2026-03-01 to 2026-03-05",
+    ],
+)
+def test_future_windows_and_ranges_find_nothing(question: str) -> None:
+    assert find_time_window(question, now=WEDNESDAY) is None
+
+
+def test_only_the_start_of_a_long_query_is_searched() -> None:
+    assert find_time_window("monday " * 10_000, now=WEDNESDAY) is None  # 70 KB: returns, finding nothing
+    log = "".join(f"2026-03-0{1 + i % 9}T10:00:00 worker {i} started\n" for i in range(300))
+    assert find_time_window(log, now=WEDNESDAY) is not None  # its first timestamp, read from the first lines
+    padding = " and then some more words" * 3_000
+    window = find_time_window("What did we discuss last Tuesday?" + padding, now=WEDNESDAY)
+    assert window is not None
+    assert (window.start, window.end) == (utc(2026, 3, 10), utc(2026, 3, 11))
+    assert find_time_window(padding + " What did we discuss last Tuesday?", now=WEDNESDAY) is None  # past 500 chars
