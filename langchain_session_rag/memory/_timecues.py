@@ -6,7 +6,8 @@ only when the question refers to the past: a past-tense cue anywhere in it ("did
 "yesterday", "last", ...) or an explicit date (a day with its month, a year, "2026-03-05"). A weekday also needs
 "last", "on", "this", "since" or "past" before it (not after "every", "each", "a" or "next") and must end its
 clause or be followed by a preposition or pronoun ("on Sunday, we", "last Tuesday about"; not "Sunday service").
-In a question about code ("python", "regex", "cron", ...), "ago" and numeric dates are examples, not times.
+In a question about code ("python", "regex", "cron", ...), numeric dates are examples, not times, and "ago" is one
+only with another past-tense cue ("What was the python bug we fixed two weeks ago?").
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def fires(words: list[str], gaps: list[str], index: int, end: int) -> bool:
         prev = found[i - 1] if i > 0 else before
         if (word in DAYS and past) or (word in WEEKDAYS and past and _weekday(words, gaps, index + i)):
             return True
-        if word in UNITS and past and (("ago" in found and not code) or prev in RELATIVE):
+        if word in UNITS and past and ("ago" in found or prev in RELATIVE):  # code: past needs another cue
             return True
         if word in MONTHS and (digits or (past and prev in PREPOSITIONS)):
             return True

@@ -412,6 +412,8 @@ def test_ordinary_questions_with_date_words_find_nothing(question: str) -> None:
         ("notes on 3 June, 2023", utc(2023, 6, 3), utc(2023, 6, 4)),  # an explicit date needs no past tense
         ("the trip in August 2023", utc(2023, 8, 1), utc(2023, 9, 1)),
         ("what was said this week?", utc(2026, 3, 9), utc(2026, 3, 16)),
+        # a question about code with another past-tense cue: its "ago" is a time
+        ("What was the python bug we fixed two weeks ago?", utc(2026, 2, 23), utc(2026, 3, 2)),
     ],
 )
 def test_questions_about_a_past_time_still_find_it(question: str, start: datetime, end: datetime) -> None:
