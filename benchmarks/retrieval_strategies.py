@@ -434,6 +434,7 @@ def cost_rows(conv: LocomoConversation, root: Path) -> list[dict[str, Any]]:
     """Ingest seconds, texts embedded and query milliseconds of the 0.4 and 0.5 defaults, live (no cache)."""
     rows = []
     questions = [q.question for q in conv.questions if q.evidence]
+    get_default_embeddings().embed_documents([m["content"] for m in conv.sessions[0].messages])  # load and warm
     for name in ("0.4 defaults", "0.5 defaults"):
         embeddings = CountingEmbeddings(get_default_embeddings())
         options: dict[str, Any] = {}
