@@ -135,3 +135,27 @@ def test_a_merged_exchange_chunk_says_how_many_exchanges_it_holds(make_memory: M
     (record,) = memory.backend.get("alice", {})
     assert record.metadata["chunking"] == "exchange"
     assert record.metadata["exchange_count"] == 2
+
+
+_GIT_WITH_AN_ASIDE = [
+    ("How do I squash the last three commits?", "Run git rebase -i HEAD~3 and mark the later commits as squash."),
+    ("My cat is called Pixel and she likes tuna.", "Noted!"),
+    ("The rebase stopped with a conflict in setup.py.", "Fix the file, git add it, then git rebase --continue."),
+    ("Can I undo the whole rebase?", "git rebase --abort, or git reset --hard ORIG_HEAD afterwards."),
+    ("How do I push the rewritten branch?", "git push --force-with-lease."),
+]
+
+
+def test_a_short_fact_between_exchanges_of_another_topic_stays_itself(make_memory: MakeMemory) -> None:
+    """Topic chunking with the default segmenter: the aside does not join the git segment around it."""
+    memory = make_memory()
+    batch = []
+    for i, (question, answer) in enumerate(_GIT_WITH_AN_ASIDE):
+        batch += [
+            {"role": "user", "id": f"u{i}", "content": question},
+            {"role": "assistant", "id": f"a{i}", "content": answer},
+        ]
+    memory.add_messages(batch, session_id="s1")
+    stored = sorted(memory.backend.get("alice", {}), key=lambda r: int(r.metadata["chunk_index"]))
+    assert [r.metadata["message_ids"] for r in stored][1] == '["u1", "a1"]'
+    assert memory.invoke("What is my cat called?", k=1)[0].metadata["message_ids"] == ["u1", "a1"]
