@@ -83,17 +83,9 @@ def pk(reference: Sequence[int], hypothesis: Sequence[int], n: int, *, k: int | 
 def window_diff(reference: Sequence[int], hypothesis: Sequence[int], n: int, *, k: int | None = None) -> float:
     """The share of windows of ``k`` units holding a different number of boundaries in the two segmentations.
 
-    Args:
-        reference: The true boundaries (indices of the units that open a segment, 0 excluded).
-        hypothesis: The boundaries to score.
-        n: The number of units.
-        k: The window; half the mean reference segment length by default.
-
-    Returns:
-        The share of the ``n - k`` pairs ``(i, i + k)`` between which the boundary counts differ.
-
-    Raises:
-        InvalidArgumentError: If ``n`` < 2, a boundary lies outside ``[1, n - 1]``, or ``k`` outside ``[1, n - 1]``.
+    Takes the arguments of :func:`pk` and raises as it does; returns the share of the ``n - k`` pairs
+    ``(i, i + k)`` between which the boundary counts differ (Pevzner and Hearst: it also counts windows where both
+    segmentations cut, but a different number of times, which Pk misses).
     """
     ref, hyp, k = _counted(reference, hypothesis, n, k)
     errors = sum((ref[i + k] - ref[i]) != (hyp[i + k] - hyp[i]) for i in range(n - k))
