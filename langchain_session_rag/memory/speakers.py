@@ -21,13 +21,17 @@ FREQUENT_SPEAKER_SHARE = 0.2
 
 _SPACES = re.compile(r"\s+")
 _ORPHAN_PUNCTUATION = re.compile(r"\s+([?!.,;:])")
+_LEADING_PUNCTUATION = re.compile(r"^[\s,;:]+")
+_LOWER_WORD_NEXT = re.compile(r"\s+[a-z]")
 
 
 def dense_query(query: str, speakers: Iterable[str]) -> str:
     """The query without the names in ``speakers`` (and their possessive ``'s``), for the dense embedding.
 
-    Names match whole words, ignoring case; the longest names are removed first. A query made only of names is
-    returned unchanged.
+    Names match whole words as they are written (a speaker "Will" or "Bill" leaves "will" and "bill" alone; an
+    all-lower-case query matches names in lower case too), longest names first. The query's first word stays
+    when a lower-case word follows it ("Will the deploy work?" keeps its "Will"; "Caroline went where?" too). A
+    month named like a speaker ("May") is removed with the name. A query made only of names is returned unchanged.
 
     Example:
         .. code-block:: python
@@ -39,6 +43,16 @@ def dense_query(query: str, speakers: Iterable[str]) -> str:
     if not names:
         return query
     pattern = "|".join(re.escape(name) for name in names)
-    stripped = re.sub(rf"(?<!\w)(?:{pattern})(?:['\u2019]s)?(?!\w)", " ", query, flags=re.IGNORECASE)
-    stripped = _ORPHAN_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", stripped)).strip()
+    flags = re.IGNORECASE if query == query.lower() else 0
+    name = re.compile(rf"(?<!\w)(?:{pattern})(?:['\u2019]s)?(?!\w)", flags)
+
+    def drop(match: re.Match[str]) -> str:
+        at_start = not query[: match.start()].strip()
+        possessive = match.group(0)[-2:] in {"'s", "\u2019s"}
+        if at_start and not possessive and _LOWER_WORD_NEXT.match(query, match.end()):
+            return match.group(0)  # a sentence opening with a word that happens to be a name: "Will the …"
+        return " "
+
+    stripped = name.sub(drop, query)
+    stripped = _LEADING_PUNCTUATION.sub("", _ORPHAN_PUNCTUATION.sub(r"\1", _SPACES.sub(" ", stripped))).strip()
     return stripped if any(ch.isalnum() for ch in stripped) else query

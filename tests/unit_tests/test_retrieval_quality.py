@@ -22,13 +22,19 @@ MakeMemory = Callable[..., SessionVectorMemory]
     [
         ("What books has Melanie read?", ["Melanie", "Caroline"], "What books has read?"),
         ("What do Melanie's kids like?", ["Melanie"], "What do kids like?"),
-        ("what did MELANIE paint", ["Melanie"], "what did paint"),
+        ("what did melanie paint", ["Melanie"], "what did paint"),  # an all-lower-case query: any case
+        ("What did MELANIE paint", ["Melanie"], "What did MELANIE paint"),  # otherwise names as written
+        ("Who is in Will's will?", ["Will", "Sam"], "Who is in will?"),
+        ("Will the deploy work?", ["Will", "Sam"], "Will the deploy work?"),  # an opening word, not the name
+        ("How much was the electricity bill?", ["May", "Bill"], "How much was the electricity bill?"),
+        ("Bill, what tariff did you find?", ["May", "Bill"], "what tariff did you find?"),
+        ("Melanie's kids like what?", ["Melanie"], "kids like what?"),
         ("When did Caroline and Melanie meet?", ["Melanie", "Caroline"], "When did and meet?"),
         ("What did Mary Ann cook?", ["Mary Ann", "Mary"], "What did cook?"),  # the longest name first
         ("Did Melanieville flood?", ["Melanie"], "Did Melanieville flood?"),  # whole words only
         ("Melanie?", ["Melanie"], "Melanie?"),  # nothing left: the query as it is
         ("What books has Melanie read?", [], "What books has Melanie read?"),
-        ("What did the assistant suggest?", ["User", "Assistant"], "What did the suggest?"),
+        ("What did the Assistant suggest?", ["User", "Assistant"], "What did the suggest?"),
     ],
 )
 def test_dense_query_leaves_out_speaker_names(query: str, speakers: list[str], expected: str) -> None:
