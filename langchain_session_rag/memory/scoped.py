@@ -39,9 +39,9 @@ from langchain_session_rag.stores.base import MemoryBackend, Record, Where
 __all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "reset_replicas", "state_of"]
 
 WRITE_SYNC_AGE = 1.0
+"""Seconds a replica sync may be old when a write plans against it (reads always sync)."""
 SPEAKERS_SYNC_AGE = 60.0
 """Seconds a replica sync stands for reading the frequent speakers (they change slowly)."""
-"""Seconds a replica sync may be old when a write plans against it (reads always sync)."""
 
 
 @dataclass(eq=False)
