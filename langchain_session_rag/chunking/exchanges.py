@@ -169,12 +169,17 @@ class ExchangeChunker(BaseModel):
 
     def _merge_short(self, groups: list[list[Turn]]) -> list[tuple[list[Turn], int]]:
         """The exchanges, short ones merged with an adjacent neighbour; each with its count of exchanges."""
+        if not self.min_tokens:  # nothing is short, and no exchange needs its tokens counted
+            return [(list(group), 1) for group in groups]
         merged: list[tuple[list[Turn], int]] = []
         sizes: list[int] = []
         for group in groups:
-            size = self._size(self.render(group), self.max_tokens) if self.min_tokens else self.min_tokens
-            short = size < self.min_tokens or (bool(sizes) and sizes[-1] < self.min_tokens)
-            if merged and short and self._adjacent(merged[-1][0], group):
+            size = self._size(self.render(group), self.max_tokens)
+            if (
+                merged
+                and (size < self.min_tokens or sizes[-1] < self.min_tokens)
+                and self._adjacent(merged[-1][0], group)
+            ):
                 combined = merged[-1][0] + group
                 combined_size = self._count(self.render(combined))
                 if combined_size <= self.max_tokens:
