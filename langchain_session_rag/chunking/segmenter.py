@@ -26,7 +26,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_session_rag._checks import check_documents, check_int
 from langchain_session_rag.chunking._depth import block_scores, depth_boundaries, depth_scores
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, embedding_model_id
+from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL, embedding_model_id
 from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 from langchain_session_rag.stores.base import decode_message_ids
@@ -91,7 +91,7 @@ def _check_range(name: str, value: object, low: float, high: float, *, high_open
         raise InvalidArgumentError(msg)
 
 
-CALIBRATED_THRESHOLDS: dict[str, float] = {DEFAULT_EMBEDDING_MODEL: 0.15}
+CALIBRATED_THRESHOLDS: dict[str, float] = {DEFAULT_EMBEDDING_MODEL: 0.15, TORCH_EMBEDDING_MODEL: 0.15}
 """Thresholds calibrated per embedding model (by its ``embedding_model_id``), used when no method is given.
 
 all-MiniLM-L6-v2: 0.15 (centroid), the best mean of Pk and WindowDiff over 0.05-0.7 on the tuning sessions and
@@ -115,7 +115,7 @@ class TopicSegmenter(BaseDocumentTransformer):
     Setup:
         .. code-block:: bash
 
-            pip install 'torch==2.13.0' && pip install 'langchain-session-rag[local]'
+            pip install langchain-session-rag
 
     Instantiate:
         .. code-block:: python

@@ -21,7 +21,7 @@ from langchain_session_rag.errors import EmbeddingModelMismatchError, StoreUnava
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["StoreOptions", "default_store_path", "err", "out", "printable", "shorten", "store_options"]
+__all__ = ["COLLECTION", "StoreOptions", "default_store_path", "err", "out", "printable", "shorten", "store_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
@@ -65,9 +65,9 @@ def _server(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
 
 def _embeddings_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     del ctx
-    if value is None or value == "local" or (value.startswith("ollama:") and len(value) > len("ollama:")):
+    if value in (None, "local", "local-torch") or (value.startswith("ollama:") and len(value) > len("ollama:")):
         return value
-    msg = f"expected 'local' or 'ollama:MODEL' (e.g. ollama:nomic-embed-text), got {value!r}"
+    msg = f"expected 'local', 'local-torch' or 'ollama:MODEL' (e.g. ollama:nomic-embed-text), got {value!r}"
     raise click.BadParameter(msg, param=param)
 
 
@@ -174,14 +174,27 @@ class StoreOptions:
         ``--path`` must not become a new, empty store that a command then reports on).
         """
         self.user_id  # noqa: B018 - a bad --user is refused first
-        folder = self.path or default_store_path()
-        if not create and self.server is None and not (folder / "chroma.sqlite3").exists():
-            msg = f"No store at {folder} (a mistyped --path or SESSION_RAG_PATH?); `session-rag ingest` creates one."
-            raise click.UsageError(msg)
+        if not create:
+            self._must_exist()
         if self._memory is None:
             with status(f"Opening the memory at {self.location} …"):
                 self._memory = self._open(settings, embeds=embeds)
         return self._memory
+
+    def _must_exist(self) -> None:
+        folder = self.path or default_store_path()
+        if self.server is None and not (folder / "chroma.sqlite3").exists():
+            msg = f"No store at {folder} (a mistyped --path or SESSION_RAG_PATH?); `session-rag ingest` creates one."
+            raise click.UsageError(msg)
+
+    def existing_client(self) -> Any:
+        """The chromadb client of an existing store (a folder without one is refused)."""
+        self._must_exist()
+        return self._client()
+
+    def embeddings_for(self, spec: str | None) -> Embeddings | None:
+        """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused."""
+        return self._embeddings(spec, embeds=True)
 
     def _client(self) -> Any:
         from langchain_session_rag.errors import SessionRAGError, StoreLockedError  # noqa: PLC0415
@@ -225,6 +238,8 @@ class StoreOptions:
     def _embeddings(self, spec: str | None, *, embeds: bool) -> Embeddings | None:
         if spec is None or spec == "local":
             return None  # the bundled default
+        if spec == "local-torch":
+            return _torch_embeddings()
         from langchain_session_rag.models.local_llm import has_model, ollama_base_url, ollama_models  # noqa: PLC0415
 
         model = spec.removeprefix("ollama:")
@@ -245,21 +260,45 @@ class StoreOptions:
         return _OllamaDown(spec, reason)
 
 
+def _torch_embeddings() -> Embeddings:
+    """The bundled model's torch route, or a sentence on what to install (or how to leave it behind)."""
+    import importlib.util  # noqa: PLC0415
+
+    from langchain_session_rag.errors import MissingDependencyError  # noqa: PLC0415
+    from langchain_session_rag.models.embeddings import LocalEmbeddings  # noqa: PLC0415
+
+    if importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec("torch") is None:
+        msg = (
+            "This store was written by the torch route of all-MiniLM-L6-v2 (the default before 0.6). Install it "
+            "(pip install 'torch==2.13.0' 'langchain-session-rag[torch]'), or re-embed the store once with the "
+            "current default: session-rag reembed (needs the torch route no more)."
+        )
+        raise MissingDependencyError(msg)
+    return LocalEmbeddings(backend="torch")
+
+
+def spec_of_model(recorded: Any) -> str | None:
+    """The ``--embeddings`` value that loads the model ``recorded`` (``None``: the bundled default)."""
+    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL  # noqa: PLC0415
+
+    if recorded == DEFAULT_EMBEDDING_MODEL:
+        return None
+    return "local-torch" if recorded == TORCH_EMBEDDING_MODEL else str(recorded)
+
+
 def _spec_of(recorded: Any, asked: str | None) -> str | None:
     """The ``--embeddings`` value to open a store written by ``recorded`` with (``asked``: the option given)."""
-    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL  # noqa: PLC0415
-
     if not recorded:
         return asked
     wanted = None if asked in (None, "local") else asked
-    current = None if recorded == DEFAULT_EMBEDDING_MODEL else str(recorded)
+    current = spec_of_model(recorded)
     if asked is not None and wanted != current:
         msg = (
             f"This store holds vectors of {recorded!r}; --embeddings {asked} would mix in another model's. "
             "Leave --embeddings out to use the store's model."
         )
         raise EmbeddingModelMismatchError(msg)
-    if current is None or current.startswith("ollama:"):
+    if current is None or current == "local-torch" or current.startswith("ollama:"):
         return current
     msg = (
         f"This store was written by the embedding model {recorded!r}, which the command line cannot load; "

@@ -1,4 +1,4 @@
-"""The commands that read and change a store: ingest, search, sessions, forget, export, import, stats, consolidate."""
+"""The commands that read and change a store: ingest, search, sessions, forget, export, import, stats, reembed."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import (
+    COLLECTION,
     StoreOptions,
     default_store_path,
     err,
@@ -25,7 +26,7 @@ from langchain_session_rag.cli.options import (
 )
 from langchain_session_rag.importers.types import FORMAT_NAMES
 
-__all__ = ["consolidate", "export", "forget", "import_", "ingest", "search", "sessions", "stats"]
+__all__ = ["consolidate", "export", "forget", "import_", "ingest", "reembed", "search", "sessions", "stats"]
 
 _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"])
 
@@ -372,3 +373,34 @@ def consolidate(session_ids: tuple[str, ...], **store: Any) -> None:
             changed += 1
             table.add_row(session, str(result.exchanges), str(result.segments), str(result.texts_embedded))
     out.print(table if changed else "Nothing to consolidate: no session holds separate exchanges.")
+
+
+@cli.command()
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation (needed in scripts).")
+@store_options
+def reembed(yes: bool, **store: Any) -> None:
+    """Re-embed the whole store (every user) with --embeddings (default: the bundled model), from its texts.
+
+    \b
+    For a store written by another model, e.g. the torch route of all-MiniLM-L6-v2 (the default before 0.6).
+    Crash-safe: the old vectors serve until the new copy is complete.
+    """
+    from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
+    from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings  # noqa: PLC0415
+    from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
+
+    options = StoreOptions.of(store)
+    client = options.existing_client()
+    recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
+    target = options.embeddings_for(options.embeddings) or get_default_embeddings()
+    if recorded == embedding_model_id(target):
+        out.print(f"The store is already embedded with {recorded}: nothing to do.")
+        return
+    if not yes and not sys.stdin.isatty():
+        msg = "reembed asks for confirmation on a terminal; pass --yes to confirm from a script."
+        raise click.UsageError(msg)
+    if not yes and not click.confirm(f"Re-embed every chunk of {options.location} with {embedding_model_id(target)}?"):
+        raise click.exceptions.Exit(1)
+    with status(f"Re-embedding {options.location} with {embedding_model_id(target)} …"):
+        count = SessionVectorMemory.reembed(client, embeddings=target, collection_name=COLLECTION)
+    out.print(f"Re-embedded {count} chunks: {recorded or 'no model'} → {embedding_model_id(target)}.")

@@ -42,7 +42,7 @@ class SessionVectorMemory(MemoryAdmin):
     Setup:
         .. code-block:: bash
 
-            pip install 'torch==2.13.0' && pip install 'langchain-session-rag[local]'
+            pip install langchain-session-rag
 
     Instantiate:
         .. code-block:: python

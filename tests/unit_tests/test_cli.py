@@ -23,6 +23,7 @@ COMMANDS = [
     "forget",
     "import",
     "ingest",
+    "reembed",
     "search",
     "sessions",
     "stats",
@@ -75,7 +76,7 @@ def test_help_version_and_every_command_has_plain_help() -> None:
         (["search", "x", "--since", "blue moon"], "'blue moon' is neither a date (YYYY-MM-DD) nor a phrase such as"),
         (["search", "x", "--since", "last week", "--until", "two weeks ago"], "is after --until"),
         (["search", "x", "--server", "nohost"], "expected HOST:PORT"),
-        (["search", "x", "--embeddings", "openai"], "expected 'local' or 'ollama:MODEL'"),
+        (["search", "x", "--embeddings", "openai"], "expected 'local', 'local-torch' or 'ollama:MODEL'"),
         (["nope"], "No such command 'nope'"),
         (["ingest"], "Missing argument 'FILES...'"),
         (["ingest", "/no/such/file.json"], "'/no/such/file.json' does not exist"),
@@ -190,7 +191,7 @@ def test_sessions_stats_export_import(store: dict[str, str], tmp_path: Path) -> 
     stats = json.loads(run("stats", "--json", env=store).stdout)
     assert stats["user"] == "alice"
     assert stats["sessions"] == 6
-    assert stats["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert stats["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
     assert stats["disk_bytes"] > 0
     exported = tmp_path / "alice.jsonl"
     assert f"Exported {stats['chunks']} chunk(s)" in run("export", str(exported), env=store).stdout
@@ -307,3 +308,28 @@ def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
     done = run("demo", "--path", str(tmp_path / "demo"), "--no-llm").stdout
     assert "Stored 6 sessions" in done
     assert "Scoping: user 'bob' asks the first question and gets 0 results." in done
+
+
+def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
+    path = tmp_path / "old"
+    write = (  # in a process of its own: an embedded store has one process at a time
+        "import sys\n"
+        "from langchain_session_rag import LocalEmbeddings, SessionVectorMemory\n"
+        "memory = SessionVectorMemory.local(path=sys.argv[1], user_id='alice', embeddings=LocalEmbeddings(backend='torch'))\n"
+        "memory.add_messages([{'role': 'user', 'content': 'My sourdough starter is called Bubbles.'},\n"
+        "                     {'role': 'assistant', 'content': 'Cute!'}], session_id='s1')\n"
+    )
+    subprocess.run([sys.executable, "-c", write, str(path)], check=True, capture_output=True, timeout=300)
+    env = {"SESSION_RAG_PATH": str(path), "SESSION_RAG_USER": "alice"}
+    assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout  # opened with the torch route
+    mixed = run("search", "x", "--embeddings", "local", env=env, check=1)
+    assert "would mix in another model's" in mixed.stderr
+    refused = run("reembed", env=env, check=2)
+    assert "--yes" in refused.stderr
+    done = run("reembed", "--yes", env=env)
+    assert "Re-embedded 1 chunks: sentence-transformers/all-MiniLM-L6-v2 → " in done.stdout
+    assert json.loads(run("stats", "--json", env=env).stdout)["embedding_model"].endswith(":onnx-int8")
+    assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout
+    assert "nothing to do" in run("reembed", "--yes", env=env).stdout
+    assert "No store at" in run("reembed", "--yes", "--path", str(tmp_path / "nowhere"), check=2).stderr

