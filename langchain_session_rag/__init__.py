@@ -26,6 +26,7 @@ from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from
 from langchain_session_rag.memory.retriever import Consolidation, SessionInfo, SessionVectorMemory
 from langchain_session_rag.models.embeddings import LocalEmbeddings, get_default_embeddings
 from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
+from langchain_session_rag.models.multilingual import MultilingualEmbeddings
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
@@ -62,6 +63,7 @@ __all__ = [
     "ImportedConversation",
     "LocalChatModel",
     "LocalEmbeddings",
+    "MultilingualEmbeddings",
     "SectionReport",
     "Segment",
     "SemanticCache",

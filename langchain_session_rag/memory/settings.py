@@ -58,7 +58,9 @@ class MemorySettings(BaseRetriever):
     fetch_k: int = Field(default=50, ge=1)
     """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
     lexical_weight: float = Field(default=0.3, ge=0, le=1)
-    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only."""
+    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only.
+    When not given, an embedding model's ``default_lexical_weight`` attribute wins (``MultilingualEmbeddings``: 0,
+    as BM25's word matching, tuned on English, let function words outrank meaning in German, Spanish, French)."""
     strip_speaker_names: bool = True
     """Leave the names of the memory's frequent speakers (labels of at least a fifth of its conversation chunks)
     out of the dense query, keeping them for BM25: "What books has Melanie read?" is embedded as "What books has
@@ -166,6 +168,9 @@ class MemorySettings(BaseRetriever):
             raise InvalidArgumentError(msg)
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
+        preferred = getattr(self.embeddings, "default_lexical_weight", None)
+        if "lexical_weight" not in self.model_fields_set and isinstance(preferred, int | float):
+            self.lexical_weight = float(preferred)
         if self.segmenter is None:
             self.segmenter = TopicSegmenter(
                 self.embeddings, max_tokens=DEFAULT_SEGMENT_TOKENS, token_counter=self.chunker.count

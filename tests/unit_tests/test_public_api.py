@@ -19,6 +19,7 @@ def test_all_is_pinned() -> None:
         "ImportedConversation",
         "LocalChatModel",
         "LocalEmbeddings",
+        "MultilingualEmbeddings",
         "SectionReport",
         "Segment",
         "SemanticCache",
