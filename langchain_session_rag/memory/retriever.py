@@ -341,3 +341,23 @@ class SessionVectorMemory(MemoryAdmin):
     async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """Async :meth:`get_by_ids`."""
         return await asyncio.to_thread(self.get_by_ids, ids)
+
+    # -- start-up --------------------------------------------------------------------------------
+    def warm_up(self) -> Self:
+        """Load now what the first request would load, and return ``self``.
+
+        That is the embedding model, this user's in-process index, the tokenizer and the date parser; a fresh
+        process otherwise pays for them on its first question (``benchmarks/cold_start.py`` measures it). Call it
+        once when a server starts.
+        """
+        from langchain_session_rag._time import utcnow  # noqa: PLC0415
+        from langchain_session_rag.memory.timewindow import resolve_time_phrase  # noqa: PLC0415
+
+        self.chunker.count("warm up")
+        resolve_time_phrase("yesterday", now=utcnow())
+        self.invoke("warm up", k=1)
+        return self
+
+    async def awarm_up(self) -> Self:
+        """Async :meth:`warm_up`."""
+        return await asyncio.to_thread(self.warm_up)
