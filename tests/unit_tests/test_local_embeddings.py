@@ -152,3 +152,42 @@ def test_a_store_written_by_the_torch_route_is_not_mixed(tmp_path: Path, real_em
 
 def test_both_routes_share_the_calibrated_segmentation_threshold(real_embeddings: LocalEmbeddings) -> None:
     assert TopicSegmenter(real_embeddings).threshold == TopicSegmenter(LocalEmbeddings(backend="torch")).threshold
+
+
+def test_unpacked_weights_give_the_same_vectors(real_embeddings: LocalEmbeddings) -> None:
+    texts = _sample_texts()
+    unpacked = LocalEmbeddings(unpack_weights=True)
+    assert np.allclose(unpacked.embed_documents(texts), real_embeddings.embed_documents(texts), atol=1e-5)
+    with pytest.raises(InvalidArgumentError, match="backend='onnx' only"):
+        LocalEmbeddings(backend="torch", unpack_weights=True)
+
+
+class _Recording:
+    """Stands in for the onnxruntime session, recording each batch's shape."""
+
+    def __init__(self, session: object) -> None:
+        self.session = session
+        self.shapes: list[tuple[int, int]] = []
+
+    def run(self, names: object, feed: dict[str, np.ndarray]) -> object:
+        self.shapes.append(feed["input_ids"].shape)
+        return self.session.run(names, feed)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.session, name)
+
+
+def test_batches_are_bounded_in_padded_tokens(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoder = LocalEmbeddings().encoder
+    recording = _Recording(encoder.session)
+    monkeypatch.setattr(encoder, "session", recording)
+    texts = ["short one"] * 40 + [" ".join(f"w{i}" for i in range(n * 7)) for n in range(1, 60)]
+    vectors = encoder.encode(texts, 32)
+    assert vectors.shape == (len(texts), 384)
+    assert sum(rows for rows, _ in recording.shapes) == len(texts)
+    assert all(rows <= 32 for rows, _ in recording.shapes)
+    assert all(rows * width <= onnx_encoder.MAX_BATCH_TOKENS or rows == 1 for rows, width in recording.shapes)
+    assert max(width for _, width in recording.shapes) == onnx_encoder.MAX_TOKENS
+    monkeypatch.undo()
+    one_by_one = np.array([encoder.encode([t], 1)[0] for t in texts[::10]])
+    assert np.allclose(vectors[::10], one_by_one, atol=1e-5)
