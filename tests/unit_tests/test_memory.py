@@ -37,7 +37,7 @@ def test_stored_metadata(make_memory: Factory) -> None:
     assert meta["source_type"] == "session"
     assert meta["chunk_index"] == 0
     assert meta["token_count"] == m.chunker.count(doc.page_content)
-    assert meta["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert meta["embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
     assert doc.page_content.startswith("User: ChromaDB keeps throwing")
     assert 0 < meta["similarity"] <= 1
     assert meta["score"] == meta["similarity"]  # no decay by default
