@@ -1,7 +1,7 @@
 """Memory per chunk of the in-process replica (``UserReplica``), by component, and its query latency.
 
-One user's replica is filled with ``--chunks`` chunks (default 20,000) the way a sync loads it: records in
-batches of ``FETCH_BATCH``, each record as the store returns it. Texts are 60-120 words of real chat turns (LoCoMo
+One user's replica is filled with ``--chunks`` chunks (default 20,000) the way its first sync loads it: every
+record in one read, each record as the store returns it. Texts are 60-120 words of real chat turns (LoCoMo
 turns, ``--data PATH`` else ``$LOCOMO_PATH`` else the bundled sample, recombined at random, with a number and a
 name added per chunk as real chats have); the metadata is what ``session_record`` writes (sessions of 20-60
 chunks, 2-4 message ids, speakers, chunk_index); every string is a fresh object per record, as Chroma returns
@@ -47,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import locomo_data
 
-from langchain_session_rag.memory.replica import FETCH_BATCH, UserReplica
+from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import session_record
 
@@ -133,14 +133,9 @@ def records(n: int, pool: list[tuple[str, str]], *, seed: int = 0, unit: bool = 
         left, index = left - 1, index + 1
 
 
-def fill(replica: UserReplica, batches: Iterator[Record]) -> None:
-    batch: list[Record] = []
-    for record in batches:
-        batch.append(record)
-        if len(batch) == FETCH_BATCH:
-            replica.put(batch)
-            batch = []
-    replica.put(batch)
+def fill(replica: UserReplica, source: Iterator[Record]) -> None:
+    """Fill an empty replica as its first sync does: every record in one read (``load``)."""
+    replica.sync(list, lambda _: [], load=lambda: list(source))
 
 
 def deep_size(root: Any, seen: set[int]) -> int:

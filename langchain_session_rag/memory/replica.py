@@ -109,11 +109,11 @@ class UserReplica:
             self._row[doc_id] = index
         self._matrix[index] = row
 
-    def _reserve(self, rows: int) -> None:
-        """Make room for ``rows`` more vectors than held (exactly, or by ``GROWTH`` when that is more)."""
+    def _reserve(self, rows: int, *, exact: bool = False) -> None:
+        """Make room for ``rows`` more vectors than held (by ``GROWTH`` when that is more, unless ``exact``)."""
         held, capacity = len(self._ids), self._matrix.shape[0]
-        if held + rows > capacity:
-            size = max(held + rows, int(capacity * GROWTH), 16)
+        if held + rows > capacity or (exact and held + rows < capacity):
+            size = held + rows if exact else max(held + rows, int(capacity * GROWTH), 16)
             grown = np.zeros((size, self._matrix.shape[1]), dtype=np.float32)
             grown[:held] = self._matrix[:held]
             self._matrix = grown
@@ -236,6 +236,8 @@ class UserReplica:
             with self.lock:
                 self.put(r for r in fetched if r.id not in self._pending_delete)
         with self.lock:
+            if len(missing) > FETCH_BATCH:  # fetched in several batches: give back the rows grown ahead
+                self._reserve(0, exact=True)
             if self._generation == generation:  # not invalidated meanwhile
                 self.synced_at = started
 

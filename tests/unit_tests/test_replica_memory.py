@@ -172,3 +172,12 @@ def test_compact_postings_score_as_textbook_bm25(
     got = index.top(" ".join(query), n, only=only)
     assert [d for d, _ in got] == [d for d, _ in ranked]
     assert len(index) == len(docs)
+
+
+def test_a_sync_fetching_in_batches_gives_back_the_rows_grown_ahead() -> None:
+    stored = {r.id: r for r in _records(4_500)}
+    replica = UserReplica()
+    replica.put([next(iter(stored.values()))])  # not empty: the sync fetches the rest in batches
+    replica.sync(lambda: list(stored), lambda ids: [stored[i] for i in ids])
+    assert len(replica) == 4_500
+    assert replica._matrix.shape == (4_500, DIM)
