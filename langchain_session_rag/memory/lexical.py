@@ -11,9 +11,13 @@ import functools
 import heapq
 import math
 import re
+from array import array
 from collections import Counter
-from collections.abc import Container
+from collections.abc import Container, Iterable
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 __all__ = ["BM25Index", "stem", "tokenize"]
 
@@ -64,55 +68,138 @@ def tokenize(text: str) -> list[str]:
 UBIQUITOUS = 0.95
 """Query terms found in more than this share of a user's chunks are skipped (their idf is below 0.05)."""
 
+BULK_REMOVAL = 32
+"""Removals from one call past which each touched posting list is filtered once, instead of searched per document."""
+
 
 class BM25Index:
-    """Okapi BM25 over documents added and removed by id."""
+    """Okapi BM25 over documents added and removed by id.
+
+    Compact: each document has a slot number; each term a posting list of slots and term frequencies in two
+    ``array("I")`` (8 bytes a posting, against some 80 for a per-document ``Counter`` plus a per-term ``set``).
+    The index keeps each document's text, and unindexes a document by tokenizing it again.
+    """
 
     def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
         """Create an empty index with the usual BM25 parameters."""
         self.k1, self.b = k1, b
-        self._terms: dict[str, Counter[str]] = {}
-        self._lengths: dict[str, int] = {}
-        self._df: Counter[str] = Counter()
-        self._postings: dict[str, set[str]] = {}
+        self.texts: dict[str, str] = {}
+        """Text of each indexed document (do not modify: removal tokenizes it again)."""
         self.metadata: dict[str, dict[str, Any]] = {}
+        """Metadata of each indexed document, as given to :meth:`add`."""
+        self._slot: dict[str, int] = {}
+        self._docs: list[str | None] = []
+        """Slot → document id (``None`` for a free slot)."""
+        self._free: list[int] = []
+        self._lengths = array("I")
+        """Slot → number of terms of its document (0 for a free slot)."""
+        self._total = 0
+        self._postings: dict[str, tuple[array[int], array[int]]] = {}
+        """Term → (slots of the documents holding it, its frequency in each)."""
 
     def __len__(self) -> int:
         """Number of indexed documents."""
-        return len(self._terms)
+        return len(self._slot)
 
     @property
     def ids(self) -> set[str]:
         """Ids of the indexed documents."""
-        return set(self._terms)
+        return set(self._slot)
 
     def add(self, doc_id: str, text: str, metadata: dict[str, Any] | None = None) -> None:
         """Index a document (replacing one with the same id)."""
-        if doc_id in self._terms:
+        if doc_id in self._slot:
             self.remove(doc_id)
         terms = Counter(tokenize(text))
-        self._terms[doc_id] = terms
-        self._lengths[doc_id] = sum(terms.values())
+        if self._free:
+            slot = self._free.pop()
+            self._docs[slot] = doc_id
+        else:
+            slot = len(self._docs)
+            self._docs.append(doc_id)
+            self._lengths.append(0)
+        length = sum(terms.values())
+        self._lengths[slot] = length
+        self._total += length
+        self._slot[doc_id] = slot
+        self.texts[doc_id] = text
         self.metadata[doc_id] = metadata or {}
-        for term in terms:
-            self._df[term] += 1
-            self._postings.setdefault(term, set()).add(doc_id)
+        for term, frequency in terms.items():
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = (array("I"), array("I"))
+            postings[0].append(slot)
+            postings[1].append(frequency)
 
     def remove(self, doc_id: str) -> None:
         """Drop a document from the index."""
-        terms = self._terms.pop(doc_id, None)
-        if terms is None:
+        self.remove_many([doc_id])
+
+    def remove_many(self, ids: Iterable[str]) -> None:
+        """Drop documents from the index (those not indexed are ignored)."""
+        slots: dict[int, set[str]] = {}
+        for doc_id in dict.fromkeys(ids):
+            slot = self._slot.pop(doc_id, None)
+            if slot is None:
+                continue
+            slots[slot] = set(tokenize(self.texts.pop(doc_id)))
+            self.metadata.pop(doc_id, None)
+            self._total -= self._lengths[slot]
+            self._lengths[slot] = 0
+            self._docs[slot] = None
+            self._free.append(slot)
+        if len(slots) <= BULK_REMOVAL:
+            for slot, terms in slots.items():
+                for term in terms:
+                    held, frequencies = self._postings[term]
+                    at = held.index(slot)
+                    del held[at], frequencies[at]
+                    if not held:
+                        del self._postings[term]
             return
-        self._lengths.pop(doc_id, None)
-        self.metadata.pop(doc_id, None)
-        for term in terms:
-            self._df[term] -= 1
+        gone = np.fromiter(slots, dtype=np.uint32, count=len(slots))
+        for term in set().union(*slots.values()):
+            held, frequencies = self._postings[term]
+            keep = ~np.isin(np.frombuffer(held, dtype=np.uint32), gone)
+            if not keep.any():
+                del self._postings[term]
+                continue
+            kept_slots, kept_frequencies = array("I"), array("I")
+            kept_slots.frombytes(np.frombuffer(held, dtype=np.uint32)[keep].tobytes())
+            kept_frequencies.frombytes(np.frombuffer(frequencies, dtype=np.uint32)[keep].tobytes())
+            self._postings[term] = (kept_slots, kept_frequencies)
+
+    def _accumulate(self, query: str) -> npt.NDArray[np.float64] | None:
+        """BM25 score by slot (0 where no query term occurs); ``None`` when no term counts."""
+        n = len(self._slot)
+        if not n:
+            return None
+        avg = self._total / n or 1.0
+        lengths = np.frombuffer(self._lengths, dtype=np.uint32)
+        out: npt.NDArray[np.float64] | None = None
+        for term in set(tokenize(query)):
             postings = self._postings.get(term)
-            if postings is not None:
-                postings.discard(doc_id)
-            if self._df[term] <= 0:
-                del self._df[term]
-                self._postings.pop(term, None)
+            df = len(postings[0]) if postings is not None else 0
+            if postings is None or df > UBIQUITOUS * n:  # a term in nearly every chunk ranks nothing (idf < 0.05)
+                continue
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            slots = np.frombuffer(postings[0], dtype=np.uint32)
+            f = np.frombuffer(postings[1], dtype=np.uint32).astype(np.float64)
+            norm = self.k1 * (1 - self.b + self.b * lengths[slots].astype(np.float64) / avg)
+            if out is None:
+                out = np.zeros(len(self._docs), dtype=np.float64)
+            out[slots] += idf * f * (self.k1 + 1) / (f + norm)  # a slot occurs once per posting list
+        return out
+
+    def _matches(self, query: str, only: Container[str] | None) -> tuple[npt.NDArray[np.float64], list[int]]:
+        scores = self._accumulate(query)
+        if scores is None:
+            return np.zeros(0), []
+        slots = np.flatnonzero(scores).tolist()  # every posting adds a positive amount
+        if only is not None:
+            docs = self._docs
+            slots = [s for s in slots if docs[s] in only]
+        return scores, slots
 
     def scores(
         self,
@@ -121,23 +208,9 @@ class BM25Index:
         only: Container[str] | None = None,
     ) -> dict[str, float]:
         """BM25 score of every document sharing a term with ``query`` (among ``only`` when given)."""
-        n = len(self._terms)
-        if not n:
-            return {}
-        avg = sum(self._lengths.values()) / n or 1.0
-        out: dict[str, float] = {}
-        for term in set(tokenize(query)):
-            df = self._df.get(term, 0)
-            if not df or df > UBIQUITOUS * n:  # a term in nearly every chunk ranks nothing (idf < 0.05)
-                continue
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-            for doc_id in self._postings[term]:
-                if only is not None and doc_id not in only:
-                    continue
-                f = self._terms[doc_id][term]
-                norm = self.k1 * (1 - self.b + self.b * self._lengths[doc_id] / avg)
-                out[doc_id] = out.get(doc_id, 0.0) + idf * f * (self.k1 + 1) / (f + norm)
-        return out
+        scores, slots = self._matches(query, only)
+        docs = self._docs
+        return {str(docs[s]): float(scores[s]) for s in slots}
 
     def top(
         self,
@@ -146,6 +219,14 @@ class BM25Index:
         *,
         only: Container[str] | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``n`` best documents with their scores, best first."""
-        scores = self.scores(query, only=only)
-        return heapq.nsmallest(n, scores.items(), key=lambda kv: (-kv[1], kv[0]))
+        """The ``n`` best documents with their scores, best first (ties by id)."""
+        scores, slots = self._matches(query, only)
+        if n < 1 or not slots:
+            return []
+        if n < len(slots):  # keep the n best and every slot tied with the n-th
+            held = np.asarray(slots, dtype=np.int64)
+            values = scores[held]
+            nth = np.partition(values, len(values) - n)[len(values) - n]
+            slots = held[values >= nth].tolist()
+        docs = self._docs
+        return heapq.nsmallest(n, ((str(docs[s]), float(scores[s])) for s in slots), key=lambda kv: (-kv[1], kv[0]))

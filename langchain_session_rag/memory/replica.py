@@ -12,6 +12,7 @@ replica immediately, also while they are still on their way to the store
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import Counter, OrderedDict
@@ -30,22 +31,42 @@ __all__ = ["ReplicaCache", "UserReplica"]
 
 FETCH_BATCH = 2_000
 """Ids fetched per store read when a replica catches up (keeps each read well under SQL variable limits)."""
+SHARED_VALUES = frozenset(
+    {"user_id", "session_id", "source_type", "chunking", "embedding_model", "source_name", "segmentation", "speakers"}
+)
+"""Metadata keys whose text values repeat across chunks: held once (interned), as every key is."""
+GROWTH = 1.25
+"""Factor the vector matrix grows by when full, at least (a batch of records reserves all its rows at once)."""
+
+
+def _compact(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``metadata`` with its keys and repeated text values interned (stores return new strings)."""
+    return {
+        sys.intern(key) if type(key) is str else key: sys.intern(value)
+        if key in SHARED_VALUES and type(value) is str
+        else value
+        for key, value in metadata.items()
+    }
 
 
 class UserReplica:
-    """One user's chunks in process: texts, metadata, a BM25 index and a matrix of unit vectors."""
+    """One user's chunks in process: texts, metadata, a BM25 index and a matrix of unit vectors.
+
+    The texts and metadata live in the BM25 index (:class:`~langchain_session_rag.memory.lexical.BM25Index`);
+    the vectors are rows of one float32 matrix, and no other copy of them is kept.
+    """
 
     def __init__(self) -> None:
         """Create an empty replica."""
         self.lexical = BM25Index()
-        self._texts: dict[str, str] = {}
+        """The BM25 index, which also holds every record's text and metadata."""
         self._row: dict[str, int] = {}
         self._ids: list[str] = []
         self._matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._sessions: dict[str, dict[str, int]] = {}
         """Session id → {chunk id: chunk_index} of the session's conversation chunks."""
-        self._by_message: dict[tuple[str, str], set[str]] = {}
-        """(session id, message id) → ids of the conversation chunks covering that message."""
+        self._by_message: dict[str, dict[str, tuple[str, ...]]] = {}
+        """Session id → message id → ids of the conversation chunks covering that message."""
         self._speakers: Counter[str] = Counter()
         """Speaker label → conversation chunks it speaks in."""
         self._conversation_chunks = 0
@@ -60,7 +81,7 @@ class UserReplica:
 
     def __len__(self) -> int:
         """Number of chunks held."""
-        return len(self._texts)
+        return len(self.lexical)
 
     @property
     def busy(self) -> bool:
@@ -79,17 +100,23 @@ class UserReplica:
             if self._ids:
                 msg = f"Vector of dimension {row.shape[0]} for {doc_id!r}; the replica holds {self._matrix.shape[1]}."
                 raise InvalidArgumentError(msg)
-            self._matrix = np.zeros((16, row.shape[0]), dtype=np.float32)
+            self._matrix = np.zeros((0, row.shape[0]), dtype=np.float32)
         index = self._row.get(doc_id)
         if index is None:
             index = len(self._ids)
-            if index == self._matrix.shape[0]:
-                grown = np.zeros((2 * index, self._matrix.shape[1]), dtype=np.float32)
-                grown[:index] = self._matrix
-                self._matrix = grown
+            self._reserve(1)
             self._ids.append(doc_id)
             self._row[doc_id] = index
         self._matrix[index] = row
+
+    def _reserve(self, rows: int, *, exact: bool = False) -> None:
+        """Make room for ``rows`` more vectors than held (by ``GROWTH`` when that is more, unless ``exact``)."""
+        held, capacity = len(self._ids), self._matrix.shape[0]
+        if held + rows > capacity or (exact and held + rows < capacity):
+            size = held + rows if exact else max(held + rows, int(capacity * GROWTH), 16)
+            grown = np.zeros((size, self._matrix.shape[1]), dtype=np.float32)
+            grown[:held] = self._matrix[:held]
+            self._matrix = grown
 
     def _drop_vector(self, doc_id: str) -> None:
         index = self._row.pop(doc_id, None)
@@ -116,21 +143,31 @@ class UserReplica:
             chunks[doc_id] = int(meta.get("chunk_index", 0))
         else:
             chunks.pop(doc_id, None)
+        messages = self._by_message.setdefault(session, {})
         for message in decode_message_ids(meta.get("message_ids")):
-            holders = self._by_message.setdefault((session, message), set())
-            if add:
-                holders.add(doc_id)
-            else:
-                holders.discard(doc_id)
+            holders = messages.get(message, ())
+            if add and doc_id not in holders:
+                messages[message] = (*holders, doc_id)
+            elif not add and doc_id in holders:
+                kept = tuple(i for i in holders if i != doc_id)
+                if kept:
+                    messages[message] = kept
+                else:
+                    del messages[message]
 
     def put(self, records: Iterable[Record]) -> None:
         """Add or replace records (their embeddings become unit rows; a record without one is text-only)."""
+        batch = list(records)
         with self.lock:
-            for record in records:
-                if record.id in self._texts:
+            self.drop([r.id for r in batch if r.id in self.lexical.texts])
+            first = next((r.embedding for r in batch if r.embedding), None)
+            if first is not None and not self._ids:
+                self._matrix = np.zeros((0, len(first)), dtype=np.float32)
+            self._reserve(sum(1 for r in batch if r.embedding))
+            for record in batch:
+                if record.id in self.lexical.texts:  # twice in one batch: the last one stands
                     self.drop([record.id])
-                meta = dict(record.metadata)
-                self._texts[record.id] = record.text
+                meta = _compact(record.metadata)
                 self.lexical.add(record.id, record.text, meta)
                 self._set_vector(record.id, record.embedding)
                 self._register(record.id, meta, add=True)
@@ -138,11 +175,11 @@ class UserReplica:
     def drop(self, ids: Iterable[str]) -> None:
         """Remove records."""
         with self.lock:
-            for doc_id in ids:
-                if self._texts.pop(doc_id, None) is not None:
-                    self._register(doc_id, self.lexical.metadata[doc_id], add=False)
-                    self.lexical.remove(doc_id)
-                    self._drop_vector(doc_id)
+            held = [doc_id for doc_id in dict.fromkeys(ids) if doc_id in self.lexical.texts]
+            for doc_id in held:
+                self._register(doc_id, self.lexical.metadata[doc_id], add=False)
+                self._drop_vector(doc_id)
+            self.lexical.remove_many(held)
 
     def begin(self, added: Iterable[str], deleted: Iterable[str]) -> None:
         """Mark writes as sent but not yet in the store."""
@@ -179,7 +216,7 @@ class UserReplica:
             return
         with self.lock:
             adding, deleting = set(self._pending_add), set(self._pending_delete)
-            empty, begun = not self._texts, self._writes_begun
+            empty, begun = not self.lexical.texts, self._writes_begun
         if empty and load is not None:
             loaded = load()
             with self.lock:
@@ -192,13 +229,15 @@ class UserReplica:
             # too: drop nothing then (a later sync follows the store).
             keep = current | set(self._pending_add)
             if self._writes_begun == begun:
-                self.drop([doc_id for doc_id in self._texts if doc_id not in keep])
-            missing = sorted(current - self._texts.keys())
+                self.drop([doc_id for doc_id in self.lexical.texts if doc_id not in keep])
+            missing = sorted(current - self.lexical.texts.keys())
         for start in range(0, len(missing), FETCH_BATCH):
             fetched = fetch(missing[start : start + FETCH_BATCH])
             with self.lock:
                 self.put(r for r in fetched if r.id not in self._pending_delete)
         with self.lock:
+            if len(missing) > FETCH_BATCH:  # fetched in several batches: give back the rows grown ahead
+                self._reserve(0, exact=True)
             if self._generation == generation:  # not invalidated meanwhile
                 self.synced_at = started
 
@@ -212,25 +251,26 @@ class UserReplica:
     def session_view(self, session_id: str, messages: set[str]) -> tuple[list[Record], int]:
         """Copies of the session's chunks covering any of ``messages``, and the session's next ``chunk_index``."""
         with self.lock:
-            ids = set().union(*(self._by_message.get((session_id, m), set()) for m in messages))
+            covering = self._by_message.get(session_id, {})
+            ids: set[str] = set().union(*(covering.get(m, ()) for m in messages))
             start = 1 + max(self._sessions.get(session_id, {}).values(), default=-1)
             meta = self.lexical.metadata
             chunks = self._sessions.get(session_id, {})
             ordered = sorted(ids, key=lambda i: (chunks.get(i, 0), i))
-            return [Record(id=i, text=self._texts[i], metadata=dict(meta[i])) for i in ordered], start
+            return [Record(id=i, text=self.lexical.texts[i], metadata=dict(meta[i])) for i in ordered], start
 
     def ids(self) -> set[str]:
         """Ids of every record held (a snapshot)."""
         with self.lock:
-            return set(self._texts)
+            return set(self.lexical.texts)
 
     def has(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is held."""
-        return doc_id in self._texts
+        return doc_id in self.lexical.texts
 
     def record(self, doc_id: str) -> Record:
         """The record ``doc_id`` (its metadata shared with the replica: do not modify)."""
-        return Record(id=doc_id, text=self._texts[doc_id], metadata=self.lexical.metadata[doc_id])
+        return Record(id=doc_id, text=self.lexical.texts[doc_id], metadata=self.lexical.metadata[doc_id])
 
     def select(self, where: Where) -> set[str]:
         """Ids of the records matching ``where`` (a snapshot, to filter several searches with one evaluation).
@@ -250,7 +290,7 @@ class UserReplica:
                         rest["session_id"] = session
                     ids = set().union(*self._sessions.values())
             meta = self.lexical.metadata
-            candidates = self._texts.keys() if ids is None else ids
+            candidates = self.lexical.texts.keys() if ids is None else ids
             if not rest:
                 return set(candidates)
             return {doc_id for doc_id in candidates if matches(meta[doc_id], rest)}
@@ -282,7 +322,7 @@ class UserReplica:
             query = query / norm if norm > 0 else query
             out = []
             for doc_id in ids:
-                if doc_id not in self._texts:
+                if doc_id not in self.lexical.texts:
                     continue
                 index = self._row.get(doc_id)
                 similarity = float(self._matrix[index] @ query) if index is not None else 0.0
@@ -305,7 +345,11 @@ class ReplicaCache:
     """Per-user replicas, least recently used first out (never one with writes still pending)."""
 
     def __init__(self, max_users: int = 1_000, max_chunks: int = 200_000) -> None:
-        """Keep at most ``max_users`` replicas holding at most ``max_chunks`` chunks in all (about 1.5 KB each)."""
+        """Keep at most ``max_users`` replicas holding at most ``max_chunks`` chunks in all (about 4.4 KB each).
+
+        ``benchmarks/replica_memory.py`` measured 4.4 KB a chunk of 60-120 words with 384-dimension vectors
+        (1.5 KB of it the vector), 11.3 KB before the postings and metadata were compacted.
+        """
         self.max_users = max_users
         self.max_chunks = max_chunks
         self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
