@@ -33,6 +33,9 @@ INSTALL = (
 _SERVERS: dict[tuple[str, int], LlamaServer] = {}
 _LOCK = threading.Lock()
 _END = object()
+_RUNNING: set[tuple[threading.Event, threading.Thread]] = set()
+"""The requests in flight: their stop flags and worker threads, stopped and joined before the servers go."""
+_CLOSED = threading.Event()
 
 
 def _raise_for(reply: dict[str, Any]) -> None:
@@ -78,7 +81,7 @@ class LlamaServer:
         folder = tempfile.mkdtemp(prefix="session-rag-llm-")  # 0700: this user only
         params.hostnames = [os.path.join(folder, "llm.sock")]  # noqa: PTH118 - a Unix socket, not a TCP port
         try:
-            self._server = xllamacpp.Server(params)
+            self._server: Any = xllamacpp.Server(params)
         except RuntimeError as exc:
             msg = f"llama.cpp could not load {path!r} as a GGUF model: {exc}"
             raise InvalidArgumentError(msg) from exc
@@ -87,15 +90,24 @@ class LlamaServer:
         self.path, self.n_ctx, self.threads = path, n_ctx, threads
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One chat completion, whole.
+        """One chat completion, whole: ``{"choices": [{"message": ..., "finish_reason": ...}], "usage": ...}``.
+
+        Streamed underneath, so that it too can be stopped when the interpreter exits.
 
         Raises:
             BudgetExceededError: The prompt does not fit the window.
             InvalidRequestError: llama.cpp refused the request otherwise.
         """
-        reply: dict[str, Any] = self._server.handle_chat_completions({**request, "stream": False})
-        _raise_for(reply)
-        return reply
+        text: list[str] = []
+        usage: dict[str, Any] = {}
+        finish = None
+        for part in self.stream(request):
+            for choice in part["choices"]:
+                text.append(choice["delta"].get("content") or "")
+                finish = choice.get("finish_reason") or finish
+            usage = part.get("usage") or usage
+        message = {"role": "assistant", "content": "".join(text)}
+        return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
 
     def stream(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The chunks of one chat completion as llama.cpp produces them, the last one holding ``usage``.
@@ -104,7 +116,7 @@ class LlamaServer:
 
         Raises:
             BudgetExceededError: The prompt does not fit the window (before the first chunk).
-            InvalidRequestError: llama.cpp refused the request otherwise.
+            InvalidRequestError: llama.cpp refused the request otherwise, or the interpreter is exiting.
         """
         parts: queue.SimpleQueue[Any] = queue.SimpleQueue()
         stop = threading.Event()
@@ -113,17 +125,22 @@ class LlamaServer:
             parts.put(chunk)
             return stop.is_set()  # True asks llama.cpp to stop
 
-        def run() -> None:
+        def run(server: Any) -> None:
             body = {**request, "stream": True, "stream_options": {"include_usage": True}}
             try:
-                self._server.handle_chat_completions(body, receive)
+                server.handle_chat_completions(body, receive)
             except Exception as exc:  # noqa: BLE001 - handed to the consumer, raised there
                 parts.put(exc)
             finally:
                 parts.put(_END)
 
-        worker = threading.Thread(target=run, name="llama-stream", daemon=True)
-        worker.start()
+        with _LOCK:
+            if _CLOSED.is_set() or self._server is None:
+                msg = "The local chat model is closed: the interpreter is exiting."
+                raise InvalidRequestError(msg)
+            worker = threading.Thread(target=run, args=(self._server,), name="llama-request", daemon=True)
+            _RUNNING.add((stop, worker))
+            worker.start()
         try:
             while (part := parts.get()) is not _END:
                 if isinstance(part, Exception):
@@ -133,6 +150,8 @@ class LlamaServer:
         finally:
             stop.set()
             worker.join()
+            with _LOCK:
+                _RUNNING.discard((stop, worker))
 
 
 def load(path: str, n_ctx: int) -> LlamaServer:
@@ -146,6 +165,19 @@ def load(path: str, n_ctx: int) -> LlamaServer:
 
 @atexit.register
 def _unload() -> None:
-    """Stop the servers while the interpreter is intact (their loop threads are joined), not in late teardown."""
+    """Stop the requests in flight, then the servers, while the interpreter is intact.
+
+    A request left running in a daemon thread (or a stream never closed) would otherwise call back into an
+    interpreter being torn down, which aborts the process. Each request stops at its next token.
+    """
     with _LOCK:
+        _CLOSED.set()
+        running = list(_RUNNING)
+    for stop, _ in running:
+        stop.set()
+    for _, worker in running:
+        worker.join()
+    with _LOCK:
+        for server in _SERVERS.values():
+            server._server = None  # noqa: SLF001 - xllamacpp's server is freed here: its loop thread is joined
         _SERVERS.clear()

@@ -129,7 +129,10 @@ class LocalChatModel(BaseChatModel):
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
     repeat_penalty: float = Field(default=1.1, ge=1.0)
-    """Penalty on repeating recent tokens (1.0: none); a small model without it can loop on one sentence."""
+    """Penalty on repeating the last 64 tokens (1.0: none); a small model without it can loop on one sentence.
+
+    As llama.cpp's server counts them, the prompt's last tokens are among them: the answer is discouraged from
+    echoing the end of the prompt, too."""
 
     @property
     def _llm_type(self) -> str:
