@@ -211,10 +211,8 @@ class LocalChatModel(BaseChatModel):
             yield ChatGenerationChunk(
                 message=AIMessageChunk(
                     content=message.content,
-                    tool_call_chunks=[
-                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": n}
-                        for n, c in enumerate(message.tool_calls)
-                    ],
+                    tool_calls=message.tool_calls,  # their chunks are derived from them
+                    invalid_tool_calls=message.invalid_tool_calls,
                     usage_metadata=message.usage_metadata,
                 )
             )

@@ -108,8 +108,13 @@ def test_tool_choice_any_of_several_auto_and_a_call_cut_short() -> None:
     auto = LocalChatModel(max_tokens=64).bind_tools([get_weather, add]).invoke(question)
     assert isinstance(auto, AIMessage)
     assert bool(auto.tool_calls) != bool(auto.text)  # a call or words, never both, never neither
-    cut = LocalChatModel(max_tokens=3).bind_tools([get_weather], tool_choice="get_weather").invoke(question)
+    short = LocalChatModel(max_tokens=3).bind_tools([get_weather], tool_choice="get_weather")
+    cut = short.invoke(question)
     assert cut.tool_calls == []
     assert [c["error"] for c in cut.invalid_tool_calls] == [
         "The answer stopped before its JSON was complete; raise max_tokens."
     ]
+    streamed = [c for c in short.stream(question) if c.tool_call_chunks]
+    assert len(streamed) == 1
+    assert streamed[0].tool_calls == []
+    assert [c["args"] for c in streamed[0].invalid_tool_calls] == [cut.invalid_tool_calls[0]["args"]]
