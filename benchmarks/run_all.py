@@ -32,7 +32,7 @@ STEPS = ("ingest_cost", "retrieval_scale", "graph_overhead", "cache_latency", "l
 USES_LOCOMO = {"ingest_cost", "retrieval_scale", "locomo"}
 PACKAGES = (
     "langchain-session-rag", "langchain-core", "langgraph", "langchain-chroma", "chromadb", "tiktoken",
-    "sentence-transformers", "torch", "llama_cpp_python", "numpy",
+    "sentence-transformers", "torch", "xllamacpp", "numpy",
 )  # fmt: skip
 
 

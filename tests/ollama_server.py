@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
 import logging
 import math
+import struct
 import threading
 import time
 from collections import Counter
@@ -101,27 +103,47 @@ def _to_message(raw: Any) -> BaseMessage:
     raise HTTPError(400, f"invalid role {role!r}")
 
 
-def _prompt_tokens(chat: BaseChatModel, messages: list[BaseMessage]) -> int:
-    """The prompt's tokens as llama.cpp renders it (the GGUF's chat template); a word count for other models."""
-    llm = getattr(chat, "_llm", None)
-    template = (getattr(llm, "metadata", None) or {}).get("tokenizer.chat_template")
-    if llm is None or not template:
-        return sum(len(m.text.split()) for m in messages)
-    from langchain_core.messages import convert_to_openai_messages
-    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+def _prompt_tokens(messages: list[BaseMessage]) -> int:
+    """A word count, for a chat model that reports no usage (``LocalChatModel`` reports llama.cpp's own counts)."""
+    return sum(len(m.text.split()) for m in messages)
 
-    eos, bos = (llm.detokenize([t]).decode("utf-8", "replace") for t in (llm.token_eos(), llm.token_bos()))
-    out = Jinja2ChatFormatter(template, eos, bos)(messages=cast("Any", convert_to_openai_messages(messages)))
-    return len(llm.tokenize(out.prompt.encode("utf-8"), add_bos=not out.added_special, special=True))
+
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+
+
+@functools.lru_cache(maxsize=4)
+def gguf_metadata(path: str) -> dict[str, Any]:
+    """A GGUF file's key-value metadata (arrays, such as the vocabulary, left out), read from its header once."""
+    with Path(path).open("rb") as file:
+
+        def read(fmt: str) -> Any:
+            return struct.unpack("<" + fmt, file.read(struct.calcsize("<" + fmt)))[0]
+
+        def value(kind: int) -> Any:
+            if kind == 8:  # a string: length, then UTF-8
+                return file.read(read("Q")).decode("utf-8", "replace")
+            if kind == 9:  # an array: item type, count, items (read past, not kept)
+                item, count = read("I"), read("Q")
+                for _ in range(count if item in (8, 9) else 0):
+                    value(item)
+                file.seek(0 if item in (8, 9) else count * struct.calcsize(_GGUF_SCALARS[item]), 1)
+                return None
+            return read(_GGUF_SCALARS[kind])
+
+        if file.read(4) != b"GGUF":
+            return {}
+        read("I"), read("Q")  # version, tensor count
+        found = {value(8): value(read("I")) for _ in range(read("Q"))}  # key, value type, value
+    return {k: v for k, v in found.items() if v is not None}
 
 
 class OllamaLoopback:
     """Ollama's REST API on a loopback port, answered in process; ``requests`` counts the calls per path.
 
     ``models`` maps Ollama model names (``NAME`` means ``NAME:latest``) to an ``Embeddings`` or a chat model,
-    :func:`default_models` by default. The server's chat generations run one at a time (llama.cpp contexts are
-    not thread-safe, and Ollama queues too); a ``LocalChatModel`` used directly in the same process shares the
-    loaded model and is not serialised with them.
+    :func:`default_models` by default. The server's chat generations run one at a time, as Ollama queues them;
+    a ``LocalChatModel`` used directly in the same process shares the loaded model, whose llama.cpp server queues
+    the requests of both.
     """
 
     def __init__(self, models: Mapping[str, Backend] | None = None, *, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -176,8 +198,9 @@ class OllamaLoopback:
         name, backend = cast("tuple[str, Backend]", self.backend(req, object))
         details = _details(backend)[0]
         family = details["family"]
-        if isinstance(backend, BaseChatModel):  # llama.cpp's GGUF metadata, when the model is one
-            meta = getattr(getattr(backend, "_llm", None), "metadata", None) or {}
+        if isinstance(backend, BaseChatModel):  # the GGUF file's metadata, when the model is a LocalChatModel
+            path = backend.model_path or bundled_model_path() if isinstance(backend, LocalChatModel) else None
+            meta = gguf_metadata(path) if path else {}
             info = {k: v for k, v in meta.items() if not k.startswith("tokenizer.")} or {"general.architecture": family}
             capabilities = ["completion", "tools"] if _tools_capable(backend) else ["completion"]
             template = meta.get("tokenizer.chat_template", "")
@@ -277,7 +300,7 @@ class OllamaLoopback:
                     pieces += 1
                     message = {"role": "assistant", "content": part.text, **({"tool_calls": calls} if calls else {})}
                     yield {"model": name, "created_at": _now(), "message": message, "done": False}
-            prompt_count = usage["input_tokens"] if usage else _prompt_tokens(chat, messages)
+            prompt_count = usage["input_tokens"] if usage else _prompt_tokens(messages)
         end, first = time.perf_counter_ns(), first or time.perf_counter_ns()
         count, cap = usage["output_tokens"] if usage else pieces, getattr(chat, "max_tokens", None)
         yield {"model": name, "created_at": _now(), "message": {"role": "assistant", "content": ""}, "done": True,

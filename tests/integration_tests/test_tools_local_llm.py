@@ -81,3 +81,40 @@ def test_curation_with_a_real_model_is_bounded_and_changes_nothing_unapproved(
     assert result.applied == []
     assert memory.core.read("memory") == "- Ana prefers metric units."
     assert len(memory.core.history("memory")) == 1
+
+
+def test_tool_choice_any_of_several_auto_and_a_call_cut_short() -> None:
+    """``any`` makes the model call one of the tools (its pick); ``auto`` lets it answer in words instead."""
+    from langchain_core.tools import tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Get the current weather for a city."""
+        return city
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two whole numbers."""
+        return a + b
+
+    question = "What is the weather in Porto?"
+    forced = LocalChatModel(max_tokens=64).bind_tools([get_weather, add], tool_choice="any").invoke(question)
+    assert len(forced.tool_calls) == 1
+    assert forced.tool_calls[0]["name"] in {"get_weather", "add"}
+    schema = {"get_weather": {"city": str}, "add": {"a": int, "b": int}}[forced.tool_calls[0]["name"]]
+    assert {k: type(v) for k, v in forced.tool_calls[0]["args"].items()} == schema
+    assert forced.usage_metadata is not None
+    assert forced.usage_metadata["output_tokens"] > 0
+    auto = LocalChatModel(max_tokens=64).bind_tools([get_weather, add]).invoke(question)
+    assert isinstance(auto, AIMessage)
+    assert bool(auto.tool_calls) != bool(auto.text)  # a call or words, never both, never neither
+    short = LocalChatModel(max_tokens=3).bind_tools([get_weather], tool_choice="get_weather")
+    cut = short.invoke(question)
+    assert cut.tool_calls == []
+    assert [c["error"] for c in cut.invalid_tool_calls] == [
+        "The answer stopped before its JSON was complete; raise max_tokens."
+    ]
+    streamed = [c for c in short.stream(question) if c.tool_call_chunks]
+    assert len(streamed) == 1
+    assert streamed[0].tool_calls == []
+    assert [c["args"] for c in streamed[0].invalid_tool_calls] == [cut.invalid_tool_calls[0]["args"]]

@@ -390,10 +390,10 @@ def test_for_user_binds_even_a_per_run_memory(memory: SessionVectorMemory) -> No
         RunnableLambda(lambda _: alice.invoke("deploy")).invoke(1, {"configurable": {"user_id": "bob"}})
 
 
-def test_local_model_refuses_any_tool_of_several() -> None:
+def test_local_model_binds_any_tool_of_several_and_refuses_an_unknown_name() -> None:
     from langchain_core.tools import tool
 
-    from langchain_session_rag.errors import UnsupportedOperationError
+    from langchain_session_rag.errors import InvalidArgumentError
     from langchain_session_rag.models.local_llm import LocalChatModel
 
     @tool
@@ -406,9 +406,11 @@ def test_local_model_refuses_any_tool_of_several() -> None:
         """Two."""
         return x
 
-    with pytest.raises(UnsupportedOperationError, match="tool_choice"):
-        LocalChatModel().bind_tools([one, two], tool_choice="any")
-    assert LocalChatModel().bind_tools([one], tool_choice="any") is not None
+    bound = LocalChatModel().bind_tools([one, two], tool_choice="any")
+    assert bound.kwargs["tool_choice"] == "any"  # type: ignore[attr-defined]
+    assert LocalChatModel().bind_tools([one], tool_choice="required").kwargs["tool_choice"] == "any"  # type: ignore[attr-defined]
+    with pytest.raises(InvalidArgumentError, match="'three'"):
+        LocalChatModel().bind_tools([one, two], tool_choice="three")
 
 
 def test_an_explicit_config_decides_inside_another_users_run(memory: SessionVectorMemory) -> None:

@@ -46,7 +46,7 @@ THIRD_PARTY = (
     "tiktoken",
     "numpy",
     "sentence_transformers",
-    "llama",
+    "xllamacpp",
 )
 
 

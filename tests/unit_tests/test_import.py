@@ -12,7 +12,7 @@ import sys
 def test_import_is_lazy() -> None:
     code = (
         "import sys; import langchain_session_rag; "
-        "print(sorted(m for m in ('torch', 'chromadb', 'sentence_transformers', 'tiktoken', 'langgraph', 'llama_cpp', 'onnxruntime', 'tokenizers') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'chromadb', 'sentence_transformers', 'tiktoken', 'langgraph', 'xllamacpp', 'onnxruntime', 'tokenizers') if m in sys.modules))"
     )
     heavy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert heavy == "[]", f"heavy modules imported at package import: {heavy}"
