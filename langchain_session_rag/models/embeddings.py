@@ -126,7 +126,7 @@ class LocalEmbeddings(Embeddings):
             tokenizer_path: The ``tokenizer.json`` of an ONNX ``model_path``; defaults to all-MiniLM-L6-v2's.
             threads: onnxruntime threads per forward pass; defaults to this process's CPUs, at most 4.
             unpack_weights: ``backend="onnx"``: widen the int8 weights to float32 once at load, for quicker single
-                queries at about 125 MB more memory (a server with memory to spare); the vectors are the same.
+                queries at about 70 MB more memory (a server with memory to spare); the vectors are the same.
         """
         if batch_size < 1:
             msg = f"batch_size must be >= 1, got {batch_size!r}"
