@@ -269,9 +269,9 @@ def _torch_embeddings() -> Embeddings:
 
     if importlib.util.find_spec("sentence_transformers") is None or importlib.util.find_spec("torch") is None:
         msg = (
-            "This store was written by the torch route of all-MiniLM-L6-v2 (the default before 0.6). Install it "
-            "(pip install 'torch==2.13.0' 'langchain-session-rag[torch]'), or re-embed the store once with the "
-            "current default: session-rag reembed (needs the torch route no more)."
+            "The torch route of all-MiniLM-L6-v2 (--embeddings local-torch; the default before 0.6) needs torch and "
+            "sentence-transformers: pip install 'torch==2.13.0' 'langchain-session-rag[torch]'. A store it wrote can "
+            "instead be re-embedded once with the current default: session-rag reembed."
         )
         raise MissingDependencyError(msg)
     return LocalEmbeddings(backend="torch")

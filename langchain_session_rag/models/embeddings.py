@@ -76,6 +76,10 @@ def _load_torch_model(path: str) -> SentenceTransformer:
         return model
 
 
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 class LocalEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 (or another local model) run in process, loaded on first use and shared.
 
@@ -128,14 +132,14 @@ class LocalEmbeddings(Embeddings):
             unpack_weights: ``backend="onnx"``: widen the int8 weights to float32 once at load, for quicker single
                 queries at about 70 MB more memory (a server with memory to spare); the vectors are the same.
         """
-        if batch_size < 1:
-            msg = f"batch_size must be >= 1, got {batch_size!r}"
+        if not _positive_int(batch_size):
+            msg = f"batch_size must be an integer >= 1, got {batch_size!r}"
             raise InvalidArgumentError(msg)
         if backend not in ("onnx", "torch"):
             msg = f"backend must be 'onnx' or 'torch', got {backend!r}"
             raise InvalidArgumentError(msg)
-        if threads is not None and threads < 1:
-            msg = f"threads must be >= 1, got {threads!r}"
+        if threads is not None and not _positive_int(threads):
+            msg = f"threads must be an integer >= 1, got {threads!r}"
             raise InvalidArgumentError(msg)
         if backend == "torch" and (tokenizer_path is not None or threads is not None or unpack_weights):
             msg = "tokenizer_path, threads and unpack_weights apply to backend='onnx' only"
@@ -198,8 +202,10 @@ class LocalEmbeddings(Embeddings):
         if self.backend == "onnx":
             rows: Any = self.encoder.encode(texts, self.batch_size)
         else:
+            from langchain_session_rag.models.onnx_encoder import readable  # noqa: PLC0415
+
             rows = self.model.encode(
-                texts,
+                [readable(t) for t in texts],
                 batch_size=self.batch_size,
                 normalize_embeddings=True,
                 convert_to_numpy=True,

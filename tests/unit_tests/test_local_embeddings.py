@@ -121,6 +121,9 @@ def test_a_custom_onnx_file_runs_without_the_pin(tmp_path: Path, real_embeddings
         ({"backend": "tensorflow"}, "backend must be"),
         ({"threads": 0}, "threads must be"),
         ({"batch_size": 0}, "batch_size must be"),
+        ({"batch_size": "3"}, "batch_size must be"),
+        ({"threads": True}, "threads must be"),
+        ({"threads": 1.5}, "threads must be"),
         ({"backend": "torch", "threads": 2}, "backend='onnx' only"),
     ],
 )
@@ -191,3 +194,20 @@ def test_batches_are_bounded_in_padded_tokens(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.undo()
     one_by_one = np.array([encoder.encode([t], 1)[0] for t in texts[::10]])
     assert np.allclose(vectors[::10], one_by_one, atol=1e-5)
+
+
+def test_odd_and_huge_texts_are_embedded_with_bounded_work(real_embeddings: LocalEmbeddings) -> None:
+    odd = ["lone \udfff surrogate", "nul\x00inside", "x" * (onnx_encoder.MAX_CHARS * 30)]
+    vectors = np.array(real_embeddings.embed_documents(odd))
+    assert vectors.shape == (3, 384)
+    assert np.all(np.isfinite(vectors))
+    assert onnx_encoder.readable("a\udfffb") == "a?b"
+    assert len(onnx_encoder.readable("y" * 10**6)) == onnx_encoder.MAX_CHARS
+    # Cutting at MAX_CHARS changes nothing the model reads: 256 word pieces end long before.
+    words = " ".join(f"w{i}" for i in range(20_000))
+    assert np.allclose(real_embeddings.embed_query(words), real_embeddings.embed_query(words[: 4 * 256 * 8]), atol=1e-6)
+
+
+def test_a_lone_surrogate_in_a_question_is_answered_not_a_type_error(tmp_path: Path, real_embeddings) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=real_embeddings)
+    assert memory.invoke("which \udfff database?") == []
