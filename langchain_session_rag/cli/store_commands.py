@@ -230,7 +230,8 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     scope = f"session(s) {', '.join(session_ids)}" if session_ids else "every session"
     dated = f", memories before {before:%Y-%m-%d}," if before else ""
     what = "EVERYTHING stored for" if everything else f"{scope}{dated} of"
-    _confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", yes=yes)
+    _confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", yes=yes, command="forget",
+             refused="Nothing was forgotten.")  # fmt: skip
     memory = options.memory(embeds=False, create=False)
     _check_sessions(memory, session_ids)
     if everything:
@@ -262,15 +263,15 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     out.print(f"Erased from the store's files; {kept} chunk(s) of all users kept.")
 
 
-def _confirm(question: str, *, yes: bool) -> None:
-    """Ask on a terminal; a script must say --yes. A no ends the command with 1 and nothing done."""
+def _confirm(question: str, *, yes: bool, command: str, refused: str) -> None:
+    """Ask on a terminal; a script must say --yes. A no prints ``refused`` and ends the command with 1, nothing done."""
     if yes:
         return
     if not sys.stdin.isatty():
-        msg = "forget asks for confirmation on a terminal; pass --yes to confirm from a script."
+        msg = f"{command} asks for confirmation on a terminal; pass --yes to confirm from a script."
         raise click.UsageError(msg)
     if not click.confirm(question):
-        err.print("Nothing was forgotten.")
+        err.print(refused)
         raise click.exceptions.Exit(1)
 
 
@@ -393,14 +394,12 @@ def reembed(yes: bool, **store: Any) -> None:
     client = options.existing_client()
     recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
     target = options.embeddings_for(options.embeddings) or get_default_embeddings()
-    if recorded == embedding_model_id(target):
+    model = embedding_model_id(target)
+    if recorded == model:
         out.print(f"The store is already embedded with {recorded}: nothing to do.")
         return
-    if not yes and not sys.stdin.isatty():
-        msg = "reembed asks for confirmation on a terminal; pass --yes to confirm from a script."
-        raise click.UsageError(msg)
-    if not yes and not click.confirm(f"Re-embed every chunk of {options.location} with {embedding_model_id(target)}?"):
-        raise click.exceptions.Exit(1)
-    with status(f"Re-embedding {options.location} with {embedding_model_id(target)} …"):
+    _confirm(f"Re-embed every chunk of {options.location} with {model}?", yes=yes, command="reembed",
+             refused="Nothing was re-embedded.")  # fmt: skip
+    with status(f"Re-embedding {options.location} with {model} …"):
         count = SessionVectorMemory.reembed(client, embeddings=target, collection_name=COLLECTION)
-    out.print(f"Re-embedded {count} chunks: {recorded or 'no model'} → {embedding_model_id(target)}.")
+    out.print(f"Re-embedded {count} chunks: {recorded or 'no model'} → {model}.")

@@ -25,6 +25,7 @@ from langchain_session_rag.errors import (
     InvalidRequestError,
     MissingDependencyError,
 )
+from langchain_session_rag.models._cpus import available_cpus
 
 INSTALL = (
     "The local chat model needs xllamacpp (the 'chat' extra) and the SmolLM2 file: "
@@ -160,19 +161,12 @@ class LlamaServer:
                 _RUNNING.discard((stop, worker))
 
 
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 2
-
-
 def load(path: str, n_ctx: int) -> LlamaServer:
     """The server for ``path`` with an ``n_ctx`` window, loaded once per process."""
     with _LOCK:
         server = _SERVERS.get((path, n_ctx))
         if server is None:
-            server = _SERVERS[(path, n_ctx)] = LlamaServer(path, n_ctx, threads=_cpu_count())
+            server = _SERVERS[(path, n_ctx)] = LlamaServer(path, n_ctx, threads=available_cpus())
         return server
 
 

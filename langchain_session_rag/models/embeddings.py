@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import InvalidArgumentError, MissingDependencyError
 
 if TYPE_CHECKING:
@@ -76,10 +77,6 @@ def _load_torch_model(path: str) -> SentenceTransformer:
         return model
 
 
-def _positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
 class LocalEmbeddings(Embeddings):
     """all-MiniLM-L6-v2 (or another local model) run in process, loaded on first use and shared.
 
@@ -132,14 +129,10 @@ class LocalEmbeddings(Embeddings):
             unpack_weights: ``backend="onnx"``: widen the int8 weights to float32 once at load, for quicker single
                 queries at about 70 MB more memory (a server with memory to spare); the vectors are the same.
         """
-        if not _positive_int(batch_size):
-            msg = f"batch_size must be an integer >= 1, got {batch_size!r}"
-            raise InvalidArgumentError(msg)
+        check_int("batch_size", batch_size, 1)
+        check_int("threads", threads, 1, optional=True)
         if backend not in ("onnx", "torch"):
             msg = f"backend must be 'onnx' or 'torch', got {backend!r}"
-            raise InvalidArgumentError(msg)
-        if threads is not None and not _positive_int(threads):
-            msg = f"threads must be an integer >= 1, got {threads!r}"
             raise InvalidArgumentError(msg)
         if backend == "torch" and (tokenizer_path is not None or threads is not None or unpack_weights):
             msg = "tokenizer_path, threads and unpack_weights apply to backend='onnx' only"
@@ -148,6 +141,7 @@ class LocalEmbeddings(Embeddings):
         self._tokenizer_path = tokenizer_path
         self._threads = threads
         self._unpack = unpack_weights
+        self._encoder: OnnxEncoder | None = None
         self.backend: Backend = backend
         bundled = DEFAULT_EMBEDDING_MODEL if backend == "onnx" else TORCH_EMBEDDING_MODEL
         self.model_id = model_id or (bundled if model_path is None else model_path)
@@ -167,11 +161,13 @@ class LocalEmbeddings(Embeddings):
         if self.backend != "onnx":
             msg = "LocalEmbeddings.encoder is the onnx backend's; this one runs on torch (see .model)"
             raise InvalidArgumentError(msg)
-        from langchain_session_rag.models.onnx_encoder import load_encoder  # noqa: PLC0415
+        if self._encoder is None:  # load_encoder shares one per file and settings; kept here, no look-up per call
+            from langchain_session_rag.models.onnx_encoder import load_encoder  # noqa: PLC0415
 
-        model = None if self._model_path is None else Path(self._model_path)
-        tokenizer = None if self._tokenizer_path is None else Path(self._tokenizer_path)
-        return load_encoder(model, tokenizer, threads=self._threads, unpack_weights=self._unpack)
+            model = None if self._model_path is None else Path(self._model_path)
+            tokenizer = None if self._tokenizer_path is None else Path(self._tokenizer_path)
+            self._encoder = load_encoder(model, tokenizer, threads=self._threads, unpack_weights=self._unpack)
+        return self._encoder
 
     @property
     def max_tokens(self) -> int:

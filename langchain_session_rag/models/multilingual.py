@@ -16,7 +16,9 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag.errors import InvalidArgumentError, MissingDependencyError, UnsupportedOperationError
+from langchain_session_rag._checks import check_int
+from langchain_session_rag.errors import MissingDependencyError, UnsupportedOperationError
+from langchain_session_rag.models.onnx_encoder import readable
 
 __all__ = ["MULTILINGUAL_EMBEDDING_MODEL", "MultilingualEmbeddings"]
 
@@ -65,7 +67,7 @@ def _clean(text: str, max_tokens: int, model: Any) -> str:
     NUL would end the text early in the C engine and a lone surrogate cannot be encoded: they become a space and
     a replacement character.
     """
-    text = text.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")
+    text = readable(text.replace("\x00", " "), cut=False)
     count = int(model.token_count(text))
     if count > max_tokens:
         text = text[: max(1, len(text) * max_tokens // count)]
@@ -114,12 +116,8 @@ class MultilingualEmbeddings(Embeddings):
             max_tokens: Longer texts are cut to about this many word pieces (cost grows with length).
             model_id: The identity recorded in stores; defaults to :data:`MULTILINGUAL_EMBEDDING_MODEL`.
         """
-        if threads < 1:
-            msg = f"threads must be >= 1, got {threads!r}"
-            raise InvalidArgumentError(msg)
-        if max_tokens < 16:  # noqa: PLR2004
-            msg = f"max_tokens must be >= 16, got {max_tokens!r}"
-            raise InvalidArgumentError(msg)
+        check_int("threads", threads, 1)
+        check_int("max_tokens", max_tokens, 16)
         self.default_lexical_weight = 0.0
         """The memory's BM25 weight when none is given (see the class text)."""
         self.threads = threads

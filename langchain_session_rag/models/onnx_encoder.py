@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
+from langchain_session_rag.models._cpus import available_cpus
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -102,13 +104,6 @@ def readable(text: str, *, cut: bool = True) -> str:
     return text
 
 
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS, Windows
-        return os.cpu_count() or 1
-
-
 @dataclass
 class OnnxEncoder:
     """A loaded ONNX sentence encoder: ``encode(texts, batch_size)`` returns unit vectors, one row per text."""
@@ -182,13 +177,11 @@ def load_encoder(
         unpack_weights: Widen int8 weights to float32 once at load (more memory, quicker single queries) instead of
             in every pass. The vectors are the same.
     """
-    if threads is not None and threads < 1:
-        msg = f"threads must be >= 1, got {threads!r}"
-        raise InvalidArgumentError(msg)
+    check_int("threads", threads, 1, optional=True)
     bundled = model is None
     model_path = bundled_onnx_model() if model is None else Path(model)
     tokenizer_path = _bundled_tokenizer() if tokenizer is None else Path(tokenizer)
-    count = threads or min(4, _cpu_count())
+    count = threads or min(4, available_cpus())
     key = (str(model_path), str(tokenizer_path), count, unpack_weights)
     with _LOCK:
         encoder = _ENCODERS.get(key)
