@@ -39,6 +39,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.stores.limits import check_depth
 
 __all__ = ["SessionMemoryStore"]
 
@@ -242,6 +243,7 @@ class SessionMemoryStore(BaseStore):
         if not isinstance(op.value, Mapping):
             msg = f"A store value must be a dict, got {type(op.value).__name__}."
             raise InvalidRequestError(msg)
+        check_depth(op.value, "store_value")  # before any JSON encoding: a deep value would overflow the stack
         fields = op.index if isinstance(op.index, list) else self.index_fields
         view.add_note(
             _value_text(op.value, fields),

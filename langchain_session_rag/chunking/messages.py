@@ -22,6 +22,7 @@ from langchain_session_rag.errors import (
     InvalidMessageError,
     MessageTooLargeError,
 )
+from langchain_session_rag.stores.limits import MAX_NAME_CHARS
 
 __all__ = ["MessageLike", "Role", "Turn", "normalize_messages"]
 
@@ -128,6 +129,15 @@ def _call_parts(call: Any, where: str) -> tuple[str, Any]:
     return name, args
 
 
+def _json_args(args: Any, where: str) -> str:
+    """A tool call's arguments as JSON text; arguments nested too deep (or unsortable keys) are refused."""
+    try:
+        return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+    except (RecursionError, TypeError, ValueError) as exc:
+        msg = f"{where}: a tool call's arguments cannot be written as JSON ({type(exc).__name__}: {exc!s:.80})."
+        raise InvalidMessageError(msg) from exc
+
+
 def _tool_calls_text(tool_calls: Any, where: str) -> str:
     if tool_calls is None:
         return ""
@@ -137,7 +147,7 @@ def _tool_calls_text(tool_calls: Any, where: str) -> str:
     parts = []
     for call in tool_calls:
         name, args = _call_parts(call, where)
-        shown = args if isinstance(args, str) else json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+        shown = args if isinstance(args, str) else _json_args(args, where)
         parts.append(f"[called {name}({shown})]")
     return " ".join(parts)
 
@@ -212,11 +222,13 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
         )
         raise InvalidMessageError(msg)
     text, skipped = _turn_text(content, tool_calls, role, where)
-    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id):
-        msg = f"{where}: id must be a non-empty string, got {msg_id!r}."
+    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id or len(msg_id) > MAX_NAME_CHARS):
+        msg = f"{where}: id must be a non-empty string of at most {MAX_NAME_CHARS:,} characters, got {msg_id!r:.80}."
         raise InvalidMessageError(msg)
-    if name is not None and (not isinstance(name, str) or first_surrogate(name) is not None):
-        msg = f"{where}: name must be a string of valid Unicode, got {name!r:.60}."
+    if name is not None and (
+        not isinstance(name, str) or first_surrogate(name) is not None or len(name) > MAX_NAME_CHARS
+    ):
+        msg = f"{where}: name must be valid Unicode text of {MAX_NAME_CHARS:,} characters or less, got {name!r:.60}."
         raise InvalidMessageError(msg)
     timestamp = None if raw_ts is None else parse_timestamp(raw_ts, what=f"{where} timestamp")
     return Turn(

@@ -14,10 +14,17 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._checks import check_session_id, first_surrogate
 from langchain_session_rag.chunking.messages import normalize_messages
-from langchain_session_rag.errors import ImportFormatError, InvalidArgumentError, InvalidMessageError
+from langchain_session_rag.errors import (
+    ImportFormatError,
+    InvalidArgumentError,
+    InvalidMessageError,
+    InvalidMetadataError,
+)
 from langchain_session_rag.importers.files import PathLike, read_conversations
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, ImportReport, Skipped
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.stores.limits import check_name
+from langchain_session_rag.stores.records import user_metadata
 
 __all__ = ["Progress", "aimport_conversations", "import_conversations", "validate_batch"]
 
@@ -33,8 +40,10 @@ def _valid(conv: ImportedConversation, max_chars: int | None, problems: list[Ski
         return False
     try:
         check_session_id(conv.session_id)
+        check_name("session id", conv.session_id)
+        user_metadata(_metadata(conv))  # the title is stored as metadata: bounded as any metadata
         normalize_messages(conv.messages, session_id=conv.session_id, max_chars=max_chars)
-    except (InvalidMessageError, InvalidArgumentError) as exc:
+    except (InvalidMessageError, InvalidArgumentError, InvalidMetadataError) as exc:
         problems.append(Skipped(conv.source, conv.label, str(exc)))
         return False
     return True
@@ -42,6 +51,10 @@ def _valid(conv: ImportedConversation, max_chars: int | None, problems: list[Ski
 
 def validate_batch(batch: ImportBatch, *, max_chars: int | None = None) -> list[Skipped]:
     """Check every conversation as ``add_messages`` will; drop the invalid ones from the batch, return why.
+
+    Messages longer than ``max_chars`` (the memory's ``max_message_chars``), session ids and titles over the
+    store's limits (:mod:`~langchain_session_rag.stores.limits`) are refused here, as ``add_messages`` refuses
+    them, so an import never stops half-way.
 
     Raises nothing: a conversation that cannot be stored is reported, the others are kept.
     """

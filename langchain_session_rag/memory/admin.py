@@ -85,7 +85,9 @@ class MemoryAdmin(MemorySettings):
 
         Raises:
             InvalidRequestError: Empty text or key.
-            InvalidMetadataError: A reserved or unstorable metadata key.
+            MessageTooLargeError: Text longer than ``max_message_chars``.
+            InvalidMetadataError: A reserved or unstorable metadata key, metadata over its limits (see
+                :mod:`~langchain_session_rag.stores.limits`), a key or session id over 1,024 characters.
         """
         store = self._store()
         record = note_record(
@@ -97,6 +99,7 @@ class MemoryAdmin(MemorySettings):
             timestamp=timestamp,
             metadata=metadata,
             token_count=self.chunker.count(text) if isinstance(text, str) else 0,
+            max_chars=self.max_message_chars,
         )
         store.save([record])
         return record.id

@@ -32,6 +32,7 @@ from langchain_session_rag.memory.annotate import annotate
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
+from langchain_session_rag.stores.limits import check_name, check_record_keys
 from langchain_session_rag.stores.records import RESERVED_KEYS, chunk_id, session_record, user_metadata
 
 __all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
@@ -158,6 +159,7 @@ class SessionWriter:
         if not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id:
             msg = f"session_id must be a non-empty string without NUL characters, got {session_id!r}."
             raise InvalidMessageError(msg)
+        check_name("session_id", session_id)
         if chunking not in ("exchange", "topic"):
             msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."
             raise InvalidArgumentError(msg)
@@ -291,6 +293,8 @@ class SessionWriter:
         ``flush()`` instead of through the returned future.
         """
         self.queue.raise_failures()
+        for record in records:  # the last check before the store: one record must not break a shared shard
+            check_record_keys(record.id, record.metadata)
         self.check_vectors(records)
         annotate(records, self.scorer)
         if not records and not superseded:
@@ -365,6 +369,7 @@ class SessionWriter:
 
     def prepare_documents(self, documents: Sequence[Document], session_id: str) -> tuple[list[str], list[Record]]:
         """Validate reference documents and build their records (not stored yet)."""
+        check_name("session_id", session_id)
         now = utcnow()
         records: list[Record] = []
         for n, doc in enumerate(documents):
@@ -373,6 +378,7 @@ class SessionWriter:
                 raise InvalidMessageError(msg)
             meta = doc.metadata
             raw_name = meta.get("name") or meta.get("source") or meta.get("title") or f"document-{n}"
+            check_name(f"documents[{n}] name", str(raw_name))
             name = Path(str(raw_name)).name or str(raw_name)
             ts = parse_timestamp(meta["timestamp"]) if "timestamp" in meta else now
             clash = sorted(RESERVED_KEYS & {k for k in meta if isinstance(k, str)} - {"timestamp"})

@@ -14,9 +14,10 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.errors import InvalidRequestError, MessageTooLargeError
 from langchain_session_rag.memory.retrieval import source_condition, stored_document, time_conditions
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
+from langchain_session_rag.stores.limits import check_name
 from langchain_session_rag.stores.records import chunk_id, user_metadata
 
 __all__ = [
@@ -139,19 +140,28 @@ def note_record(
     timestamp: TimestampLike | None,
     metadata: dict[str, Any] | None,
     token_count: int,
+    max_chars: int | None = None,
 ) -> Record:
     """A saved note (``source_type="note"``): its id is derived from ``key`` (or its text), so saving again replaces it.
 
     Raises:
         InvalidRequestError: Empty text or an empty key.
-        InvalidMetadataError: Reserved or unstorable metadata.
+        MessageTooLargeError: Text longer than ``max_chars`` (the memory's ``max_message_chars``).
+        InvalidMetadataError: Reserved or unstorable metadata, a key or session id over ``MAX_NAME_CHARS``.
     """
     if not isinstance(text, str) or not text.strip():
         msg = f"A note needs text, got {text!r:.80}."
         raise InvalidRequestError(msg)
+    if max_chars is not None and len(text) > max_chars:
+        msg = f"The note has {len(text):,} characters, over the limit of {max_chars:,} (max_message_chars)."
+        raise MessageTooLargeError(msg)
     if key is not None and (not isinstance(key, str) or not key.strip()):
-        msg = f"key must be a non-empty string, got {key!r}."
+        msg = f"key must be a non-empty string, got {key!r:.80}."
         raise InvalidRequestError(msg)
+    if key is not None:
+        check_name("note key", key)
+    if isinstance(session_id, str):
+        check_name("session_id", session_id)
     note_key = key if key is not None else "text:" + hashlib.sha256(text.encode()).hexdigest()[:16]
     when = parse_timestamp(timestamp) if timestamp is not None else utcnow()
     return Record(

@@ -15,11 +15,25 @@ from langchain_session_rag.errors import (
     InvalidMessageError,
     InvalidMetadataError,
     InvalidTimestampError,
+    MessageTooLargeError,
 )
 from langchain_session_rag.stores.base import Record, decode_message_ids
-from langchain_session_rag.stores.records import RESULT_KEYS, check_metadata_key, metadata_value
+from langchain_session_rag.stores.limits import (
+    MAX_NAME_CHARS,
+    MAX_NESTING_DEPTH,
+    MAX_RECORD_KEYS,
+    check_metadata_size,
+    check_name,
+)
+from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS, check_metadata_key, metadata_value
 
 __all__ = ["read_jsonl", "write_jsonl"]
+
+DEFAULT_MAX_CHARS = 1_000_000
+"""Longest text imported when no limit is given: the default ``max_message_chars``."""
+
+_NAMES = ("session_id", "note_key", "source_name")
+"""Names stored in an exported chunk's metadata, bounded as when they are first written."""
 
 
 def write_jsonl(records: list[Record], path: str | os.PathLike[str]) -> int:
@@ -61,9 +75,16 @@ def _fail(path: object, lineno: int, problem: str) -> InvalidMessageError:
 
 
 def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[str, Any]:
-    """Type-check an exported chunk's metadata (keys, values, timestamp, chunk index)."""
+    """Type-check and bound an exported chunk's metadata (keys, values, sizes, timestamp, chunk index)."""
+    if len(raw) > MAX_RECORD_KEYS:  # before encoding anything
+        raise _fail(path, lineno, f"metadata has {len(raw):,} keys, over the limit of {MAX_RECORD_KEYS}")
     try:
         meta = {check_metadata_key(k): metadata_value(v, k) for k, v in raw.items() if k not in RESULT_KEYS}
+        check_metadata_size({k: v for k, v in meta.items() if k not in RESERVED_KEYS})  # the caller's own keys
+        for name in _NAMES:
+            value = meta.get(name)
+            if isinstance(value, str):
+                check_name(name, value)
     except InvalidMetadataError as exc:
         raise _fail(path, lineno, str(exc)) from exc
     if "timestamp" in meta:
@@ -82,6 +103,27 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
     return meta
 
 
+def _parsed(raw: str, path: object, lineno: int) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise _fail(path, lineno, f"not valid JSON ({exc.msg})") from exc
+    except RecursionError as exc:
+        raise _fail(path, lineno, f"JSON nested too deep (over {MAX_NESTING_DEPTH} levels is refused)") from exc
+
+
+def _check_sizes(item: dict[str, Any], path: object, lineno: int, max_chars: int) -> None:
+    """Refuse a text longer than ``max_chars`` (as ``add_messages`` refuses a message) or an overlong id."""
+    if len(item["text"]) > max_chars:
+        msg = (
+            f"{path}:{lineno}: the text has {len(item['text']):,} characters, over the limit of {max_chars:,} "
+            "(max_message_chars); nothing was imported."
+        )
+        raise MessageTooLargeError(msg)
+    if len(item["id"]) > MAX_NAME_CHARS:
+        raise _fail(path, lineno, f"the id has {len(item['id']):,} characters, over the limit of {MAX_NAME_CHARS:,}")
+
+
 def _checked_vector(raw: object, path: object, lineno: int) -> list[float]:
     if (
         not isinstance(raw, list)
@@ -95,14 +137,19 @@ def _checked_vector(raw: object, path: object, lineno: int) -> list[float]:
     return vector
 
 
-def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> list[Record]:
+def read_jsonl(
+    path: str | os.PathLike[str], *, user_id: str, model_id: str, max_chars: int | None = None
+) -> list[Record]:
     """Read and validate a whole export for ``user_id``; vectors are kept only if ``model_id`` wrote them.
 
     Every line is checked before anything is written: JSON, UTF-8, the fields' types, unique ids, metadata
-    keys and values, timestamps, chunk indexes, finite vectors of one dimension.
+    keys and values (and their limits, see :mod:`~langchain_session_rag.stores.limits`), timestamps, chunk
+    indexes, finite vectors of one dimension, texts of at most ``max_chars`` characters (as ``add_messages``
+    refuses a longer message; default: the default ``max_message_chars``).
 
     Raises:
         InvalidMessageError: A malformed line (the file is rejected whole).
+        MessageTooLargeError: A text longer than ``max_chars`` (the file is rejected whole).
         FileAccessError: The file is missing or cannot be read.
     """
     records: list[Record] = []
@@ -119,15 +166,13 @@ def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> 
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        try:
-            item = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise _fail(path, lineno, f"not valid JSON ({exc.msg})") from exc
+        item = _parsed(raw, path, lineno)
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")
         if item["id"] in seen:
             raise _fail(path, lineno, f"id {item['id']!r} repeats line {seen[item['id']]}")
         seen[item["id"]] = lineno
+        _check_sizes(item, path, lineno, DEFAULT_MAX_CHARS if max_chars is None else max_chars)
         meta = _checked_metadata(item["metadata"], path, lineno)
         meta["message_ids"] = json.dumps(decode_message_ids(item["metadata"].get("message_ids")))
         meta["user_id"] = user_id

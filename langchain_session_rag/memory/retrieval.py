@@ -184,17 +184,13 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     if source_type is not None:
         where["source_type"] = source_condition(source_type)
     half_life = opt.get("half_life_days")
-    if half_life is not None and half_life <= 0:
-        msg = f"half_life_days must be > 0, got {half_life!r}."
+    if half_life is not None and (
+        isinstance(half_life, bool) or not isinstance(half_life, int | float) or not 0 < half_life < math.inf
+    ):
+        msg = f"half_life_days must be a finite number of days > 0 (or None), got {half_life!r}."
         raise InvalidRequestError(msg)
-    weight = opt.get("recency_weight", 0.5)
-    if not 0 <= weight <= 1:
-        msg = f"recency_weight must lie in [0, 1], got {weight!r}."
-        raise InvalidRequestError(msg)
-    lexical = opt.get("lexical_weight", 0.0)
-    if not isinstance(lexical, int | float) or not 0 <= lexical <= 1:
-        msg = f"lexical_weight must lie in [0, 1], got {lexical!r}."
-        raise InvalidRequestError(msg)
+    weight = _unit("recency_weight", opt.get("recency_weight", 0.5))
+    lexical = _unit("lexical_weight", opt.get("lexical_weight", 0.0))
     window, boost = window_option(opt.get("time_window"), opt.get("time_boost", 0.5), text=text, now=now)
     floor, prior = _importance(opt)
     return RetrievalQuery(
@@ -205,7 +201,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         importance_weight=float(prior),
         k=k,
         fetch=max(k, fetch_k) if half_life is not None or lexical > 0 or window is not None else k,
-        lexical_weight=float(lexical),
+        lexical_weight=lexical,
         where=where,
         threshold=threshold,
         half_life_days=half_life,

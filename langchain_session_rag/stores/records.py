@@ -12,6 +12,12 @@ from typing import Any
 
 from langchain_session_rag.errors import InvalidMetadataError
 from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.limits import (
+    MAX_KEY_CHARS,
+    MAX_METADATA_KEYS,
+    check_depth,
+    check_metadata_size,
+)
 
 RESERVED_KEYS = frozenset(
     {
@@ -61,7 +67,8 @@ def metadata_value(value: Any, key: str = "") -> str | int | float | bool:
     """A value a vector store accepts as metadata: scalars as they are, others as JSON text.
 
     Raises:
-        InvalidMetadataError: NaN or an infinite number, or an integer beyond 2**53 (not kept exactly).
+        InvalidMetadataError: NaN or an infinite number, an integer beyond 2**53 (not kept exactly), a value
+            nested deeper than ``MAX_NESTING_DEPTH`` or that JSON cannot encode.
     """
     if isinstance(value, bool | str):
         return value
@@ -75,17 +82,25 @@ def metadata_value(value: Any, key: str = "") -> str | int | float | bool:
             msg = f"metadata {key!r} is {value!r}: not a finite number."
             raise InvalidMetadataError(msg)
         return value
-    return json.dumps(value, default=str, sort_keys=True)
+    check_depth(value, key)
+    try:
+        return json.dumps(value, default=str, sort_keys=True)
+    except (TypeError, ValueError) as exc:  # keys of mixed types cannot be sorted
+        msg = f"metadata {key!r} cannot be stored as JSON ({exc}); use text keys and plain values."
+        raise InvalidMetadataError(msg) from exc
 
 
 def check_metadata_key(key: object) -> str:
-    """A metadata key a store can filter on: a non-empty string, no ``$`` operator, no result key.
+    """A metadata key a store can filter on: a non-empty string of at most ``MAX_KEY_CHARS``, no ``$``, no result key.
 
     Raises:
         InvalidMetadataError: Otherwise.
     """
     if not isinstance(key, str) or not key.strip() or key.startswith("$"):
-        msg = f"metadata key {key!r} is not allowed: use a non-empty string that does not start with '$'."
+        msg = f"metadata key {key!r:.80} is not allowed: use a non-empty string that does not start with '$'."
+        raise InvalidMetadataError(msg)
+    if len(key) > MAX_KEY_CHARS:
+        msg = f"metadata key {key[:40]!r}... has {len(key):,} characters, over the limit of {MAX_KEY_CHARS}."
         raise InvalidMetadataError(msg)
     if key in RESULT_KEYS:
         msg = f"metadata key {key!r} is added to every result by the memory; rename it."
@@ -94,21 +109,27 @@ def check_metadata_key(key: object) -> str:
 
 
 def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """Validate and encode caller metadata.
+    """Validate, bound and encode caller metadata (see :mod:`~langchain_session_rag.stores.limits`).
 
     Raises:
-        InvalidMetadataError: A reserved, empty or operator key, a result key, NaN, a huge integer.
+        InvalidMetadataError: A reserved, empty or operator key, a result key, NaN, a huge integer; more than
+            ``MAX_METADATA_KEYS`` keys, a key, value or total over its size limit, nesting too deep.
     """
     if not metadata:
         return {}
     if not isinstance(metadata, dict):
         msg = f"metadata must be a dict, got {type(metadata).__name__}."
         raise InvalidMetadataError(msg)
+    if len(metadata) > MAX_METADATA_KEYS:  # before encoding anything
+        msg = f"metadata has {len(metadata):,} keys, over the limit of {MAX_METADATA_KEYS} (MAX_METADATA_KEYS)."
+        raise InvalidMetadataError(msg)
     clash = sorted(RESERVED_KEYS & {k for k in metadata if isinstance(k, str)})
     if clash:
         msg = f"metadata keys {clash} are reserved by SessionVectorMemory; rename them."
         raise InvalidMetadataError(msg)
-    return {check_metadata_key(k): metadata_value(v, k) for k, v in metadata.items()}
+    encoded = {check_metadata_key(k): metadata_value(v, k) for k, v in metadata.items()}
+    check_metadata_size(encoded)
+    return encoded
 
 
 def session_record(
