@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from langchain_session_rag import _fork
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
 from langchain_session_rag.models._cpus import available_cpus
@@ -57,7 +57,7 @@ _INSTALL = (
 _TOKEN_VECTORS = 3
 """Dimensions of an output of token vectors (batch, tokens, features), mean-pooled here."""
 _ENCODERS: dict[tuple[str, str, int, bool], OnnxEncoder] = {}
-_LOCK = threading.Lock()
+_LOCK = _fork.ChildLock()
 
 
 def bundled_onnx_model() -> Path:
