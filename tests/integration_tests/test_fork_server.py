@@ -44,7 +44,7 @@ def test_a_forked_child_adds_messages_to_a_server_memory(
     assert "User: The child planted basil." in run_forked(child)
     fresh = SessionVectorMemory.server(host, port, user_id="alice", embeddings=real_embeddings,
                                        collection_name="fork-child")  # fmt: skip
-    assert fresh.count() == 2  # noqa: PLR2004 - the parent's and the child's
+    assert fresh.count() == 2
     assert any("basil" in d.page_content for d in memory.invoke("basil"))  # the parent sees the child's write
 
 

@@ -77,7 +77,7 @@ def test_a_forked_child_writes_through_the_write_queue_its_parent_started() -> N
 
 
 def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
-    from langchain_session_rag import _fork  # noqa: PLC0415 - new in this version: the other tests run on the old
+    from langchain_session_rag import _fork
 
     lock = _fork.ChildLock()
     held, release = threading.Event(), threading.Event()
@@ -148,7 +148,7 @@ def test_a_forked_child_refuses_an_embedded_store_its_parent_opened(tmp_path: Pa
     )
     lines = out.stdout.splitlines()
     assert "child hung" not in lines, out.stderr[-2000:]
-    assert len(lines) == 5, (lines, out.stderr[-2000:])  # noqa: PLR2004
+    assert len(lines) == 5, (lines, out.stderr[-2000:])
     for line, name in zip(lines[:3], ["add", "search", "count"], strict=True):
         assert line.startswith(f"{name} StoreLockedError "), line
         assert "before fork()" in line
