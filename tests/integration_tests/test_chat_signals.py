@@ -14,9 +14,9 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.cli.chat import FAULT_ENV
 from tests.integration_tests.test_cli_chat import NO_OLLAMA, spawn
 
+FAULT_ENV = "SESSION_RAG_CHAT_FAULT"  # the chat's named fault points (cli/chat.py)
 QUESTION = "Remember this: my spare key hides under the blue flowerpot."
 
 

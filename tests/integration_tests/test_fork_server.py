@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -113,3 +114,29 @@ def test_the_local_chat_model_in_a_forked_child_refuses_instead_of_hanging() -> 
     assert "after the fork" in answer
     assert "'spawn'" in answer
     assert model.invoke("Say hi").usage_metadata["output_tokens"] > 0  # type: ignore[index] - the parent still works
+
+
+def test_a_fork_while_another_thread_reads_a_replica_does_not_hang_the_child(
+    chroma_server: tuple[str, int], real_embeddings: LocalEmbeddings
+) -> None:
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=real_embeddings,
+                                        collection_name="fork-busy")  # fmt: skip
+    memory.add_messages([{"role": "user", "content": "The parent keeps bees."}], session_id="p")
+    replica = memory._state.replicas.get("alice")
+    held, release = threading.Event(), threading.Event()
+
+    def request_in_flight() -> None:
+        with replica.lock:
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=request_in_flight)
+    thread.start()
+    held.wait()
+    try:
+        answer = run_forked(lambda: " | ".join(d.page_content for d in memory.invoke("bees")))
+    finally:
+        release.set()
+        thread.join()
+    assert answer == "User: The parent keeps bees."

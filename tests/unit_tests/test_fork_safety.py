@@ -156,3 +156,24 @@ def test_a_forked_child_refuses_an_embedded_store_its_parent_opened(tmp_path: Pa
         assert "'spawn'" in line
     # The child exits normally; nothing it tried reached the store; the parent goes on writing.
     assert lines[3:] == ["child exit 0 parent count 1", "parent count after 2"]
+
+
+def test_a_forked_child_does_not_keep_the_store_lock_past_its_parent(tmp_path: Path) -> None:
+    import os
+
+    from langchain_session_rag.stores import locking
+
+    locking.lock_embedded_store(tmp_path / "store")
+    fd = next(fd for key, (fd, _pid) in locking._LOCKS.items() if key == str((tmp_path / "store").resolve()))
+
+    lock_file = (tmp_path / "store" / locking.LOCK_FILE).stat()
+
+    def child() -> str:
+        try:
+            same = os.path.samestat(os.fstat(fd), lock_file)  # the number may be reused by another file
+        except OSError:
+            return "closed"
+        return "still open: the child would hold the lock after its parent exits" if same else "closed"
+
+    assert run_forked(child) == "closed"
+    assert os.path.samestat(os.fstat(fd), lock_file)  # the parent keeps it
