@@ -67,9 +67,10 @@ class ChildLock:
     def __init__(self) -> None:
         """A new, unheld lock."""
         self._lock = threading.Lock()
-        after_fork_in_child(self, ChildLock._renew)
+        after_fork_in_child(self, ChildLock.renew)
 
-    def _renew(self) -> None:
+    def renew(self) -> None:
+        """A new, unheld lock (called in a forked child)."""
         self._lock = threading.Lock()
 
     def __enter__(self) -> bool:

@@ -79,11 +79,14 @@ class WriteQueue:
             raise InvalidArgumentError(msg)
         self._backend = backend
         self.linger = linger
-        self._fresh()
-        _fork.after_fork_in_child(self, WriteQueue._fresh)
+        self.start_empty()
+        _fork.after_fork_in_child(self, WriteQueue.start_empty)
 
-    def _fresh(self) -> None:
-        """An empty queue with its own lock and no thread (at creation, and in a forked child)."""
+    def start_empty(self) -> None:
+        """Empty the queue, with a new lock and no thread: at creation, and in a forked child.
+
+        The child's copies of the parent's queued writes are dropped: the parent's thread sends them.
+        """
         self._queue: deque[_Write] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
