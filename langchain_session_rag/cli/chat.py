@@ -2,14 +2,17 @@
 
 Each run is a new session (``chat-YYYYMMDD-HHMMSS``). Every exchange is stored as it happens; the memories a
 question recalled are shown with their markers before the answer streams. At the end the session is consolidated
-into topic segments. Ollama answers when it runs and has the model, else SmolLM2-135M in process; the chat says
-which it uses and why.
+into topic segments. A turn cut short (Ctrl-C, SIGTERM, SIGHUP) keeps the question and the part of the answer
+shown, marked ``interrupted``: nothing typed is lost. Ollama answers when it runs and has the model, else
+SmolLM2-135M in process; the chat says which it uses and why.
 """
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,7 +33,11 @@ if TYPE_CHECKING:
 
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["ChatSession", "chat"]
+__all__ = ["FAULT_ENV", "ChatSession", "chat"]
+
+FAULT_ENV = "SESSION_RAG_CHAT_FAULT"
+"""Tests only: ``generating`` makes the chat print ``[fault point: generating]`` after the answer's first token
+and wait there (up to a minute) for the signal the test sends."""
 
 HELP = """Commands:
   /sessions          list the stored sessions
@@ -61,6 +68,8 @@ class ChatSession:
     forgot: int = 0
     turns: int = 0
     _graph: Any = None
+    _pending: tuple[str, list[str]] | None = None
+    """The question being answered and the answer's tokens so far (until the turn is stored)."""
 
     def __post_init__(self) -> None:
         """Build the graph: the package's session-RAG graph with an in-memory checkpointer for this chat's turns."""
@@ -85,6 +94,7 @@ class ChatSession:
         config = {"configurable": {"thread_id": self.session_id}}
         context = {"user_id": self.memory.user_id, "session_id": self.session_id}
         streamed: list[str] = []
+        self._pending = (text, streamed)
         answer = ""
         for mode, chunk in self._graph.stream(
             {"messages": [HumanMessage(text)]}, config, context=context, stream_mode=["updates", "messages"]
@@ -100,7 +110,28 @@ class ChatSession:
                 reply = (chunk[CALL_MODEL] or {}).get("messages", [])
                 answer = next((m.text for m in reply if isinstance(m, AIMessage)), "")
         self.turns += 1
+        self._pending = None  # stored by the graph
         yield "answer", answer or "".join(streamed)
+
+    def keep_interrupted(self) -> bool:
+        """Store the question of a turn cut short, and the part of the answer shown, marked ``interrupted``.
+
+        Returns:
+            Whether there was such a turn to store.
+        """
+        if self._pending is None:
+            return False
+        question, streamed = self._pending
+        self._pending = None
+        partial = "".join(streamed).strip()
+        exchange = [{"role": "user", "content": question}]
+        if partial:
+            exchange.append({"role": "assistant", "content": partial})
+        self.memory.add_messages(
+            exchange, session_id=self.session_id, metadata={"interrupted": True}, chunking="exchange"
+        )
+        self.turns += 1
+        return True
 
     def forget_session(self, session_id: str | None = None) -> int:
         """Forget a session (this one by default, which then starts afresh); return the chunks removed."""
@@ -119,6 +150,11 @@ class ChatSession:
         Each step runs even if one before it failed (the model server gone, say): forgotten text is erased first.
         """
         said: list[str] = []
+        try:
+            if self.keep_interrupted():
+                said.append("the interrupted question is kept, marked interrupted")
+        except Exception as exc:  # noqa: BLE001 - reported; the next steps still run
+            said.append(f"the interrupted question could NOT be stored ({exc})")
         if self.forgot:
             try:
                 self.memory.compact()
@@ -271,13 +307,22 @@ def _loop(session: ChatSession) -> None:
         except _Leave:
             out.print()
             return
-        except KeyboardInterrupt:  # Ctrl-C while the model answers: stop this answer, keep the chat
-            out.print("\n(answer interrupted)")
+        except KeyboardInterrupt:  # Ctrl-C while the model answers: stop this answer, keep the chat and the question
+            session.keep_interrupted()
+            out.print("\n(answer interrupted; the question is kept)")
         except Exception as exc:
             if not is_connection_error(exc) and "ResponseError" not in type(exc).__name__:
                 raise
             out.print()
             err.print(f"No answer: a model server did not answer ({exc}; chat model: {session.describe}). Try again.")
+
+
+def _fault_point(name: str) -> None:
+    """Tests only: announce a named point of a turn and wait there for the test's signal (see ``FAULT_ENV``)."""
+    if os.environ.get(FAULT_ENV) == name:
+        err.print(f"[fault point: {name}]")
+        err.file.flush()
+        time.sleep(60)  # a signal's handler ends the wait by raising
 
 
 def _answer(session: ChatSession, line: str) -> None:
@@ -286,11 +331,14 @@ def _answer(session: ChatSession, line: str) -> None:
         if kind == "memories":
             _show_memories(value, line)
         elif kind == "token":
-            if not started:
+            first = not started
+            if first:
                 out.print("assistant> ", end="")
                 started = True
             out.print(printable(value), end="")
             out.file.flush()
+            if first:
+                _fault_point("generating")
         elif kind == "answer" and not started:
             out.print(printable(f"assistant> {value or '(no answer)'}"), end="")
     out.print()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import os
-import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag import _fork
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
@@ -55,7 +55,7 @@ class StoreState:
 
 
 _STATES: weakref.WeakValueDictionary[str, StoreState] = weakref.WeakValueDictionary()
-_LOCK = threading.Lock()
+_LOCK = _fork.ChildLock()
 
 
 def state_of(backend: MemoryBackend) -> StoreState:
@@ -66,7 +66,13 @@ def state_of(backend: MemoryBackend) -> StoreState:
         if state is None:
             state = StoreState(ReplicaCache(), WriteQueue(backend), trusted=backend.single_process)
             _STATES[key] = state
+            _fork.after_fork_in_child(state, _forget_replicas)  # their locks may be held by the parent's threads
         return state
+
+
+def _forget_replicas(state: StoreState) -> None:
+    """In a forked child: new, empty replicas (rebuilt from the store on use) and their own locks."""
+    state.replicas = ReplicaCache(state.replicas.max_users, state.replicas.max_chunks)
 
 
 def reset_replicas(backend: MemoryBackend) -> None:

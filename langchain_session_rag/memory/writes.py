@@ -12,6 +12,10 @@ meanwhile share one store call: embedded Chroma holds Python's GIL during an ups
 chunk, 9 ms for ten here), so one call per turn would stall every thread of a busy process. A waited-for
 write, or :meth:`WriteQueue.flush`, ends the linger at once. A failed write that nobody waited for is
 raised, as :class:`~langchain_session_rag.errors.StoreWriteError`, by the next ``flush()`` or write.
+
+After ``fork()`` the child's queue starts empty, with its own lock and no thread (one starts with its first write):
+the writes still queued at the fork belong to the parent, whose thread sends them; the child drops its copies of
+them (a future it holds from before the fork is never completed in the child).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidArgumentError, StoreWriteError
 from langchain_session_rag.stores.base import MemoryBackend, Record
 
@@ -74,6 +79,14 @@ class WriteQueue:
             raise InvalidArgumentError(msg)
         self._backend = backend
         self.linger = linger
+        self.start_empty()
+        _fork.after_fork_in_child(self, WriteQueue.start_empty)
+
+    def start_empty(self) -> None:
+        """Empty the queue, with a new lock and no thread: at creation, and in a forked child.
+
+        The child's copies of the parent's queued writes are dropped: the parent's thread sends them.
+        """
         self._queue: deque[_Write] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)

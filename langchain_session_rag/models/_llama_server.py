@@ -4,11 +4,17 @@
 replies are OpenAI-shaped dicts. It always opens an HTTP listener as well; here that listener is a Unix socket in
 a private (0700) temporary folder, unlinked as soon as the server is up, and an API key guards it in the
 meantime: no TCP port is opened and no other process can reach the model.
+
+A server does not survive ``fork()``: its threads stay in the parent, and llama.cpp's OpenMP pool hangs a
+child that loads a model again. A child forked after a model was loaded therefore refuses the local model with
+:class:`~langchain_session_rag.errors.UnsupportedOperationError` naming the fix (load it in the worker, after
+the fork, or use the ``spawn`` start method) instead of hanging.
 """
 
 from __future__ import annotations
 
 import atexit
+import ctypes
 import os
 import queue
 import secrets
@@ -18,12 +24,14 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import (
     BudgetExceededError,
     FileAccessError,
     InvalidArgumentError,
     InvalidRequestError,
     MissingDependencyError,
+    UnsupportedOperationError,
 )
 from langchain_session_rag.models._cpus import available_cpus
 
@@ -33,11 +41,13 @@ INSTALL = (
     "(scripts/setup.sh installs both)."
 )
 _SERVERS: dict[tuple[str, int], LlamaServer] = {}
-_LOCK = threading.Lock()
+_LOCK = _fork.ChildLock()
 _END = object()
 _RUNNING: set[tuple[threading.Event, threading.Thread]] = set()
 """The requests in flight: their stop flags and worker threads, stopped and joined before the servers go."""
 _CLOSED = threading.Event()
+_BEFORE_FORK: list[Any] = []
+"""In a forked child: the llama.cpp servers loaded before the fork, kept alive (freeing one hangs) and never used."""
 _SMALL_MODEL_BYTES = 256 * 2**20
 """A GGUF file under this size generates on one thread."""
 
@@ -142,6 +152,8 @@ class LlamaServer:
                 parts.put(_END)
 
         with _LOCK:
+            if _BEFORE_FORK:
+                raise UnsupportedOperationError(_forked_message(self.path))
             if _CLOSED.is_set() or self._server is None:
                 msg = "The local chat model is closed: the interpreter is exiting."
                 raise InvalidRequestError(msg)
@@ -162,12 +174,43 @@ class LlamaServer:
 
 
 def load(path: str, n_ctx: int) -> LlamaServer:
-    """The server for ``path`` with an ``n_ctx`` window, loaded once per process."""
+    """The server for ``path`` with an ``n_ctx`` window, loaded once per process.
+
+    Raises:
+        UnsupportedOperationError: This process was forked from one that had loaded a model.
+    """
     with _LOCK:
+        if _BEFORE_FORK:
+            raise UnsupportedOperationError(_forked_message(path))
         server = _SERVERS.get((path, n_ctx))
         if server is None:
             server = _SERVERS[(path, n_ctx)] = LlamaServer(path, n_ctx, threads=available_cpus())
         return server
+
+
+def _forked_message(path: str) -> str:
+    return (
+        f"The local chat model ({os.path.basename(path)}) was loaded in process {_fork.forked_from()} before "  # noqa: PTH119
+        "fork(); llama.cpp cannot run in the forked child (its threads stay in the parent). Create and first use "
+        "LocalChatModel in the worker, after the fork (gunicorn: without --preload, or in post_fork), or start "
+        "worker processes with multiprocessing's 'spawn' start method."
+    )
+
+
+def _orphan_in_child() -> None:
+    """After fork(): the parent's servers are unusable here; they are kept (freeing one hangs) and refused."""
+    global _CLOSED  # noqa: PLW0603 - a copied Event's lock may be held by a thread left in the parent
+    _CLOSED = threading.Event()
+    _RUNNING.clear()
+    for server in _SERVERS.values():
+        if server._server is not None:  # noqa: SLF001 - this module's own class
+            _BEFORE_FORK.append(server._server)  # noqa: SLF001
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(server._server))  # noqa: SLF001 - never freed
+            server._server = None  # noqa: SLF001
+    _SERVERS.clear()
+
+
+_fork.on_fork_in_child(_orphan_in_child)
 
 
 @atexit.register

@@ -10,9 +10,9 @@ route does; mean pooling over the attention mask and L2 normalisation follow the
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
-import threading
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from langchain_session_rag import _fork
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
 from langchain_session_rag.models._cpus import available_cpus
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import numpy.typing as npt
 
@@ -57,7 +58,9 @@ _INSTALL = (
 _TOKEN_VECTORS = 3
 """Dimensions of an output of token vectors (batch, tokens, features), mean-pooled here."""
 _ENCODERS: dict[tuple[str, str, int, bool], OnnxEncoder] = {}
-_LOCK = threading.Lock()
+_LOCK = _fork.ChildLock()
+_LEFT_IN_PARENT: list[Any] = []
+"""In a forked child: the sessions loaded before the fork (see :meth:`OnnxEncoder.leave_in_parent`)."""
 
 
 def bundled_onnx_model() -> Path:
@@ -113,11 +116,35 @@ class OnnxEncoder:
     inputs: tuple[str, ...]
     counter: Any = None
     """The same tokenizer without truncation or padding, for :meth:`count_tokens`."""
+    reload: Callable[[], Any] | None = None
+    """Builds the session again: in a forked child, whose copy of the parent's session has no threads."""
+
+    def __post_init__(self) -> None:
+        """A forked child loads its own session on first use (see :meth:`leave_in_parent`)."""
+        if self.reload is not None:
+            _fork.after_fork_in_child(self, OnnxEncoder.leave_in_parent)
+
+    def leave_in_parent(self) -> None:
+        """In a forked child: keep the parent's session, never used nor freed here; load a new one on first use.
+
+        The copy's thread pool has no threads in the child: freeing it waits for them forever (an exiting child
+        would hang), and a pass through it is not safe.
+        """
+        _LEFT_IN_PARENT.append(self.session)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(self.session))  # immortal: not freed when the child exits
+        self.session = None
+
+    def _session(self) -> Any:
+        if self.session is None and self.reload is not None:
+            with _LOCK:
+                if self.session is None:
+                    self.session = self.reload()
+        return self.session
 
     @property
     def dimension(self) -> int:
         """The vectors' dimension, from the model's output shape."""
-        return int(self.session.get_outputs()[0].shape[-1])
+        return int(self._session().get_outputs()[0].shape[-1])
 
     def _run(self, pieces: Sequence[Sequence[int]]) -> npt.NDArray[np.float32]:
         """One forward pass over token ids, padded to the longest."""
@@ -128,7 +155,7 @@ class OnnxEncoder:
             ids[row, : len(piece)] = piece
             mask[row, : len(piece)] = 1
         feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        output = self.session.run(None, {name: feed[name] for name in self.inputs})[0].astype(np.float32)
+        output = self._session().run(None, {name: feed[name] for name in self.inputs})[0].astype(np.float32)
         if output.ndim == _TOKEN_VECTORS:  # token vectors: mean over the real tokens
             weights = mask[..., None].astype(np.float32)
             output = (output * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
@@ -231,16 +258,20 @@ def _load(
     # The int8 weights stay int8 and are widened in each pass: folding them to float32 once at load takes about
     # 215 MB instead of 145 MB at peak and loads slower, for about 3 times quicker single queries.
     disabled = [] if unpack_weights else ["ConstantFolding"]
-    try:
-        session = onnxruntime.InferenceSession(
-            str(model), options, providers=["CPUExecutionProvider"], disabled_optimizers=disabled
-        )
-    except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
-        msg = f"onnxruntime cannot load {model}: {exc}"
-        raise FileAccessError(msg) from exc
+
+    def build() -> Any:
+        try:
+            return onnxruntime.InferenceSession(
+                str(model), options, providers=["CPUExecutionProvider"], disabled_optimizers=disabled
+            )
+        except Exception as exc:  # onnxruntime raises its own untyped errors for a bad file
+            msg = f"onnxruntime cannot load {model}: {exc}"
+            raise FileAccessError(msg) from exc
+
+    session = build()
     names = tuple(i.name for i in session.get_inputs())
     unknown = set(names) - {"input_ids", "attention_mask", "token_type_ids"}
     if unknown:
         msg = f"{model} takes inputs {sorted(unknown)}; only BERT-style input_ids/attention_mask/token_type_ids work."
         raise InvalidArgumentError(msg)
-    return OnnxEncoder(session, text_tokenizer, names, counter)
+    return OnnxEncoder(session, text_tokenizer, names, counter, reload=build)

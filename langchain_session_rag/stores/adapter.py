@@ -8,12 +8,14 @@ fails if one is read anywhere else).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from langchain_session_rag.errors import InvalidStorePathError, StoreUnavailableError
-from langchain_session_rag.stores.locking import lock_embedded_store
+from langchain_session_rag import _fork
+from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError, StoreUnavailableError
+from langchain_session_rag.stores.locking import forked_store_message, lock_embedded_store
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -94,3 +96,51 @@ def chroma_collection_of(vectorstore: Any) -> tuple[ClientAPI, Collection] | Non
     if module is None or not isinstance(vectorstore, module.Chroma):
         return None
     return vectorstore._client, vectorstore._collection  # noqa: SLF001 - see the docstring
+
+
+class _RefusedBindings:
+    """Stands in a forked child for the Rust bindings of an embedded chromadb client opened before the fork."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreLockedError(forked_store_message(self.path))
+
+
+_KEPT: list[Any] = []
+
+
+def _renew_clients_in_child() -> None:
+    """After fork(): a server's clients get their own connections; embedded clients opened before it refuse.
+
+    chromadb shares one ``System`` per server address or folder. A server's HTTP client (``httpx``) pools
+    keep-alive connections: copied, parent and children would read one another's replies, so the child gets a new
+    pool. An embedded client's Rust bindings have their threads in the parent (a call hangs, and dropping them
+    hangs too): they are kept alive and never called, a stand-in raises StoreLockedError, and the ``System`` is
+    dropped from chromadb's cache so a client opened in the child starts afresh.
+    """
+    module = sys.modules.get("chromadb.api.shared_system_client")
+    if module is None:
+        return
+    systems = module.SharedSystemClient._identifier_to_system  # noqa: SLF001 - see the docstring
+    for identifier, system in list(systems.items()):
+        for component in list(system._instances.values()):  # noqa: SLF001
+            session = getattr(component, "_session", None)
+            if session is not None and hasattr(component, "http_limits"):
+                import httpx  # noqa: PLC0415 - chromadb's HTTP client is imported already
+
+                verify = component._settings.chroma_server_ssl_verify  # noqa: SLF001
+                options: dict[str, Any] = {} if verify is None else {"verify": verify}
+                _KEPT.append(session)  # the parent's connections: never closed from here
+                component._session = httpx.Client(  # noqa: SLF001
+                    timeout=session.timeout, limits=component.http_limits, headers=session.headers, **options
+                )
+            elif "bindings" in vars(component):
+                _KEPT.append(component.bindings)
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(component.bindings))  # never dropped: that hangs too
+                component.bindings = _RefusedBindings(system.settings.persist_directory or None)
+                systems.pop(identifier, None)
+
+
+_fork.on_fork_in_child(_renew_clients_in_child)

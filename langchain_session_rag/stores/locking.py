@@ -1,18 +1,26 @@
-"""The one-writer-process lock of an embedded store folder."""
+"""The one-writer-process lock of an embedded store folder.
+
+A child forked from the process holding a folder's lock does not hold it: at the fork its copy of the lock's
+descriptor is closed (the parent keeps the lock) and the folder is recorded as inherited, so that the chromadb
+clients opened before the fork refuse to work in the child (see ``stores/adapter.py``).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
 from pathlib import Path
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError
 
-__all__ = ["LOCK_FILE", "lock_embedded_store"]
+__all__ = ["LOCK_FILE", "forked_store_message", "lock_embedded_store"]
 
 _LOCKS: dict[str, tuple[int, int]] = {}
 """Embedded store folders this process holds: resolved path → (lock file descriptor, pid)."""
-_LOCKS_GUARD = threading.Lock()
+_LOCKS_GUARD = _fork.ChildLock()
+_INHERITED: dict[str, int] = {}
+"""In a forked child: the folders its parent (pid) held at the fork."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -54,3 +62,28 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
             )
             raise StoreLockedError(msg) from exc
         _LOCKS[key] = (fd, os.getpid())
+
+
+def _release_in_child() -> None:
+    """After fork(): the lock stays the parent's; the child closes its copy of the descriptor and records the folder."""
+    for key, (fd, pid) in list(_LOCKS.items()):
+        _INHERITED[key] = pid
+        with contextlib.suppress(OSError):
+            os.close(fd)  # the parent's descriptor still holds the lock; this copy would keep it past the parent
+    _LOCKS.clear()
+
+
+_fork.on_fork_in_child(_release_in_child)
+
+
+def forked_store_message(path: str | None) -> str:
+    """Why a chromadb client opened before fork() refuses to work in the child, and what to do instead."""
+    key = os.path.realpath(path) if path else "in memory"
+    parent = _INHERITED.get(key, _fork.forked_from())
+    return (
+        f"The embedded store {key!r} was opened in process {parent} before fork(); this forked child cannot use "
+        "it (embedded Chroma is not process-safe, and its threads stay in the parent). Open the memory after the "
+        "fork, in the worker (gunicorn: without --preload or in post_fork; multiprocessing: the 'spawn' start "
+        "method), with one writer process per folder, or run a Chroma server (`chroma run --path DIR`) and use "
+        "SessionVectorMemory.server(host, port, ...)."
+    )

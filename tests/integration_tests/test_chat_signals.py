@@ -1,0 +1,44 @@
+"""``session-rag chat`` ended by SIGTERM or SIGHUP while it answers: the question typed is kept, not lost.
+
+The chat waits at a named point (``SESSION_RAG_CHAT_FAULT=generating``: after the answer's first token) and the
+test signals it there, so the signal lands inside the turn every time.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pexpect
+import pytest
+from langchain_core.embeddings import Embeddings
+
+from langchain_session_rag import SessionVectorMemory
+from tests.integration_tests.test_cli_chat import NO_OLLAMA, spawn
+
+FAULT_ENV = "SESSION_RAG_CHAT_FAULT"  # the chat's named fault points (cli/chat.py)
+QUESTION = "Remember this: my spare key hides under the blue flowerpot."
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_during_the_answer_keeps_the_question(
+    tmp_path: Path, sig: signal.Signals, real_embeddings: Embeddings
+) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA,
+           FAULT_ENV: "generating"}  # fmt: skip
+    child = spawn("chat", "--local", "--max-tokens", "32", env=env)
+    child.expect_exact("you> ")
+    child.sendline(QUESTION)
+    child.expect_exact("[fault point: generating]")
+    child.kill(sig)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert "kept (1 exchange(s))" in child.before
+    assert "the interrupted question is kept" in child.before
+
+    memory = SessionVectorMemory.local(path=tmp_path / "db", user_id="alice", embeddings=real_embeddings)
+    stored = memory.invoke("where does my spare key hide?")
+    assert len(stored) == 1
+    assert stored[0].page_content.startswith(f"User: {QUESTION}\nAssistant: ")  # the part of the answer shown
+    assert stored[0].metadata["interrupted"] is True

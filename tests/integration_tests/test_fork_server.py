@@ -1,0 +1,142 @@
+"""fork() with a Chroma server (``gunicorn --preload``, ``multiprocessing`` with ``fork``): the children just work.
+
+The parent builds the memory and warms it (its writer thread runs, its replica is loaded, its HTTP client holds a
+keep-alive connection); forked children then write and read through it. A hang fails the test after ``HANG`` s.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
+from langchain_session_rag.errors import MissingDependencyError
+from langchain_session_rag.models.local_llm import LocalChatModel, bundled_model_path
+from tests.unit_tests.test_fork_safety import HANG, run_forked
+
+WORKERS = 2
+
+
+def _has_model() -> bool:
+    try:
+        return Path(bundled_model_path()).is_file()
+    except MissingDependencyError:
+        return False
+
+
+def test_a_forked_child_adds_messages_to_a_server_memory(
+    chroma_server: tuple[str, int], real_embeddings: LocalEmbeddings
+) -> None:
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=real_embeddings,
+                                        collection_name="fork-child")  # fmt: skip
+    memory.add_messages([{"role": "user", "content": "The parent planted tomatoes."}], session_id="p")
+    memory.invoke("tomatoes")  # warm: replica loaded, connection pooled
+
+    def child() -> str:
+        memory.add_messages([{"role": "user", "content": "The child planted basil."}], session_id="c")
+        return " | ".join(d.page_content for d in memory.invoke("what did the child plant? basil"))
+
+    assert "User: The child planted basil." in run_forked(child)
+    fresh = SessionVectorMemory.server(host, port, user_id="alice", embeddings=real_embeddings,
+                                       collection_name="fork-child")  # fmt: skip
+    assert fresh.count() == 2
+    assert any("basil" in d.page_content for d in memory.invoke("basil"))  # the parent sees the child's write
+
+
+def _serve(memory: SessionVectorMemory, worker: int) -> str:
+    """One request of a worker: store the user's turn, then answer from memory."""
+    user = memory.for_user(f"user{worker}")
+    for turn in range(3):
+        user.add_messages([{"role": "user", "content": f"Worker {worker} turn {turn}: my locker is {worker}{turn}."}],
+                          session_id=f"w{worker}")  # fmt: skip
+    found = user.invoke(f"what is my locker? worker {worker}")
+    return ",".join(sorted(str(d.metadata["user_id"]) for d in found)) + f"|{len(found)}|{user.count()}"
+
+
+def test_a_preloaded_parent_forks_workers_that_serve_requests(
+    chroma_server: tuple[str, int], real_embeddings: LocalEmbeddings
+) -> None:
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(host, port, user_id="boot", embeddings=real_embeddings,
+                                        collection_name="fork-preload", k=10)  # fmt: skip
+    memory.add_messages([{"role": "user", "content": "warm-up"}], session_id="boot", wait=False)
+    memory.invoke("warm-up")
+    memory.for_user("user0").invoke("warm")  # replicas of the workers' users exist in the parent
+    pipes: dict[int, int] = {}
+    for worker in range(WORKERS):
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the worker
+            os.close(read)
+            try:
+                answer = _serve(memory, worker)
+            except BaseException as exc:  # noqa: BLE001
+                answer = f"{type(exc).__name__}: {exc}"
+            os.write(write, answer.encode())
+            os._exit(0)
+        os.close(write)
+        pipes[pid] = read
+    answers = {}
+    for pid, read in pipes.items():
+        for _ in range(HANG * 10):  # bounded: a hung worker fails the test
+            done, _status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        answers[pid] = os.read(read, 65536).decode()
+        os.close(read)
+    expected = [f"user{w},user{w},user{w}|3|3" for w in range(WORKERS)]
+    assert sorted(answers.values()) == expected
+    memory.flush()
+    assert memory.count() == 1  # the parent's own write, sent by its writer thread
+
+
+@pytest.mark.skipif(not _has_model(), reason="the SmolLM2 file is not installed")
+def test_the_local_chat_model_in_a_forked_child_refuses_instead_of_hanging() -> None:
+    model = LocalChatModel(max_tokens=4)
+    assert model.invoke("Say hi").usage_metadata["output_tokens"] > 0  # type: ignore[index]
+
+    def child() -> str:
+        return model.invoke("Say hi").text
+
+    answer = run_forked(child)
+    assert answer.startswith("UnsupportedOperationError: The local chat model (SmolLM2-135M-Instruct.Q4_1.gguf) was "
+                             "loaded in process "), answer  # fmt: skip
+    assert "after the fork" in answer
+    assert "'spawn'" in answer
+    assert model.invoke("Say hi").usage_metadata["output_tokens"] > 0  # type: ignore[index] - the parent still works
+
+
+def test_a_fork_while_another_thread_reads_a_replica_does_not_hang_the_child(
+    chroma_server: tuple[str, int], real_embeddings: LocalEmbeddings
+) -> None:
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=real_embeddings,
+                                        collection_name="fork-busy")  # fmt: skip
+    memory.add_messages([{"role": "user", "content": "The parent keeps bees."}], session_id="p")
+    replica = memory._state.replicas.get("alice")
+    held, release = threading.Event(), threading.Event()
+
+    def request_in_flight() -> None:
+        with replica.lock:
+            held.set()
+            release.wait()
+
+    thread = threading.Thread(target=request_in_flight)
+    thread.start()
+    held.wait()
+    try:
+        answer = run_forked(lambda: " | ".join(d.page_content for d in memory.invoke("bees")))
+    finally:
+        release.set()
+        thread.join()
+    assert answer == "User: The parent keeps bees."

@@ -1,0 +1,179 @@
+"""fork() after a memory was used (``gunicorn --preload``, ``multiprocessing`` with ``fork``): no hang, typed refusals.
+
+A forked child has one thread: the writer's thread, the llama.cpp server's threads and embedded Chroma's threads
+stay in the parent. Each test forks and bounds the wait, so a hang fails the test instead of the suite.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import pytest
+
+from langchain_session_rag.memory.writes import WriteQueue
+from langchain_session_rag.stores.base import Record
+
+HANG = 60
+"""Seconds after which a forked child counts as hung (it answers in well under a second)."""
+
+
+def _report(send: Connection, work: Callable[[], str]) -> None:
+    try:
+        send.send(work())
+    except Exception as exc:  # noqa: BLE001 - the test reads the error's type and message
+        send.send(f"{type(exc).__name__}: {exc}")
+
+
+def run_forked(work: Callable[[], str]) -> str:
+    """``work()`` in a child forked from this process: its answer (or ``"Error: message"``); fails on a hang."""
+    receive, send = multiprocessing.Pipe(duplex=False)
+    child = multiprocessing.get_context("fork").Process(target=_report, args=(send, work))
+    child.start()
+    child.join(HANG)
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail(f"the forked child hung for {HANG} s")
+    assert child.exitcode == 0
+    assert receive.poll(0), "the child answered nothing"
+    return str(receive.recv())
+
+
+class SlowBackend:
+    """Just enough of a back end for the write queue: records what it stores."""
+
+    def __init__(self) -> None:
+        self.added: list[str] = []
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        self.added.extend(f"{user_id}/{r.id}" for r in records)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        del user_id, ids
+
+
+def record(doc_id: str) -> Record:
+    return Record(id=doc_id, text=doc_id, metadata={}, embedding=[0.0])
+
+
+def test_a_forked_child_writes_through_the_write_queue_its_parent_started() -> None:
+    backend = SlowBackend()
+    queue = WriteQueue(backend)  # type: ignore[arg-type]
+    queue.submit("alice", [record("parent")], []).result()  # the writer thread runs, in the parent only
+
+    def child() -> str:
+        queue.submit("alice", [record("child")], []).result()
+        return f"pending={queue.pending} added={backend.added}"
+
+    assert run_forked(child) == "pending=0 added=['alice/parent', 'alice/child']"
+    queue.submit("alice", [record("parent2")], []).result()  # the parent's queue still works
+    assert backend.added == ["alice/parent", "alice/parent2"]
+
+
+def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
+    from langchain_session_rag import _fork
+
+    lock = _fork.ChildLock()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+
+        def child() -> str:
+            with lock:
+                return f"taken, forked from {_fork.forked_from()}"
+
+        assert run_forked(child).startswith("taken, forked from ")
+    finally:
+        release.set()
+        holder.join()
+
+
+EMBEDDED_THEN_FORK = """
+import os, signal, sys, time
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_session_rag import SessionVectorMemory
+
+memory = SessionVectorMemory.local(path=sys.argv[1], user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+memory.invoke("parent")  # warm: the replica is loaded
+pid = os.fork()
+if pid == 0:
+    for name, call in [
+        ("add", lambda: memory.add_messages([{"role": "user", "content": "child wrote this"}], session_id="c")),
+        ("search", lambda: memory.invoke("parent")),
+        ("count", memory.count),
+    ]:
+        try:
+            print(name, "returned", call(), flush=True)
+        except Exception as exc:
+            print(name, type(exc).__name__, exc, flush=True)
+    sys.exit(0)  # a normal exit: the interpreter's finalization runs
+for _ in range(600):  # at most 60 s
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    time.sleep(0.1)
+else:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    print("child hung", flush=True)
+    sys.exit(1)
+print("child exit", os.waitstatus_to_exitcode(status), "parent count", memory.count(), flush=True)
+memory.add_messages([{"role": "user", "content": "parent again"}], session_id="p2")
+print("parent count after", memory.count(), flush=True)
+"""
+
+
+def test_a_forked_child_refuses_an_embedded_store_its_parent_opened(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", EMBEDDED_THEN_FORK, str(tmp_path / "store")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    lines = out.stdout.splitlines()
+    assert "child hung" not in lines, out.stderr[-2000:]
+    assert len(lines) == 5, (lines, out.stderr[-2000:])
+    for line, name in zip(lines[:3], ["add", "search", "count"], strict=True):
+        assert line.startswith(f"{name} StoreLockedError "), line
+        assert "before fork()" in line
+        assert "SessionVectorMemory.server" in line
+        assert "'spawn'" in line
+    # The child exits normally; nothing it tried reached the store; the parent goes on writing.
+    assert lines[3:] == ["child exit 0 parent count 1", "parent count after 2"]
+
+
+def test_a_forked_child_does_not_keep_the_store_lock_past_its_parent(tmp_path: Path) -> None:
+    import os
+
+    from langchain_session_rag.stores import locking
+
+    locking.lock_embedded_store(tmp_path / "store")
+    fd = next(fd for key, (fd, _pid) in locking._LOCKS.items() if key == str((tmp_path / "store").resolve()))
+
+    lock_file = (tmp_path / "store" / locking.LOCK_FILE).stat()
+
+    def child() -> str:
+        try:
+            same = os.path.samestat(os.fstat(fd), lock_file)  # the number may be reused by another file
+        except OSError:
+            return "closed"
+        return "still open: the child would hold the lock after its parent exits" if same else "closed"
+
+    assert run_forked(child) == "closed"
+    assert os.path.samestat(os.fstat(fd), lock_file)  # the parent keeps it
