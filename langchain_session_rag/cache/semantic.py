@@ -41,10 +41,12 @@ from langchain_session_rag.cache.entries import (
     llm_key,
     lookup_options,
 )
+from langchain_session_rag.cache.erasure import CacheTier
 from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
 from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.memory.erasure import link_tier
 from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.base import Record
@@ -104,6 +106,7 @@ class SemanticCache(BaseModel):
     ``stale_version``: the knowledge behind the answer changed."""
 
     _backend: ChromaBackend = PrivateAttr()
+    _tier: CacheTier = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _vectors: VectorMemo = PrivateAttr(default_factory=VectorMemo)
@@ -133,6 +136,7 @@ class SemanticCache(BaseModel):
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
         self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
+        self._tier = CacheTier(self._backend)
         self._backend.check_model(embedding_model_id(self.embeddings), None)
         return self
 
@@ -411,9 +415,35 @@ class SemanticCache(BaseModel):
         return True
 
     def clear(self) -> int:
-        """Delete every entry of this scope (this user's, or the shared one); return how many."""
+        """Delete every entry of this scope (this user's, or the shared one); return how many.
+
+        Deleted entries leave retrieval at once; :meth:`compact` erases their text from the cache's files.
+        """
         return self._backend.purge(self._scope)
 
     async def aclear(self) -> int:
         """Async :meth:`clear`."""
         return await asyncio.to_thread(self.clear)
+
+    def link_memory(self, memory: Any) -> None:
+        """Make this cache follow ``memory``'s forgetting (a ``SessionVectorMemory``; the graphs link theirs).
+
+        From then on, for as long as this cache object lives, ``memory.forget(...)`` deletes the user's entries
+        whose answers drew on a forgotten chunk or were given in a forgotten session (metadata
+        ``memory_session``), ``forget_all()`` deletes all of the user's entries, and ``memory.compact()``
+        compacts this cache's files too, in whatever folder or server they are.
+        """
+        link_tier(memory.backend.process_key, self._tier)
+
+    def compact(self) -> int:
+        """Erase deleted and cleared entries from the cache's files; return how many entries are kept.
+
+        Rebuilds the cache's collections from their live entries and vacuums an embedded cache's folder (as
+        ``SessionVectorMemory.compact`` does for memories): after it a byte scan of the folder finds no text of
+        a deleted entry. It copies the whole cache: run it after forgetting, not after every write.
+        """
+        return self._tier.compact()
+
+    async def acompact(self) -> int:
+        """Async :meth:`compact`."""
+        return await asyncio.to_thread(self.compact)
