@@ -26,10 +26,17 @@ from dataclasses import dataclass
 
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache import vocabulary as vocab
-from langchain_session_rag.cache.questions import content_words, is_context_dependent, is_volatile, normalise_question
+from langchain_session_rag.cache.questions import (
+    MAX_QUESTION_CHARS,
+    content_words,
+    is_context_dependent,
+    is_volatile,
+    normalise_question,
+)
 from langchain_session_rag.memory.lexical import stem
 
 __all__ = [
+    "MAX_QUESTION_CHARS",
     "GuardResult",
     "content_words",
     "guard_mismatch",
@@ -73,17 +80,27 @@ def _opposite(a: list[str], b: list[str]) -> tuple[str, str] | None:
     return None
 
 
+def _first_inversion(values: list[int]) -> tuple[int, int] | None:
+    """The first ``(i, j)``, ``i < j``, with ``values[i] > values[j]`` (in ``(i, j)`` order), in linear time."""
+    later_min = [0] * len(values)  # the smallest value after each position
+    low = len(values) and max(values) + 1
+    for k in range(len(values) - 1, -1, -1):
+        later_min[k] = low
+        low = min(low, values[k])
+    for i, value in enumerate(values):
+        if later_min[i] < value:
+            return i, next(j for j in range(i + 1, len(values)) if values[j] < value)
+    return None
+
+
 def _inversion(a: list[str], b: list[str]) -> tuple[str, str] | None:
     """Two words that appear in both sequences in opposite orders."""
     first_b: dict[str, int] = {}
     for i, w in enumerate(b):
         first_b.setdefault(w, i)
     shared = [w for w in dict.fromkeys(a) if w in first_b]
-    for i, x in enumerate(shared):
-        for y in shared[i + 1 :]:
-            if first_b[x] > first_b[y]:
-                return x, y
-    return None
+    found = _first_inversion([first_b[w] for w in shared])
+    return None if found is None else (shared[found[0]], shared[found[1]])
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,7 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
     *,
     word_similarity: WordSimilarity | None = None,
     word_threshold: float = 0.8,
+    max_chars: int = MAX_QUESTION_CHARS,
 ) -> GuardResult:
     """Compare a question with a cached one; return the first difference that makes them different questions.
 
@@ -140,10 +158,15 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
         word_similarity: Similarities of words (for the ``content`` check); without it a topic word needs the
             same stem on the other side.
         word_threshold: The similarity at which two different topic words count as the same word.
+        max_chars: The longest question compared (longer ones are never the same question).
 
     Returns:
-        A :class:`GuardResult` whose ``reason`` is ``None`` when no check objects.
+        A :class:`GuardResult` whose ``reason`` is ``None`` when no check objects; ``"length"`` (nothing else
+        read) when a question is longer than ``max_chars``, so the work of a comparison stays bounded.
     """
+    longest = max(len(question), len(cached))
+    if longest > max_chars:
+        return GuardResult("length", f"{longest} characters > max_chars={max_chars}")
     if questions.numbers(question) != questions.numbers(cached):
         return GuardResult("number", f"{sorted(questions.numbers(question))} vs {sorted(questions.numbers(cached))}")
     if questions.negated(question) != questions.negated(cached):
@@ -153,7 +176,7 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
         return GuardResult("symbol", f"{sorted(sa.elements())} vs {sorted(sb.elements())}")
     wa, wb = questions.joined(questions.split_words(question)), questions.joined(questions.split_words(cached))
     ea, eb = questions.entities(question), questions.entities(cached)
-    missing = sorted({e for e in ea if e not in wb} | {e for e in eb if e not in wa})
+    missing = sorted((set(ea) - set(wb)) | (set(eb) - set(wa)))
     if missing:
         return GuardResult("entity", f"{missing} not in both")
     pa, pb = questions.persons(question), questions.persons(cached)
@@ -183,13 +206,16 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
     once = {w for w, n in Counter(w for w, _ in seq_a).items() if n == 1}
     once &= {w for w, n in Counter(w for w, _ in seq_b).items() if n == 1}
     pos_b = {word: i for i, (word, _) in enumerate(seq_b) if word in once}
-    for i, (x, _) in enumerate(seq_a):
-        for j in range(i + 1, len(seq_a)):
+    placed = [i for i, (word, _) in enumerate(seq_a) if word in pos_b]  # words in both, once each
+    found = _first_inversion([pos_b[seq_a[i][0]] for i in placed])
+    if found is not None and strict:
+        return f"{seq_a[placed[found[0]]][0]!r} and {seq_a[placed[found[1]]][0]!r} in another order"
+    words_a = {w for w, _ in seq_a}
+    for n, i in enumerate(placed if found is not None else ()):  # only when some pair is swapped at all
+        x = seq_a[i][0]
+        for j in placed[n + 1 :]:
             y = seq_a[j][0]
-            swapped = x in pos_b and y in pos_b and pos_b[x] > pos_b[y] and x != y
-            if swapped and (
-                strict or _pivot(seq_a, i, j, pos_b) or _pivot(seq_b, pos_b[y], pos_b[x], {w for w, _ in seq_a})
-            ):
+            if pos_b[x] > pos_b[y] and (_pivot(seq_a, i, j, pos_b) or _pivot(seq_b, pos_b[y], pos_b[x], words_a)):
                 return f"{x!r} and {y!r} in another order"
     # Same words in the same order, but the direction words differ: "migrate from X" vs "migrate to X".
     marks_a, marks_b = _direction_marks(wa), _direction_marks(wb)

@@ -19,7 +19,6 @@ rewrite.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 import time
@@ -40,9 +39,11 @@ from langchain_session_rag.cache.entries import (
     history_texts,
     llm_key,
     lookup_options,
+    sources_changed,
 )
 from langchain_session_rag.cache.erasure import CacheTier
 from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
+from langchain_session_rag.cache.questions import MAX_QUESTION_CHARS
 from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
@@ -98,6 +99,8 @@ class SemanticCache(BaseModel):
     """The model/prompt configuration; entries of another configuration never hit."""
     shared: bool = False
     """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
+    max_question_chars: int = Field(default=MAX_QUESTION_CHARS, ge=1)
+    """Longer questions are neither looked up nor stored (a ``too_long`` miss): the guards' work stays bounded."""
     candidates: int = Field(default=4, ge=1)
     """Nearest entries examined per lookup."""
     source_check: Callable[[str, list[str]], str] | None = None
@@ -189,6 +192,8 @@ class SemanticCache(BaseModel):
                 msg = f"{name} must be a string, got {type(value).__name__}."
                 raise InvalidRequestError(msg)
         q = standalone or question
+        if len(q) > self.max_question_chars:
+            return None, "too_long"
         if not any(ch.isalnum() for ch in q):
             return None, "no_text"
         if is_volatile(q):
@@ -223,13 +228,13 @@ class SemanticCache(BaseModel):
                 decision = CacheDecision(
                     hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
                 )
-            elif self._sources_changed(meta):
+            elif sources_changed(meta, self.source_check, self.user_id):
                 decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
                                          matched_question=cached_q, detail="sources changed")  # fmt: skip
             else:
-                guard = guard_mismatch(
-                    question, cached_q, word_similarity=self.word_similarity, word_threshold=self.word_threshold
-                )
+                guard = guard_mismatch(question, cached_q, word_similarity=self.word_similarity,
+                                       word_threshold=self.word_threshold, max_chars=self.max_question_chars,
+                                       )  # fmt: skip
                 if guard.reason is None:
                     return CacheDecision(
                         hit=True,
@@ -242,12 +247,6 @@ class SemanticCache(BaseModel):
                                          detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
             first = first or decision
         return first or CacheDecision(hit=False, reason="empty")
-
-    def _sources_changed(self, meta: dict[str, Any]) -> bool:
-        ids = json.loads(str(meta.get("source_ids") or "[]"))
-        if not ids or self.source_check is None:
-            return False
-        return bool(self.source_check(self.user_id, ids) != meta.get("source_digest"))
 
     def _count(self, decision: CacheDecision) -> CacheDecision:
         with self._lock:
@@ -428,19 +427,17 @@ class SemanticCache(BaseModel):
     def link_memory(self, memory: Any) -> None:
         """Make this cache follow ``memory``'s forgetting (a ``SessionVectorMemory``; the graphs link theirs).
 
-        From then on, for as long as this cache object lives, ``memory.forget(...)`` deletes the user's entries
-        whose answers drew on a forgotten chunk or were given in a forgotten session (metadata
-        ``memory_session``), ``forget_all()`` deletes all of the user's entries, and ``memory.compact()``
-        compacts this cache's files too, in whatever folder or server they are.
+        While this object lives, ``memory.forget(...)`` deletes the user's entries that drew on a forgotten chunk
+        or were answered in a forgotten session (metadata ``memory_session``), ``forget_all()`` all the user's
+        entries, and ``memory.compact()`` compacts this cache's files too, wherever they are.
         """
         link_tier(memory.backend.process_key, self._tier)
 
     def compact(self) -> int:
         """Erase deleted and cleared entries from the cache's files; return how many entries are kept.
 
-        Rebuilds the cache's collections from their live entries and vacuums an embedded cache's folder (as
-        ``SessionVectorMemory.compact`` does for memories): after it a byte scan of the folder finds no text of
-        a deleted entry. It copies the whole cache: run it after forgetting, not after every write.
+        Rebuilds the collections from their live entries and vacuums an embedded cache's folder: after it a byte
+        scan of the folder finds no text of a deleted entry. It copies the whole cache: run it after forgetting.
         """
         return self._tier.compact()
 
