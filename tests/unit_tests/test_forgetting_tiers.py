@@ -121,3 +121,60 @@ def test_forget_removes_cache_entries_derived_from_the_forgotten_session(tmp_pat
     memory.forget(session_id="s1")
     assert backend.get("user:alice", {}) == [], "the entry is deleted, not only blocked"
     assert len(backend.get("user:bob", {})) == 1, "another user's entry is kept"
+
+
+def _turn_with_pinned_marker(tmp_path: Path, real_embeddings: Any) -> tuple[SessionVectorMemory, Any]:
+    from langchain_session_rag.graph import create_session_rag_graph as create
+
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=real_embeddings)
+    memory.core.write("memory", f"Alice's door code is {MARK}.")
+    model = GenericFakeChatModel(messages=iter([AIMessage("Hello."), AIMessage("Hi Bob.")]))
+    return memory, create(model, memory, background_writes=False)
+
+
+def test_purge_threads_erases_a_users_threads_from_a_sqlite_checkpointer(tmp_path: Path, real_embeddings: Any) -> None:
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from langchain_session_rag.graph import purge_threads
+
+    _, graph = _turn_with_pinned_marker(tmp_path, real_embeddings)
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    conn = sqlite3.connect(folder / "cp.sqlite", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    app = graph.compile(checkpointer=saver)
+    app.invoke({"messages": [HumanMessage("Hello there")]}, {"configurable": {"thread_id": "alice-1"}},
+               context={"user_id": "alice", "session_id": "s1"})  # fmt: skip
+    app.invoke({"messages": [HumanMessage(f"Bob says {OTHER}")]}, {"configurable": {"thread_id": "bob-1"}},
+               context={"user_id": "bob", "session_id": "s1"})  # fmt: skip
+    assert scan([folder], MARK), "default durability: the turn's intermediate checkpoints hold the pinned text"
+    assert purge_threads(saver, ["alice-1"]) == 1
+    assert scan([folder], MARK) == [], "neither the file nor its WAL holds it"
+    assert saver.get_tuple({"configurable": {"thread_id": "alice-1"}}) is None
+    assert saver.get_tuple({"configurable": {"thread_id": "bob-1"}}) is not None, "other threads are kept"
+    assert scan([folder], OTHER)
+    conn.close()
+
+
+async def test_apurge_threads_erases_them_from_an_async_sqlite_checkpointer(
+    tmp_path: Path, real_embeddings: Any
+) -> None:
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from langchain_session_rag.graph import apurge_threads
+
+    _, graph = _turn_with_pinned_marker(tmp_path, real_embeddings)
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    async with aiosqlite.connect(folder / "cp.sqlite") as conn:
+        saver = AsyncSqliteSaver(conn)
+        app = graph.compile(checkpointer=saver)
+        await app.ainvoke({"messages": [HumanMessage("Hello there")]}, {"configurable": {"thread_id": "alice-1"}},
+                          context={"user_id": "alice", "session_id": "s1"})  # fmt: skip
+        assert scan([folder], MARK)
+        assert await apurge_threads(saver, ["alice-1"]) == 1
+        assert scan([folder], MARK) == []
+        assert await saver.aget_tuple({"configurable": {"thread_id": "alice-1"}}) is None
