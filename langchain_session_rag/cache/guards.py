@@ -36,7 +36,9 @@ from langchain_session_rag.cache.questions import (
 from langchain_session_rag.memory.lexical import stem
 
 __all__ = [
+    "MAX_ORDER_WORDS",
     "MAX_QUESTION_CHARS",
+    "MAX_UNALIGNED_WORDS",
     "GuardResult",
     "content_words",
     "guard_mismatch",
@@ -55,14 +57,16 @@ def _persons_differ(a: set[str], b: set[str]) -> bool:
 
 
 def _prefixed_opposite(only_a: set[str], only_b: set[str]) -> tuple[str, str] | None:
-    """A word and its negated or reversed form: legal/illegal, overweight/underweight, increment/decrement."""
-    for x in only_a:
-        for y in only_b:
-            for p, q in vocab.PREFIX_PAIRS:
-                if (x.startswith(p) and y.startswith(q) and x[len(p) :] == y[len(q) :] and len(x) > len(p) + 2) or (
-                    y.startswith(p) and x.startswith(q) and y[len(p) :] == x[len(q) :] and len(y) > len(p) + 2
-                ):
-                    return x, y
+    """A word and its negated or reversed form: legal/illegal, overweight/underweight, increment/decrement.
+
+    Each word of one side is turned into its partner forms and looked up in the other side (linear in the words).
+    """
+    for x in sorted(only_a):
+        for p, q in vocab.PREFIX_PAIRS:
+            if x.startswith(p) and len(x) > len(p) + 2 and q + x[len(p) :] in only_b:
+                return x, q + x[len(p) :]
+            if x.startswith(q) and len(x) - len(q) > 2 and p + x[len(q) :] in only_b:  # noqa: PLR2004
+                return x, p + x[len(q) :]
     return None
 
 
@@ -111,6 +115,11 @@ class GuardResult:
     detail: str = ""
 
 
+MAX_UNALIGNED_WORDS = 32
+"""Topic words left without a same-stem partner beyond which two questions differ (no word embeddings asked)."""
+MAX_ORDER_WORDS = 200
+"""Shared words beyond which any swapped pair counts as another order (the pairwise weighing is quadratic)."""
+
 WordSimilarity = Callable[[Sequence[str], Sequence[str]], list[list[float]]]
 """Given two lists of words, the matrix of their similarities (rows: the first list)."""
 
@@ -134,8 +143,8 @@ def _unaligned(
     only_a, only_b = _leftover(a, b), _leftover(b, a)
     if not only_a and not only_b:
         return [], []
-    if word_similarity is None or not only_a or not only_b:
-        return only_a, only_b
+    if word_similarity is None or not only_a or not only_b or max(len(only_a), len(only_b)) > MAX_UNALIGNED_WORDS:
+        return only_a, only_b  # that many topic words without a same-stem partner: not the same question
     sims = word_similarity(only_a, only_b)
     left = [w for w, row in zip(only_a, sims, strict=True) if max(row) < word_threshold]
     right = [w for j, w in enumerate(only_b) if max(row[j] for row in sims) < word_threshold]
@@ -208,7 +217,7 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
     pos_b = {word: i for i, (word, _) in enumerate(seq_b) if word in once}
     placed = [i for i, (word, _) in enumerate(seq_a) if word in pos_b]  # words in both, once each
     found = _first_inversion([pos_b[seq_a[i][0]] for i in placed])
-    if found is not None and strict:
+    if found is not None and (strict or len(placed) > MAX_ORDER_WORDS):  # too many to weigh pair by pair: a miss
         return f"{seq_a[placed[found[0]]][0]!r} and {seq_a[placed[found[1]]][0]!r} in another order"
     words_a = {w for w, _ in seq_a}
     for n, i in enumerate(placed if found is not None else ()):  # only when some pair is swapped at all

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -124,3 +124,28 @@ def test_the_llm_cache_adapter_neither_raises_nor_caches_a_huge_prompt(tmp_path:
     assert embeddings.texts == [], "nothing was embedded"
     assert adapter.lookup(prompt, "model-x") is None
     assert cache._backend.get("user:alice", {}) == []
+
+
+def _unrelated(words: int, seed: int) -> str:
+    rng = random.Random(seed)  # noqa: S311 - a fixed test text, not a secret
+    return " ".join("".join(rng.choice("abcdefghijklmnop") for _ in range(rng.randint(4, 8))) for _ in range(words))
+
+
+def test_comparing_two_different_long_questions_is_linear_and_embeds_few_words() -> None:
+    work = {}
+    for words in (300, 600):
+        a, b = _unrelated(words, 1), _unrelated(words, 2)
+        work[words] = _line_events(lambda a=a, b=b: guards.guard_mismatch(a, b, max_chars=10**7))
+    assert work[600] < 2.5 * work[300], f"twice the words, {work[600] / work[300]:.1f}x the work"
+    asked: list[int] = []
+
+    def similarity(left: Sequence[str], right: Sequence[str]) -> list[list[float]]:
+        asked.append(len(left) + len(right))
+        return [[0.0] * len(right) for _ in left]
+
+    a, b = _unrelated(600, 1), _unrelated(600, 2)
+    assert guards.guard_mismatch(a, b, word_similarity=similarity, max_chars=10**7).reason == "content"
+    assert asked == [], "past MAX_UNALIGNED_WORDS unaligned words no word is embedded"
+    few_a, few_b = "How do I reset my password quickly?", "How do I reset my passphrase quickly?"
+    guards.guard_mismatch(few_a, few_b, word_similarity=similarity)
+    assert asked == [2], "a few unaligned words are still weighed by meaning"
