@@ -13,8 +13,8 @@ from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
 from langchain_session_rag.memory.erasure import (
-    DerivedTier,
     Forgotten,
+    LinkableCache,
     erase_logs,
     erase_user_logs,
     linked_tiers,
@@ -261,27 +261,28 @@ class MemoryAdmin(MemorySettings):
         """Async :meth:`forget_all`."""
         return await asyncio.to_thread(self.forget_all)
 
-    def compact(self, *, caches: Sequence[DerivedTier | Any] = ()) -> int:
+    def compact(self, *, caches: Sequence[LinkableCache] = ()) -> int:
         """Erase what was forgotten from the store's files, for every user of the store, and from linked caches.
 
         ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
         keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
         and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
         scan of the folder finds none of the forgotten texts. Caches linked to this memory
-        (``SemanticCache.link_memory``, done by the graphs) and the ``caches`` given are compacted first, in
-        whatever folder they are. It copies the whole store: run it after forgetting, not after every write.
-        On a Chroma server the collections are rebuilt; run ``chroma vacuum --path DIR`` on the server's host
+        (``SemanticCache.link_memory``, done by the graphs) and the ``caches`` given (linked from then on) are
+        compacted first, in whatever folder they are. It copies the whole store: run it after forgetting, not
+        after every write. On a Chroma server the collections are rebuilt; run ``chroma vacuum --path DIR`` on the server's host
         for its files. Returns the number of chunks kept.
 
         Raises:
             UnsupportedOperationError: The store is not a Chroma store.
         """
-        extra = [getattr(c, "_tier", c) for c in caches]  # a SemanticCache, or any DerivedTier
-        for tier in linked_tiers(self._backend.process_key, extra):
+        for cache in caches:
+            cache.link_memory(self)
+        for tier in linked_tiers(self._backend.process_key):
             tier.compact()
         return self._store(check_run=False).compact()
 
-    async def acompact(self, *, caches: Sequence[DerivedTier | Any] = ()) -> int:
+    async def acompact(self, *, caches: Sequence[LinkableCache] = ()) -> int:
         """Async :meth:`compact`."""
         return await asyncio.to_thread(self.compact, caches=caches)
 

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import FileAccessError
@@ -35,6 +35,7 @@ from langchain_session_rag.stores.base import Record, decode_message_ids
 __all__ = [
     "DerivedTier",
     "Forgotten",
+    "LinkableCache",
     "erase_logs",
     "erase_user_logs",
     "link_tier",
@@ -187,6 +188,15 @@ class DerivedTier(Protocol):
 
     def compact(self) -> int:
         """Erase deleted entries from the tier's files."""
+        ...
+
+
+@runtime_checkable
+class LinkableCache(Protocol):
+    """A cache that can follow a memory's forgetting (``SemanticCache``)."""
+
+    def link_memory(self, memory: Any) -> None:
+        """Link the cache to ``memory``'s store."""
         ...
 
 

@@ -178,3 +178,16 @@ async def test_apurge_threads_erases_them_from_an_async_sqlite_checkpointer(
         assert await apurge_threads(saver, ["alice-1"]) == 1
         assert scan([folder], MARK) == []
         assert await saver.aget_tuple({"configurable": {"thread_id": "alice-1"}}) is None
+
+
+def test_compact_covers_a_cache_it_is_given_and_links_it(tmp_path: Path, real_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=real_embeddings)
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="alice", embeddings=real_embeddings)
+    assert cache.update("What is my vault code?", f"It is {MARK}.")
+    cache.clear()
+    assert scan([tmp_path / "c"], MARK)
+    memory.compact(caches=[cache])
+    assert scan([tmp_path / "c"], MARK) == []
+    assert cache.update("What is my gym locker number?", f"It is {OTHER}.")
+    memory.forget_all()
+    assert cache._backend.get("user:alice", {}) == [], "given once, the cache follows the memory's forgetting"
