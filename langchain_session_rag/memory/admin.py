@@ -270,8 +270,8 @@ class MemoryAdmin(MemorySettings):
         scan of the folder finds none of the forgotten texts. Caches linked to this memory
         (``SemanticCache.link_memory``, done by the graphs) and the ``caches`` given (linked from then on) are
         compacted first, in whatever folder they are. It copies the whole store: run it after forgetting, not
-        after every write. On a Chroma server the collections are rebuilt; run ``chroma vacuum --path DIR`` on the server's host
-        for its files. Returns the number of chunks kept.
+        after every write. On a Chroma server the collections are rebuilt; run ``chroma vacuum --path DIR`` on
+        the server's host for its files. Returns the number of chunks kept.
 
         Raises:
             UnsupportedOperationError: The store is not a Chroma store.
