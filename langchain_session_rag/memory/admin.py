@@ -267,7 +267,8 @@ class MemoryAdmin(MemorySettings):
         ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
         keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
         and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
-        scan of the folder finds none of the forgotten texts. Caches linked to this memory
+        scan of the folder finds none of the forgotten texts. Other stores in an embedded store's folder (a
+        semantic cache kept there, another memory) are compacted with it. Caches linked to this memory
         (``SemanticCache.link_memory``, done by the graphs) and the ``caches`` given (linked from then on) are
         compacted first, in whatever folder they are. It copies the whole store: run it after forgetting, not
         after every write. On a Chroma server the collections are rebuilt; run ``chroma vacuum --path DIR`` on
@@ -280,6 +281,11 @@ class MemoryAdmin(MemorySettings):
             cache.link_memory(self)
         for tier in linked_tiers(self._backend.process_key):
             tier.compact()
+        for other in _stores_beside(self._backend):
+            try:
+                other.compact()
+            finally:
+                reset_replicas(other)
         return self._store(check_run=False).compact()
 
     async def acompact(self, *, caches: Sequence[LinkableCache] = ()) -> int:
@@ -367,3 +373,20 @@ def _about_to_forget(
         before=None if before is None else parse_timestamp(before, what="before"),
         by_ids=ids is not None,
     )
+
+
+def _stores_beside(backend: object) -> list[ChromaBackend]:
+    """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
+    if not isinstance(backend, ChromaBackend) or backend.persist_directory is None:
+        return []
+    names = {c.name if hasattr(c, "name") else str(c) for c in backend.client.list_collections()}
+    base = backend.name
+    stores = {n.removesuffix("-manifest") for n in names if n.endswith("-manifest")}
+    return [
+        ChromaBackend(backend.client, name=store)
+        for store in sorted(stores)
+        if store != base
+        and not store.startswith(base + "-")  # the store's own companions are compacted with it
+        and not base.startswith(store + "-")
+        and any(n.startswith(store + "-u") and n[len(store) + 2 :].isdigit() for n in names)
+    ]

@@ -191,3 +191,17 @@ def test_compact_covers_a_cache_it_is_given_and_links_it(tmp_path: Path, real_em
     assert cache.update("What is my gym locker number?", f"It is {OTHER}.")
     memory.forget_all()
     assert cache._backend.get("user:alice", {}) == [], "given once, the cache follows the memory's forgetting"
+
+
+def test_compact_covers_an_unlinked_cache_in_the_memorys_folder(tmp_path: Path, real_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=real_embeddings)
+    memory.add_messages([{"role": "user", "content": f"Keep {OTHER} please."}], session_id="s1")
+    cache = SemanticCache.local(path=tmp_path / "m", user_id="alice", embeddings=real_embeddings)
+    assert cache.update("What is my vault code?", f"It is {MARK}.")
+    cache.clear()
+    assert scan([tmp_path / "m"], MARK)
+    memory.compact()
+    assert scan([tmp_path / "m"], MARK) == []
+    assert cache.update("What is my vault code?", "Forgotten.")
+    assert cache.lookup("What is my vault code?") == "Forgotten.", "the cache works after its rebuild"
+    assert memory.count() == 1
