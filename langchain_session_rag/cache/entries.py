@@ -6,7 +6,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -28,6 +28,7 @@ __all__ = [
     "history_texts",
     "llm_key",
     "lookup_options",
+    "sources_changed",
 ]
 
 LOOKUP_OPTIONS = frozenset({"llm_string", "knowledge_version", "history", "standalone"})
@@ -122,3 +123,11 @@ def history_texts(history: Sequence[str | BaseMessage]) -> list[str]:
         msg = "history must be a list of earlier turns (strings or messages)."
         raise InvalidRequestError(msg)
     return [h.text if isinstance(h, BaseMessage) else h for h in history]
+
+
+def sources_changed(meta: dict[str, Any], source_check: Callable[[str, list[str]], str] | None, user_id: str) -> bool:
+    """Whether the sources an entry was stored with changed (by ``source_check``'s digest of them now)."""
+    ids = json.loads(str(meta.get("source_ids") or "[]"))
+    if not ids or source_check is None:
+        return False
+    return bool(source_check(user_id, ids) != meta.get("source_digest"))

@@ -26,10 +26,19 @@ from dataclasses import dataclass
 
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache import vocabulary as vocab
-from langchain_session_rag.cache.questions import content_words, is_context_dependent, is_volatile, normalise_question
+from langchain_session_rag.cache.questions import (
+    MAX_QUESTION_CHARS,
+    content_words,
+    is_context_dependent,
+    is_volatile,
+    normalise_question,
+)
 from langchain_session_rag.memory.lexical import stem
 
 __all__ = [
+    "MAX_ORDER_WORDS",
+    "MAX_QUESTION_CHARS",
+    "MAX_UNALIGNED_WORDS",
     "GuardResult",
     "content_words",
     "guard_mismatch",
@@ -48,14 +57,16 @@ def _persons_differ(a: set[str], b: set[str]) -> bool:
 
 
 def _prefixed_opposite(only_a: set[str], only_b: set[str]) -> tuple[str, str] | None:
-    """A word and its negated or reversed form: legal/illegal, overweight/underweight, increment/decrement."""
-    for x in only_a:
-        for y in only_b:
-            for p, q in vocab.PREFIX_PAIRS:
-                if (x.startswith(p) and y.startswith(q) and x[len(p) :] == y[len(q) :] and len(x) > len(p) + 2) or (
-                    y.startswith(p) and x.startswith(q) and y[len(p) :] == x[len(q) :] and len(y) > len(p) + 2
-                ):
-                    return x, y
+    """A word and its negated or reversed form: legal/illegal, overweight/underweight, increment/decrement.
+
+    Each word of one side is turned into its partner forms and looked up in the other side (linear in the words).
+    """
+    for x in sorted(only_a):
+        for p, q in vocab.PREFIX_PAIRS:
+            if x.startswith(p) and len(x) > len(p) + 2 and q + x[len(p) :] in only_b:
+                return x, q + x[len(p) :]
+            if x.startswith(q) and len(x) - len(q) > 2 and p + x[len(q) :] in only_b:  # noqa: PLR2004
+                return x, p + x[len(q) :]
     return None
 
 
@@ -73,17 +84,27 @@ def _opposite(a: list[str], b: list[str]) -> tuple[str, str] | None:
     return None
 
 
+def _first_inversion(values: list[int]) -> tuple[int, int] | None:
+    """The first ``(i, j)``, ``i < j``, with ``values[i] > values[j]`` (in ``(i, j)`` order), in linear time."""
+    later_min = [0] * len(values)  # the smallest value after each position
+    low = len(values) and max(values) + 1
+    for k in range(len(values) - 1, -1, -1):
+        later_min[k] = low
+        low = min(low, values[k])
+    for i, value in enumerate(values):
+        if later_min[i] < value:
+            return i, next(j for j in range(i + 1, len(values)) if values[j] < value)
+    return None
+
+
 def _inversion(a: list[str], b: list[str]) -> tuple[str, str] | None:
     """Two words that appear in both sequences in opposite orders."""
     first_b: dict[str, int] = {}
     for i, w in enumerate(b):
         first_b.setdefault(w, i)
     shared = [w for w in dict.fromkeys(a) if w in first_b]
-    for i, x in enumerate(shared):
-        for y in shared[i + 1 :]:
-            if first_b[x] > first_b[y]:
-                return x, y
-    return None
+    found = _first_inversion([first_b[w] for w in shared])
+    return None if found is None else (shared[found[0]], shared[found[1]])
 
 
 @dataclass(frozen=True)
@@ -93,6 +114,11 @@ class GuardResult:
     reason: str | None
     detail: str = ""
 
+
+MAX_UNALIGNED_WORDS = 32
+"""Topic words left without a same-stem partner beyond which two questions differ (no word embeddings asked)."""
+MAX_ORDER_WORDS = 200
+"""Shared words beyond which any swapped pair counts as another order (the pairwise weighing is quadratic)."""
 
 WordSimilarity = Callable[[Sequence[str], Sequence[str]], list[list[float]]]
 """Given two lists of words, the matrix of their similarities (rows: the first list)."""
@@ -117,8 +143,8 @@ def _unaligned(
     only_a, only_b = _leftover(a, b), _leftover(b, a)
     if not only_a and not only_b:
         return [], []
-    if word_similarity is None or not only_a or not only_b:
-        return only_a, only_b
+    if word_similarity is None or not only_a or not only_b or max(len(only_a), len(only_b)) > MAX_UNALIGNED_WORDS:
+        return only_a, only_b  # that many topic words without a same-stem partner: not the same question
     sims = word_similarity(only_a, only_b)
     left = [w for w, row in zip(only_a, sims, strict=True) if max(row) < word_threshold]
     right = [w for j, w in enumerate(only_b) if max(row[j] for row in sims) < word_threshold]
@@ -131,6 +157,7 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
     *,
     word_similarity: WordSimilarity | None = None,
     word_threshold: float = 0.8,
+    max_chars: int = MAX_QUESTION_CHARS,
 ) -> GuardResult:
     """Compare a question with a cached one; return the first difference that makes them different questions.
 
@@ -140,10 +167,15 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
         word_similarity: Similarities of words (for the ``content`` check); without it a topic word needs the
             same stem on the other side.
         word_threshold: The similarity at which two different topic words count as the same word.
+        max_chars: The longest question compared (longer ones are never the same question).
 
     Returns:
-        A :class:`GuardResult` whose ``reason`` is ``None`` when no check objects.
+        A :class:`GuardResult` whose ``reason`` is ``None`` when no check objects; ``"length"`` (nothing else
+        read) when a question is longer than ``max_chars``, so the work of a comparison stays bounded.
     """
+    longest = max(len(question), len(cached))
+    if longest > max_chars:
+        return GuardResult("length", f"{longest} characters > max_chars={max_chars}")
     if questions.numbers(question) != questions.numbers(cached):
         return GuardResult("number", f"{sorted(questions.numbers(question))} vs {sorted(questions.numbers(cached))}")
     if questions.negated(question) != questions.negated(cached):
@@ -153,7 +185,7 @@ def guard_mismatch(  # noqa: PLR0911 - one return per check, in order
         return GuardResult("symbol", f"{sorted(sa.elements())} vs {sorted(sb.elements())}")
     wa, wb = questions.joined(questions.split_words(question)), questions.joined(questions.split_words(cached))
     ea, eb = questions.entities(question), questions.entities(cached)
-    missing = sorted({e for e in ea if e not in wb} | {e for e in eb if e not in wa})
+    missing = sorted((set(ea) - set(wb)) | (set(eb) - set(wa)))
     if missing:
         return GuardResult("entity", f"{missing} not in both")
     pa, pb = questions.persons(question), questions.persons(cached)
@@ -183,13 +215,16 @@ def _direction(wa: list[str], wb: list[str], ea: list[str], eb: list[str]) -> st
     once = {w for w, n in Counter(w for w, _ in seq_a).items() if n == 1}
     once &= {w for w, n in Counter(w for w, _ in seq_b).items() if n == 1}
     pos_b = {word: i for i, (word, _) in enumerate(seq_b) if word in once}
-    for i, (x, _) in enumerate(seq_a):
-        for j in range(i + 1, len(seq_a)):
+    placed = [i for i, (word, _) in enumerate(seq_a) if word in pos_b]  # words in both, once each
+    found = _first_inversion([pos_b[seq_a[i][0]] for i in placed])
+    if found is not None and (strict or len(placed) > MAX_ORDER_WORDS):  # too many to weigh pair by pair: a miss
+        return f"{seq_a[placed[found[0]]][0]!r} and {seq_a[placed[found[1]]][0]!r} in another order"
+    words_a = {w for w, _ in seq_a}
+    for n, i in enumerate(placed if found is not None else ()):  # only when some pair is swapped at all
+        x = seq_a[i][0]
+        for j in placed[n + 1 :]:
             y = seq_a[j][0]
-            swapped = x in pos_b and y in pos_b and pos_b[x] > pos_b[y] and x != y
-            if swapped and (
-                strict or _pivot(seq_a, i, j, pos_b) or _pivot(seq_b, pos_b[y], pos_b[x], {w for w, _ in seq_a})
-            ):
+            if pos_b[x] > pos_b[y] and (_pivot(seq_a, i, j, pos_b) or _pivot(seq_b, pos_b[y], pos_b[x], words_a)):
                 return f"{x!r} and {y!r} in another order"
     # Same words in the same order, but the direction words differ: "migrate from X" vs "migrate to X".
     marks_a, marks_b = _direction_marks(wa), _direction_marks(wb)

@@ -9,7 +9,13 @@ from collections.abc import Sequence
 from langchain_session_rag.cache import vocabulary as vocab
 from langchain_session_rag.memory.lexical import stem
 
-__all__ = ["content_words", "is_context_dependent", "is_volatile", "normalise_question"]
+__all__ = ["MAX_QUESTION_CHARS", "content_words", "is_context_dependent", "is_volatile", "normalise_question"]
+
+MAX_QUESTION_CHARS = 4096
+"""The longest question a semantic cache looks up or stores, by default (``SemanticCache.max_question_chars``).
+
+Reading a question is linear in its length, but comparing two costs more, and a question this long is all but
+never asked twice: a longer one is a miss (``too_long``) and is not stored."""
 
 
 def normalise_question(question: str) -> str:

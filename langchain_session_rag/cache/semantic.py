@@ -19,7 +19,6 @@ rewrite.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 import time
@@ -40,11 +39,15 @@ from langchain_session_rag.cache.entries import (
     history_texts,
     llm_key,
     lookup_options,
+    sources_changed,
 )
+from langchain_session_rag.cache.erasure import CacheTier
 from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
+from langchain_session_rag.cache.questions import MAX_QUESTION_CHARS
 from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.memory.erasure import link_tier
 from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.base import Record
@@ -96,6 +99,8 @@ class SemanticCache(BaseModel):
     """The model/prompt configuration; entries of another configuration never hit."""
     shared: bool = False
     """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
+    max_question_chars: int = Field(default=MAX_QUESTION_CHARS, ge=1)
+    """Longer questions are neither looked up nor stored (a ``too_long`` miss): the guards' work stays bounded."""
     candidates: int = Field(default=4, ge=1)
     """Nearest entries examined per lookup."""
     source_check: Callable[[str, list[str]], str] | None = None
@@ -104,6 +109,7 @@ class SemanticCache(BaseModel):
     ``stale_version``: the knowledge behind the answer changed."""
 
     _backend: ChromaBackend = PrivateAttr()
+    _tier: CacheTier = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _vectors: VectorMemo = PrivateAttr(default_factory=VectorMemo)
@@ -133,6 +139,7 @@ class SemanticCache(BaseModel):
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
         self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
+        self._tier = CacheTier(self._backend)
         self._backend.check_model(embedding_model_id(self.embeddings), None)
         return self
 
@@ -185,6 +192,8 @@ class SemanticCache(BaseModel):
                 msg = f"{name} must be a string, got {type(value).__name__}."
                 raise InvalidRequestError(msg)
         q = standalone or question
+        if len(q) > self.max_question_chars:
+            return None, "too_long"
         if not any(ch.isalnum() for ch in q):
             return None, "no_text"
         if is_volatile(q):
@@ -219,13 +228,13 @@ class SemanticCache(BaseModel):
                 decision = CacheDecision(
                     hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
                 )
-            elif self._sources_changed(meta):
+            elif sources_changed(meta, self.source_check, self.user_id):
                 decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
                                          matched_question=cached_q, detail="sources changed")  # fmt: skip
             else:
-                guard = guard_mismatch(
-                    question, cached_q, word_similarity=self.word_similarity, word_threshold=self.word_threshold
-                )
+                guard = guard_mismatch(question, cached_q, word_similarity=self.word_similarity,
+                                       word_threshold=self.word_threshold, max_chars=self.max_question_chars,
+                                       )  # fmt: skip
                 if guard.reason is None:
                     return CacheDecision(
                         hit=True,
@@ -238,12 +247,6 @@ class SemanticCache(BaseModel):
                                          detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
             first = first or decision
         return first or CacheDecision(hit=False, reason="empty")
-
-    def _sources_changed(self, meta: dict[str, Any]) -> bool:
-        ids = json.loads(str(meta.get("source_ids") or "[]"))
-        if not ids or self.source_check is None:
-            return False
-        return bool(self.source_check(self.user_id, ids) != meta.get("source_digest"))
 
     def _count(self, decision: CacheDecision) -> CacheDecision:
         with self._lock:
@@ -411,9 +414,33 @@ class SemanticCache(BaseModel):
         return True
 
     def clear(self) -> int:
-        """Delete every entry of this scope (this user's, or the shared one); return how many."""
+        """Delete every entry of this scope (this user's, or the shared one); return how many.
+
+        Deleted entries leave retrieval at once; :meth:`compact` erases their text from the cache's files.
+        """
         return self._backend.purge(self._scope)
 
     async def aclear(self) -> int:
         """Async :meth:`clear`."""
         return await asyncio.to_thread(self.clear)
+
+    def link_memory(self, memory: Any) -> None:
+        """Make this cache follow ``memory``'s forgetting (a ``SessionVectorMemory``; the graphs link theirs).
+
+        While this object lives, ``memory.forget(...)`` deletes the user's entries that drew on a forgotten chunk
+        or were answered in a forgotten session (metadata ``memory_session``), ``forget_all()`` all the user's
+        entries, and ``memory.compact()`` compacts this cache's files too, wherever they are.
+        """
+        link_tier(memory.backend.process_key, self._tier)
+
+    def compact(self) -> int:
+        """Erase deleted and cleared entries from the cache's files; return how many entries are kept.
+
+        Rebuilds the collections from their live entries and vacuums an embedded cache's folder: after it a byte
+        scan of the folder finds no text of a deleted entry. It copies the whole cache: run it after forgetting.
+        """
+        return self._tier.compact()
+
+    async def acompact(self) -> int:
+        """Async :meth:`compact`."""
+        return await asyncio.to_thread(self.compact)

@@ -6,6 +6,7 @@ from langchain_session_rag.graph.builder import (
     create_session_rag_graph,
     end_session,
 )
+from langchain_session_rag.graph.checkpoints import apurge_threads, purge_threads
 from langchain_session_rag.graph.names import (
     AGENT,
     BUILD_PROMPT,
@@ -34,9 +35,11 @@ __all__ = [
     "SessionRAGState",
     "aend_session",
     "agent_node",
+    "apurge_threads",
     "create_memory_agent_graph",
     "create_session_rag_graph",
     "end_session",
     "graph_node",
+    "purge_threads",
     "route_after_cache",
 ]

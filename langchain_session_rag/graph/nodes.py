@@ -11,11 +11,7 @@ from typing import Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    RemoveMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable
 from langgraph.graph import END
@@ -23,6 +19,7 @@ from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.cache.decision import source_digest
+from langchain_session_rag.cache.erasure import SESSION_KEY
 from langchain_session_rag.cache.scope import cache_scope
 from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import (
@@ -87,6 +84,8 @@ class SessionRAGNodes:
             self.budget = TokenBudget(context_window=8192)
         if not self.llm_string and self.model is not None:
             self.llm_string = model_key(self.model)
+        if self.cache is not None:  # forgetting memories deletes the answers derived from them; compact() covers it
+            self.cache.link_memory(self.memory)
 
     def _check(self) -> None:
         """Refuse settings that would fail (or lose messages) only at the first turn."""
@@ -409,7 +408,7 @@ class SessionRAGNodes:
             plan["exchange"], session_id=session, chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
-            self._cache_for(user).update(**plan["cache"])
+            self._cache_for(user).update(**plan["cache"], metadata={SESSION_KEY: session})
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out
@@ -422,7 +421,7 @@ class SessionRAGNodes:
             plan["exchange"], session_id=session, chunking="exchange", wait=not self.background_writes
         )
         if plan["cache"] is not None and self.cache is not None:
-            await self._cache_for(user).aupdate(**plan["cache"])
+            await self._cache_for(user).aupdate(**plan["cache"], metadata={SESSION_KEY: session})
         out, fold = self._trim_plan(state)
         if fold is None or self.summary is None:
             return out

@@ -9,9 +9,16 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag._time import TimestampLike
+from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
+from langchain_session_rag.memory.erasure import (
+    Forgotten,
+    LinkableCache,
+    erase_logs,
+    erase_user_logs,
+    linked_tiers,
+)
 from langchain_session_rag.memory.listing import (
     SessionInfo,
     check_page,
@@ -20,7 +27,7 @@ from langchain_session_rag.memory.listing import (
     note_record,
     sessions_of,
 )
-from langchain_session_rag.memory.scoped import reset_replicas
+from langchain_session_rag.memory.scoped import UserStore, reset_replicas
 from langchain_session_rag.memory.settings import MemorySettings
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.stores.adapter import open_chroma_client
@@ -201,6 +208,10 @@ class MemoryAdmin(MemorySettings):
     ) -> int:
         """Delete this user's memories matching every given criterion; return how many were removed.
 
+        Every tier goes with them: the daily log (``daily_log_dir``) is rewritten without the messages the
+        removed chunks covered (and, without ``ids=``, without any message of the session / before the time),
+        and linked caches (see ``SemanticCache.link_memory``) delete the answers derived from them.
+
         Args:
             session_id: Only chunks of this session.
             before: Only chunks whose timestamp is earlier than this.
@@ -208,8 +219,19 @@ class MemoryAdmin(MemorySettings):
 
         Raises:
             InvalidRequestError: No criterion is given (use :meth:`forget_all`), or one is malformed.
+            FileAccessError: The daily log could not be rewritten (the memories are gone; forget again to retry).
         """
-        return self._store().forget(session_id, before, ids)
+        store = self._store()
+        tiers = linked_tiers(self._backend.process_key)
+        if self.daily_log_dir is None and not tiers:
+            return store.forget(session_id, before, ids)
+        gone = _about_to_forget(store, session_id, before, ids)
+        removed = store.forget(session_id, before, ids)
+        for tier in tiers:
+            tier.forget_derived(store.user_id, gone)
+        if self.daily_log_dir is not None:
+            erase_logs(self.daily_log_dir, store.user_id, gone)
+        return removed
 
     async def aforget(
         self,
@@ -222,37 +244,56 @@ class MemoryAdmin(MemorySettings):
         return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
 
     def forget_all(self) -> int:
-        """Delete every memory of this user (and only this user), core memory included; return how many chunks."""
+        """Delete every memory of this user (and only this user), core memory included; return how many chunks.
+
+        The user's daily log folder is deleted and linked caches delete all of the user's entries.
+        """
         store = self._store()
         removed = store.forget_all()
         if isinstance(self._backend, ChromaBackend):
             core = self._core_backend()
             core.purge(store.user_id)  # the core memory and its history go too (not counted)
             forget_cached(core.process_key, store.user_id)
+        for tier in linked_tiers(self._backend.process_key):
+            tier.forget_derived(store.user_id, None)
+        if self.daily_log_dir is not None:
+            erase_user_logs(self.daily_log_dir, store.user_id)
         return removed
 
     async def aforget_all(self) -> int:
         """Async :meth:`forget_all`."""
         return await asyncio.to_thread(self.forget_all)
 
-    def compact(self) -> int:
-        """Erase what was forgotten from the store's files, for every user of the store.
+    def compact(self, *, caches: Sequence[LinkableCache] = ()) -> int:
+        """Erase what was forgotten from the store's files, for every user of the store, and from linked caches.
 
         ``forget`` and ``forget_all`` remove records from retrieval at once, but an embedded Chroma store
         keeps their text in its write-ahead log and in SQLite's free pages until its collections are rebuilt
         and its file vacuumed. ``compact()`` does both (crash-safe: copy, verify, switch), after which a byte
-        scan of the folder finds none of the forgotten texts. It copies the whole store: run it after
-        forgetting, not after every write. On a Chroma server the collections are rebuilt; run
-        ``chroma vacuum --path DIR`` on the server's host for its files. Returns the number of chunks kept.
+        scan of the folder finds none of the forgotten texts. Other stores in an embedded store's folder (a
+        semantic cache kept there, another memory) are compacted with it. Caches linked to this memory
+        (``SemanticCache.link_memory``, done by the graphs) and the ``caches`` given (linked from then on) are
+        compacted first, in whatever folder they are. It copies the whole store: run it after forgetting, not
+        after every write. On a Chroma server the collections are rebuilt; run ``chroma vacuum --path DIR`` on
+        the server's host for its files. Returns the number of chunks kept.
 
         Raises:
             UnsupportedOperationError: The store is not a Chroma store.
         """
+        for cache in caches:
+            cache.link_memory(self)
+        for tier in linked_tiers(self._backend.process_key):
+            tier.compact()
+        for other in _stores_beside(self._backend):
+            try:
+                other.compact()
+            finally:
+                reset_replicas(other)
         return self._store(check_run=False).compact()
 
-    async def acompact(self) -> int:
+    async def acompact(self, *, caches: Sequence[LinkableCache] = ()) -> int:
         """Async :meth:`compact`."""
-        return await asyncio.to_thread(self.compact)
+        return await asyncio.to_thread(self.compact, caches=caches)
 
     def count(self) -> int:
         """How many chunks this user has stored (after :meth:`flush`)."""
@@ -314,3 +355,41 @@ class MemoryAdmin(MemorySettings):
             return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
         finally:
             reset_replicas(backend)
+
+
+def _about_to_forget(
+    store: UserStore, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None
+) -> Forgotten:
+    """The chunks ``forget`` is about to remove, read first (for the log and the caches).
+
+    Malformed criteria give nothing here: ``UserStore.forget`` refuses them next, before anything is deleted.
+    """
+    plain_ids = ids is None or (not isinstance(ids, str | bytes) and all(isinstance(i, str) for i in ids))
+    plain_session = session_id is None or (isinstance(session_id, str) and session_id.strip() != "")
+    if (session_id is None and before is None and ids is None) or not plain_ids or not plain_session:
+        return Forgotten()
+    store.flush()
+    targets = store.writer().forget_targets(session_id, before, ids)
+    return Forgotten.of(
+        store.backend.fetch(store.user_id, targets),
+        session_id=session_id,
+        before=None if before is None else parse_timestamp(before, what="before"),
+        by_ids=ids is not None,
+    )
+
+
+def _stores_beside(backend: object) -> list[ChromaBackend]:
+    """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
+    if not isinstance(backend, ChromaBackend) or backend.persist_directory is None:
+        return []
+    names = {c.name if hasattr(c, "name") else str(c) for c in backend.client.list_collections()}
+    base = backend.name
+    stores = {n.removesuffix("-manifest") for n in names if n.endswith("-manifest")}
+    return [
+        ChromaBackend(backend.client, name=store)
+        for store in sorted(stores)
+        if store != base
+        and not store.startswith(base + "-")  # the store's own companions are compacted with it
+        and not base.startswith(store + "-")
+        and any(n.startswith(store + "-u") and n[len(store) + 2 :].isdigit() for n in names)
+    ]

@@ -28,17 +28,21 @@ if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
 __all__ = [
+    "LOG_LOCK",
     "LoggedMessage",
     "append_daily_log",
     "is_daily_log",
     "parse_daily_log_text",
     "read_daily_logs",
     "rebuild_from_daily_logs",
+    "render_entries",
+    "user_folder",
 ]
 
 _META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
 _FENCE = re.compile(r"^(`{3,})text$")
-_LOCK = threading.Lock()
+LOG_LOCK = threading.Lock()
+"""Held while a day file is written (appends and rewrites after forgetting)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,21 @@ def _fence(text: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def _entry(m: LoggedMessage, clock: str) -> str:
+    """One message as the log writes it: a heading, its one-line JSON comment, its text in a long enough fence."""
+    meta = {"session": m.session_id, "id": m.id, "role": m.role, "name": m.name, "at": m.timestamp}
+    fence = _fence(m.text)
+    return (
+        f"### {clock} · {m.session_id} · {m.name or m.role}\n"
+        f"<!-- session-rag {json.dumps(meta, ensure_ascii=False)} -->\n{fence}text\n{m.text}\n{fence}\n\n"
+    )
+
+
+def render_entries(messages: Sequence[LoggedMessage]) -> str:
+    """Logged messages written back as a day file's entries (what a rewrite after forgetting keeps)."""
+    return "".join(_entry(m, m.timestamp[11:19] or "00:00:00") for m in messages)
+
+
 def append_daily_log(
     folder: str | Path, user_id: str, session_id: str, turns: Sequence[Turn], *, default: datetime | None = None
 ) -> int:
@@ -87,16 +106,12 @@ def append_daily_log(
     for turn in turns:  # a message without a timestamp was said when the one before it was
         stamp = turn.timestamp or last or when_missing
         last = stamp
-        meta = {"session": session_id, "id": turn.id, "role": turn.role, "name": turn.name, "at": stamp.isoformat()}
-        fence = _fence(turn.text)
-        entry = (
-            f"### {stamp.strftime('%H:%M:%S')} · {session_id} · {turn.name or turn.role}\n"
-            f"<!-- session-rag {json.dumps(meta, ensure_ascii=False)} -->\n{fence}text\n{turn.text}\n{fence}\n\n"
-        )
+        logged = LoggedMessage(user_id, session_id, turn.id, turn.role, turn.text, turn.name, stamp.isoformat())
+        entry = _entry(logged, stamp.strftime("%H:%M:%S"))
         by_day.setdefault(stamp.date().isoformat(), []).append(entry)
     user_dir = Path(folder) / user_folder(user_id)
     try:
-        with _LOCK:
+        with LOG_LOCK:
             user_dir.mkdir(parents=True, exist_ok=True)
             for day, entries in by_day.items():
                 path = user_dir / f"{day}.md"

@@ -228,7 +228,7 @@ def test_cached_answers_follow_the_memories_behind_them(tmp_path: Path, memory: 
     assert again["cache"]["hit"] is True
     memory.for_user("alice").forget(session_id="s1")  # the knowledge behind the cached answer changes
     after = graph.invoke({"messages": [HumanMessage("What is the name of my cat?")]}, context=ctx(session="s4"))
-    assert after["cache"] == {"hit": False, "reason": "stale_version"}
+    assert after["cache"] == {"hit": False, "reason": "empty"}, "the entry drawn on s1 is deleted, not only blocked"
     assert after["messages"][-1].text == "I do not know your cat's name."
 
 

@@ -72,10 +72,12 @@ def test_graph_names_are_pinned() -> None:
         "VALIDATE",
         "aend_session",
         "agent_node",
+        "apurge_threads",
         "create_memory_agent_graph",
         "create_session_rag_graph",
         "end_session",
         "graph_node",
+        "purge_threads",
         "route_after_cache",
     ]
     assert all(hasattr(graph, name) for name in graph.__all__)

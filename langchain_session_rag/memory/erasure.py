@@ -1,0 +1,220 @@
+"""What forgetting reaches beyond the store: the daily logs, and the tiers linked to a store (semantic caches).
+
+``forget`` and ``forget_all`` hand the chunks they remove to :func:`erase_everywhere`, which rewrites the user's
+day files without the forgotten messages (atomically: a temporary file, ``fsync``, ``os.replace``) and tells
+every tier linked to the store (:func:`link_tier`) to delete what it derived from them. A tier is anything with
+the :class:`DerivedTier` methods; :class:`~langchain_session_rag.SemanticCache` is one, linked by
+``cache.link_memory(memory)`` or by the graphs that wire a cache to a memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+import weakref
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag.errors import FileAccessError
+from langchain_session_rag.memory.daily_log import (
+    LOG_LOCK,
+    LoggedMessage,
+    parse_daily_log_text,
+    render_entries,
+    user_folder,
+)
+from langchain_session_rag.stores.base import Record, decode_message_ids
+
+__all__ = [
+    "DerivedTier",
+    "Forgotten",
+    "LinkableCache",
+    "erase_logs",
+    "erase_user_logs",
+    "link_tier",
+    "linked_tiers",
+]
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What one ``forget`` call removed: the chunks' ids, the sessions and messages they covered, the criteria."""
+
+    chunk_ids: frozenset[str] = frozenset()
+    messages: frozenset[tuple[str, str]] = frozenset()
+    """``(session_id, message_id)`` of every message a removed chunk covered."""
+    sessions: frozenset[str] = frozenset()
+    """Sessions of the removed chunks."""
+    session_id: str | None = None
+    before: datetime | None = None
+    by_ids: bool = False
+
+    @classmethod
+    def of(
+        cls, records: Iterable[Record], *, session_id: str | None, before: datetime | None, by_ids: bool
+    ) -> Forgotten:
+        """The forgotten chunks ``records`` (with their metadata), removed by these criteria."""
+        chunks: set[str] = set()
+        messages: set[tuple[str, str]] = set()
+        sessions: set[str] = set()
+        for record in records:
+            session = str(record.metadata.get("session_id") or "")
+            chunks.add(record.id)
+            sessions.add(session)
+            messages.update((session, m) for m in decode_message_ids(record.metadata.get("message_ids")))
+        return cls(frozenset(chunks), frozenset(messages), frozenset(sessions), session_id, before, by_ids)
+
+    def covers(self, message: LoggedMessage) -> bool:
+        """Whether a logged message was forgotten.
+
+        A message a removed chunk covered always is; without ``ids=`` a message matching the criteria itself
+        (its session, and its own timestamp before ``before``) is too, so nothing matching is left in the log.
+        """
+        if (message.session_id, message.id) in self.messages:
+            return True
+        if self.by_ids or (self.session_id is None and self.before is None):
+            return False
+        if self.session_id is not None and message.session_id != self.session_id:
+            return False
+        if self.before is None:
+            return True
+        try:
+            return parse_timestamp(message.timestamp) < self.before
+        except ValueError:
+            return False
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text``: a temporary file in the same folder, flushed to disk, renamed over it."""
+    handle, temp = tempfile.mkstemp(prefix=".rewrite-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        Path(temp).replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            Path(temp).unlink()
+        raise
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename durable (where the platform lets a folder be opened)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def erase_logs(folder: str | os.PathLike[str], user_id: str, forgotten: Forgotten) -> int:
+    """Rewrite the user's day files without the forgotten messages; return how many log entries were removed.
+
+    A day file left with no message is deleted. Each file is replaced atomically, so a crash leaves either the
+    old file or the new one, never a torn one.
+
+    Raises:
+        FileAccessError: A file cannot be read or written.
+        InvalidMessageError: A day file is not a daily log (a broken fence): nothing of it is changed.
+    """
+    user_dir = Path(folder) / user_folder(user_id)
+    removed = 0
+    if not user_dir.is_dir():
+        return 0
+    try:
+        with LOG_LOCK:
+            for path in sorted(user_dir.glob("*.md")):
+                with path.open(encoding="utf-8", newline="") as handle:  # "\r" in a message stays
+                    text = handle.read()
+                messages = parse_daily_log_text(text, where=str(path), user_id=user_id)
+                kept = [m for m in messages if not forgotten.covers(m)]
+                if len(kept) == len(messages):
+                    continue
+                removed += len(messages) - len(kept)
+                if kept:
+                    _write_atomically(path, f"# {path.stem}\n\n{render_entries(kept)}")
+                else:
+                    path.unlink()
+                    _sync_folder(user_dir)
+    except OSError as exc:
+        msg = f"Cannot rewrite the daily log in {user_dir}: {exc}; forget again to retry."
+        raise FileAccessError(msg) from exc
+    return removed
+
+
+def erase_user_logs(folder: str | os.PathLike[str], user_id: str) -> bool:
+    """Delete the user's whole log folder (renamed away first, so no half-deleted folder is read); True if any.
+
+    Raises:
+        FileAccessError: The folder cannot be removed.
+    """
+    user_dir = Path(folder) / user_folder(user_id)
+    if not user_dir.exists():
+        return False
+    try:
+        with LOG_LOCK:
+            doomed = Path(tempfile.mkdtemp(prefix=".forgotten-", dir=user_dir.parent))
+            user_dir.replace(doomed / "user")
+            shutil.rmtree(doomed)
+            _sync_folder(user_dir.parent)
+    except OSError as exc:
+        msg = f"Cannot delete the daily log folder {user_dir}: {exc}; delete it by hand."
+        raise FileAccessError(msg) from exc
+    return True
+
+
+@runtime_checkable
+class DerivedTier(Protocol):
+    """Something derived from a store's memories that forgetting must reach (a semantic cache)."""
+
+    @property
+    def tier_key(self) -> str:
+        """Identifies the tier's own storage (two objects over one storage share it)."""
+        ...
+
+    def forget_derived(self, user_id: str, forgotten: Forgotten | None) -> int:
+        """Delete what was derived from ``forgotten`` (``None``: everything of ``user_id``); return how many."""
+        ...
+
+    def compact(self) -> int:
+        """Erase deleted entries from the tier's files."""
+        ...
+
+
+@runtime_checkable
+class LinkableCache(Protocol):
+    """A cache that can follow a memory's forgetting (``SemanticCache``)."""
+
+    def link_memory(self, memory: Any) -> None:
+        """Link the cache to ``memory``'s store."""
+        ...
+
+
+_LINKS: dict[str, weakref.WeakSet[DerivedTier]] = {}
+_LINKS_LOCK = threading.Lock()
+
+
+def link_tier(store_key: str, tier: DerivedTier) -> None:
+    """Make ``tier`` follow the forgetting and compaction of the store ``store_key`` (for its lifetime)."""
+    with _LINKS_LOCK:
+        _LINKS.setdefault(store_key, weakref.WeakSet()).add(tier)
+
+
+def linked_tiers(store_key: str, extra: Collection[DerivedTier] = ()) -> list[DerivedTier]:
+    """The live tiers linked to a store, plus ``extra``, one per storage."""
+    with _LINKS_LOCK:
+        tiers = [*_LINKS.get(store_key, ()), *extra]
+    unique: dict[str, DerivedTier] = {}
+    for tier in tiers:
+        unique.setdefault(tier.tier_key, tier)
+    return list(unique.values())
