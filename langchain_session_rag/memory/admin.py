@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
@@ -85,8 +86,10 @@ class MemoryAdmin(MemorySettings):
 
         Raises:
             InvalidRequestError: Empty text or key.
+            InvalidArgumentError: An unfit ``session_id`` (a line break, a control character, too long).
             InvalidMetadataError: A reserved or unstorable metadata key.
         """
+        check_session_id(session_id, empty_ok=True)
         store = self._store()
         record = note_record(
             user_id=store.user_id,

@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
     FileAccessError,
+    InvalidArgumentError,
     InvalidMessageError,
     InvalidMetadataError,
     InvalidTimestampError,
@@ -66,6 +68,11 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
         meta = {check_metadata_key(k): metadata_value(v, k) for k, v in raw.items() if k not in RESULT_KEYS}
     except InvalidMetadataError as exc:
         raise _fail(path, lineno, str(exc)) from exc
+    try:  # a note saved in no session has ""
+        check_session_id(meta.get("session_id", ""), empty_ok=True)
+    except InvalidArgumentError as exc:
+        msg = f"{path}:{lineno}: {exc} Nothing was imported."
+        raise InvalidArgumentError(msg) from exc
     if "timestamp" in meta:
         try:
             stamp = parse_timestamp(meta["timestamp"], what="timestamp")
