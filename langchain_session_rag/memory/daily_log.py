@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_session_rag._checks import one_line
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.chunking.messages import Turn
 from langchain_session_rag.errors import FileAccessError, InvalidMessageError
@@ -90,7 +91,7 @@ def append_daily_log(
         meta = {"session": session_id, "id": turn.id, "role": turn.role, "name": turn.name, "at": stamp.isoformat()}
         fence = _fence(turn.text)
         entry = (
-            f"### {stamp.strftime('%H:%M:%S')} · {session_id} · {turn.name or turn.role}\n"
+            f"### {stamp.strftime('%H:%M:%S')} · {session_id} · {one_line(turn.name or '') or turn.role}\n"
             f"<!-- session-rag {json.dumps(meta, ensure_ascii=False)} -->\n{fence}text\n{turn.text}\n{fence}\n\n"
         )
         by_day.setdefault(stamp.date().isoformat(), []).append(entry)
