@@ -29,6 +29,10 @@ _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\
 _ESCAPED_SIGNS = frozenset(_LESS + _MORE + "[]\u00ab\u00bb")
 """Characters that could open a tag or a citation marker: escaped in a quoted field."""
 _MAX_FIELD = 512
+_HIDDEN_CATEGORIES = _INVISIBLE_CATEGORIES | {"Zl", "Zp"}
+_SELECTORS = frozenset(map(chr, [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]))
+_SPECIAL = frozenset(_SHORT_ESCAPES) | _ESCAPED_SIGNS | _FILLERS | _SELECTORS
+"""Printable characters a quoted field still escapes (with every character that is not printable)."""
 
 
 def _visible(text: str) -> str:
@@ -73,14 +77,7 @@ def _escaped(ch: str) -> str:
 
 
 def _needs_escape(ch: str) -> bool:
-    return (
-        ch in _SHORT_ESCAPES
-        or ch in _ESCAPED_SIGNS
-        or unicodedata.category(ch) in _INVISIBLE_CATEGORIES | {"Zl", "Zp"}
-        or ch in _FILLERS
-        or 0xFE00 <= ord(ch) <= 0xFE0F  # noqa: PLR2004 - variation selectors
-        or 0xE0100 <= ord(ch) <= 0xE01EF  # noqa: PLR2004 - variation selectors supplement
-    )
+    return ch in _SPECIAL or unicodedata.category(ch) in _HIDDEN_CATEGORIES
 
 
 def quote_field(value: object, *, max_chars: int = _MAX_FIELD) -> str:
@@ -98,7 +95,10 @@ def quote_field(value: object, *, max_chars: int = _MAX_FIELD) -> str:
         return text
     cut = len(text) - max_chars
     shown = text[:max_chars] if cut > 0 else text
-    body = "".join(_escaped(ch) if _needs_escape(ch) else ch for ch in shown)
+    if shown.isprintable() and _SPECIAL.isdisjoint(shown):  # the common case, in C: nothing to escape
+        body = shown
+    else:
+        body = "".join(_escaped(ch) if _needs_escape(ch) else ch for ch in shown)
     return f'"{body}"' + (f" (+{cut:,} characters)" if cut > 0 else "")
 
 
