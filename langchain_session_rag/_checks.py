@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,13 +13,24 @@ from langchain_core.messages import BaseMessage
 from langchain_session_rag.errors import InvalidArgumentError
 
 __all__ = [
+    "MAX_SESSION_ID_CHARS",
     "check_documents",
     "check_int",
     "check_messages",
     "check_session_id",
     "check_text",
     "first_surrogate",
+    "one_line",
+    "safe_session_id",
+    "session_id_problem",
 ]
+
+MAX_SESSION_ID_CHARS = 512
+"""The longest session id accepted (a ChatGPT conversation id is 36, a notes file's session id under 300)."""
+_UNSAFE_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+"""Control characters (NUL, line breaks, escapes), lone surrogates, and the Unicode line and paragraph separators."""
+_JOINERS = frozenset("\u200c\u200d")
+"""Format characters kept: the zero-width (non-)joiners of emoji sequences and Indic and Persian scripts."""
 
 
 def check_int(name: str, value: object, low: int, *, optional: bool = False) -> Any:
@@ -58,12 +71,76 @@ def check_documents(name: str, value: object) -> Sequence[Document]:
     return _sequence_of(name, value, Document, "LangChain Documents")
 
 
-def check_session_id(value: object) -> str:
-    """A session id: a non-empty string without NUL characters."""
-    if not isinstance(value, str) or not value.strip() or "\x00" in value:
-        msg = f"session_id must be a non-empty string without NUL characters, got {value!r}."
+def session_id_problem(value: object) -> str | None:
+    """What makes ``value`` unfit as a session id, or ``None`` when it is fit.
+
+    A session id is shown to models (tool outputs, prompts) and people (the CLI): it must be a non-blank string of
+    at most :data:`MAX_SESSION_ID_CHARS` characters without control characters (NUL, tab, line breaks, escapes),
+    Unicode line or paragraph separators, lone surrogates, or format characters (bidi overrides, zero-width spaces;
+    the zero-width joiners are kept), so it cannot start a new line or reorder what is shown around it.
+    """
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}, not a string"
+    if not value.strip():
+        return "blank"
+    if len(value) > MAX_SESSION_ID_CHARS:
+        return f"{len(value):,} characters long, over the limit of {MAX_SESSION_ID_CHARS}"
+    if value.isprintable():  # the common case, in C: printable text holds no control or format character
+        return None
+    for n, ch in enumerate(value):
+        if _unfit(ch):
+            return f"holding the control or format character U+{ord(ch):04X} at position {n}"
+    return None
+
+
+def check_session_id(value: object, *, empty_ok: bool = False) -> str:
+    """A session id fit to store and show (see :func:`session_id_problem`): the one check of every entry path.
+
+    Args:
+        value: The session id given.
+        empty_ok: ``""`` is accepted too (``add_note``'s "no session").
+
+    Raises:
+        InvalidArgumentError: It is not a string, is blank, too long, or holds a control, line-break or format
+            character. Nothing was read or written.
+    """
+    if empty_ok and value == "":
+        return value
+    problem = session_id_problem(value)
+    if problem is not None:
+        shown = repr(value) if len(repr(value)) <= 200 else f"{repr(value)[:200]}..."  # noqa: PLR2004
+        msg = (
+            f"session_id must be a non-blank string of at most {MAX_SESSION_ID_CHARS} characters without control "
+            f"characters or line breaks, got {shown} ({problem}). Use a plain id such as 'chat-2026-02-06'."
+        )
         raise InvalidArgumentError(msg)
-    return value
+    return str(value)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: each run of control, line-break, format characters and spaces becomes one space."""
+    if text.isprintable():
+        return " ".join(text.split())
+    return " ".join("".join(" " if _unfit(ch) else ch for ch in text).split())
+
+
+def _unfit(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category in _UNSAFE_CATEGORIES or (category == "Cf" and ch not in _JOINERS)
+
+
+def safe_session_id(value: str) -> str:
+    """``value`` when it is a fit session id, else a fit id derived from it (for importers).
+
+    The derived id keeps the readable part (each run of unfit characters becomes one space, the rest is cut to
+    fit) and ends with a hash of the whole original, so two different unfit ids never map to the same id and the
+    same file always maps the same way (a re-import recognises its sessions).
+    """
+    if session_id_problem(value) is None:
+        return value
+    readable = one_line(value)[: MAX_SESSION_ID_CHARS - 32]
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{readable}-{digest}" if readable else f"session-{digest}"
 
 
 def first_surrogate(text: str) -> int | None:

@@ -43,6 +43,11 @@ class InvalidArgumentError(SessionRAGError, ValueError, TypeError):
     """An argument of the wrong type or out of its range (a negative ``k``, a ``user_id`` that is not text, ...).
 
     It is both a ``ValueError`` and a ``TypeError``, so code catching either keeps working.
+
+    It is also the one error of an unfit session id, on every path that takes one (``add_messages``, ``add_note``,
+    ``forget(session_id=...)``, ``SessionMemoryStore``, a graph run's ``session_id``, ``import_jsonl``, the CLI): a
+    session id is an argument like any other, whichever call carries it, so the same class is raised for it
+    everywhere rather than the class of the call (a message batch's, a graph request's).
     """
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
 
 __all__ = ["SYSTEM_PREFIX", "RunIdentity", "acting_user", "run_identity"]
@@ -54,6 +55,8 @@ def _fields(source: object) -> dict[str, object]:
 def _checked(value: object, key: str, where: str) -> str | None:
     if value is None:
         return None
+    if key == "session_id":  # shown to the model and stored: the one session id check of every entry path
+        return check_session_id(value)
     if not isinstance(value, str) or not value.strip() or "\x00" in value or value.startswith(SYSTEM_PREFIX):
         msg = f"{where} {key!r} must be a non-empty string (not starting with a control character), got {value!r}."
         raise InvalidRequestError(msg)
@@ -89,7 +92,8 @@ def run_identity(
 
     Raises:
         IdentityConflictError: The context and the configurable values name different users (or sessions).
-        InvalidRequestError: An id that is not a non-empty string.
+        InvalidRequestError: A ``user_id`` that is not a non-empty string.
+        InvalidArgumentError: An unfit ``session_id`` (see ``check_session_id``).
     """
     configurable = ensure_config(config).get("configurable") or {}
     if context is None and use_run_context:

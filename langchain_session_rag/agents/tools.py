@@ -17,11 +17,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from langchain_session_rag._checks import safe_session_id
 from langchain_session_rag.agents.namespaces import encode_value, with_text
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.prompt.quoting import quote_data
+from langchain_session_rag.prompt.quoting import quote_data, quote_field, safe_marker
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
 __all__ = [
@@ -85,18 +86,23 @@ def _check_memory(memory: object) -> SessionVectorMemory:
 
 
 def format_memories(documents: list[Document]) -> str:
-    """The compact text a search tool returns: per memory its marker, session, score and id, then its quoted text."""
+    """The compact text a search tool returns: per memory its marker, session, score and id, then its quoted text.
+
+    The header is one line whatever the metadata holds: the marker goes through ``safe_marker``, the session id and
+    the id through ``quote_field`` (a plain id as it is, anything else as an escaped JSON string), and the text
+    through ``quote_data`` (every line starts with ``"> "``).
+    """
     if not documents:
         return "No memories found."
     blocks = []
     for n, doc in enumerate(documents, 1):
         meta = doc.metadata
-        parts = [str(meta.get("marker", "[S: unknown date]"))]
+        parts = [safe_marker(meta.get("marker") or "[S: unknown date]")]
         if meta.get("session_id"):
-            parts.append(f"session {meta['session_id']}")
+            parts.append(f"session {quote_field(meta['session_id'])}")
         if isinstance(meta.get("score"), int | float):
             parts.append(f"score {meta['score']:.2f}")
-        parts.append(f"id {doc.id}")
+        parts.append(f"id {quote_field(doc.id)}")
         blocks.append(f"{n}. " + " · ".join(parts) + "\n" + quote_data(doc.page_content))
     return "\n\n".join(blocks)
 
@@ -181,15 +187,15 @@ def _manage(  # noqa: PLR0911 - one answer per outcome
     if action == "create":
         if not content or not content.strip():
             return "Nothing saved: give the memory as content."
-        return f"Saved memory {view.add_note(content, session_id=session)}."
+        return f"Saved memory {quote_field(view.add_note(content, session_id=session))}."
     if not memory_id:
         return f"Nothing changed: action={action!r} needs the id of a memory (from search_memory)."
     found = view.get_by_ids([memory_id])
     if not found:
-        return f"Nothing changed: there is no memory with id {memory_id!r}."
+        return f"Nothing changed: there is no memory with id {quote_field(memory_id)}."
     if action == "delete":
         view.forget(ids=[memory_id])
-        return f"Forgot memory {memory_id}."
+        return f"Forgot memory {quote_field(memory_id)}."
     if not content or not content.strip():
         return "Nothing changed: give the corrected memory as content."
     old = found[0].metadata
@@ -200,10 +206,11 @@ def _manage(  # noqa: PLR0911 - one answer per outcome
             extra["store_value"] = encode_value(with_text(json.loads(extra["store_value"]), content, fields))
     else:
         key, extra = f"correction:{memory_id}", {}
-    new_id = view.add_note(content, key=key, session_id=str(old.get("session_id") or session), metadata=extra)
+    kept = safe_session_id(str(old.get("session_id") or session))  # a session id stored before ids were checked
+    new_id = view.add_note(content, key=key, session_id=kept, metadata=extra)
     if new_id != memory_id:
         view.forget(ids=[memory_id])
-    return f"Updated memory {memory_id}: it is now memory {new_id}."
+    return f"Updated memory {quote_field(memory_id)}: it is now memory {quote_field(new_id)}."
 
 
 def create_manage_memory_tool(

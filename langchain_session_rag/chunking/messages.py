@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_session_rag._checks import first_surrogate
+from langchain_session_rag._checks import check_session_id, first_surrogate, one_line
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
     DuplicateMessageIdError,
@@ -56,7 +56,12 @@ class Turn:
 
     @property
     def label(self) -> str:
-        """The speaker label used in chunk text: the message ``name``, else the role."""
+        """The speaker label used in chunk text: the message ``name`` on one line, else the role.
+
+        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there).
+        """
+        if self.name and not self.name.isprintable():  # a printable name is kept as it was (chunk ids stay)
+            return one_line(self.name) or _LABELS[self.role]
         return self.name or _LABELS[self.role]
 
 
@@ -258,7 +263,9 @@ def normalize_messages(messages: Sequence[MessageLike], *, session_id: str, max_
         InvalidTimestampError: A timestamp that does not parse.
         DuplicateMessageIdError: Two messages with the same id.
         MessageTooLargeError: A message longer than ``max_chars`` characters.
+        InvalidArgumentError: An unfit ``session_id`` (see ``check_session_id``).
     """
+    check_session_id(session_id)
     single_pair = (
         isinstance(messages, tuple) and len(messages) == 2 and str(messages[0]).lower() in _ROLE_ALIASES  # noqa: PLR2004
     )

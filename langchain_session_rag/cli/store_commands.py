@@ -138,6 +138,14 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
             f"{report.chunks_removed} chunk(s) replaced (answers regenerated, questions or notes edited since the last "
             "import); their old text stays in the store's files until `session-rag stats --compact`."
         )
+    if report.renamed_sessions:
+        renamed = Table(
+            "session id in the file", "stored as", title=f"Session ids renamed ({len(report.renamed_sessions)})"
+        )
+        for original, stored in report.renamed_sessions.items():
+            renamed.add_row(printable(repr(original)), printable(stored))
+        out.print(renamed)
+        out.print("An id with a line break or control character cannot be stored: it was stored under the new id.")
     if report.skipped:
         skipped = Table("file", "item", "why it was skipped", title=f"Skipped ({len(report.skipped)})")
         for item in report.skipped:
@@ -226,6 +234,10 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     if everything == bool(session_ids or before):
         msg = "Say what to forget: --session ID (repeatable) and/or --before DATE, or --all alone."
         raise click.UsageError(msg)
+    from langchain_session_rag._checks import check_session_id  # noqa: PLC0415 - keeps the CLI's start light
+
+    for session_id in session_ids:  # before asking: an unfit id names no session
+        check_session_id(session_id)
     options = StoreOptions.of(store)
     scope = f"session(s) {', '.join(session_ids)}" if session_ids else "every session"
     dated = f", memories before {before:%Y-%m-%d}," if before else ""

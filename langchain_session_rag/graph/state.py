@@ -56,7 +56,8 @@ def run_ids(runtime: Runtime[Any]) -> tuple[str, str]:
 
     Raises:
         IdentityConflictError: The context and the configurable values name different users or sessions.
-        InvalidRequestError: A missing or empty id.
+        InvalidRequestError: A missing id, or an empty ``user_id``.
+        InvalidArgumentError: An unfit ``session_id`` (blank, a line break or control character, too long).
     """
     identity = run_identity(context=runtime.context)
     if identity.user_id is None or identity.session_id is None:

@@ -109,7 +109,9 @@ class _Tally:
     """What the import did to each session, for the report."""
 
     def __init__(self, batch: ImportBatch) -> None:
-        self.report = ImportReport(files=dict(batch.formats), skipped=list(batch.skipped))
+        self.report = ImportReport(
+            files=dict(batch.formats), skipped=list(batch.skipped), renamed_sessions=batch.renamed_sessions
+        )
         self.report.messages = sum(len(c.messages) for c in batch.conversations) + len(batch.documents)
 
     def record(self, memory: SessionVectorMemory, session: str, before: dict[str, Document], kept: set[str],

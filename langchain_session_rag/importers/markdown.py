@@ -60,5 +60,5 @@ def parse_notes(path: Path, text: str, source: str) -> ImportBatch:
         return batch
     doc = Document(page_content=text.strip(), metadata={"name": path.name, "timestamp": _date_of(path).isoformat()})
     where = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]  # two todo.md in two folders: two notes
-    batch.documents[f"notes-{path.name}-{where}"] = [doc]
+    batch.documents[batch.document_session(f"notes-{path.name}-{where}")] = [doc]
     return batch

@@ -9,6 +9,8 @@ from typing import Any, Literal, get_args
 
 from langchain_core.documents import Document
 
+from langchain_session_rag._checks import safe_session_id
+
 __all__ = [
     "FORMAT_NAMES",
     "Format",
@@ -48,6 +50,16 @@ class ImportedConversation:
     """For a conversation without an id of its own, ``session_id`` comes from its opening messages, so a
     conversation that went on keeps its session; this id, from its whole content, is used instead when a different
     conversation with the same opening already holds that session."""
+    original_session_id: str | None = None
+    """The id the file gave, when it is not fit to store (a line break, a control character, too long): then
+    ``session_id`` is the fit id :func:`~langchain_session_rag._checks.safe_session_id` derives from it."""
+
+    def __post_init__(self) -> None:
+        """Map an unfit session id (a file's ``id`` can hold anything) to a fit one, keeping the original."""
+        safe = safe_session_id(self.session_id)
+        if safe != self.session_id:
+            object.__setattr__(self, "original_session_id", self.session_id)
+            object.__setattr__(self, "session_id", safe)
 
     @property
     def label(self) -> str:
@@ -75,6 +87,8 @@ class ImportBatch:
     skipped: list[Skipped] = field(default_factory=list)
     formats: dict[str, str] = field(default_factory=dict)
     """The format each file was read as."""
+    renamed_documents: dict[str, str] = field(default_factory=dict)
+    """Session ids of documents that were not fit to store (a file name with a line break), and the ids used."""
 
     def extend(self, other: ImportBatch) -> None:
         """Add another batch's contents to this one."""
@@ -82,6 +96,20 @@ class ImportBatch:
         self.documents.update(other.documents)
         self.skipped += other.skipped
         self.formats.update(other.formats)
+        self.renamed_documents.update(other.renamed_documents)
+
+    def document_session(self, session_id: str) -> str:
+        """A fit session id for documents (``session_id`` itself when fit); a renamed one is remembered."""
+        safe = safe_session_id(session_id)
+        if safe != session_id:
+            self.renamed_documents[session_id] = safe
+        return safe
+
+    @property
+    def renamed_sessions(self) -> dict[str, str]:
+        """Every session id of the files that was not fit to store, and the fit id it is stored under."""
+        renamed = {c.original_session_id: c.session_id for c in self.conversations if c.original_session_id}
+        return renamed | self.renamed_documents
 
 
 @dataclass
@@ -103,6 +131,10 @@ class ImportReport:
     exchanges grouped anew) and of edited notes. Their text stays in an embedded store's files until
     ``memory.compact()``."""
     skipped: list[Skipped] = field(default_factory=list)
+    renamed_sessions: dict[str, str] = field(default_factory=dict)
+    """Session ids of the files that were not fit to store (a line break, a control character, over 512
+    characters), each with the id its session was stored under: the readable part and a hash of the original, the
+    same on every import of the file."""
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
@@ -115,6 +147,7 @@ class ImportReport:
             "chunks_added": self.chunks_added,
             "chunks_removed": self.chunks_removed,
             "skipped": [{"source": s.source, "item": s.item, "reason": s.reason} for s in self.skipped],
+            "renamed_sessions": self.renamed_sessions,
         }
 
 

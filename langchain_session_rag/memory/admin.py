@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
@@ -94,8 +95,10 @@ class MemoryAdmin(MemorySettings):
             InvalidRequestError: Empty text or key.
             MessageTooLargeError: Text longer than ``max_message_chars``.
             InvalidMetadataError: A reserved or unstorable metadata key, metadata over its limits (see
-                :mod:`~langchain_session_rag.stores.limits`), a key or session id over 1,024 characters.
+                :mod:`~langchain_session_rag.stores.limits`), a key over 1,024 characters.
+            InvalidArgumentError: An unfit ``session_id`` (a line break, a control character, too long).
         """
+        check_session_id(session_id, empty_ok=True)
         store = self._store()
         record = note_record(
             user_id=store.user_id,

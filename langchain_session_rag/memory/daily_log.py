@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_session_rag._checks import one_line
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.chunking.messages import Turn
 from langchain_session_rag.errors import FileAccessError, InvalidMessageError
@@ -80,7 +81,7 @@ def _entry(m: LoggedMessage, clock: str) -> str:
     meta = {"session": m.session_id, "id": m.id, "role": m.role, "name": m.name, "at": m.timestamp}
     fence = _fence(m.text)
     return (
-        f"### {clock} · {m.session_id} · {m.name or m.role}\n"
+        f"### {clock} · {m.session_id} · {one_line(m.name or '') or m.role}\n"
         f"<!-- session-rag {json.dumps(meta, ensure_ascii=False)} -->\n{fence}text\n{m.text}\n{fence}\n\n"
     )
 

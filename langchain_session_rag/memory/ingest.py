@@ -156,10 +156,7 @@ class SessionWriter:
         self, messages: Sequence[MessageLike], session_id: str, metadata: dict[str, Any] | None, chunking: Chunking
     ) -> Batch:
         """Validate a batch and plan its write (nothing is written here)."""
-        if not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id:
-            msg = f"session_id must be a non-empty string without NUL characters, got {session_id!r}."
-            raise InvalidMessageError(msg)
-        check_name("session_id", session_id)
+        check_session_id(session_id)
         if chunking not in ("exchange", "topic"):
             msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."
             raise InvalidArgumentError(msg)
@@ -369,7 +366,7 @@ class SessionWriter:
 
     def prepare_documents(self, documents: Sequence[Document], session_id: str) -> tuple[list[str], list[Record]]:
         """Validate reference documents and build their records (not stored yet)."""
-        check_name("session_id", session_id)
+        check_session_id(session_id, empty_ok=True)
         now = utcnow()
         records: list[Record] = []
         for n, doc in enumerate(documents):

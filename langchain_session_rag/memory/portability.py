@@ -9,9 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
     FileAccessError,
+    InvalidArgumentError,
     InvalidMessageError,
     InvalidMetadataError,
     InvalidTimestampError,
@@ -74,6 +76,19 @@ def _fail(path: object, lineno: int, problem: str) -> InvalidMessageError:
     return InvalidMessageError(f"{path}:{lineno}: {problem}; nothing was imported.")
 
 
+def _check_time(meta: dict[str, Any], path: object, lineno: int) -> None:
+    """Normalise an exported chunk's ``timestamp`` (and its epoch) in place, or refuse a bad one."""
+    if "timestamp" in meta:
+        try:
+            stamp = parse_timestamp(meta["timestamp"], what="timestamp")
+        except InvalidTimestampError as exc:
+            raise _fail(path, lineno, f"bad timestamp {meta['timestamp']!r}") from exc
+        meta["timestamp"] = stamp.isoformat()
+        meta["timestamp_epoch"] = stamp.timestamp()
+    elif "timestamp_epoch" in meta and not isinstance(meta["timestamp_epoch"], int | float):
+        raise _fail(path, lineno, f"bad timestamp_epoch {meta['timestamp_epoch']!r}")
+
+
 def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[str, Any]:
     """Type-check and bound an exported chunk's metadata (keys, values, sizes, timestamp, chunk index)."""
     if len(raw) > MAX_RECORD_KEYS:  # before encoding anything
@@ -87,15 +102,12 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
                 check_name(name, value)
     except InvalidMetadataError as exc:
         raise _fail(path, lineno, str(exc)) from exc
-    if "timestamp" in meta:
-        try:
-            stamp = parse_timestamp(meta["timestamp"], what="timestamp")
-        except InvalidTimestampError as exc:
-            raise _fail(path, lineno, f"bad timestamp {meta['timestamp']!r}") from exc
-        meta["timestamp"] = stamp.isoformat()
-        meta["timestamp_epoch"] = stamp.timestamp()
-    elif "timestamp_epoch" in meta and not isinstance(meta["timestamp_epoch"], int | float):
-        raise _fail(path, lineno, f"bad timestamp_epoch {meta['timestamp_epoch']!r}")
+    try:  # a note saved in no session has ""
+        check_session_id(meta.get("session_id", ""), empty_ok=True)
+    except InvalidArgumentError as exc:
+        msg = f"{path}:{lineno}: {exc} Nothing was imported."
+        raise InvalidArgumentError(msg) from exc
+    _check_time(meta, path, lineno)
     for key in ("chunk_index", "chunk_part", "token_count"):
         value = meta.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < -1):

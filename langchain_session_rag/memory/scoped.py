@@ -17,6 +17,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
@@ -218,11 +219,8 @@ class UserStore:
         if ids is not None and (isinstance(ids, str | bytes) or not all(isinstance(i, str) for i in ids)):
             msg = f"ids must be a list of chunk ids, got {ids!r}."
             raise InvalidRequestError(msg)
-        if session_id is not None and (
-            not isinstance(session_id, str) or not session_id.strip() or "\x00" in session_id
-        ):
-            msg = f"session_id must be a non-empty string, got {session_id!r}."
-            raise InvalidRequestError(msg)
+        if session_id is not None:
+            check_session_id(session_id)
         self.flush()
         targets = self.writer().forget_targets(session_id, before, ids)
         try:

@@ -13,6 +13,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import (
+    InvalidArgumentError,
     InvalidMessageError,
     InvalidMetadataError,
     InvalidRequestError,
@@ -87,9 +88,9 @@ def test_reserved_document_metadata_is_refused(memory: SessionVectorMemory) -> N
 
 @pytest.mark.parametrize("session_id", ["", "   ", "a\x00b", 5])
 def test_bad_session_ids(memory: SessionVectorMemory, session_id: Any) -> None:
-    with pytest.raises(InvalidMessageError, match="session_id"):
+    with pytest.raises(InvalidArgumentError, match="session_id"):
         memory.add_messages([{"role": "user", "content": "hello"}], session_id=session_id)
-    with pytest.raises((InvalidRequestError, InvalidMessageError)):
+    with pytest.raises(InvalidArgumentError, match="session_id"):
         memory.forget(session_id=session_id)
 
 

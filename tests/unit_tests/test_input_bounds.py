@@ -19,7 +19,9 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionMemoryStore, SessionVectorMemory, import_conversations
+from langchain_session_rag._checks import MAX_SESSION_ID_CHARS
 from langchain_session_rag.errors import (
+    InvalidArgumentError,
     InvalidMessageError,
     InvalidMetadataError,
     InvalidRequestError,
@@ -117,7 +119,7 @@ def test_the_async_path_refuses_too(memory: SessionVectorMemory) -> None:
 
 def test_the_bounded_maximum_is_stored_and_read_back_intact(memory: SessionVectorMemory) -> None:
     meta = max_metadata()
-    memory.add_messages(CHAT, session_id="s" * limits.MAX_NAME_CHARS, metadata=meta)
+    memory.add_messages(CHAT, session_id="s" * MAX_SESSION_ID_CHARS, metadata=meta)
     memory.add_note("a note at the limits", key="n" * limits.MAX_NAME_CHARS, metadata=meta)
     memory.flush()
     docs = memory.list_memories(limit=10)
@@ -131,7 +133,7 @@ def test_the_bounded_maximum_is_stored_and_read_back_intact(memory: SessionVecto
 @pytest.mark.parametrize(
     ("what", "call"),
     [
-        ("session id", lambda m: m.add_messages(CHAT, session_id="s" * (limits.MAX_NAME_CHARS + 1))),
+        ("session id", lambda m: m.add_messages(CHAT, session_id="s" * (MAX_SESSION_ID_CHARS + 1))),
         (
             "message id",
             lambda m: m.add_messages([{"role": "user", "id": "i" * 5_000, "content": "hi"}], session_id="s"),
@@ -141,7 +143,7 @@ def test_the_bounded_maximum_is_stored_and_read_back_intact(memory: SessionVecto
             lambda m: m.add_messages([{"role": "user", "name": "n" * 5_000, "content": "hi"}], session_id="s"),
         ),
         ("note key", lambda m: m.add_note("text", key="k" * (limits.MAX_NAME_CHARS + 1))),
-        ("note session", lambda m: m.add_note("text", session_id="s" * (limits.MAX_NAME_CHARS + 1))),
+        ("note session", lambda m: m.add_note("text", session_id="s" * (MAX_SESSION_ID_CHARS + 1))),
         ("note text", lambda m: m.add_note("x" * 1_000_001)),
         ("document name", lambda m: m.add_documents([Document("text", metadata={"name": "d" * 5_000})])),
         ("document session", lambda m: m.add_documents([Document("text")], session_id="s" * 5_000)),
@@ -161,7 +163,9 @@ def test_names_ids_and_texts_that_reach_metadata_are_bounded(
     before = snapshot(memory)
     with pytest.raises(SessionRAGError, match=r"limit|characters|JSON") as caught:
         call(memory)
-    assert isinstance(caught.value, InvalidMetadataError | InvalidMessageError | MessageTooLargeError), what
+    assert isinstance(
+        caught.value, InvalidMetadataError | InvalidMessageError | MessageTooLargeError | InvalidArgumentError
+    ), what
     assert snapshot(memory) == before
 
 
@@ -225,10 +229,11 @@ def test_imported_conversations_are_bounded_like_add_messages(memory: SessionVec
     long_id = {"id": "s" * 5_000, "messages": CHAT}
     path.write_text("\n".join(json.dumps(c) for c in (good, huge, long_id)) + "\n", encoding="utf-8")
     report = import_conversations(memory, path)
-    assert report.new_sessions == ["ok"]
+    renamed = report.renamed_sessions["s" * 5_000]  # an over-long id is stored under a bounded one, and reported
+    assert len(renamed) <= MAX_SESSION_ID_CHARS
+    assert report.new_sessions == ["ok", renamed]
     reasons = " | ".join(s.reason for s in report.skipped)
     assert "max_message_chars" in reasons
-    assert "1,024" in reasons
     assert max(len(d.page_content) for d in memory.list_memories(limit=100)) < 10_000
 
 

@@ -10,7 +10,12 @@ import pytest
 from langchain_core.documents import Document
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidMessageError, InvalidTimestampError
+from langchain_session_rag.errors import (
+    EmbeddingModelMismatchError,
+    InvalidArgumentError,
+    InvalidMessageError,
+    InvalidTimestampError,
+)
 from tests.conftest import CountingEmbeddings, chroma_session, cooking_session
 
 Factory = Callable[..., SessionVectorMemory]
@@ -71,7 +76,7 @@ def test_invalid_batch_stores_nothing(make_memory: Factory) -> None:
     bad = [*cooking_session(), {"role": "user", "content": "x", "timestamp": "not a date"}]
     with pytest.raises(InvalidTimestampError):
         m.add_messages(bad, session_id="s2")
-    with pytest.raises(InvalidMessageError, match="session_id"):
+    with pytest.raises(InvalidArgumentError, match="session_id"):
         m.add_messages(cooking_session(), session_id="")
     assert m.count() == 1
 
