@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -23,6 +24,7 @@ import pytest
 from langchain_session_rag import SessionVectorMemory, import_conversations, read_conversations
 from langchain_session_rag.errors import FileAccessError, ImportFormatError, InvalidMessageError
 from langchain_session_rag.evaluation.locomo_data import load_locomo
+from langchain_session_rag.memory.reading import json_depth
 
 HANG = pytest.mark.timeout(60, method="thread")
 MiB = 2**20
@@ -236,3 +238,38 @@ def test_the_cli_refuses_a_zip_bomb_in_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1
     assert "zip bomb" in lines[0]
     assert "Traceback" not in done.stderr
+
+
+def _reference_depth(text: str) -> int:
+    """The nesting depth of JSON text, one character at a time (slow, obviously right)."""
+    best = depth = 0
+    inside = escaped = False
+    for char in text:
+        if inside:
+            escaped, inside = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            inside = True
+        elif char in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif char in "]}":
+            depth -= 1
+    return best
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_depth_scan_matches_a_character_loop(seed: int) -> None:
+    rng = random.Random(seed)  # noqa: S311 - a reproducible test input
+    alphabet = ['"', "\\", "[", "]", "{", "}", "a", "\\\\", '\\"']
+
+    def value(level: int) -> object:
+        roll = rng.random()
+        if level > 12 or roll < 0.3:
+            return "".join(rng.choices(alphabet, k=rng.randint(0, 6)))
+        if roll < 0.65:
+            return [value(level + 1) for _ in range(rng.randint(0, 3))]
+        return {f"k{i}{rng.choice(alphabet)}": value(level + 1) for i in range(rng.randint(0, 3))}
+
+    for _ in range(60):
+        text = json.dumps(value(0))
+        assert json_depth(text.encode()) == _reference_depth(text), text
