@@ -24,7 +24,6 @@ import pytest
 from langchain_session_rag import SessionVectorMemory, import_conversations, read_conversations
 from langchain_session_rag.errors import FileAccessError, ImportFormatError, InvalidMessageError
 from langchain_session_rag.evaluation.locomo_data import load_locomo
-from langchain_session_rag.memory.reading import json_depth
 
 HANG = pytest.mark.timeout(60, method="thread")
 MiB = 2**20
@@ -259,6 +258,8 @@ def _reference_depth(text: str) -> int:
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_depth_scan_matches_a_character_loop(seed: int) -> None:
+    from langchain_session_rag.memory.reading import json_depth
+
     rng = random.Random(seed)  # noqa: S311 - a reproducible test input
     alphabet = ['"', "\\", "[", "]", "{", "}", "a", "\\\\", '\\"']
 
@@ -273,3 +274,16 @@ def test_the_depth_scan_matches_a_character_loop(seed: int) -> None:
     for _ in range(60):
         text = json.dumps(value(0))
         assert json_depth(text.encode()) == _reference_depth(text), text
+
+
+def test_an_encrypted_zip_member_is_a_typed_error(tmp_path: Path) -> None:
+    export = tmp_path / "export.zip"
+    with zipfile.ZipFile(export, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("conversations.json", "[]")
+    data = bytearray(export.read_bytes())
+    for signature, flag_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local and central headers
+        start = data.index(signature)
+        data[start + flag_at] |= 0x1  # "encrypted"
+    export.write_bytes(bytes(data))
+    with pytest.raises(ImportFormatError, match="encrypted"):
+        read_conversations(export)
