@@ -28,11 +28,14 @@ _VERIFIED: set[tuple[str, int, int, int, int, str]] = set()
 _LOCK = threading.Lock()
 
 
-def cache_file() -> Path:
-    """Where the record of verified files lives."""
+def cache_file() -> Path | None:
+    """Where the record of verified files lives (``None``: no home folder to keep it in)."""
     folder = os.environ.get("SESSION_RAG_CACHE_DIR")
     if not folder:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        try:
+            base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        except (RuntimeError, KeyError):  # no home folder: every process hashes its files once
+            return None
         folder = str(Path(base) / "session-rag")
     return Path(folder) / _CACHE_NAME
 
@@ -43,8 +46,11 @@ def _key(path: Path, sha256: str) -> tuple[str, int, int, int, int, str]:
 
 
 def _recorded() -> set[tuple[str, int, int, int, int, str]]:
+    target = cache_file()
+    if target is None:
+        return set()
     try:
-        rows = json.loads(cache_file().read_text(encoding="utf-8"))
+        rows = json.loads(target.read_text(encoding="utf-8"))
         return {(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4]), str(r[5])) for r in rows}
     except (OSError, ValueError, TypeError, IndexError):  # no record yet, or a damaged one: hash again
         return set()
@@ -53,6 +59,8 @@ def _recorded() -> set[tuple[str, int, int, int, int, str]]:
 def _record(key: tuple[str, int, int, int, int, str]) -> None:
     """Add a verified file to the cache file (atomically replaced); a cache that cannot be written is skipped."""
     target = cache_file()
+    if target is None:
+        return
     rows = {k for k in _recorded() if k[0] != key[0] or k[5] != key[5]} | {key}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
