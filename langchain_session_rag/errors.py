@@ -18,6 +18,7 @@ __all__ = [
     "FileAccessError",
     "IdentityConflictError",
     "ImportFormatError",
+    "ImportLimitError",
     "InvalidArgumentError",
     "InvalidMessageError",
     "InvalidMetadataError",
@@ -150,3 +151,18 @@ class IdentityConflictError(SessionRAGError, ValueError):
 
     Nothing was read or written: guessing which user was meant could show one user's memories to another.
     """
+
+
+class ImportLimitError(ImportFormatError):
+    """A file to import goes over a reading limit (its size, a line, a zip's ratio, JSON nesting); nothing stored.
+
+    ``path`` is the file, ``limit`` the limit it went over and ``seen`` the bytes (or levels) read when it was refused:
+    reading stops at the limit, so ``seen`` is never more than ``limit`` plus one read.
+    """
+
+    def __init__(self, message: str, *, path: str = "", limit: int = 0, seen: int = 0) -> None:
+        """Keep the message, the file, the limit and what was read when it was refused."""
+        super().__init__(message)
+        self.path = path
+        self.limit = limit
+        self.seen = seen

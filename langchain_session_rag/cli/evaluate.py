@@ -12,6 +12,7 @@ from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import err, out, status
+from langchain_session_rag.cli.store_commands import readable_files
 
 __all__ = ["eval_group", "locomo"]
 
@@ -36,7 +37,7 @@ def _ints(ctx: click.Context, param: click.Parameter, value: str) -> tuple[int, 
 
 
 @eval_group.command()
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=readable_files)
 @click.option("--budgets", default="256,512,1024", show_default=True, callback=_ints,
               help="Prompt-token budgets to report recall within.")  # fmt: skip
 @click.option("--ks", default="1,5,10,25", show_default=True, callback=_ints, help="Chunk counts to report recall at.")

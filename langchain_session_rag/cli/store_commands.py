@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -26,7 +27,18 @@ from langchain_session_rag.cli.options import (
 )
 from langchain_session_rag.importers.types import FORMAT_NAMES
 
-__all__ = ["consolidate", "export", "forget", "import_", "ingest", "reembed", "search", "sessions", "stats"]
+__all__ = [
+    "consolidate",
+    "export",
+    "forget",
+    "import_",
+    "ingest",
+    "readable_files",
+    "reembed",
+    "search",
+    "sessions",
+    "stats",
+]
 
 _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"])
 
@@ -86,8 +98,23 @@ def _json_out(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
 
 
+def readable_files(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A click callback: refuse, before any store is opened, a path that is neither a folder nor a regular file.
+
+    A device (``/dev/zero``), a FIFO or a socket would never end (or never start) being read.
+    """
+    del ctx
+    for path in value if isinstance(value, tuple) else (value,):
+        mode = Path(path).stat().st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            msg = f"{path} is not a regular file (a device, FIFO or socket): save its content to a file first."
+            raise click.BadParameter(msg, param=param)
+    return value
+
+
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path),
+                callback=readable_files)  # fmt: skip
 @click.option("--format", "file_format", type=click.Choice(["auto", *FORMAT_NAMES]), default="auto", show_default=True,
               help="Read every file as this format.")  # fmt: skip
 @click.option("--strict", is_flag=True, help="Import nothing if any conversation would be skipped.")
@@ -100,6 +127,8 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
     Formats (found from each file): a ChatGPT export (conversations.json or the zip), OpenAI-format
     .jsonl/.json chats, LangChain message dumps, session-rag daily logs, markdown notes.
     Each conversation becomes a session; importing the same file again stores nothing new.
+    Files over 256 MiB (a zip's conversations.json: decompressed) are refused: set
+    SESSION_RAG_MAX_FILE_BYTES to raise the limit.
     """
     from langchain_session_rag.importers.ingest import import_conversations  # noqa: PLC0415
 
@@ -318,7 +347,7 @@ def export(file: Path, force: bool, **store: Any) -> None:
 
 
 @cli.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=readable_files)
 @store_options
 def import_(file: Path, **store: Any) -> None:
     """Add the chunks of a `session-rag export` FILE to the user's memory (chat histories: use `ingest`)."""

