@@ -26,6 +26,7 @@ __all__ = [
     "InvalidTimestampError",
     "MessageTooLargeError",
     "MissingDependencyError",
+    "ReadOnlyNamespaceError",
     "SessionRAGError",
     "StoreLockedError",
     "StoreUnavailableError",
@@ -144,4 +145,12 @@ class IdentityConflictError(SessionRAGError, ValueError):
     Either its ``context`` and ``config["configurable"]`` disagree, or a memory bound to one user is run for another.
 
     Nothing was read or written: guessing which user was meant could show one user's memories to another.
+    """
+
+
+class ReadOnlyNamespaceError(InvalidRequestError):
+    """A write (put or delete) into a shared store namespace that runs may only read; nothing was changed.
+
+    The application grants writes with ``SessionMemoryStore(..., writable_shared=[prefix])`` or writes itself with
+    ``store.put_shared(...)``.
     """

@@ -46,7 +46,11 @@ class MemoryAdmin(MemorySettings):
             UnsupportedOperationError: The memory's store is not a Chroma store (core memory lives next to it).
         """
         return CoreMemory(
-            self._core_backend(), self._store().user_id, limits=self.core_limits, count=self.chunker.count
+            self._core_backend(),
+            self._store().user_id,
+            limits=self.core_limits,
+            count=self.chunker.count,
+            agent_edits=self.core_agent_edits,
         )
 
     def _core_backend(self) -> ChromaBackend:
