@@ -12,6 +12,7 @@ from typing import Any
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
     FileAccessError,
+    IdentityConflictError,
     InvalidMessageError,
     InvalidMetadataError,
     InvalidTimestampError,
@@ -95,13 +96,27 @@ def _checked_vector(raw: object, path: object, lineno: int) -> list[float]:
     return vector
 
 
-def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> list[Record]:
+def _check_owner(meta: dict[str, Any], user_id: str, path: object, lineno: int, *, reassign: bool) -> None:
+    """Refuse a record of another user (its ``metadata["user_id"]``) unless it is being reassigned."""
+    owner = meta.get("user_id", user_id)
+    if owner != user_id and not reassign:
+        msg = (
+            f"{path}:{lineno}: the export holds memories of user {owner!r}, not of {user_id!r}; nothing was "
+            f"imported. Import it as {owner!r}, or pass reassign=True (CLI: --reassign-user) to make them "
+            f"{user_id!r}'s."
+        )
+        raise IdentityConflictError(msg)
+
+
+def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str, reassign: bool = False) -> list[Record]:
     """Read and validate a whole export for ``user_id``; vectors are kept only if ``model_id`` wrote them.
 
     Every line is checked before anything is written: JSON, UTF-8, the fields' types, unique ids, metadata
-    keys and values, timestamps, chunk indexes, finite vectors of one dimension.
+    keys and values, timestamps, chunk indexes, finite vectors of one dimension, and the user: a record whose
+    ``metadata["user_id"]`` names another user is refused unless ``reassign`` (it then becomes ``user_id``'s).
 
     Raises:
+        IdentityConflictError: A record of another user, without ``reassign`` (the file is rejected whole).
         InvalidMessageError: A malformed line (the file is rejected whole).
         FileAccessError: The file is missing or cannot be read.
     """
@@ -125,6 +140,7 @@ def read_jsonl(path: str | os.PathLike[str], *, user_id: str, model_id: str) -> 
             raise _fail(path, lineno, f"not valid JSON ({exc.msg})") from exc
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")
+        _check_owner(item["metadata"], user_id, path, lineno, reassign=reassign)
         if item["id"] in seen:
             raise _fail(path, lineno, f"id {item['id']!r} repeats line {seen[item['id']]}")
         seen[item["id"]] = lineno

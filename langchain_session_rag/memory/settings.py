@@ -22,7 +22,7 @@ from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
-from langchain_session_rag.stores.adapter import is_embedded, open_chroma_client
+from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, is_embedded, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.vectorstore import backend_for
@@ -230,10 +230,18 @@ class MemorySettings(BaseRetriever):
         user_id: str,
         embeddings: Embeddings | None = None,
         collection_name: str = "session_memory",
+        connect_timeout: float = CONNECT_TIMEOUT,
         **kwargs: Any,
     ) -> Self:
-        """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes."""
-        client = open_chroma_client(host=host, port=port)
+        """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes.
+
+        The server must answer within ``connect_timeout`` seconds (5 by default).
+
+        Raises:
+            StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent past
+                ``connect_timeout``, or another kind of server); the message names the address and the fix.
+        """
+        client = open_chroma_client(host=host, port=port, connect_timeout=connect_timeout)
         return cls(
             chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )
