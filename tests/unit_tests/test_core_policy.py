@@ -85,7 +85,9 @@ def agent_saves_the_order(memory: SessionVectorMemory) -> str:
 def next_turn_system(memory: SessionVectorMemory, session: str = "s2") -> str:
     model = SystemRecorder()
     graph = create_session_rag_graph(model, memory, background_writes=False).compile()
-    graph.invoke({"messages": [HumanMessage("What's new?")]}, {"configurable": {"user_id": "ana", "session_id": session}})
+    graph.invoke(
+        {"messages": [HumanMessage("What's new?")]}, {"configurable": {"user_id": "ana", "session_id": session}}
+    )
     return model.systems[-1]
 
 
