@@ -236,3 +236,26 @@ def test_the_application_grants_or_makes_shared_writes(store: SessionMemoryStore
     assert store.get(("policies",), "refunds").value == {"content": "Refunds within 14 days."}  # type: ignore[union-attr]
     asyncio.run(store.adelete_shared(("policies",), "refunds"))
     assert store.get(("policies",), "refunds") is None
+
+
+def test_chat_core_command_lists_confirms_and_rejects(
+    memory: SessionVectorMemory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langchain_session_rag.cli.chat import core_command
+
+    keep = memory.core.propose("append", "memory", "- Ana moved to Porto.")
+    drop = memory.core.propose("append", "memory", f"- {ORDER}")
+    core_command(memory, "")
+    shown = capsys.readouterr().out
+    assert "The core memory is empty." in shown
+    assert f"pending {keep.id}" in shown
+    assert f"pending {drop.id}" in shown
+    core_command(memory, f"reject {drop.id}")
+    core_command(memory, f"confirm {keep.id}")
+    core_command(memory, "confirm no-such-edit")
+    told = capsys.readouterr().out
+    assert "Rejected" in told
+    assert "Confirmed" in told
+    assert "No pending" in told
+    assert memory.core.read("memory") == "- Ana moved to Porto."
+    assert memory.core.pending() == []
