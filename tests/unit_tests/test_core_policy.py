@@ -259,3 +259,19 @@ def test_chat_core_command_lists_confirms_and_rejects(
     assert "No pending" in told
     assert memory.core.read("memory") == "- Ana moved to Porto."
     assert memory.core.pending() == []
+
+
+def test_unconfirmed_notes_that_do_not_fit_are_dropped_never_the_pinned_notes() -> None:
+    from langchain_session_rag import TokenBudget
+
+    budget = TokenBudget(context_window=1200, reserve_for_answer=200)
+    prompt = budget.assemble(
+        "Hi", core_memory="- Ana prefers metric units.", unconfirmed_notes="memory, append: - word\n" * 800
+    )
+    system = prompt.messages[0].text
+    assert "Ana prefers metric units." in pinned_section(system)
+    assert "[truncated]\n</unconfirmed_notes>" in system  # cut to the section's room, with a visible mark
+    assert prompt.report.sections["summary"].truncated
+    core = prompt.report.sections["core_memory"]
+    assert (core.truncated, core.dropped_by_allocation, core.dropped_by_overflow) == (False, 0, 0)
+    assert prompt.report.total <= 1000
