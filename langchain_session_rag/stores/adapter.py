@@ -78,9 +78,10 @@ def _probe(host: str, port: int, timeout: float) -> None:
     """Ask the server for its heartbeat within ``timeout`` seconds (connect, send and read each bounded)."""
     import httpx  # noqa: PLC0415 - chromadb's own HTTP client
 
+    address = f"[{host}]" if ":" in host and not host.startswith("[") else host  # a bare IPv6 address
     try:
-        httpx.get(f"http://{host}:{port}/api/v2/heartbeat", timeout=timeout)
-    except (httpx.HTTPError, OSError, ValueError) as exc:  # an answer of any status is a server: chromadb judges it
+        httpx.get(f"http://{address}:{port}/api/v2/heartbeat", timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:  # any answer's status: chromadb judges it
         raise StoreUnavailableError(_unavailable(host, port, exc)) from exc
 
 
