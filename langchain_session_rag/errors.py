@@ -27,6 +27,7 @@ __all__ = [
     "InvalidTimestampError",
     "MessageTooLargeError",
     "MissingDependencyError",
+    "ReadOnlyNamespaceError",
     "SessionRAGError",
     "StoreLockedError",
     "StoreUnavailableError",
@@ -166,3 +167,11 @@ class ImportLimitError(ImportFormatError):
         self.path = path
         self.limit = limit
         self.seen = seen
+
+
+class ReadOnlyNamespaceError(InvalidRequestError):
+    """A write (put or delete) into a shared store namespace that runs may only read; nothing was changed.
+
+    The application grants writes with ``SessionMemoryStore(..., writable_shared=[prefix])`` or writes itself with
+    ``store.put_shared(...)``.
+    """

@@ -3,6 +3,11 @@
 The user comes from the run (``config["configurable"]["user_id"]`` or the LangGraph ``context``), as for the memory
 tools; the model names only the block, the action and the text. Curation asks a chat model for edits once (bounded
 calls) and applies them only when approved, or when told to apply them automatically.
+
+A model's edits follow the ``agent_edits`` policy (default: the memory's ``core_agent_edits``, ``"approve"``): they
+are stored as proposals that the application confirms (``memory.core.pending()`` / ``confirm(id)`` /
+``reject(id)``), not pinned, so a retrieved text telling the model to save a "standing order" cannot put it in
+every later prompt. ``"pin"`` restores immediate pinning.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from pydantic import BaseModel, Field
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.agents.tools import check_tool_args, structured_tool
 from langchain_session_rag.errors import SessionRAGError
-from langchain_session_rag.memory.core import CoreMemory
+from langchain_session_rag.memory.core import AgentEdits, CoreMemory
+from langchain_session_rag.memory.core_text import CoreProposal, CoreVersion, change_for, check_agent_edits
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 
 __all__ = ["CoreEdit", "Curation", "acurate_core_memory", "create_core_memory_tool", "curate_core_memory"]
@@ -56,18 +62,27 @@ class CoreEdit:
     old: str | None = None
 
 
-def edit_core(core: CoreMemory, edit: CoreEdit, author: str) -> str:
-    """Apply one edit; return what the model is told."""
+def edit_core(core: CoreMemory, edit: CoreEdit, author: str, policy: AgentEdits | None = None) -> str:
+    """Make one edit of a model's, as ``policy`` says (default: the core memory's); return what the model is told.
+
+    Under ``"approve"`` and ``"unconfirmed"`` the edit is stored as a proposal (nothing is pinned); under ``"pin"``
+    it is applied at once.
+    """
     action, block, text, old = edit.action, edit.block, edit.text, edit.old
-    if action == "append":
-        version = core.append(block, text, author=author)
-    elif action == "remove":
-        version = core.remove(block, text, author=author)
-    elif old:
-        version = core.replace(block, old, text, author=author)
-    else:
-        version = core.write(block, text, author=author, action="replace")
+    if (policy or core.agent_edits) != "pin":
+        proposal = core.propose(action, block, text, old=old or None, author=author)
+        return (
+            f"Proposed (pending the user's confirmation, not pinned yet) as edit {proposal.id} of core memory "
+            f"{block!r}."
+        )
+    version = apply_edit(core, edit, author, confirmed=False)
     return f"Core memory {block!r} is now version {version.version}:\n{version.text}"
+
+
+def apply_edit(core: CoreMemory, edit: CoreEdit, author: str, *, confirmed: bool) -> CoreVersion:
+    """Pin one edit now (a version by ``author``; ``confirmed``: whether the application approved it)."""
+    change = change_for(edit.action, core.check_block(edit.block), edit.text, edit.old)
+    return core.apply(edit.block, change, edit.action, author, confirmed=confirmed)
 
 
 def create_core_memory_tool(
@@ -76,13 +91,23 @@ def create_core_memory_tool(
     name: str = "edit_core_memory",
     description: str = CORE_DESCRIPTION,
     actions: tuple[CoreAction, ...] = ("append", "replace", "remove"),
+    agent_edits: AgentEdits | None = None,
 ) -> BaseTool:
-    """A tool that edits the run's user's core memory (sync and async); every edit is a version (author ``agent``).
+    """A tool that edits the run's user's core memory (sync and async), as author ``agent``.
+
+    ``agent_edits`` (default: the memory's ``core_agent_edits``, ``"approve"``) decides what an edit does:
+    ``"approve"`` stores it as a proposal the application confirms (``memory.core.confirm(id)``) before it is
+    pinned; ``"unconfirmed"`` does the same and the graph's prompt shows it apart, as an unconfirmed note written
+    by the assistant; ``"pin"`` pins it at once (a version with ``confirmed=False``).
 
     Errors (a full block, an unknown block or line) reach the model as the tool's answer; the user can always
     ``memory.core.undo(block)``.
+
+    Raises:
+        InvalidArgumentError: An unknown action or policy.
     """
     allowed = check_tool_args(memory, actions, ("append", "replace", "remove"))
+    policy = None if agent_edits is None else check_agent_edits(agent_edits)
 
     def edit(
         config: RunnableConfig, action: CoreAction, text: str, block: str = "memory", old: str | None = None
@@ -90,7 +115,7 @@ def create_core_memory_tool(
         if action not in allowed:
             return f"Nothing changed: this tool may only {', '.join(allowed)}."
         try:
-            return edit_core(memory.for_run(config).core, CoreEdit(action, block, text, old), "agent")
+            return edit_core(memory.for_run(config).core, CoreEdit(action, block, text, old), "agent", policy)
         except SessionRAGError as exc:
             raise ToolException(str(exc)) from exc
 
@@ -108,6 +133,9 @@ class Curation:
 
     proposed: list[CoreEdit] = field(default_factory=list)
     applied: list[CoreEdit] = field(default_factory=list)
+    """Edits pinned: approved by ``approve``, or applied by ``auto_apply`` under ``agent_edits="pin"``."""
+    pending: list[CoreProposal] = field(default_factory=list)
+    """Edits ``auto_apply`` stored as proposals (the default ``agent_edits="approve"``): ``memory.core.confirm``."""
     rejected: list[tuple[CoreEdit, str]] = field(default_factory=list)
     """Edits not applied, with why (not approved, or refused by the block: full, unknown line)."""
     model_calls: int = 0
@@ -161,20 +189,24 @@ def curate_core_memory(
     auto_apply: bool = False,
     max_calls: int = 1,
     max_edits: int = 5,
+    agent_edits: AgentEdits | None = None,
 ) -> Curation:
     """Ask ``model`` for core memory edits from a session's ``messages``; apply the approved ones.
 
     The model is called at most ``max_calls`` times (again only when its answer is not a JSON list of edits).
-    An edit is applied when ``approve(edit)`` returns ``True`` (every edit is put to ``approve`` before any is
-    applied), or, without ``approve``, only with ``auto_apply``; otherwise it is returned as proposed. A proposed
-    ``replace`` must name the line it corrects (``old``): a model never rewrites a whole block.
-    Applied edits are versions by author ``curator`` (``core.undo`` reverts).
+    An edit is pinned when ``approve(edit)`` returns ``True`` (the application's confirmation; every edit is put
+    to ``approve`` before any is applied). Without ``approve``, ``auto_apply`` hands the edits to the
+    ``agent_edits`` policy (default: the memory's ``core_agent_edits``, ``"approve"``): they are stored as
+    proposals (``Curation.pending``; ``memory.core.confirm(id)`` pins one), or pinned at once under ``"pin"``.
+    Otherwise they are only returned as proposed. A proposed ``replace`` must name the line it corrects (``old``):
+    a model never rewrites a whole block. Pinned edits are versions by author ``curator`` (``core.undo`` reverts).
 
     Raises:
-        InvalidArgumentError: ``max_calls`` or ``max_edits`` below 1.
+        InvalidArgumentError: ``max_calls`` or ``max_edits`` below 1, or an unknown policy.
     """
     check_int("max_calls", max_calls, 1)
     check_int("max_edits", max_edits, 1)
+    policy = check_agent_edits(agent_edits if agent_edits is not None else memory.core_agent_edits)
     core = memory.core
     blocks = core.blocks()
     shown = "\n".join(f"## {b.upper()}.md\n{t or '(empty)'}" for b, t in blocks.items())
@@ -194,7 +226,10 @@ def curate_core_memory(
             result.rejected.append((edit, "not approved"))
             continue
         try:
-            edit_core(core, edit, "curator")
+            if approve is None and policy != "pin":
+                result.pending.append(core.propose(edit.action, edit.block, edit.text, old=edit.old, author="curator"))
+                continue
+            apply_edit(core, edit, "curator", confirmed=approve is not None)
         except SessionRAGError as exc:
             result.rejected.append((edit, str(exc)))
         else:
@@ -211,6 +246,7 @@ async def acurate_core_memory(
     auto_apply: bool = False,
     max_calls: int = 1,
     max_edits: int = 5,
+    agent_edits: AgentEdits | None = None,
 ) -> Curation:
     """Async :func:`curate_core_memory` (in a worker thread)."""
     return await asyncio.to_thread(
@@ -222,4 +258,5 @@ async def acurate_core_memory(
         auto_apply=auto_apply,
         max_calls=max_calls,
         max_edits=max_edits,
+        agent_edits=agent_edits,
     )

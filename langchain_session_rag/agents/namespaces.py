@@ -108,6 +108,21 @@ class NamespaceMap:
                 raise InvalidArgumentError(msg)
         self.shared = list(shared)
 
+    def check_writable(self, prefixes: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+        """Check that each prefix runs may write lies under a shared prefix; return them.
+
+        Raises:
+            InvalidArgumentError: A prefix that is empty or not under any of the shared namespaces.
+        """
+        for prefix in prefixes:
+            if not prefix or not any(prefix[: len(s)] == s for s in self.shared):
+                msg = (
+                    f"writable_shared prefix {prefix!r} is not under a shared namespace {self.shared!r}: "
+                    "list it in shared= too."
+                )
+                raise InvalidArgumentError(msg)
+        return list(prefixes)
+
     def scope(self, namespace: tuple[str, ...], *, prefix: bool = False) -> Scope:
         """The scope of a namespace (``prefix``: a search prefix, which may stop at the user's base).
 

@@ -4,7 +4,9 @@
 user-scoped memories the graph retrieves. A namespace names its user by a template (LangMem's
 ``("memories", "{user_id}")`` by default); items put under it are notes of that user, and the user's conversation
 memories appear under it as items too (key: the chunk id). A namespace naming no user is refused unless it is
-configured as shared.
+configured as shared. Shared namespaces are read-only through the ``BaseStore`` interface (what a graph's nodes
+and tools reach as ``runtime.store``) unless the application grants writes (``writable_shared``); the application
+writes them with :meth:`SessionMemoryStore.put_shared`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from langchain_session_rag.errors import (
     IdentityConflictError,
     InvalidArgumentError,
     InvalidRequestError,
+    ReadOnlyNamespaceError,
     UnsupportedOperationError,
 )
 from langchain_session_rag.identity import run_identity
@@ -147,10 +150,17 @@ class SessionMemoryStore(BaseStore):
     ``configurable`` or LangGraph ``context``) names that user or none; a namespace naming no user is refused
     unless it starts with one of ``shared`` (kept apart from every user's memories).
 
+    Shared namespaces are read-only through ``put`` / ``delete`` / ``batch`` (what a run's nodes and tools call on
+    ``runtime.store``): one user's run could otherwise rewrite a "policy" every other user then reads. Such a write
+    raises ``ReadOnlyNamespaceError`` and changes nothing, unless its namespace starts with one of
+    ``writable_shared``. The application writes shared items with :meth:`put_shared` / :meth:`delete_shared`.
+
     Args:
         memory: The memory (any of its users; each operation uses ``memory.for_user``).
         namespace: The namespace template; exactly one part is ``"{user_id}"``.
-        shared: Namespace prefixes every user may read and write (e.g. ``[("policies",)]``).
+        shared: Namespace prefixes every user may read (e.g. ``[("policies",)]``).
+        writable_shared: Shared namespace prefixes that runs may also write (put and delete) through the
+            ``BaseStore`` interface; each lies under one of ``shared``. Default: none (shared is read-only to runs).
         index_fields: Value fields embedded by default (``None``: ``content`` / ``text``, else the whole value).
         require_run_user: Refuse operations on a user's namespace unless the current run names that user (for a
             server, where every call is part of a user's run); by default a call outside any run may reach any
@@ -163,6 +173,7 @@ class SessionMemoryStore(BaseStore):
         *,
         namespace: tuple[str, ...] = ("memories", "{user_id}"),
         shared: Iterable[tuple[str, ...]] = (),
+        writable_shared: Iterable[tuple[str, ...]] = (),
         index_fields: Sequence[str] | None = None,
         require_run_user: bool = False,
     ) -> None:
@@ -172,6 +183,7 @@ class SessionMemoryStore(BaseStore):
             raise InvalidArgumentError(msg)
         self.memory = memory
         self.namespaces = NamespaceMap(tuple(namespace), [tuple(p) for p in shared])
+        self.writable_shared = self.namespaces.check_writable([tuple(p) for p in writable_shared])
         self.index_fields = list(index_fields) if index_fields is not None else None
         self.require_run_user = require_run_user
 
@@ -197,6 +209,33 @@ class SessionMemoryStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch` (in a worker thread, with the run's context)."""
         return await asyncio.to_thread(self.batch, list(ops))
+
+    # -- the application's writes to shared namespaces ------------------------------------------------
+    def put_shared(
+        self, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, index: list[str] | None = None
+    ) -> None:
+        """Store an item in a shared namespace as the application (``writable_shared`` is not needed).
+
+        Not part of ``BaseStore``: a run's tools write through ``put``, which refuses shared namespaces.
+
+        Raises:
+            InvalidRequestError: The namespace is not shared, or the key or value is malformed.
+        """
+        self._put(PutOp(tuple(namespace), key, value, index), app=True)
+
+    def delete_shared(self, namespace: tuple[str, ...], key: str) -> None:
+        """Delete an item of a shared namespace as the application (see :meth:`put_shared`)."""
+        self._put(PutOp(tuple(namespace), key, None), app=True)
+
+    async def aput_shared(
+        self, namespace: tuple[str, ...], key: str, value: dict[str, Any], *, index: list[str] | None = None
+    ) -> None:
+        """Async :meth:`put_shared`."""
+        await asyncio.to_thread(self.put_shared, namespace, key, value, index=index)
+
+    async def adelete_shared(self, namespace: tuple[str, ...], key: str) -> None:
+        """Async :meth:`delete_shared`."""
+        await asyncio.to_thread(self.delete_shared, namespace, key)
 
     # -- operations ------------------------------------------------------------------------------
     def _view(self, scope: Scope) -> SessionVectorMemory:
@@ -229,8 +268,18 @@ class SessionMemoryStore(BaseStore):
         doc = self._find(self._view(scope), scope, key)
         return None if doc is None else self._item(doc, scope)
 
-    def _put(self, op: PutOp) -> None:
+    def _put(self, op: PutOp, *, app: bool = False) -> None:
         scope = self.namespaces.scope(op.namespace)
+        if app and not scope.shared:
+            msg = f"put_shared / delete_shared write shared namespaces only; {op.namespace!r} is a user's namespace."
+            raise InvalidRequestError(msg)
+        if scope.shared and not app and not any(op.namespace[: len(p)] == p for p in self.writable_shared):
+            msg = (
+                f"The shared namespace {op.namespace!r} is read-only to runs: nothing was changed. The application "
+                "writes it with store.put_shared(...), or grants runs writes with "
+                f"SessionMemoryStore(..., writable_shared=[{op.namespace!r}])."
+            )
+            raise ReadOnlyNamespaceError(msg)
         view = self._view(scope)
         if not isinstance(op.key, str) or not op.key:
             msg = f"A store key must be a non-empty string, got {op.key!r}."

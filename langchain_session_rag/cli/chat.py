@@ -23,7 +23,7 @@ from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, err, out, printable, shorten, status, store_options
-from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.stores.adapter import is_connection_error
 
@@ -43,7 +43,8 @@ HELP = """Commands:
   /sessions          list the stored sessions
   /forget            forget this session (what was said since the chat started) and start a new one
   /forget SESSION    forget another session
-  /core              show the core memory (pinned in every prompt)
+  /core              show the core memory (pinned in every prompt) and the edits waiting for you
+  /core confirm ID   pin an edit the assistant proposed (/core reject ID drops it)
   /help              this list
   /quit              leave (Ctrl-D too); the session is kept and consolidated"""
 
@@ -215,11 +216,27 @@ def _command(session: ChatSession, line: str) -> bool:
         which = f"session {arg}" if arg else "this session; a new one starts"
         out.print(f"Forgot {removed} chunk(s) of {which} (erased from the files when you quit).")
     elif name == "/core":
-        text = session.memory.core.render()
-        out.print(printable(text) or "The core memory is empty.")
+        core_command(session.memory, arg)
     else:
         out.print(f"Unknown command {name}; /help lists them.")
     return True
+
+
+def core_command(memory: SessionVectorMemory, arg: str) -> None:
+    """``/core``: show the core memory and pending edits; ``/core confirm ID`` / ``/core reject ID`` settle one."""
+    core = memory.core
+    verb, _, proposal = arg.partition(" ")
+    if verb in {"confirm", "reject"} and proposal.strip():
+        try:
+            done = core.confirm(proposal.strip()) if verb == "confirm" else core.reject(proposal.strip())
+        except SessionRAGError as exc:
+            out.print(printable(str(exc)))
+            return
+        out.print(printable(f"{verb.capitalize()}ed edit {proposal.strip()} of block {done.block!r}."))
+        return
+    out.print(printable(core.render()) or "The core memory is empty.")
+    for p in core.pending():
+        out.print(printable(f"pending {p.id} ({p.author}, {p.block}, {p.action}): {p.text}"))
 
 
 @cli.command()

@@ -15,17 +15,37 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import DEFAULT_ALLOCATIONS, TokenBudget
 from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport
 
-__all__ = ["assemble", "check_pinned", "finished", "memories_cut", "memory_allowance", "memory_mode", "pinned_text"]
+__all__ = [
+    "UNCONFIRMED_MARK",
+    "assemble",
+    "check_pinned",
+    "finished",
+    "memories_cut",
+    "memory_allowance",
+    "memory_mode",
+    "pinned_text",
+]
+
+
+UNCONFIRMED_MARK = "\x1e"
+"""Separates, in the state's ``core_memory``, the pinned blocks from the unconfirmed notes that follow them."""
 
 
 def pinned_text(memory: SessionVectorMemory, user_id: str, enabled: bool) -> str:
-    """The user's core memory as the prompt shows it (``""`` when off, or when the store keeps none)."""
+    """The user's core memory as the prompt shows it (``""`` when off, or when the store keeps none).
+
+    That is the pinned blocks, and, when the memory's ``core_agent_edits`` is ``"unconfirmed"`` and a model's edits
+    are pending, ``UNCONFIRMED_MARK`` and those edits (which :func:`assemble` shows apart from the pinned notes).
+    """
     if not enabled:
         return ""
     try:
-        return memory.for_user(user_id).core.render()
+        core = memory.for_user(user_id).core
+        pinned = core.render().replace(UNCONFIRMED_MARK, " ")
+        notes = core.render_unconfirmed() if core.agent_edits == "unconfirmed" else ""
     except UnsupportedOperationError:  # a store other than Chroma: nothing is pinned
         return ""
+    return f"{pinned}{UNCONFIRMED_MARK}{notes}" if notes else pinned
 
 
 def check_pinned(report: BudgetReport) -> None:
@@ -58,14 +78,19 @@ def memory_mode(memories: list[Document]) -> str:
 
 
 def assemble(budget: TokenBudget, state: SessionRAGState, memories: list[Document]) -> AssembledPrompt:
-    """The turn's prompt within the budget: core memory, summary, history, memories, documents, question."""
+    """The turn's prompt within the budget: core memory, summary, history, memories, documents, question.
+
+    Unconfirmed notes (see :func:`pinned_text`) go to their own block, never among the pinned notes.
+    """
+    pinned, _, unconfirmed = (state.get("core_memory") or "").partition(UNCONFIRMED_MARK)
     return budget.assemble(
         asked_message(state).text,
         history=window_messages(state),
         memories=memories,
         documents=state.get("documents", []),
         summary=state.get("summary"),
-        core_memory=state.get("core_memory") or None,
+        core_memory=pinned or None,
+        unconfirmed_notes=unconfirmed or None,
     )
 
 

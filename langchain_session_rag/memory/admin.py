@@ -54,7 +54,11 @@ class MemoryAdmin(MemorySettings):
             UnsupportedOperationError: The memory's store is not a Chroma store (core memory lives next to it).
         """
         return CoreMemory(
-            self._core_backend(), self._store().user_id, limits=self.core_limits, count=self.chunker.count
+            self._core_backend(),
+            self._store().user_id,
+            limits=self.core_limits,
+            count=self.chunker.count,
+            agent_edits=self.core_agent_edits,
         )
 
     def _core_backend(self) -> ChromaBackend:
@@ -315,22 +319,25 @@ class MemoryAdmin(MemorySettings):
         """Async :meth:`export_jsonl`."""
         return await asyncio.to_thread(self.export_jsonl, path)
 
-    def import_jsonl(self, path: str | os.PathLike[str]) -> int:
+    def import_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
         """Import an :meth:`export_jsonl` file into this user's memory; return how many chunks were added.
 
         The file is validated whole before anything is written. Chunks already stored are skipped;
         vectors are reused when the file was written with the same embedding model, and texts are
-        re-embedded otherwise.
+        re-embedded otherwise. An export of another user (its records' ``user_id``) is refused unless
+        ``reassign=True`` makes its memories this user's.
 
         Raises:
+            IdentityConflictError: The file holds another user's memories and ``reassign`` is off (nothing is
+                imported).
             InvalidMessageError: A malformed line (nothing is imported).
             InvalidRequestError: An id in the file belongs to another user of the same collection.
         """
-        return self._store().import_jsonl(path)
+        return self._store().import_jsonl(path, reassign=reassign)
 
-    async def aimport_jsonl(self, path: str | os.PathLike[str]) -> int:
+    async def aimport_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
         """Async :meth:`import_jsonl`."""
-        return await asyncio.to_thread(self.import_jsonl, path)
+        return await asyncio.to_thread(self.import_jsonl, path, reassign=reassign)
 
     @classmethod
     def reembed(

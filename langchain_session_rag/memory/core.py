@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,9 +21,21 @@ from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import (
     CoreMemoryConflictError,
     CoreMemoryFullError,
-    FileAccessError,
-    InvalidArgumentError,
     InvalidRequestError,
+)
+from langchain_session_rag.memory import core_files, core_review
+from langchain_session_rag.memory.core_text import (
+    AGENT_AUTHORS,
+    DEFAULT_CORE_LIMITS,
+    AgentEdits,
+    CoreProposal,
+    CoreVersion,
+    EditAction,
+    change_for,
+    check_agent_edits,
+    check_core_limits,
+    check_text,
+    normal,
 )
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import chunk_id
@@ -34,14 +43,18 @@ from langchain_session_rag.stores.records import chunk_id
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
 
-__all__ = ["DEFAULT_CORE_LIMITS", "CoreMemory", "CoreVersion", "check_core_limits", "forget_cached"]
+__all__ = [
+    "DEFAULT_CORE_LIMITS",
+    "AgentEdits",
+    "CoreMemory",
+    "CoreProposal",
+    "CoreVersion",
+    "check_core_limits",
+    "forget_cached",
+]
 
-DEFAULT_CORE_LIMITS: dict[str, int] = {"now": 300, "memory": 700}
-"""Token limits of the default blocks: together they fit the default budget's ``core_memory`` allocation
-(15 % of an 8K window less the answer's reserve: about 1,075 tokens)."""
 _VECTOR = [1.0]
 """Core records are read by id, never searched: one constant vector."""
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 
 
 _ATTEMPTS = 30
@@ -60,76 +73,11 @@ def forget_cached(process_key: str, user_id: str) -> None:
 """The latest version of each block this process has seen (where the next read starts probing)."""
 _LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
 _LOCKS_LOCK = threading.Lock()
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
-def check_core_limits(value: object) -> Mapping[str, int]:
-    """Core memory limits: block names (identifiers) mapped to positive token counts.
-
-    Raises:
-        InvalidArgumentError: Anything else (no block, a name that is not an identifier, a count that is a bool,
-            not an integer, or below 1).
-    """
-    if (
-        not isinstance(value, Mapping)
-        or not value
-        or any(
-            not isinstance(n, str) or not n.isidentifier() or isinstance(v, bool) or not isinstance(v, int) or v < 1
-            for n, v in value.items()
-        )
-    ):
-        msg = f"core_limits must map block names (identifiers) to positive token counts, got {value!r}."
-        raise InvalidArgumentError(msg)
-    return value
 
 
 def _lock_for(store: str, user_id: str, block: str) -> threading.Lock:
     with _LOCKS_LOCK:
         return _LOCKS.setdefault((store, user_id, block), threading.Lock())
-
-
-def _normal(text: str) -> str:
-    """Block text as stored: LF line ends, no leading or trailing blank lines."""
-    return text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
-
-
-def _check_text(name: str, value: object) -> None:
-    if not isinstance(value, str):
-        msg = f"Core memory {name} must be a string, got {type(value).__name__}."
-        raise InvalidRequestError(msg)
-
-
-def _without(current: str, target: str, block: str) -> str:
-    """``current`` without the section headed ``target``, else without the first line equal to ``target``."""
-    lines = current.split("\n")
-    fenced, headings = False, []
-    for n, line in enumerate(lines):
-        if _FENCE.match(line):
-            fenced = not fenced
-        elif not fenced and (heading := _HEADING.match(line)):
-            headings.append((n, len(heading.group(1)), heading.group(2), line.strip()))
-    for position, (n, level, title, raw) in enumerate(headings):
-        if target in (raw, title):
-            end = next((m for m, lv, _, _ in headings[position + 1 :] if lv <= level), len(lines))
-            return "\n".join(lines[:n] + lines[end:])
-    for n, line in enumerate(lines):
-        if line.strip() == target:
-            return "\n".join(lines[:n] + lines[n + 1 :])
-    msg = f"Core memory block {block!r} has no line or heading {target!r}; nothing was removed."
-    raise InvalidRequestError(msg)
-
-
-@dataclass(frozen=True)
-class CoreVersion:
-    """One version of a block: its text after an edit, who made it, when and how."""
-
-    block: str
-    version: int
-    text: str
-    action: str
-    """``write``, ``append``, ``remove``, ``undo`` or ``import``."""
-    author: str
-    at: datetime
 
 
 class CoreMemory:
@@ -151,6 +99,11 @@ class CoreMemory:
             core.undo("memory")                       # the removed line is back
             assert [v.action for v in core.history("memory")] == ["append", "append", "remove", "undo"]
             print(core.render())                      # what every prompt of Ana's gets
+
+    Edits by a model (author ``agent`` or ``curator``: the core memory tool, curation) follow ``agent_edits``
+    (:data:`~langchain_session_rag.memory.core_text.AgentEdits`): by default they wait as proposals
+    (:meth:`propose`, :meth:`pending`) until the application or the user confirms them (:meth:`confirm`) or
+    rejects them (:meth:`reject`); a retrieved memory telling the model to "save a standing order" cannot pin it.
     """
 
     def __init__(
@@ -160,15 +113,26 @@ class CoreMemory:
         *,
         limits: Mapping[str, int] | None = None,
         count: Callable[[str], int],
+        agent_edits: AgentEdits = "approve",
     ) -> None:
-        """Serve ``user_id``'s blocks from ``backend`` (a store's core collection); ``count`` counts tokens."""
+        """Serve ``user_id``'s blocks from ``backend`` (a store's core collection); ``count`` counts tokens.
+
+        ``agent_edits`` is the policy for a model's edits: ``"approve"`` (proposals, pinned once confirmed),
+        ``"unconfirmed"`` (the same, and shown in prompts as unconfirmed notes) or ``"pin"`` (applied at once).
+        """
         self.backend = backend
         self.user_id = user_id
         self.limits = dict(check_core_limits(DEFAULT_CORE_LIMITS if limits is None else limits))
         self.count = count
+        self.agent_edits = check_agent_edits(agent_edits)
 
     # -- reading ---------------------------------------------------------------------------------
-    def _check_block(self, block: str) -> str:
+    def check_block(self, block: str) -> str:
+        """``block`` when it is one of the blocks.
+
+        Raises:
+            InvalidRequestError: An unknown block.
+        """
         if block not in self.limits:
             msg = f"Unknown core memory block {block!r}; blocks: {sorted(self.limits)}."
             raise InvalidRequestError(msg)
@@ -224,7 +188,7 @@ class CoreMemory:
 
     def read(self, block: str) -> str:
         """The block's current text (``""`` when never written)."""
-        head = self._current().get(self._check_block(block))
+        head = self._current().get(self.check_block(block))
         return head.text if head is not None else ""
 
     def blocks(self) -> dict[str, str]:
@@ -233,12 +197,15 @@ class CoreMemory:
         return {b: heads[b].text if b in heads else "" for b in self.limits}
 
     def render(self) -> str:
-        """The blocks as the prompt shows them: each non-empty block under a ``## NAME.md`` heading."""
+        """The blocks as the prompt shows them: each non-empty block under a ``## NAME.md`` heading.
+
+        Pending proposals are not part of it (see :meth:`render_unconfirmed`).
+        """
         return "\n\n".join(f"## {b.upper()}.md\n{t}" for b, t in self.blocks().items() if t.strip())
 
     def history(self, block: str) -> list[CoreVersion]:
         """Every version of the block, oldest first."""
-        records = self.backend.get(self.user_id, {"core_block": self._check_block(block), "core_kind": "version"})
+        records = self.backend.get(self.user_id, {"core_block": self.check_block(block), "core_kind": "version"})
         versions = [
             CoreVersion(
                 block=block,
@@ -247,14 +214,21 @@ class CoreMemory:
                 action=str(r.metadata.get("core_action", "write")),
                 author=str(r.metadata.get("core_author", "")),
                 at=parse_timestamp(str(r.metadata.get("timestamp"))),
+                confirmed=bool(
+                    r.metadata.get("core_confirmed", str(r.metadata.get("core_author", "")) not in AGENT_AUTHORS)
+                ),
             )
             for r in records
         ]
         return sorted(versions, key=lambda v: (v.version, v.at))
 
     # -- editing ---------------------------------------------------------------------------------
-    def _edit(self, block: str, change: Callable[[str], str], action: str, author: str) -> CoreVersion:
+    def apply(
+        self, block: str, change: Callable[[str], str], action: str, author: str, *, confirmed: bool | None = None
+    ) -> CoreVersion:
         """Apply ``change`` to the block's current text and store the result as a new version.
+
+        ``confirmed`` (default: whether ``author`` is not a model's) is recorded with the version.
 
         Edits of one block are serialised in this process; across processes an edit that lost a race (another
         process's head was written after its own) is re-applied to the winner's text, so no edit is lost.
@@ -263,13 +237,14 @@ class CoreMemory:
             CoreMemoryFullError: The result is over the block's limit (nothing is stored).
             CoreMemoryConflictError: Other processes kept winning the race (after several attempts).
         """
-        self._check_block(block)
+        self.check_block(block)
+        sure = str(author) not in AGENT_AUTHORS if confirmed is None else confirmed
         with _lock_for(self.backend.process_key, self.user_id, block):
             for attempt in range(_ATTEMPTS):
                 if attempt:  # lost a race: back off a little, at random, so the writers spread out
                     time.sleep(random.uniform(0, _BACKOFF * attempt))  # noqa: S311 - jitter, not security
                 head = self._current().get(block)
-                text = _normal(change(head.text if head is not None else ""))
+                text = normal(change(head.text if head is not None else ""))
                 tokens = self.count(text)
                 if tokens > self.limits[block]:
                     msg = (
@@ -287,6 +262,7 @@ class CoreMemory:
                     "core_edit": edit_id,
                     "core_action": action,
                     "core_author": who,
+                    "core_confirmed": sure,
                     "timestamp": now.isoformat(),
                     "timestamp_epoch": now.timestamp(),
                     "stored_epoch": time.time(),
@@ -301,7 +277,7 @@ class CoreMemory:
                     head_record = Record(self._head_id(block), text, {**meta, "core_kind": "head"}, list(_VECTOR))
                     self.backend.add(self.user_id, [head_record])
                     forget_cached(self.backend.process_key, self.user_id)
-                    return CoreVersion(block, version, text, action, who, now)
+                    return CoreVersion(block, version, text, action, who, now, sure)
         msg = f"Core memory block {block!r} is being edited by other processes; try again."
         raise CoreMemoryConflictError(msg)
 
@@ -312,13 +288,11 @@ class CoreMemory:
             CoreMemoryFullError: The text is over the block's token limit (nothing is stored).
             InvalidRequestError: An unknown block, or text that is not a string.
         """
-        _check_text("text", text)
-        return self._edit(block, lambda _: text, action, author)
+        return self.apply(block, change_for("write", block, text), action, author)
 
     def append(self, block: str, text: str, *, author: str = "user") -> CoreVersion:
         """Add ``text`` as a new line (or lines) at the end of the block."""
-        _check_text("text", text)
-        return self._edit(block, lambda current: f"{current}\n{text}" if current else text, "append", author)
+        return self.apply(block, change_for("append", block, text), "append", author)
 
     def remove(self, block: str, target: str, *, author: str = "user") -> CoreVersion:
         """Remove a line equal to ``target`` (stripped), or the markdown section whose heading is ``target``.
@@ -328,11 +302,7 @@ class CoreMemory:
         Raises:
             InvalidRequestError: No such line or heading in the block, or an empty target (nothing is changed).
         """
-        _check_text("target", target)
-        if not target.strip():
-            msg = "remove() needs the line or heading to remove, got an empty text."
-            raise InvalidRequestError(msg)
-        return self._edit(block, lambda current: _without(current, target.strip(), block), "remove", author)
+        return self.apply(block, change_for("remove", block, target), "remove", author)
 
     def replace(self, block: str, old: str, new: str, *, author: str = "user") -> CoreVersion:
         """Put ``new`` in place of the first line equal to ``old`` (stripped).
@@ -340,19 +310,11 @@ class CoreMemory:
         Raises:
             InvalidRequestError: No such line (nothing is changed).
         """
-        _check_text("old", old)
-        _check_text("new", new)
-
-        def change(current: str) -> str:
-            lines = current.split("\n")
-            stripped = [line.strip() for line in lines]
-            if old.strip() not in stripped or not old.strip():
-                msg = f"Core memory block {block!r} has no line {old!r}; nothing was replaced."
-                raise InvalidRequestError(msg)
-            at = stripped.index(old.strip())
-            return "\n".join([*lines[:at], new, *lines[at + 1 :]])
-
-        return self._edit(block, change, "replace", author)
+        check_text("old", old)
+        if not old.strip():
+            msg = f"Core memory block {block!r} has no line {old!r}; nothing was replaced."
+            raise InvalidRequestError(msg)
+        return self.apply(block, change_for("replace", block, new, old), "replace", author)
 
     def undo(self, block: str, *, author: str = "user") -> CoreVersion:
         """Restore the text before the block's last edit, as a new version.
@@ -371,23 +333,53 @@ class CoreMemory:
                 raise InvalidRequestError(msg)
             return versions[-2].text if len(versions) > 1 else ""
 
-        return self._edit(block, previous, "undo", author)
+        return self.apply(block, previous, "undo", author)
+
+    # -- a model's edits, waiting for confirmation -----------------------------------------------------
+    def propose(
+        self, action: EditAction, block: str, text: str, *, old: str | None = None, author: str = "agent"
+    ) -> CoreProposal:
+        """Store a model's edit as a pending proposal (checked now: the line exists, the result fits the block).
+
+        Raises:
+            CoreMemoryFullError: Over the block's limit, or too many proposals pending (nothing is stored).
+            InvalidRequestError: An unknown block or action, or a line that is not in the block.
+        """
+        return core_review.propose(self, action, block, text, old=old, author=author)
+
+    def pending(self, block: str | None = None) -> list[CoreProposal]:
+        """Proposals waiting for confirmation (of ``block``, or all), oldest first."""
+        return core_review.pending(self, block)
+
+    def confirm(self, proposal_id: str) -> CoreVersion:
+        """Pin a pending proposal: apply it to its block as it is now (``confirmed=True``), and drop the proposal.
+
+        Raises:
+            InvalidRequestError: No such proposal, or its line is gone (it stays pending; reject it).
+            CoreMemoryFullError: The block has no room for it now (it stays pending).
+        """
+        return core_review.confirm(self, proposal_id)
+
+    def reject(self, proposal_id: str) -> CoreProposal:
+        """Drop a pending proposal without applying it; return it.
+
+        Raises:
+            InvalidRequestError: No such proposal.
+        """
+        return core_review.reject(self, proposal_id)
+
+    def render_unconfirmed(self) -> str:
+        """Pending proposals as the prompt shows them with ``agent_edits="unconfirmed"`` (``""``: none)."""
+        return core_review.render_unconfirmed(self)
 
     # -- files -----------------------------------------------------------------------------------
     def export_markdown(self, folder: str | Path) -> list[Path]:
-        """Write each block to ``FOLDER/NAME.md`` (``NOW.md``, ``MEMORY.md``); return the files written."""
-        target = Path(folder)
-        try:
-            target.mkdir(parents=True, exist_ok=True)
-            written = []
-            for block, text in self.blocks().items():
-                path = target / f"{block.upper()}.md"
-                path.write_text(text + "\n" if text else "", encoding="utf-8")
-                written.append(path)
-        except OSError as exc:
-            msg = f"Cannot write core memory files into {folder!s}: {exc}"
-            raise FileAccessError(msg) from exc
-        return written
+        """Write each block to ``FOLDER/NAME.md`` (``NOW.md``, ``MEMORY.md``); return the files written.
+
+        Raises:
+            FileAccessError: The folder or a file cannot be written.
+        """
+        return core_files.export_markdown(self, folder)
 
     def import_markdown(self, folder: str | Path, *, author: str = "import") -> list[CoreVersion]:
         """Load ``FOLDER/NAME.md`` files into their blocks (a new version each; absent files are skipped).
@@ -398,23 +390,7 @@ class CoreMemory:
             CoreMemoryFullError: A file is over its block's limit (nothing is changed).
             FileAccessError: A file cannot be read.
         """
-        if not Path(folder).is_dir():
-            msg = f"No core memory folder at {folder!s} (expected NOW.md / MEMORY.md files in it)."
-            raise FileAccessError(msg)
-        texts: dict[str, str] = {}
-        for block in self.limits:
-            path = Path(folder) / f"{block.upper()}.md"
-            if path.is_file():
-                try:
-                    texts[block] = _normal(path.read_text(encoding="utf-8"))
-                except (OSError, UnicodeDecodeError) as exc:
-                    msg = f"Cannot read core memory file {path}: {exc}"
-                    raise FileAccessError(msg) from exc
-        for block, text in texts.items():
-            if self.count(text) > self.limits[block]:
-                msg = f"{block.upper()}.md holds {self.count(text)} tokens, over the limit of {self.limits[block]}."
-                raise CoreMemoryFullError(msg)
-        return [self.write(b, t, author=author, action="import") for b, t in texts.items() if t != self.read(b)]
+        return core_files.import_markdown(self, folder, author)
 
     # -- async -----------------------------------------------------------------------------------
     async def aread(self, block: str) -> str:
@@ -444,3 +420,21 @@ class CoreMemory:
     async def ahistory(self, block: str) -> list[CoreVersion]:
         """Async :meth:`history`."""
         return await asyncio.to_thread(self.history, block)
+
+    async def apropose(
+        self, action: EditAction, block: str, text: str, *, old: str | None = None, author: str = "agent"
+    ) -> CoreProposal:
+        """Async :meth:`propose`."""
+        return await asyncio.to_thread(self.propose, action, block, text, old=old, author=author)
+
+    async def apending(self, block: str | None = None) -> list[CoreProposal]:
+        """Async :meth:`pending`."""
+        return await asyncio.to_thread(self.pending, block)
+
+    async def aconfirm(self, proposal_id: str) -> CoreVersion:
+        """Async :meth:`confirm`."""
+        return await asyncio.to_thread(self.confirm, proposal_id)
+
+    async def areject(self, proposal_id: str) -> CoreProposal:
+        """Async :meth:`reject`."""
+        return await asyncio.to_thread(self.reject, proposal_id)

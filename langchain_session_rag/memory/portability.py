@@ -13,6 +13,7 @@ from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
     FileAccessError,
+    IdentityConflictError,
     InvalidArgumentError,
     InvalidMessageError,
     InvalidMetadataError,
@@ -150,6 +151,18 @@ def _checked_vector(raw: object, path: object, lineno: int) -> list[float]:
     return vector
 
 
+def _check_owner(meta: dict[str, Any], user_id: str, path: object, lineno: int, *, reassign: bool) -> None:
+    """Refuse a record of another user (its ``metadata["user_id"]``) unless it is being reassigned."""
+    owner = meta.get("user_id", user_id)
+    if owner != user_id and not reassign:
+        msg = (
+            f"{path}:{lineno}: the export holds memories of user {owner!r}, not of {user_id!r}; nothing was "
+            f"imported. Import it as {owner!r}, or pass reassign=True (CLI: --reassign-user) to make them "
+            f"{user_id!r}'s."
+        )
+        raise IdentityConflictError(msg)
+
+
 def _lines(path: str | os.PathLike[str], max_bytes: int | None) -> list[str]:
     """The file's lines, read within the limits of :func:`~langchain_session_rag.memory.reading.iter_lines`."""
     raw = b"".join(iter_lines(path, max_bytes=max_bytes))
@@ -167,17 +180,20 @@ def read_jsonl(
     model_id: str,
     max_chars: int | None = None,
     max_bytes: int | None = None,
+    reassign: bool = False,
 ) -> list[Record]:
     """Read and validate a whole export for ``user_id``; vectors are kept only if ``model_id`` wrote them.
 
     Every line is checked before anything is written: JSON, UTF-8, the fields' types, unique ids, metadata
     keys and values (and their limits, see :mod:`~langchain_session_rag.stores.limits`), timestamps, chunk
-    indexes, finite vectors of one dimension, texts of at most ``max_chars`` characters (as ``add_messages``
-    refuses a longer message; default: the default ``max_message_chars``). Only a regular file is read, at most
-    ``max_bytes`` (default 256 MiB, or the ``SESSION_RAG_MAX_FILE_BYTES`` environment variable), each line at most
-    16 MiB and nested at most 256 levels.
+    indexes, finite vectors of one dimension, the user (a record whose ``metadata["user_id"]`` names another
+    user is refused unless ``reassign``: it then becomes ``user_id``'s), texts of at most ``max_chars``
+    characters (as ``add_messages`` refuses a longer message; default: the default ``max_message_chars``). Only a
+    regular file is read, at most ``max_bytes`` (default 256 MiB, or the ``SESSION_RAG_MAX_FILE_BYTES``
+    environment variable), each line at most 16 MiB and nested at most 256 levels.
 
     Raises:
+        IdentityConflictError: A record of another user, without ``reassign`` (the file is rejected whole).
         InvalidMessageError: A malformed line (the file is rejected whole).
         MessageTooLargeError: A text longer than ``max_chars`` (the file is rejected whole).
         ImportLimitError: The file or a line over a limit (an ``InvalidMessageError`` too).
@@ -194,6 +210,7 @@ def read_jsonl(
         item = _parsed(raw, path, lineno)
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")
+        _check_owner(item["metadata"], user_id, path, lineno, reassign=reassign)
         if item["id"] in seen:
             raise _fail(path, lineno, f"id {item['id']!r} repeats line {seen[item['id']]}")
         seen[item["id"]] = lineno

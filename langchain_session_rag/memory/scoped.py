@@ -266,9 +266,14 @@ class UserStore:
         self.flush()
         return write_jsonl(self.backend.get(self.user_id, {}, with_embeddings=True), path)
 
-    def import_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Import an export file into the user's memory (validated whole first); return how many were added."""
-        records = read_jsonl(path, user_id=self.user_id, model_id=self.model_id, max_chars=self.max_message_chars)
+    def import_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
+        """Import an export file into the user's memory (validated whole first); return how many were added.
+
+        Records of another user (``metadata["user_id"]``) are refused unless ``reassign``.
+        """
+        records = read_jsonl(
+            path, user_id=self.user_id, model_id=self.model_id, reassign=reassign, max_chars=self.max_message_chars
+        )
         sizes = {len(r.embedding) for r in records if r.embedding is not None}
         if sizes:  # vectors kept as written: they must be the model's size, or the store is unusable afterwards
             size = len(self.embeddings.embed_query("dimension check"))

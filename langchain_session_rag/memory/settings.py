@@ -16,13 +16,13 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
-from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS, check_core_limits
+from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS, AgentEdits, check_core_limits
 from langchain_session_rag.memory.ingest import Chunking
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.scoped import StoreState, UserStore, state_of
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
-from langchain_session_rag.stores.adapter import is_embedded, open_chroma_client
+from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, is_embedded, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.vectorstore import backend_for
@@ -105,6 +105,12 @@ class MemorySettings(BaseRetriever):
     :mod:`~langchain_session_rag.memory.annotate`, which need no model."""
     core_limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CORE_LIMITS))
     """Core memory blocks and their token limits (``memory.core``); by default ``now`` 300 and ``memory`` 700."""
+    core_agent_edits: AgentEdits = "approve"
+    """What a model's core memory edits do (the core memory tool, curation with ``auto_apply``): ``"approve"``
+    (default) stores them as proposals, pinned only when ``memory.core.confirm(id)`` is called; ``"unconfirmed"``
+    also shows them in prompts, apart from the pinned notes, as unconfirmed notes written by the assistant;
+    ``"pin"`` pins them at once (a retrieved memory that tells the model to save an order then rides in every
+    prompt: choose it only for trusted inputs)."""
     time_aware: bool = True
     """Look for a time expression in each query ("What did we discuss last Tuesday?", "on March 5", "two weeks
     ago"; see :func:`~langchain_session_rag.memory.timewindow.find_time_window`) and, when there is one, boost the
@@ -224,10 +230,18 @@ class MemorySettings(BaseRetriever):
         user_id: str,
         embeddings: Embeddings | None = None,
         collection_name: str = "session_memory",
+        connect_timeout: float = CONNECT_TIMEOUT,
         **kwargs: Any,
     ) -> Self:
-        """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes."""
-        client = open_chroma_client(host=host, port=port)
+        """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes.
+
+        The server must answer within ``connect_timeout`` seconds (5 by default).
+
+        Raises:
+            StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent past
+                ``connect_timeout``, or another kind of server); the message names the address and the fix.
+        """
+        client = open_chroma_client(host=host, port=port, connect_timeout=connect_timeout)
         return cls(
             chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )

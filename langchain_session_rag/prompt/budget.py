@@ -43,6 +43,9 @@ from langchain_session_rag.prompt.texts import (
     SUMMARY_HEADER,
     SUMMARY_OPEN,
     TRUNCATION_MARK,
+    UNCONFIRMED_CLOSE,
+    UNCONFIRMED_HEADER,
+    UNCONFIRMED_OPEN,
 )
 
 __all__ = ["DEFAULT_ALLOCATIONS", "SECTIONS", "TokenBudget"]
@@ -216,6 +219,8 @@ class TokenBudget(BaseModel):
         memories: Sequence[Document],
         documents: Sequence[Document],
         cache: dict[str, int],
+        *,
+        unconfirmed: str | None = None,
     ) -> dict[str, list[_Item]]:
         def text_item(section: str, rank: int, head: str, body: str, tail: str = "") -> _Item:
             pieces = [head, body, tail]
@@ -231,6 +236,10 @@ class TokenBudget(BaseModel):
         if summary:
             head = f"\n\n{SUMMARY_OPEN}\n{SUMMARY_HEADER}\n"
             items["summary"].append(text_item("summary", 0, head, quote_data(summary), f"\n{SUMMARY_CLOSE}"))
+        if unconfirmed:  # a model's pending core memory edits: after the summary, dropped before it
+            head = f"\n\n{UNCONFIRMED_OPEN}\n{UNCONFIRMED_HEADER}\n"
+            body = quote_data(unconfirmed)
+            items["summary"].append(text_item("summary", 1, head, body, f"\n{UNCONFIRMED_CLOSE}"))
         for section, docs in (("memories", memories), ("documents", documents)):
             for rank, doc in enumerate(docs):
                 mark = safe_marker(doc.metadata.get("marker") or doc.metadata.get("source") or "[D: record]")
@@ -318,6 +327,7 @@ class TokenBudget(BaseModel):
         core_memory: str | Sequence[str] | None = None,
         summary: str | None = None,
         system: str | None = None,
+        unconfirmed_notes: str | None = None,
     ) -> AssembledPrompt:
         """Lay out a prompt within the budget and report where the tokens went.
 
@@ -329,6 +339,9 @@ class TokenBudget(BaseModel):
             core_memory: Pinned text always worth including (a user's MEMORY.md), or several notes.
             summary: The running summary of turns older than ``history``.
             system: Base instructions; defaults to ``system_prompt``.
+            unconfirmed_notes: Core memory edits a model proposed and nobody confirmed yet: shown after the summary
+                in their own block (``<unconfirmed_notes>``), apart from the pinned notes; dropped (counted in
+                the ``summary`` section) when they do not fit.
 
         Returns:
             The messages and the :class:`BudgetReport`.
@@ -340,6 +353,7 @@ class TokenBudget(BaseModel):
         check_text("question", question)
         check_text("system", system, optional=True)
         check_text("summary", summary, optional=True)
+        check_text("unconfirmed_notes", unconfirmed_notes, optional=True)
         check_messages("history", history)
         check_documents("memories", memories)
         check_documents("documents", documents)
@@ -349,7 +363,9 @@ class TokenBudget(BaseModel):
         cache: dict[str, int] = {}
         base = f"{system if system is not None else self.system_prompt}\n\n{self.memory_instructions}"
         notes = [core_memory] if isinstance(core_memory, str) else list(core_memory or [])
-        items = self._items(history, [n for n in notes if n], summary, memories, documents, cache)
+        items = self._items(
+            history, [n for n in notes if n], summary, memories, documents, cache, unconfirmed=unconfirmed_notes
+        )
         system_cost = self._cached(base, cache)
         question_cost = self._cached(question, cache)
         framing = self._count(f"{CONTEXT_OPEN}\n{CONTEXT_INTRO}\n{CONTEXT_CLOSE}\n\n")

@@ -21,33 +21,70 @@ if TYPE_CHECKING:
     from chromadb import Collection
     from chromadb.api import ClientAPI
 
-__all__ = ["chroma_collection_of", "client_location", "is_connection_error", "open_chroma_client", "persist_directory"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "chroma_collection_of",
+    "client_location",
+    "is_connection_error",
+    "open_chroma_client",
+    "persist_directory",
+]
+
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds a new server client waits for the server's first answer before giving up (``StoreUnavailableError``)."""
 
 
 def open_chroma_client(
-    path: str | os.PathLike[str] | None = None, host: str | None = None, port: int = 8000
+    path: str | os.PathLike[str] | None = None,
+    host: str | None = None,
+    port: int = 8000,
+    *,
+    connect_timeout: float = CONNECT_TIMEOUT,
 ) -> ClientAPI:
     """A chromadb client: a server when ``host`` is given, else an embedded store in ``path``.
 
-    An embedded store is locked to this process (see :func:`lock_embedded_store`).
+    A server is first asked for its heartbeat, waiting at most ``connect_timeout`` seconds (chromadb itself waits
+    without a limit). An embedded store is locked to this process (see :func:`lock_embedded_store`).
+
+    Raises:
+        StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent, or not a
+            Chroma server); the message names the address and how to start one.
     """
     import chromadb  # noqa: PLC0415 - chromadb is slow to import; only when a store is opened
     from chromadb.config import Settings  # noqa: PLC0415
 
     settings = Settings(anonymized_telemetry=False)
     if host is not None:
+        _probe(host, port, connect_timeout)
         try:
             return chromadb.HttpClient(host=host, port=port, settings=settings)
-        except (ValueError, OSError) as exc:
-            if not is_connection_error(exc):
-                raise
-            msg = f"No Chroma server answers at {host}:{port} (start one with `chroma run --port {port}`): {exc}"
-            raise StoreUnavailableError(msg) from exc
+        except (ValueError, OSError) as exc:  # chromadb turns every failure of its first call into a ValueError
+            raise StoreUnavailableError(_unavailable(host, port, exc)) from exc
     if path is None:
         msg = "An embedded store needs a path (or give host= for a Chroma server)."
         raise InvalidStorePathError(msg)
     lock_embedded_store(path)
     return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+def _unavailable(host: str, port: int, exc: BaseException) -> str:
+    why = str(exc).strip() or type(exc).__name__
+    return (
+        f"No Chroma server answers at {host}:{port} ({why}): start one with "
+        f"`chroma run --path DIR --host {host} --port {port}`, or check the address."
+    )
+
+
+def _probe(host: str, port: int, timeout: float) -> None:
+    """Ask the server for its heartbeat within ``timeout`` seconds (connect, send and read each bounded)."""
+    import httpx  # noqa: PLC0415 - chromadb's own HTTP client
+
+    address = f"[{host}]" if ":" in host and not host.startswith("[") else host  # a bare IPv6 address
+    try:
+        httpx.get(f"http://{address}:{port}/api/v2/heartbeat", timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError) as exc:  # any answer's status: chromadb judges it
+        raise StoreUnavailableError(_unavailable(host, port, exc)) from exc
 
 
 def is_connection_error(exc: BaseException) -> bool:

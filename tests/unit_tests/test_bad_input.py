@@ -127,7 +127,7 @@ def test_a_bad_import_is_refused_whole(tmp_path: Path, memory: SessionVectorMemo
     lines = _export(memory, tmp_path / "ok.jsonl")
     fresh = memory.for_user("carol")
     with pytest.raises(InvalidMessageError, match=fragment):
-        fresh.import_jsonl(_write(tmp_path / "bad.jsonl", mutate(lines)))
+        fresh.import_jsonl(_write(tmp_path / "bad.jsonl", mutate(lines)), reassign=True)
     assert fresh.count() == 0
     assert fresh.invoke("locker code") == [], "no phantom record in the replica"
 
@@ -147,7 +147,7 @@ def test_an_import_never_overwrites_another_users_chunk_on_any_store(tmp_path: P
     forged = [{**line, "text": "Bob was here."} for line in lines]
     bob = alice.for_user("bob")
     with pytest.raises(InvalidRequestError, match="belong to another user"):
-        bob.import_jsonl(_write(tmp_path / "forged.jsonl", forged))
+        bob.import_jsonl(_write(tmp_path / "forged.jsonl", forged), reassign=True)  # even when reassigning
     assert [d.page_content for d in alice.invoke("passport")] == ["User: Alice's passport is P-123."]
 
 

@@ -197,7 +197,11 @@ def test_sessions_stats_export_import(store: dict[str, str], tmp_path: Path) -> 
     assert f"Exported {stats['chunks']} chunk(s)" in run("export", str(exported), env=store).stdout
     assert len(exported.read_text(encoding="utf-8").splitlines()) == stats["chunks"]
     bob = {**store, "SESSION_RAG_USER": "bob"}
-    assert f"Imported {stats['chunks']} new chunk(s)" in run("import", str(exported), env=bob).stdout
+    refused = run("import", str(exported), env=bob, check=1).stderr  # alice's export is not bob's (issue 26)
+    assert "'alice'" in refused
+    assert "--reassign-user" in refused
+    moved = run("import", str(exported), "--reassign-user", env=bob).stdout
+    assert f"Imported {stats['chunks']} new chunk(s)" in moved
     assert "Bubbles" in run("search", "sourdough starter name", env=bob).stdout
     assert json.loads(run("stats", "--json", env=bob).stdout)["users"] == 2
     wrong = run("import", str(IMPORTS / "chatgpt" / "conversations.json"), env=bob, check=1)

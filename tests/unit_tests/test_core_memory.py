@@ -56,7 +56,7 @@ def test_pinned_once_seen_in_every_prompt_edited_by_a_tool_undone_and_exported(
         )
     assert all(PIN in prompt for prompt in model.prompts)
 
-    tool = create_core_memory_tool(memory)
+    tool = create_core_memory_tool(memory, agent_edits="pin")  # the application chose to pin a model's edits
     call = {"name": tool.name, "type": "tool_call", "id": "1",
             "args": {"action": "replace", "block": "memory", "old": PIN, "text": "- My name is Ana; metric units."}}  # fmt: skip
     out = tool.invoke(call, {"configurable": {"user_id": "ana"}})
@@ -115,7 +115,7 @@ def test_core_memory_is_per_user_shared_by_objects_and_erased_by_forget_all(
     other = SessionVectorMemory.local(path=tmp_path / "m", user_id="ana", embeddings=real_embeddings)
     assert other.core.read("memory") == PIN
     assert "Bob" not in memory.core.render()
-    tool = create_core_memory_tool(memory.model_copy(update={"user_from_run": True}))
+    tool = create_core_memory_tool(memory.model_copy(update={"user_from_run": True}), agent_edits="pin")
     call = {"name": tool.name, "type": "tool_call", "id": "1", "args": {"action": "append", "text": "- Bob was here."}}
     tool.invoke(call, {"configurable": {"user_id": "bob"}})
     assert "Bob was here" not in memory.core.read("memory")
@@ -286,7 +286,9 @@ def test_replace_through_the_tool_keeps_concurrent_appends(memory: SessionVector
 
     core = memory.model_copy(update={"core_limits": {"now": 300, "memory": 5000}}).core
     core.write("memory", "- status: draft")
-    tool = create_core_memory_tool(memory.model_copy(update={"core_limits": {"now": 300, "memory": 5000}}))
+    tool = create_core_memory_tool(
+        memory.model_copy(update={"core_limits": {"now": 300, "memory": 5000}}), agent_edits="pin"
+    )
 
     def flip(i: int) -> None:
         old, new = ("- status: draft", "- status: final") if i % 2 == 0 else ("- status: final", "- status: draft")
@@ -303,7 +305,9 @@ def test_replace_through_the_tool_keeps_concurrent_appends(memory: SessionVector
 
 def test_curation_finds_the_edit_list_after_a_stray_bracket(memory: SessionVectorMemory) -> None:
     answer = 'I found [2] edits: [{"action": "append", "block": "memory", "text": "- Lives in Porto."}]'
-    result = curate_core_memory(memory, Recording([answer]), [HumanMessage("I moved to Porto.")], auto_apply=True)
+    result = curate_core_memory(
+        memory, Recording([answer]), [HumanMessage("I moved to Porto.")], auto_apply=True, agent_edits="pin"
+    )
     assert [e.text for e in result.applied] == ["- Lives in Porto."]
 
 

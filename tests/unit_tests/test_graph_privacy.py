@@ -245,7 +245,7 @@ def test_an_imported_old_memory_makes_a_cached_answer_stale(tmp_path: Path, memo
     other.export_jsonl(export)
     lines = [json.loads(line) for line in export.read_text(encoding="utf-8").splitlines()]
     export.write_text("\n".join(json.dumps({**line, "id": "imported-1"}) for line in lines) + "\n", encoding="utf-8")
-    memory.for_user("alice").import_jsonl(export)
+    memory.for_user("alice").import_jsonl(export, reassign=True)  # carol's export, made alice's on purpose
     assert graph.invoke(question, context=ctx("alice", "s2"))["cache"]["reason"] == "stale_version"
 
 

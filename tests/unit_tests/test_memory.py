@@ -201,7 +201,7 @@ def test_export_import_round_trip(make_memory: Factory, tmp_path: Path, real_emb
 
     other = CountingEmbeddings(real_embeddings, model_id="another-model")
     dst2 = make_memory("carol", embeddings=other)
-    assert dst2.import_jsonl(path) == 2
+    assert dst2.import_jsonl(path, reassign=True) == 2  # alice's export made carol's, on purpose
     assert len(other.texts) == 2, "another model re-embeds the texts"
     assert {d.metadata["user_id"] for d in dst2.invoke("x", k=5)} == {"carol"}
 

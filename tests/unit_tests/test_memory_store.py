@@ -163,7 +163,7 @@ def test_namespaces_without_a_user_are_refused_unless_shared(
         store.put((), "k", {"content": "x"})
     with pytest.raises(InvalidNamespaceError):
         store.put(("langgraph", "alice"), "k", {"content": "x"})
-    store.put(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    store.put_shared(("policies",), "refunds", {"content": "Refunds within 30 days."})
     assert store.get(("policies",), "refunds").value == {"content": "Refunds within 30 days."}  # type: ignore[union-attr]
     # Shared items are not any user's memories.
     assert memory.for_user("alice").list_memories() == []
@@ -250,7 +250,7 @@ def test_query_search_of_a_sub_namespace_or_with_a_filter_misses_nothing(
 def test_shared_namespaces_are_searchable_from_any_users_run(store: SessionMemoryStore) -> None:
     from langchain_core.runnables import RunnableLambda
 
-    store.put(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    store.put_shared(("policies",), "refunds", {"content": "Refunds within 30 days."})
     search = RunnableLambda(lambda _: [i.key for i in store.search(("policies",), query="refund policy")])
     assert search.invoke(1, {"configurable": {"user_id": "alice"}}) == ["refunds"]
 
@@ -258,7 +258,7 @@ def test_shared_namespaces_are_searchable_from_any_users_run(store: SessionMemor
 def test_a_run_cannot_name_the_shared_pseudo_users(store: SessionMemoryStore, memory: SessionVectorMemory) -> None:
     from langchain_session_rag import create_search_memory_tool
 
-    store.put(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    store.put_shared(("policies",), "refunds", {"content": "Refunds within 30 days."})
     tool = create_search_memory_tool(memory.model_copy(update={"user_from_run": True}))
     pseudo = "\x1fshared\x1f" + json.dumps(["policies"])
     out = tool.invoke(
@@ -292,7 +292,7 @@ def test_require_run_user_refuses_calls_outside_a_users_run(memory: SessionVecto
     put.invoke(1, {"configurable": {"user_id": "alice"}})
     with pytest.raises(IdentityConflictError):
         put.invoke(1, {"configurable": {"user_id": "bob"}})
-    strict.put(("policies",), "p", {"content": "Shared."})  # shared namespaces need no user
+    strict.put_shared(("policies",), "p", {"content": "Shared."})  # the app writes shared namespaces
     assert memory.for_user("alice").list_memories()[0].page_content == "Alice's note."
 
 
