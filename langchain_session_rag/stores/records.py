@@ -6,12 +6,13 @@ import hashlib
 import json
 import math
 import time
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from langchain_session_rag.errors import InvalidMetadataError
-from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.base import REVISION_KEY, Record
 
 RESERVED_KEYS = frozenset(
     {
@@ -39,6 +40,7 @@ RESERVED_KEYS = frozenset(
         "segmentation",
         "boundary",
         "boundary_depth",
+        REVISION_KEY,
     }
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""
@@ -51,6 +53,13 @@ def chunk_id(user_id: str, session_id: str, kind: str, key: Sequence[str], part:
     """Deterministic id of a chunk: the same content key always gives the same id."""
     raw = "\x1f".join([user_id, session_id, kind, "\x1e".join(key), str(part)])
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def stamp(records: Sequence[Record]) -> None:
+    """Give records a new revision (one per write): other processes' replicas see the change by it."""
+    revision = uuid.uuid4().hex
+    for record in records:
+        record.metadata[REVISION_KEY] = revision
 
 
 MAX_SAFE_INT = 2**53
