@@ -138,7 +138,11 @@ def fill(replica: UserReplica, source: Iterator[Record]) -> None:
     records = list(source)
     replica.sync(
         ReplicaSource(
-            token=lambda: None, ids=lambda: [r.id for r in records], listing=dict, pages=lambda _: [RecordPage(records)]
+            log=lambda: None,
+            touched=lambda _: None,
+            ids=lambda: [r.id for r in records],
+            listing=dict,
+            pages=lambda _: [RecordPage(records)],
         )
     )
 

@@ -1,13 +1,12 @@
 """An in-process replica of each user's stored chunks: BM25 terms and unit vectors, searched exactly.
 
-A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process
-costs less than a round trip to the store's vector index and needs no ``where`` filter over other users'
-chunks. A replica is loaded in one read on first use. Where other processes may write (a Chroma server, a
-collection the caller also writes to), each use first lists the user's ids (an ids-only read), so chunks
-they added or deleted show at once and only the new ones are fetched; on embedded Chroma, which is
-single-process, the replica is trusted after its load. Writes made through this process are applied to the
-replica immediately, also while they are still on their way to the store
-(:class:`~langchain_session_rag.writes.WriteQueue`): a listing counts them as present until the store has them.
+A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process costs
+less than a round trip to the store's vector index and needs no ``where`` filter over other users' chunks. A
+replica is loaded in bounded pages on first use, its vectors streamed into one matrix. Where other processes
+write (a Chroma server), each use first reads the user's change log and fetches what changed, even under the
+same id (see :meth:`UserReplica.sync`); on embedded Chroma, which is single-process, the replica is trusted
+after its load. Writes made through this process are applied to the replica at once, also while they are still
+on their way to the store (:class:`~langchain_session_rag.writes.WriteQueue`).
 """
 
 from __future__ import annotations
@@ -26,6 +25,7 @@ import numpy.typing as npt
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.lexical import BM25Index
 from langchain_session_rag.stores.base import Record, RecordPage, Where, decode_message_ids, fingerprint
+from langchain_session_rag.stores.change_log import RETENTION
 from langchain_session_rag.stores.filters import matches
 
 __all__ = ["ReplicaSource", "UserReplica"]
@@ -44,8 +44,10 @@ GROWTH = 1.25
 class ReplicaSource:
     """How a replica reads one user's records from the store (see :meth:`UserReplica.sync`)."""
 
-    token: Callable[[], str | None]
-    """The store's change token for the user (``None``: the store keeps none, list on every sync)."""
+    log: Callable[[], set[str] | None]
+    """Ids of the user's change-log entries (``None``: the store keeps none, list on every sync)."""
+    touched: Callable[[Sequence[str]], set[str] | None]
+    """The record ids the given entries name (``None``: unknown, list the user's revisions instead)."""
     ids: Callable[[], list[str]]
     """Every id of the user (an ids-only read)."""
     listing: Callable[[], dict[str, str]]
@@ -93,8 +95,10 @@ class UserReplica:
         self.synced_at: float | None = None
         """``time.monotonic()`` of the last completed sync."""
         self._generation = 0
-        self._token: str | None = None
-        """The store's change token at the last sync (``None``: list the store on the next one)."""
+        self._log: set[str] | None = None
+        """The store's change-log entries at the last sync (``None``: list the store on the next one)."""
+        self._log_at = 0.0
+        """``time.time()`` of the last sync (past half the log's retention, the next one lists the store)."""
         self._loaded = False
         self.oversize = False
         """The user holds more chunks than a replica is kept for: searches use the store's own index."""
@@ -219,25 +223,42 @@ class UserReplica:
     def sync(self, source: ReplicaSource, *, max_age: float = 0.0, max_chunks: int | None = None) -> None:
         """Follow the store: what it deleted is dropped, what it added or changed (even under the same id) fetched.
 
-        Skipped when the last sync is at most ``max_age`` seconds old. The store's change token is read first;
-        when it equals the one of the last sync, nothing changed and nothing else is read. Otherwise the user's
-        ids and revisions are listed (metadata only) and the records whose revision differs from the one held
-        are fetched, in bounded pages. The first sync loads every record in pages, the vectors streamed into
-        a matrix allocated once. A user with more than ``max_chunks`` records is not loaded: :attr:`oversize`
-        is set and the caller searches the store's own index instead. Pending marks are read before the store
-        is read, so a write landing in between is counted once either way.
+        Skipped when the last sync is at most ``max_age`` seconds old. The store's change log is read first:
+        the records named by entries not seen before are fetched (none when there are none). Without a usable
+        log (none kept, an entry naming every record, a last sync older than half the log's retention) the
+        user's ids and revisions are listed (metadata only) and the records whose revision differs are fetched,
+        in bounded pages. The first sync loads every record in pages, the vectors streamed into a matrix
+        allocated once; a user past ``max_chunks`` is not loaded (:attr:`oversize`: the caller searches the
+        store's index). Pending marks are read first, so a write landing meanwhile is counted once either way.
         """
-        started, generation = time.monotonic(), self._generation
+        started, wall, generation = time.monotonic(), time.time(), self._generation
         if self.synced_at is not None and started - self.synced_at <= max_age:
             return
         with self.lock:
             adding, deleting, begun = set(self._pending_add), set(self._pending_delete), self._writes_begun
-        token = source.token()
-        if token is None or token != self._token or not self._loaded:
+        log = source.log()
+        seen, touched = self._log, None
+        if log is not None and seen is not None and wall - self._log_at < RETENTION / 2:
+            new = sorted(log - seen)
+            if self._loaded:
+                touched = source.touched(new) if new else set()
+            elif self.oversize and not new:
+                touched = set()  # still oversize: nothing was written since it was counted
+        if touched is None:
             self._follow(source, adding, deleting, begun, max_chunks)
+        elif touched:
+            self._refresh(source, touched, deleting, begun)
         with self.lock:
             if self._generation == generation:  # not invalidated meanwhile
-                self.synced_at, self._token = started, token
+                self.synced_at, self._log, self._log_at = started, log, wall
+
+    def _refresh(self, source: ReplicaSource, touched: set[str], deleting: set[str], begun: int) -> None:
+        """Fetch the records named by new change-log entries; drop those the store no longer holds."""
+        wanted = sorted(touched - deleting)
+        present = self._fetch(source, wanted)
+        with self.lock:
+            if self._writes_begun == begun:  # else a write of this process may have landed after the read
+                self.drop([i for i in wanted if i not in present and i not in self._pending_add])
 
     def _follow(
         self, source: ReplicaSource, adding: set[str], deleting: set[str], begun: int, max_chunks: int | None
@@ -282,14 +303,20 @@ class UserReplica:
             with self.lock:
                 self._reserve(0, exact=True)
 
-    def _fetch(self, source: ReplicaSource, ids: Sequence[str]) -> None:
-        """Read ``ids`` from the store page by page into the replica (not those this process writes meanwhile)."""
+    def _fetch(self, source: ReplicaSource, ids: Sequence[str]) -> set[str]:
+        """Read ``ids`` from the store page by page into the replica (not those this process writes meanwhile).
+
+        Returns the ids the store holds.
+        """
+        present: set[str] = set()
         for page in source.pages(ids):
+            present.update(r.id for r in page.records)
             with self.lock:
                 busy = self._pending_delete.keys() | self._pending_add.keys()
                 keep = [n for n, r in enumerate(page.records) if r.id not in busy]
                 vectors = page.vectors if page.vectors is not None and len(page.vectors) else None
                 self.put_page([page.records[n] for n in keep], None if vectors is None else vectors[keep])
+        return present
 
     def put_page(self, records: list[Record], vectors: npt.NDArray[np.floating[Any]] | None) -> None:
         """Add or replace records, row ``n`` of ``vectors`` the vector of record ``n`` (streamed into the matrix)."""
@@ -325,7 +352,7 @@ class UserReplica:
         with self.lock:
             self._generation += 1
             self.synced_at = None
-            self._token = None
+            self._log = None
 
     # -- reads -----------------------------------------------------------------------------------
     def session_view(self, session_id: str, messages: set[str]) -> tuple[list[Record], int]:

@@ -101,10 +101,12 @@ class UserStore:
 
         Coherence: on a store other processes write to (a Chroma server), a change any process made through
         this package (an added, edited, re-sent or deleted chunk, even under the same id) is seen here on the
-        next read after that process's write returned: every read first compares the store's change token for
-        the user (one lookup) and, when it moved, the ids and revisions of the user's chunks (metadata only),
-        and fetches what differs. ``max_age`` lets a sync at most that many seconds old stand (writes only).
-        Embedded Chroma is single-process (locked): its replica is loaded once and kept current by this process.
+        next read after that process's write returned: every read first lists the user's change-log entries (an
+        ids-only read of a small collection) and fetches only the chunks named by entries it has not seen;
+        after a write of more than 200 chunks, or when its last read is over 5 minutes old, it lists the ids and
+        revisions of the user's chunks (metadata only) and fetches what differs. ``max_age`` lets a sync at most
+        that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
+        loaded once and kept current by this process.
 
         ``None`` for stores that cannot list, and for a user past the cache's ``max_user_chunks``, whose
         searches use the store's own index.
@@ -113,7 +115,8 @@ class UserStore:
         replica = replicas.get(self.user_id)
         backend, user_id, vectors = self.backend, self.user_id, not self.backend.embeds_itself
         source = ReplicaSource(
-            token=lambda: backend.change_token(user_id),
+            log=lambda: backend.change_log(user_id),
+            touched=lambda entries: backend.changed_ids(user_id, entries),
             ids=lambda: backend.all_ids(user_id),
             listing=lambda: backend.listing(user_id),
             pages=lambda ids: backend.pages(user_id, ids, with_embeddings=vectors),
@@ -121,7 +124,7 @@ class UserStore:
         try:
             replica.sync(
                 source,
-                max_age=math.inf if self.state.trusted and not replica.oversize else max_age,
+                max_age=math.inf if self.state.trusted else max_age,
                 max_chunks=replicas.max_user_chunks,
             )
         except UnsupportedOperationError:

@@ -116,11 +116,14 @@ class MemoryBackend(Protocol):
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
         """The user's records among ``ids``."""
 
-    def change_token(self, user_id: str) -> str | None:
-        """A value that changes whenever a write through this package changes the user's records (O(1) read).
+    def change_log(self, user_id: str) -> set[str] | None:
+        """Ids of the user's change-log entries, one per write through this package (an ids-only read).
 
-        ``None`` when the store keeps none (other code may write to it): readers then list on every use.
+        ``None`` when the store keeps none (other code may write to it, or one process owns it).
         """
+
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:
+        """The record ids the change-log ``entries`` name; ``None`` when unknown (list the user instead)."""
 
     def listing(self, user_id: str) -> dict[str, str]:
         """Id → :func:`fingerprint` of every record of the user (a metadata-only read, in bounded pages)."""

@@ -9,16 +9,17 @@ in-process replica (:mod:`langchain_session_rag.memory.replica`), so the collect
 from __future__ import annotations
 
 import functools
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
 from langchain_session_rag.models.embeddings import mismatch_hint
+from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import client_location, is_connection_error, is_embedded, persist_directory
-from langchain_session_rag.stores.base import REVISION_KEY, Record, RecordPage, Where, purge, shard_of
-from langchain_session_rag.stores.chroma_reads import PAGE, bump_token, listing, read_pages, read_token, user_ids
+from langchain_session_rag.stores.base import Record, RecordPage, Where, purge, shard_of
+from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
+from langchain_session_rag.stores.records import stamp
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -254,18 +255,26 @@ class ChromaBackend:
         """Ids among ``ids`` stored for *another* user of the same collection."""
         return {i for i, owner in self._owners(user_id, ids).items() if owner != user_id}
 
-    def _changed(self, user_id: str) -> None:
-        """Record that the user's records changed (after the change landed): see :meth:`change_token`."""
-        if self._single is None:
-            bump_token(self._manifest, user_id)
+    def _changed(self, user_id: str, ids: Sequence[str]) -> None:
+        """Log that the user's records ``ids`` changed (after the change landed): see :meth:`change_log`."""
+        if self._single is None and not is_embedded(self.client):
+            change_log.append(self._manifest, user_id, ids)
 
     @_server_call
-    def change_token(self, user_id: str) -> str | None:
-        """The user's change token: replaced after every write of the user's records (one read by id).
+    def change_log(self, user_id: str) -> set[str] | None:
+        """Ids of the user's change-log entries (see :mod:`~langchain_session_rag.stores.change_log`).
 
-        ``None`` for a collection handed in by the caller, who may write to it directly without replacing it.
+        ``None`` where no log is kept: a collection handed in by the caller, who may write to it directly, and
+        embedded Chroma, which one process at a time opens (its replicas are kept current in process).
         """
-        return read_token(self._manifest, user_id) if self._single is None else None
+        if self._single is not None or is_embedded(self.client):
+            return None
+        return change_log.entries(self._manifest, user_id)
+
+    @_server_call
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:  # noqa: ARG002 - protocol
+        """The record ids the change-log ``entries`` name (``None``: list the user's revisions instead)."""
+        return change_log.touched(self._manifest, entries)
 
     @_server_call
     def listing(self, user_id: str) -> dict[str, str]:
@@ -285,7 +294,7 @@ class ChromaBackend:
         new record no longer has are sent as ``None`` (Chroma's way of deleting a key).
         """
         col = self._collection(user_id)
-        _stamp(records)
+        stamp(records, keep=True)
         batch = max(1, self.client.get_max_batch_size())
         for start in range(0, len(records), batch):
             part = records[start : start + batch]
@@ -298,19 +307,19 @@ class ChromaBackend:
             col.upsert(
                 ids=[r.id for r in part], documents=[r.text for r in part], metadatas=metadatas, embeddings=vectors
             )
-        self._changed(user_id)
+        self._changed(user_id, [r.id for r in records])
 
     @_server_call
     def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
         """Add records whose ids are not stored yet; an id already stored keeps its record (the first insert wins)."""
         col = self._collection(user_id)
-        _stamp(records)
+        stamp(records, keep=True)
         vectors: Any = [r.embedding or [] for r in records]
         metadatas: Any = [r.metadata for r in records]
         col.add(
             ids=[r.id for r in records], documents=[r.text for r in records], metadatas=metadatas, embeddings=vectors
         )
-        self._changed(user_id)
+        self._changed(user_id, [r.id for r in records])
 
     @_server_call
     def query(
@@ -346,7 +355,7 @@ class ChromaBackend:
         """Every record of the user matching ``where`` (ids first, then the records in bounded pages)."""
         col = self._collection(user_id)
         ids = user_ids(col, user_id, self._scoped(user_id, where))
-        return _records(read_pages(col, user_id, ids, embeddings=with_embeddings))
+        return as_records(read_pages(col, user_id, ids, embeddings=with_embeddings))
 
     @_server_call
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
@@ -356,7 +365,7 @@ class ChromaBackend:
         for start in range(0, len(owned), PAGE):
             col.delete(ids=owned[start : start + PAGE])
         if ids:
-            self._changed(user_id)
+            self._changed(user_id, ids)
 
     @_server_call
     def all_ids(self, user_id: str) -> list[str]:
@@ -366,7 +375,7 @@ class ChromaBackend:
     @_server_call
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
         """The user's records among ``ids`` (read by ids in bounded pages)."""
-        return _records(read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings))
+        return as_records(read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings))
 
     @_server_call
     def purge(self, user_id: str) -> int:
@@ -429,22 +438,3 @@ class ChromaBackend:
         if path is not None:
             vacuum(path)
         return kept
-
-
-def _stamp(records: Sequence[Record]) -> None:
-    """Give records written without a revision one (the memory's own writer stamps its records first)."""
-    revision = uuid.uuid4().hex
-    for record in records:
-        if not record.metadata.get(REVISION_KEY):
-            record.metadata[REVISION_KEY] = revision
-
-
-def _records(pages: Iterator[RecordPage]) -> list[Record]:
-    """Pages as a list of records, each vector as a list of floats (for callers that keep records whole)."""
-    out: list[Record] = []
-    for page in pages:
-        if page.vectors is not None and len(page.vectors):
-            for record, row in zip(page.records, page.vectors.tolist(), strict=True):
-                record.embedding = row
-        out.extend(page.records)
-    return out

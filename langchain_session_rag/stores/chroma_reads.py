@@ -1,4 +1,4 @@
-"""Bounded reads of one user's records from a Chroma collection, and the user's change token.
+"""Bounded reads of one user's records from a Chroma collection.
 
 Chroma answers a read of many records with one SQL statement holding a variable per record, and fails past
 about 32,766 (``too many SQL variables``); a read by ids that also names a ``where`` filter costs time growing
@@ -6,15 +6,10 @@ with the product of the ids and the collection (10 s for 200 ids among 40,000 re
 lists the user's ids (an ids-only ``where`` read, cheap), then reads the records by ids alone in pages of
 ``PAGE`` and checks their owner in Python. Vectors come back from Chroma as one numpy array per page.
 
-The change token: a record per user in the store's manifest collection whose value every write of the user's
-records through this package replaces (after the write). A process that saw the same token earlier has seen
-every change since; reading it is one lookup by id, whatever the user's size.
 """
 
 from __future__ import annotations
 
-import hashlib
-import uuid
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +18,10 @@ from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
 if TYPE_CHECKING:
     from chromadb import Collection
 
-__all__ = ["PAGE", "bump_token", "read_pages", "read_token", "user_ids"]
+__all__ = ["PAGE", "as_records", "listing", "read_pages", "user_ids"]
 
 PAGE = 1_000
 """Records per read: far under Chroma's SQL variable limit; 1,000 halves the peak memory of 5,000 at equal speed."""
-TOKEN_KEY = "token"  # noqa: S105 - a metadata key, not a secret
 
 
 def user_ids(col: Collection, user_id: str, where: dict[str, Any] | None = None) -> list[str]:
@@ -80,18 +74,12 @@ def listing(col: Collection, user_id: str) -> dict[str, str]:
     }
 
 
-def _token_id(user_id: str) -> str:
-    return "rev-" + hashlib.sha256(user_id.encode()).hexdigest()[:32]
-
-
-def read_token(manifest: Collection, user_id: str) -> str:
-    """The user's change token ("" before the first write that kept one)."""
-    got: Any = manifest.get(ids=[_token_id(user_id)], include=["metadatas"])
-    metas = got["metadatas"] or []
-    return str((metas[0] or {}).get(TOKEN_KEY, "")) if metas else ""
-
-
-def bump_token(manifest: Collection, user_id: str) -> None:
-    """Give the user's change token a new value (after a write of the user's records has landed)."""
-    vector: Any = [[1.0]]
-    manifest.upsert(ids=[_token_id(user_id)], metadatas=[{TOKEN_KEY: uuid.uuid4().hex}], embeddings=vector)
+def as_records(pages: Iterator[RecordPage]) -> list[Record]:
+    """Pages as a list of records, each vector as a list of floats (for callers that keep records whole)."""
+    out: list[Record] = []
+    for page in pages:
+        if page.vectors is not None and len(page.vectors):
+            for record, row in zip(page.records, page.vectors.tolist(), strict=True):
+                record.embedding = row
+        out.extend(page.records)
+    return out

@@ -55,11 +55,15 @@ def chunk_id(user_id: str, session_id: str, kind: str, key: Sequence[str], part:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def stamp(records: Sequence[Record]) -> None:
-    """Give records a new revision (one per write): other processes' replicas see the change by it."""
+def stamp(records: Sequence[Record], *, keep: bool = False) -> None:
+    """Give records a new revision (one per write): other processes' replicas see the change by it.
+
+    With ``keep``, records that have one keep it (the memory's writer stamped them already).
+    """
     revision = uuid.uuid4().hex
     for record in records:
-        record.metadata[REVISION_KEY] = revision
+        if not (keep and record.metadata.get(REVISION_KEY)):
+            record.metadata[REVISION_KEY] = revision
 
 
 MAX_SAFE_INT = 2**53

@@ -163,8 +163,12 @@ class VectorStoreBackend:
         wanted = set(ids)
         return [r for r in self.get(user_id, {}, with_embeddings=with_embeddings) if r.id in wanted]
 
-    def change_token(self, user_id: str) -> str | None:  # noqa: ARG002 - part of the MemoryBackend protocol
+    def change_log(self, user_id: str) -> set[str] | None:  # noqa: ARG002 - part of the MemoryBackend protocol
         """``None``: other code may write to the vector store directly, so readers list it on every use."""
+        return None
+
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:  # noqa: ARG002 - protocol
+        """``None``: no change log is kept."""
         return None
 
     def listing(self, user_id: str) -> dict[str, str]:

@@ -55,10 +55,11 @@ def test_replica_dense_search_is_exact_after_any_adds_and_drops(ops: list[tuple[
     assert len(replica) == len(alive)
 
 
-def dict_source(stored: dict[str, Record], token: Callable[[], str | None] = lambda: None) -> ReplicaSource:
-    """A replica source over a dict of records (``token`` ``None``: listed on every sync)."""
+def dict_source(stored: dict[str, Record]) -> ReplicaSource:
+    """A replica source over a dict of records, without a change log (listed on every sync)."""
     return ReplicaSource(
-        token=token,
+        log=lambda: None,
+        touched=lambda _: None,
         ids=lambda: list(stored),
         listing=lambda: {i: fingerprint(r.metadata) for i, r in stored.items()},
         pages=lambda ids: [RecordPage([stored[i] for i in ids if i in stored])],
@@ -304,5 +305,7 @@ def test_a_write_that_finishes_while_a_sync_reads_the_store_is_kept() -> None:
         return []  # the store as read before the write landed
 
     source = dict_source({})
-    replica.sync(ReplicaSource(token=source.token, ids=slow_ids, listing=source.listing, pages=source.pages))
+    replica.sync(
+        ReplicaSource(log=source.log, touched=source.touched, ids=slow_ids, listing=source.listing, pages=source.pages)
+    )
     assert replica.has("new"), "a concurrent writer would otherwise number its chunk 0 again"

@@ -180,7 +180,8 @@ def test_a_sync_fetching_in_batches_gives_back_the_rows_grown_ahead() -> None:
     replica.put([next(iter(stored.values()))])  # not empty: the sync fetches the rest in batches
     replica.sync(
         ReplicaSource(
-            token=lambda: None,
+            log=lambda: None,
+            touched=lambda _: None,
             ids=lambda: list(stored),
             listing=lambda: {i: fingerprint(r.metadata) for i, r in stored.items()},
             pages=lambda ids: [RecordPage([stored[i] for i in ids])],
