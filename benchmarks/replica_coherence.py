@@ -7,7 +7,7 @@ Usage::
 Starts ``chroma run`` on a loopback port, stores one user's chunks, and times the reads a warm replica makes
 before answering (median of 20): the change log (every read), the log plus one changed record (a read after
 another process's edit), the ids listing a replica made on every read in 0.6.0, and the ids-and-revisions
-listing a replica falls back to (a write of more than 200 chunks, or a last read over 5 minutes old).
+listing a replica falls back to (a write of more than 500 chunks, or a last read over 30 minutes old).
 """
 
 from __future__ import annotations

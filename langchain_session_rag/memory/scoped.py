@@ -103,7 +103,7 @@ class UserStore:
         this package (an added, edited, re-sent or deleted chunk, even under the same id) is seen here on the
         next read after that process's write returned: every read first lists the user's change-log entries (an
         ids-only read of a small collection) and fetches only the chunks named by entries it has not seen;
-        after a write of more than 200 chunks, or when its last read is over 5 minutes old, it lists the ids and
+        after a write of more than 500 chunks, or when its last read is over 30 minutes old, it lists the ids and
         revisions of the user's chunks (metadata only) and fetches what differs. ``max_age`` lets a sync at most
         that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
         loaded once and kept current by this process.

@@ -6,9 +6,9 @@ naming the user (hashed) and the ids the write touched (``"*"`` past ``MAX_IDS``
 entry ids (an ids-only read of a small collection), reads only the entries it has not seen, and fetches only the
 records they name; a replica that sees ``"*"`` lists the user's ids and revisions instead.
 
-Entries older than ``RETENTION`` seconds are pruned by writers (at most once a minute per user and process); a
-replica whose last sync is older than half of it lists the user's ids and revisions, so it never depends on a
-pruned entry while the hosts' clocks agree within ``RETENTION / 2``.
+Entries older than ``RETENTION`` seconds are pruned by writers (at most every ``RETENTION / 10`` per user and
+process); a replica whose last sync is older than half of it lists the user's ids and revisions, so it never
+depends on a pruned entry while the hosts' clocks agree within ``RETENTION / 2``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_IDS", "RETENTION", "append", "entries", "touched"]
 
-RETENTION = 600.0
-"""Seconds an entry is kept; a replica older than half of it lists the user's revisions instead."""
-MAX_IDS = 200
+RETENTION = 3_600.0
+"""Seconds an entry is kept (an hour: the log stays a few entries per active user); a replica whose last sync is
+older than half of it lists the user's revisions instead."""
+MAX_IDS = 500
 """Ids an entry names at most; a larger write is logged as ``"*"`` (every record of the user may have changed)."""
 _USER_KEY = "log_user"
 _PRUNED: dict[tuple[str, str], float] = {}
