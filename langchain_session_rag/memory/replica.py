@@ -309,7 +309,7 @@ class UserReplica:
         Returns the ids the store holds.
         """
         present: set[str] = set()
-        for page in source.pages(ids):
+        for page in source.pages(ids) if ids else ():
             present.update(r.id for r in page.records)
             with self.lock:
                 busy = self._pending_delete.keys() | self._pending_add.keys()
