@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import locomo_data
 
-from langchain_session_rag.memory.replica import UserReplica
-from langchain_session_rag.stores.base import Record
+from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
+from langchain_session_rag.stores.base import Record, RecordPage
 from langchain_session_rag.stores.records import session_record
 
 RESULTS = Path(__file__).parent / "results"
@@ -135,7 +135,16 @@ def records(n: int, pool: list[tuple[str, str]], *, seed: int = 0, unit: bool = 
 
 def fill(replica: UserReplica, source: Iterator[Record]) -> None:
     """Fill an empty replica as its first sync does: every record in one read (``load``)."""
-    replica.sync(list, lambda _: [], load=lambda: list(source))
+    records = list(source)
+    replica.sync(
+        ReplicaSource(
+            log=lambda: None,
+            touched=lambda _: None,
+            ids=lambda: [r.id for r in records],
+            listing=dict,
+            pages=lambda _: [RecordPage(records)],
+        )
+    )
 
 
 def deep_size(root: Any, seen: set[int]) -> int:

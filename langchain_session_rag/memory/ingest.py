@@ -33,7 +33,7 @@ from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
 from langchain_session_rag.stores.limits import check_name, check_record_keys
-from langchain_session_rag.stores.records import RESERVED_KEYS, chunk_id, session_record, user_metadata
+from langchain_session_rag.stores.records import RESERVED_KEYS, chunk_id, session_record, stamp, user_metadata
 
 __all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
 
@@ -294,6 +294,7 @@ class SessionWriter:
             check_record_keys(record.id, record.metadata)
         self.check_vectors(records)
         annotate(records, self.scorer)
+        stamp(records)  # a new revision per write: other processes' replicas see edits under the same id
         if not records and not superseded:
             done: Future[None] = Future()
             done.set_result(None)

@@ -1,13 +1,12 @@
 """An in-process replica of each user's stored chunks: BM25 terms and unit vectors, searched exactly.
 
-A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process
-costs less than a round trip to the store's vector index and needs no ``where`` filter over other users'
-chunks. A replica is loaded in one read on first use. Where other processes may write (a Chroma server, a
-collection the caller also writes to), each use first lists the user's ids (an ids-only read), so chunks
-they added or deleted show at once and only the new ones are fetched; on embedded Chroma, which is
-single-process, the replica is trusted after its load. Writes made through this process are applied to the
-replica immediately, also while they are still on their way to the store
-(:class:`~langchain_session_rag.writes.WriteQueue`): a listing counts them as present until the store has them.
+A user's memories are few (hundreds to thousands of chunks), so an exact search over them in process costs
+less than a round trip to the store's vector index and needs no ``where`` filter over other users' chunks. A
+replica is loaded in bounded pages on first use, its vectors streamed into one matrix. Where other processes
+write (a Chroma server), each use first reads the user's change log and fetches what changed, even under the
+same id (see :meth:`UserReplica.sync`); on embedded Chroma, which is single-process, the replica is trusted
+after its load. Writes made through this process are applied to the replica at once, also while they are still
+on their way to the store (:class:`~langchain_session_rag.writes.WriteQueue`).
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,10 +24,11 @@ import numpy.typing as npt
 
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.lexical import BM25Index
-from langchain_session_rag.stores.base import Record, Where, decode_message_ids
+from langchain_session_rag.stores.base import Record, RecordPage, Where, decode_message_ids, fingerprint
+from langchain_session_rag.stores.change_log import RETENTION
 from langchain_session_rag.stores.filters import matches
 
-__all__ = ["ReplicaCache", "UserReplica"]
+__all__ = ["ReplicaSource", "UserReplica"]
 
 FETCH_BATCH = 2_000
 """Ids fetched per store read when a replica catches up (keeps each read well under SQL variable limits)."""
@@ -37,6 +38,22 @@ SHARED_VALUES = frozenset(
 """Metadata keys whose text values repeat across chunks: held once (interned), as every key is."""
 GROWTH = 1.25
 """Factor the vector matrix grows by when full, at least (a batch of records reserves all its rows at once)."""
+
+
+@dataclass(frozen=True)
+class ReplicaSource:
+    """How a replica reads one user's records from the store (see :meth:`UserReplica.sync`)."""
+
+    log: Callable[[], set[str] | None]
+    """Ids of the user's change-log entries (``None``: the store keeps none, list on every sync)."""
+    touched: Callable[[Sequence[str]], set[str] | None]
+    """The record ids the given entries name (``None``: unknown, list the user's revisions instead)."""
+    ids: Callable[[], list[str]]
+    """Every id of the user (an ids-only read)."""
+    listing: Callable[[], dict[str, str]]
+    """Id → revision fingerprint of every record of the user (a metadata-only read)."""
+    pages: Callable[[Sequence[str]], Iterable[RecordPage]]
+    """The records among the given ids, in bounded pages."""
 
 
 def _compact(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +95,13 @@ class UserReplica:
         self.synced_at: float | None = None
         """``time.monotonic()`` of the last completed sync."""
         self._generation = 0
+        self._log: set[str] | None = None
+        """The store's change-log entries at the last sync (``None``: list the store on the next one)."""
+        self._log_at = 0.0
+        """``time.time()`` of the last sync (past half the log's retention, the next one lists the store)."""
+        self._loaded = False
+        self.oversize = False
+        """The user holds more chunks than a replica is kept for: searches use the store's own index."""
 
     def __len__(self) -> int:
         """Number of chunks held."""
@@ -196,33 +220,69 @@ class UserReplica:
             self._pending_add = +self._pending_add
             self._pending_delete = +self._pending_delete
 
-    def sync(
-        self,
-        listing: Callable[[], Iterable[str]],
-        fetch: Callable[[Sequence[str]], list[Record]],
-        *,
-        load: Callable[[], list[Record]] | None = None,
-        max_age: float = 0.0,
-    ) -> None:
-        """Follow the store: drop what it no longer holds, fetch what it holds and the replica lacks.
+    def sync(self, source: ReplicaSource, *, max_age: float = 0.0, max_chunks: int | None = None) -> None:
+        """Follow the store: what it deleted is dropped, what it added or changed (even under the same id) fetched.
 
-        Skipped when the last sync is at most ``max_age`` seconds old. An empty replica is filled by
-        ``load`` (every record in one read, much faster than fetching a long list of ids) when given.
-        Pending marks are read before the store is read, so a write landing in between is counted once
-        either way.
+        Skipped when the last sync is at most ``max_age`` seconds old. The store's change log is read first:
+        the records named by entries not seen before are fetched (none when there are none). Without a usable
+        log (none kept, an entry naming every record, a last sync older than half the log's retention) the
+        user's ids and revisions are listed (metadata only) and the records whose revision differs are fetched,
+        in bounded pages. The first sync loads every record in pages, the vectors streamed into a matrix
+        allocated once; a user past ``max_chunks`` is not loaded (:attr:`oversize`: the caller searches the
+        store's index). Pending marks are read first, so a write landing meanwhile is counted once either way.
         """
-        started, generation = time.monotonic(), self._generation
+        started, wall, generation = time.monotonic(), time.time(), self._generation
         if self.synced_at is not None and started - self.synced_at <= max_age:
             return
         with self.lock:
-            adding, deleting = set(self._pending_add), set(self._pending_delete)
-            empty, begun = not self.lexical.texts, self._writes_begun
-        if empty and load is not None:
-            loaded = load()
+            adding, deleting, begun = set(self._pending_add), set(self._pending_delete), self._writes_begun
+        log = source.log()
+        seen, touched = self._log, None
+        if log is not None and seen is not None and wall - self._log_at < RETENTION / 2:
+            new = sorted(log - seen)
+            if self._loaded:
+                touched = source.touched(new) if new else set()
+            elif self.oversize and not new:
+                touched = set()  # still oversize: nothing was written since it was counted
+        if touched is None:
+            self._follow(source, adding, deleting, begun, max_chunks)
+        elif touched:
+            self._refresh(source, touched, deleting, begun)
+        with self.lock:
+            if self._generation == generation:  # not invalidated meanwhile
+                self.synced_at, self._log, self._log_at = started, log, wall
+
+    def _refresh(self, source: ReplicaSource, touched: set[str], deleting: set[str], begun: int) -> None:
+        """Fetch the records named by new change-log entries; drop those the store no longer holds."""
+        wanted = sorted(touched - deleting)
+        present = self._fetch(source, wanted)
+        with self.lock:
+            if self._writes_begun == begun:  # else a write of this process may have landed after the read
+                self.drop([i for i in wanted if i not in present and i not in self._pending_add])
+
+    def _follow(
+        self, source: ReplicaSource, adding: set[str], deleting: set[str], begun: int, max_chunks: int | None
+    ) -> None:
+        """Read the store's listing and apply its differences (see :meth:`sync`)."""
+        if not self._loaded or self.oversize:
+            ids = source.ids()
+            self.oversize = max_chunks is not None and len(ids) > max_chunks
+            if self.oversize:
+                self.drop(list(self.lexical.texts))
+                self._reserve(0, exact=True)
+                return
             with self.lock:
-                self.put(r for r in loaded if r.id not in self._pending_delete)
-            listing = lambda: [r.id for r in loaded]  # noqa: E731 - the read just made
-        current = (set(listing()) | adding) - deleting
+                self._reserve(max(0, len(set(ids) - self.lexical.texts.keys())), exact=True)
+            self._fetch(source, [i for i in ids if i not in deleting])
+            self._loaded = True
+            return
+        listed = source.listing()
+        current = (set(listed) | adding) - deleting
+        if max_chunks is not None and len(current) > max_chunks:
+            self.oversize, self._loaded = True, False
+            self.drop(list(self.lexical.texts))
+            self._reserve(0, exact=True)
+            return
         with self.lock:
             # A write that began after the pending marks were read is not in the listing yet: keep it.
             # A write that began and even finished while the store was being read is missing from the listing
@@ -230,22 +290,69 @@ class UserReplica:
             keep = current | set(self._pending_add)
             if self._writes_begun == begun:
                 self.drop([doc_id for doc_id in self.lexical.texts if doc_id not in keep])
-            missing = sorted(current - self.lexical.texts.keys())
-        for start in range(0, len(missing), FETCH_BATCH):
-            fetched = fetch(missing[start : start + FETCH_BATCH])
+            meta = self.lexical.metadata
+            stale = sorted(
+                doc_id
+                for doc_id, revision in listed.items()
+                if doc_id in current
+                and doc_id not in self._pending_add
+                and (doc_id not in meta or fingerprint(meta[doc_id]) != revision)
+            )
+        self._fetch(source, stale)
+        if len(stale) > FETCH_BATCH:  # fetched in several pages: give back the rows grown ahead
             with self.lock:
-                self.put(r for r in fetched if r.id not in self._pending_delete)
-        with self.lock:
-            if len(missing) > FETCH_BATCH:  # fetched in several batches: give back the rows grown ahead
                 self._reserve(0, exact=True)
-            if self._generation == generation:  # not invalidated meanwhile
-                self.synced_at = started
+
+    def _fetch(self, source: ReplicaSource, ids: Sequence[str]) -> set[str]:
+        """Read ``ids`` from the store page by page into the replica (not those this process writes meanwhile).
+
+        Returns the ids the store holds.
+        """
+        present: set[str] = set()
+        for page in source.pages(ids) if ids else ():
+            present.update(r.id for r in page.records)
+            with self.lock:
+                busy = self._pending_delete.keys() | self._pending_add.keys()
+                keep = [n for n, r in enumerate(page.records) if r.id not in busy]
+                vectors = page.vectors if page.vectors is not None and len(page.vectors) else None
+                self.put_page([page.records[n] for n in keep], None if vectors is None else vectors[keep])
+        return present
+
+    def put_page(self, records: list[Record], vectors: npt.NDArray[np.floating[Any]] | None) -> None:
+        """Add or replace records, row ``n`` of ``vectors`` the vector of record ``n`` (streamed into the matrix)."""
+        with self.lock:
+            if vectors is None:
+                self.put(records)
+                return
+            self.drop([r.id for r in records if r.id in self.lexical.texts])
+            unit = np.asarray(vectors, dtype=np.float32)
+            norms = np.linalg.norm(unit, axis=1, keepdims=True)
+            unit /= np.where(norms > 0, norms, 1.0)
+            if not self._ids and self._matrix.shape[1] != unit.shape[1]:
+                self._matrix = np.zeros((self._matrix.shape[0], unit.shape[1]), dtype=np.float32)
+            elif unit.shape[1] != self._matrix.shape[1]:
+                msg = f"Vectors of dimension {unit.shape[1]}; the replica holds {self._matrix.shape[1]}."
+                raise InvalidArgumentError(msg)
+            self._reserve(len(records))
+            for n, record in enumerate(records):
+                if record.id in self.lexical.texts:  # twice in one page: the last one stands
+                    self.drop([record.id])
+                meta = _compact(record.metadata)
+                self.lexical.add(record.id, record.text, meta)
+                index = self._row.get(record.id)
+                if index is None:
+                    index = len(self._ids)
+                    self._ids.append(record.id)
+                    self._row[record.id] = index
+                self._matrix[index] = unit[n]
+                self._register(record.id, meta, add=True)
 
     def invalidate(self) -> None:
-        """Make the next :meth:`sync` list the store, whatever its ``max_age``."""
+        """Make the next :meth:`sync` list the store, whatever its ``max_age`` and the store's change token."""
         with self.lock:
             self._generation += 1
             self.synced_at = None
+            self._log = None
 
     # -- reads -----------------------------------------------------------------------------------
     def session_view(self, session_id: str, messages: set[str]) -> tuple[list[Record], int]:
@@ -339,44 +446,3 @@ class UserReplica:
         """The ``k`` best BM25 matches of ``query`` (among ``only``, e.g. from :meth:`select`), best first."""
         with self.lock:
             return self.lexical.top(query, k, only=only)
-
-
-class ReplicaCache:
-    """Per-user replicas, least recently used first out (never one with writes still pending)."""
-
-    def __init__(self, max_users: int = 1_000, max_chunks: int = 200_000) -> None:
-        """Keep at most ``max_users`` replicas holding at most ``max_chunks`` chunks in all (about 4.4 KB each).
-
-        ``benchmarks/replica_memory.py`` measured 4.4 KB a chunk of 60-120 words with 384-dimension vectors
-        (1.5 KB of it the vector), 11.3 KB before the postings and metadata were compacted.
-        """
-        self.max_users = max_users
-        self.max_chunks = max_chunks
-        self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, user_id: str) -> UserReplica:
-        """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits."""
-        with self._lock:
-            replica = self._replicas.get(user_id)
-            if replica is None:
-                replica = UserReplica()
-                self._replicas[user_id] = replica
-            else:
-                self._replicas.move_to_end(user_id)
-            held = sum(len(r) for r in self._replicas.values())
-            for victim in [u for u, r in self._replicas.items() if u != user_id and not r.busy]:
-                if len(self._replicas) <= self.max_users and held <= self.max_chunks:
-                    break
-                held -= len(self._replicas.pop(victim))
-            return replica
-
-    def evict(self, user_id: str) -> None:
-        """Forget one user's replica (rebuilt from the store on its next use)."""
-        with self._lock:
-            self._replicas.pop(user_id, None)
-
-    def clear(self) -> None:
-        """Forget every replica (each is rebuilt from the store on its next use)."""
-        with self._lock:
-            self._replicas.clear()

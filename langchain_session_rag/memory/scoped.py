@@ -24,7 +24,8 @@ from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidMessageError, InvalidRequestError, UnsupportedOperationError
 from langchain_session_rag.memory.ingest import SessionWriter
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
-from langchain_session_rag.memory.replica import ReplicaCache, UserReplica
+from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
+from langchain_session_rag.memory.replica_cache import ReplicaCache
 from langchain_session_rag.memory.retrieval import (
     RetrievalQuery,
     lexical_candidates,
@@ -73,7 +74,8 @@ def state_of(backend: MemoryBackend) -> StoreState:
 
 def _forget_replicas(state: StoreState) -> None:
     """In a forked child: new, empty replicas (rebuilt from the store on use) and their own locks."""
-    state.replicas = ReplicaCache(state.replicas.max_users, state.replicas.max_chunks)
+    old = state.replicas
+    state.replicas = ReplicaCache(old.max_users, old.max_chunks, old.max_user_chunks)
 
 
 def reset_replicas(backend: MemoryBackend) -> None:
@@ -105,20 +107,37 @@ class UserStore:
     def replica(self, *, max_age: float = 0.0) -> UserReplica | None:
         """The user's replica, synced with the store (with vectors unless the store embeds itself).
 
-        ``max_age`` lets a sync at most that many seconds old stand. ``None`` for stores that cannot list.
+        Coherence: on a store other processes write to (a Chroma server), a change any process made through
+        this package (an added, edited, re-sent or deleted chunk, even under the same id) is seen here on the
+        next read after that process's write returned: every read first lists the user's change-log entries (an
+        ids-only read of a small collection) and fetches only the chunks named by entries it has not seen;
+        after a write of more than 500 chunks, or when its last read is over 30 minutes old, it lists the ids and
+        revisions of the user's chunks (metadata only) and fetches what differs. ``max_age`` lets a sync at most
+        that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
+        loaded once and kept current by this process.
+
+        ``None`` for stores that cannot list, and for a user past the cache's ``max_user_chunks``, whose
+        searches use the store's own index.
         """
-        replica = self.state.replicas.get(self.user_id)
+        replicas = self.state.replicas
+        replica = replicas.get(self.user_id)
         backend, user_id, vectors = self.backend, self.user_id, not self.backend.embeds_itself
+        source = ReplicaSource(
+            log=lambda: backend.change_log(user_id),
+            touched=lambda entries: backend.changed_ids(user_id, entries),
+            ids=lambda: backend.all_ids(user_id),
+            listing=lambda: backend.listing(user_id),
+            pages=lambda ids: backend.pages(user_id, ids, with_embeddings=vectors),
+        )
         try:
             replica.sync(
-                lambda: backend.all_ids(user_id),
-                lambda ids: backend.fetch(user_id, ids, with_embeddings=vectors),
-                load=lambda: backend.get(user_id, {}, with_embeddings=vectors),
+                source,
                 max_age=math.inf if self.state.trusted else max_age,
+                max_chunks=replicas.max_user_chunks,
             )
         except UnsupportedOperationError:
             return None
-        return replica
+        return None if replica.oversize else replica
 
     def writer(self) -> SessionWriter:
         """A writer planning against the replica (dedupe, numbering, the trailing question it replaces).

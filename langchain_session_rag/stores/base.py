@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["MemoryBackend", "Record", "Where", "decode_message_ids", "purge", "shard_of"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+__all__ = [
+    "REVISION_KEY",
+    "MemoryBackend",
+    "Record",
+    "RecordPage",
+    "Where",
+    "decode_message_ids",
+    "fingerprint",
+    "purge",
+    "shard_of",
+]
+
+REVISION_KEY = "store_revision"
+"""Metadata key holding a record's revision: a new random value on every write of the record."""
 
 Where = dict[str, Any]
 """Equality / range conditions: ``{"key": value}`` or ``{"key": {"$in" | "$nin" | "$gte" | "$lte": v}}``."""
@@ -22,6 +39,27 @@ class Record:
     text: str
     metadata: dict[str, Any]
     embedding: list[float] | None = None
+
+
+@dataclass
+class RecordPage:
+    """One bounded page of a user's records, their vectors (if asked for) as one array, row ``n`` for record ``n``."""
+
+    records: list[Record]
+    vectors: npt.NDArray[np.floating[Any]] | None = None
+
+
+def fingerprint(metadata: dict[str, Any]) -> str:
+    """What tells two versions of a record apart without reading its text: its revision, else its metadata.
+
+    Every write through this package stamps a new ``REVISION_KEY``; a record stored by an older version has
+    none, and its metadata (which an edit through this package always changes, by adding the revision) stands in.
+    """
+    revision = metadata.get(REVISION_KEY)
+    if isinstance(revision, str) and revision:
+        return revision
+    raw = json.dumps(metadata, sort_keys=True, default=str)
+    return "m" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
 def shard_of(user_id: str, shards: int) -> int:
@@ -77,6 +115,21 @@ class MemoryBackend(Protocol):
 
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
         """The user's records among ``ids``."""
+
+    def change_log(self, user_id: str) -> set[str] | None:
+        """Ids of the user's change-log entries, one per write through this package (an ids-only read).
+
+        ``None`` when the store keeps none (other code may write to it, or one process owns it).
+        """
+
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:
+        """The record ids the change-log ``entries`` name; ``None`` when unknown (list the user instead)."""
+
+    def listing(self, user_id: str) -> dict[str, str]:
+        """Id → :func:`fingerprint` of every record of the user (a metadata-only read, in bounded pages)."""
+
+    def pages(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> Iterator[RecordPage]:
+        """The user's records among ``ids``, in pages of bounded size (so memory and SQL variables stay bounded)."""
 
     def purge(self, user_id: str) -> int:
         """Delete every record of the user; return how many."""

@@ -14,9 +14,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
 from langchain_session_rag.models.embeddings import mismatch_hint
+from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import client_location, is_connection_error, is_embedded, persist_directory
-from langchain_session_rag.stores.base import Record, Where, purge, shard_of
+from langchain_session_rag.stores.base import Record, RecordPage, Where, purge, shard_of
+from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
+from langchain_session_rag.stores.records import stamp
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -232,22 +235,56 @@ class ChromaBackend:
     def _scoped(user_id: str, where: Where) -> dict[str, Any]:
         return to_chroma_where({**where, "user_id": user_id})
 
+    def _owners(self, user_id: str, ids: Sequence[str]) -> dict[str, object]:
+        """Id → owning user of the stored records among ``ids`` (read by ids alone, in pages)."""
+        col, owners = self._collection(user_id), {}
+        for start in range(0, len(ids), PAGE):
+            got: Any = col.get(ids=list(ids[start : start + PAGE]), include=["metadatas"])
+            owners.update(
+                {i: (m or {}).get("user_id") for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
+            )
+        return owners
+
     @_server_call
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
-        if not ids:
-            return set()
-        got = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=[])
-        return set(got["ids"])
+        return {i for i, owner in self._owners(user_id, ids).items() if owner == user_id}
 
     @_server_call
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for *another* user of the same collection."""
-        if not ids:
-            return set()
-        not_mine: Any = {"user_id": {"$ne": user_id}}
-        got = self._collection(user_id).get(ids=list(ids), where=not_mine, include=[])
-        return set(got["ids"])
+        return {i for i, owner in self._owners(user_id, ids).items() if owner != user_id}
+
+    def _changed(self, user_id: str, ids: Sequence[str]) -> None:
+        """Log that the user's records ``ids`` changed (after the change landed): see :meth:`change_log`."""
+        if self._single is None and not is_embedded(self.client):
+            change_log.append(self._manifest, user_id, ids)
+
+    @_server_call
+    def change_log(self, user_id: str) -> set[str] | None:
+        """Ids of the user's change-log entries (see :mod:`~langchain_session_rag.stores.change_log`).
+
+        ``None`` where no log is kept: a collection handed in by the caller, who may write to it directly, and
+        embedded Chroma, which one process at a time opens (its replicas are kept current in process).
+        """
+        if self._single is not None or is_embedded(self.client):
+            return None
+        return change_log.entries(self._manifest, user_id)
+
+    @_server_call
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:  # noqa: ARG002 - protocol
+        """The record ids the change-log ``entries`` name (``None``: list the user's revisions instead)."""
+        return change_log.touched(self._manifest, entries)
+
+    @_server_call
+    def listing(self, user_id: str) -> dict[str, str]:
+        """Id → fingerprint (revision) of every record of the user: ids and metadata only, in pages."""
+        return listing(self._collection(user_id), user_id)
+
+    @_server_call
+    def pages(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> Iterator[RecordPage]:
+        """The user's records among ``ids`` in pages of ``PAGE``, vectors as one float32 array per page."""
+        return read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings)
 
     @_server_call
     def add(self, user_id: str, records: Sequence[Record]) -> None:
@@ -257,6 +294,7 @@ class ChromaBackend:
         new record no longer has are sent as ``None`` (Chroma's way of deleting a key).
         """
         col = self._collection(user_id)
+        stamp(records, keep=True)
         batch = max(1, self.client.get_max_batch_size())
         for start in range(0, len(records), batch):
             part = records[start : start + batch]
@@ -269,16 +307,19 @@ class ChromaBackend:
             col.upsert(
                 ids=[r.id for r in part], documents=[r.text for r in part], metadatas=metadatas, embeddings=vectors
             )
+        self._changed(user_id, [r.id for r in records])
 
     @_server_call
     def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
         """Add records whose ids are not stored yet; an id already stored keeps its record (the first insert wins)."""
         col = self._collection(user_id)
+        stamp(records, keep=True)
         vectors: Any = [r.embedding or [] for r in records]
         metadatas: Any = [r.metadata for r in records]
         col.add(
             ids=[r.id for r in records], documents=[r.text for r in records], metadatas=metadatas, embeddings=vectors
         )
+        self._changed(user_id, [r.id for r in records])
 
     @_server_call
     def query(
@@ -311,43 +352,30 @@ class ChromaBackend:
 
     @_server_call
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
-        """Every record of the user matching ``where``."""
-        include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
-        res: Any = self._collection(user_id).get(where=self._scoped(user_id, where), include=include)
-        return self._records(res, with_embeddings=with_embeddings)
+        """Every record of the user matching ``where`` (ids first, then the records in bounded pages)."""
+        col = self._collection(user_id)
+        ids = user_ids(col, user_id, self._scoped(user_id, where))
+        return as_records(read_pages(col, user_id, ids, embeddings=with_embeddings))
 
     @_server_call
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Delete the user's records among ``ids`` (others' records are never touched)."""
+        owned = sorted(self.existing_ids(user_id, ids))
+        col = self._collection(user_id)
+        for start in range(0, len(owned), PAGE):
+            col.delete(ids=owned[start : start + PAGE])
         if ids:
-            self._collection(user_id).delete(ids=list(ids), where={"user_id": user_id})
+            self._changed(user_id, ids)
 
     @_server_call
     def all_ids(self, user_id: str) -> list[str]:
         """Ids of every record of the user (an ids-only read)."""
-        return list(self._collection(user_id).get(where={"user_id": user_id}, include=[])["ids"])
+        return user_ids(self._collection(user_id), user_id)
 
     @_server_call
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
-        """The user's records among ``ids``."""
-        if not ids:
-            return []
-        include: Any = ["documents", "metadatas", "embeddings"] if with_embeddings else ["documents", "metadatas"]
-        res: Any = self._collection(user_id).get(ids=list(ids), where={"user_id": user_id}, include=include)
-        return self._records(res, with_embeddings=with_embeddings)
-
-    @staticmethod
-    def _records(res: Any, *, with_embeddings: bool) -> list[Record]:
-        embeddings = res.get("embeddings") if with_embeddings else None
-        return [
-            Record(
-                id=res["ids"][n],
-                text=res["documents"][n] or "",
-                metadata=dict(res["metadatas"][n] or {}),
-                embedding=_floats(embeddings[n]) if embeddings is not None else None,
-            )
-            for n in range(len(res["ids"]))
-        ]
+        """The user's records among ``ids`` (read by ids in bounded pages)."""
+        return as_records(read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings))
 
     @_server_call
     def purge(self, user_id: str) -> int:
@@ -410,8 +438,3 @@ class ChromaBackend:
         if path is not None:
             vacuum(path)
         return kept
-
-
-def _floats(vector: Any) -> list[float]:
-    """A stored vector as a list of floats (numpy rows convert in C)."""
-    return vector.tolist() if hasattr(vector, "tolist") else [float(x) for x in vector]

@@ -6,12 +6,13 @@ import hashlib
 import json
 import math
 import time
+import uuid
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from langchain_session_rag.errors import InvalidMetadataError
-from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.base import REVISION_KEY, Record
 from langchain_session_rag.stores.limits import (
     MAX_KEY_CHARS,
     MAX_METADATA_KEYS,
@@ -45,6 +46,7 @@ RESERVED_KEYS = frozenset(
         "segmentation",
         "boundary",
         "boundary_depth",
+        REVISION_KEY,
     }
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""
@@ -57,6 +59,17 @@ def chunk_id(user_id: str, session_id: str, kind: str, key: Sequence[str], part:
     """Deterministic id of a chunk: the same content key always gives the same id."""
     raw = "\x1f".join([user_id, session_id, kind, "\x1e".join(key), str(part)])
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def stamp(records: Sequence[Record], *, keep: bool = False) -> None:
+    """Give records a new revision (one per write): other processes' replicas see the change by it.
+
+    With ``keep``, records that have one keep it (the memory's writer stamped them already).
+    """
+    revision = uuid.uuid4().hex
+    for record in records:
+        if not (keep and record.metadata.get(REVISION_KEY)):
+            record.metadata[REVISION_KEY] = revision
 
 
 MAX_SAFE_INT = 2**53

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -11,7 +11,7 @@ from langchain_core.vectorstores import VectorStore
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores.adapter import chroma_collection_of
-from langchain_session_rag.stores.base import MemoryBackend, Record, Where, purge
+from langchain_session_rag.stores.base import MemoryBackend, Record, RecordPage, Where, fingerprint, purge
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.filters import matches
 
@@ -162,6 +162,22 @@ class VectorStoreBackend:
         """The user's records among ``ids`` (listable stores only)."""
         wanted = set(ids)
         return [r for r in self.get(user_id, {}, with_embeddings=with_embeddings) if r.id in wanted]
+
+    def change_log(self, user_id: str) -> set[str] | None:  # noqa: ARG002 - part of the MemoryBackend protocol
+        """``None``: other code may write to the vector store directly, so readers list it on every use."""
+        return None
+
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:  # noqa: ARG002 - protocol
+        """``None``: no change log is kept."""
+        return None
+
+    def listing(self, user_id: str) -> dict[str, str]:
+        """Id → fingerprint of every record of the user (listable stores only)."""
+        return {r.id: fingerprint(r.metadata) for r in self.get(user_id, {})}
+
+    def pages(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> Iterator[RecordPage]:
+        """The user's records among ``ids``, as one page (the store is in memory already)."""
+        yield RecordPage(self.fetch(user_id, ids, with_embeddings=with_embeddings))
 
     def purge(self, user_id: str) -> int:
         """Delete every record of the user (listable stores only); return how many."""

@@ -16,6 +16,7 @@ import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag._checks import MAX_SESSION_ID_CHARS
 from langchain_session_rag.errors import InvalidMetadataError
 from langchain_session_rag.stores import limits
 from tests.unit_tests.test_input_bounds import ATTACKS, CHAT, max_metadata, neighbour_of
@@ -30,7 +31,7 @@ def test_the_maximum_is_kept_and_an_attack_leaves_the_shard_usable_on_a_server(c
     alice.for_user(bob_id).add_messages([{"role": "user", "content": "bob before the attack"}], session_id="b1")
 
     meta = max_metadata()
-    alice.add_messages(CHAT, session_id="s" * limits.MAX_NAME_CHARS, metadata=meta)
+    alice.add_messages(CHAT, session_id="s" * MAX_SESSION_ID_CHARS, metadata=meta)
     alice.add_note("a note at the limits", key="n" * limits.MAX_NAME_CHARS, metadata=meta)
     alice.flush()
     for attack, bad in ATTACKS.items():

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import StoreWriteError
-from langchain_session_rag.memory.replica import UserReplica
+from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
-from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
 from tests.conftest import chroma_session, cooking_session
 
 Factory = Callable[..., SessionVectorMemory]
@@ -55,31 +55,40 @@ def test_replica_dense_search_is_exact_after_any_adds_and_drops(ops: list[tuple[
     assert len(replica) == len(alive)
 
 
+def dict_source(stored: dict[str, Record]) -> ReplicaSource:
+    """A replica source over a dict of records, without a change log (listed on every sync)."""
+    return ReplicaSource(
+        log=lambda: None,
+        touched=lambda _: None,
+        ids=lambda: list(stored),
+        listing=lambda: {i: fingerprint(r.metadata) for i, r in stored.items()},
+        pages=lambda ids: [RecordPage([stored[i] for i in ids if i in stored])],
+    )
+
+
 def test_replica_sync_follows_the_store_but_keeps_writes_in_flight() -> None:
     replica = UserReplica()
     stored = {"a": _record("a", [1, 0]), "b": _record("b", [0, 1])}
+    source = dict_source(stored)
 
-    def fetch(ids: Sequence[str]) -> list[Record]:
-        return [stored[i] for i in ids if i in stored]
-
-    replica.sync(lambda: list(stored), fetch)
+    replica.sync(source)
     assert replica.select({}) == {"a", "b"}
     # c is on its way to the store, b is being deleted: a listing without c and with b changes neither.
     replica.begin(["c"], ["b"])
     replica.put([_record("c", [1, 1])])
     replica.drop(["b"])
-    replica.sync(lambda: list(stored), fetch)
+    replica.sync(source)
     assert replica.select({}) == {"a", "c"}
     # Once settled, the store decides: here the write of c failed and the delete of b did not happen.
     replica.settle(["c"], ["b"])
-    replica.sync(lambda: list(stored), fetch)
+    replica.sync(source)
     assert replica.select({}) == {"a", "b"}
     # A recent sync stands when max_age allows it; invalidate() forces the next one.
     del stored["a"]
-    replica.sync(lambda: list(stored), fetch, max_age=60)
+    replica.sync(source, max_age=60)
     assert replica.has("a")
     replica.invalidate()
-    replica.sync(lambda: list(stored), fetch, max_age=60)
+    replica.sync(source, max_age=60)
     assert not replica.has("a")
 
 
@@ -211,7 +220,7 @@ async def test_async_background_write_and_flush(make_memory: Factory) -> None:
 
 
 def test_replica_cache_evicts_least_recently_used_within_its_limits() -> None:
-    from langchain_session_rag.memory.replica import ReplicaCache
+    from langchain_session_rag.memory.replica_cache import ReplicaCache
 
     cache = ReplicaCache(max_users=3, max_chunks=4)
     for user in ("a", "b", "c"):
@@ -289,12 +298,14 @@ def test_a_write_that_finishes_while_a_sync_reads_the_store_is_kept() -> None:
     replica = UserReplica()
     written = _record("new", [1.0, 0.0], session_id="s", chunk_index=0)
 
-    def slow_load() -> list[Record]:
-        store_before = []  # the store as read before the write landed
+    def slow_ids() -> list[str]:
         replica.begin(["new"], [])
         replica.put([written])
         replica.settle(["new"], [])
-        return store_before
+        return []  # the store as read before the write landed
 
-    replica.sync(list, lambda ids: [], load=slow_load)
+    source = dict_source({})
+    replica.sync(
+        ReplicaSource(log=source.log, touched=source.touched, ids=slow_ids, listing=source.listing, pages=source.pages)
+    )
     assert replica.has("new"), "a concurrent writer would otherwise number its chunk 0 again"

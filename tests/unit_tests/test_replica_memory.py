@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_session_rag.memory.lexical import UBIQUITOUS, BM25Index, tokenize
-from langchain_session_rag.memory.replica import UserReplica
-from langchain_session_rag.stores.base import Record
+from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
+from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
 from langchain_session_rag.stores.records import session_record
 
 DIM = 384
@@ -178,6 +178,14 @@ def test_a_sync_fetching_in_batches_gives_back_the_rows_grown_ahead() -> None:
     stored = {r.id: r for r in _records(4_500)}
     replica = UserReplica()
     replica.put([next(iter(stored.values()))])  # not empty: the sync fetches the rest in batches
-    replica.sync(lambda: list(stored), lambda ids: [stored[i] for i in ids])
+    replica.sync(
+        ReplicaSource(
+            log=lambda: None,
+            touched=lambda _: None,
+            ids=lambda: list(stored),
+            listing=lambda: {i: fingerprint(r.metadata) for i, r in stored.items()},
+            pages=lambda ids: [RecordPage([stored[i] for i in ids])],
+        )
+    )
     assert len(replica) == 4_500
     assert replica._matrix.shape == (4_500, DIM)
