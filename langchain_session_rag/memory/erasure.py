@@ -10,18 +10,20 @@ the :class:`DerivedTier` methods; :class:`~langchain_session_rag.SemanticCache` 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
 import threading
 import weakref
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag.chunking.messages import Turn
 from langchain_session_rag.errors import FileAccessError
 from langchain_session_rag.memory.daily_log import (
     LOG_LOCK,
@@ -40,6 +42,7 @@ __all__ = [
     "erase_user_logs",
     "link_tier",
     "linked_tiers",
+    "replace_logged",
 ]
 
 
@@ -117,6 +120,39 @@ def _sync_folder(folder: Path) -> None:
             os.close(fd)
 
 
+def _rewrite_logs(
+    folder: str | os.PathLike[str], user_id: str, change: Callable[[LoggedMessage], LoggedMessage | None]
+) -> int:
+    """Rewrite the user's day files through ``change`` (a message, its replacement, or ``None`` to drop it).
+
+    Return how many entries were changed or dropped. A day file left with no message is deleted; each file is
+    replaced atomically, so a crash leaves either the old file or the new one, never a torn one.
+    """
+    user_dir = Path(folder) / user_folder(user_id)
+    changed = 0
+    if not user_dir.is_dir():
+        return 0
+    try:
+        with LOG_LOCK:
+            for path in sorted(user_dir.glob("*.md")):
+                with path.open(encoding="utf-8", newline="") as handle:  # "\r" in a message stays
+                    text = handle.read()
+                messages = parse_daily_log_text(text, where=str(path), user_id=user_id)
+                kept = [m for m in (change(m) for m in messages) if m is not None]
+                if kept == messages:
+                    continue
+                changed += len(messages) - len(kept) + sum(1 for m in kept if m not in messages)
+                if kept:
+                    _write_atomically(path, f"# {path.stem}\n\n{render_entries(kept)}")
+                else:
+                    path.unlink()
+                    _sync_folder(user_dir)
+    except OSError as exc:
+        msg = f"Cannot rewrite the daily log in {user_dir}: {exc}; forget again to retry."
+        raise FileAccessError(msg) from exc
+    return changed
+
+
 def erase_logs(folder: str | os.PathLike[str], user_id: str, forgotten: Forgotten) -> int:
     """Rewrite the user's day files without the forgotten messages; return how many log entries were removed.
 
@@ -127,29 +163,30 @@ def erase_logs(folder: str | os.PathLike[str], user_id: str, forgotten: Forgotte
         FileAccessError: A file cannot be read or written.
         InvalidMessageError: A day file is not a daily log (a broken fence): nothing of it is changed.
     """
-    user_dir = Path(folder) / user_folder(user_id)
-    removed = 0
-    if not user_dir.is_dir():
-        return 0
-    try:
-        with LOG_LOCK:
-            for path in sorted(user_dir.glob("*.md")):
-                with path.open(encoding="utf-8", newline="") as handle:  # "\r" in a message stays
-                    text = handle.read()
-                messages = parse_daily_log_text(text, where=str(path), user_id=user_id)
-                kept = [m for m in messages if not forgotten.covers(m)]
-                if len(kept) == len(messages):
-                    continue
-                removed += len(messages) - len(kept)
-                if kept:
-                    _write_atomically(path, f"# {path.stem}\n\n{render_entries(kept)}")
-                else:
-                    path.unlink()
-                    _sync_folder(user_dir)
-    except OSError as exc:
-        msg = f"Cannot rewrite the daily log in {user_dir}: {exc}; forget again to retry."
-        raise FileAccessError(msg) from exc
-    return removed
+    return _rewrite_logs(folder, user_id, lambda m: None if forgotten.covers(m) else m)
+
+
+def replace_logged(folder: str | os.PathLike[str], user_id: str, session_id: str, turns: Sequence[Turn]) -> set[str]:
+    """Rewrite the logged entries of edited messages in place (new text, same place and time); return their ids.
+
+    An edit replaces what the log holds, so the text it replaced is not kept in any file.
+
+    Raises:
+        FileAccessError: A file cannot be read or written.
+        InvalidMessageError: A day file is not a daily log (a broken fence): nothing of it is changed.
+    """
+    edits = {t.id: t for t in turns}
+    replaced: set[str] = set()
+
+    def change(message: LoggedMessage) -> LoggedMessage:
+        turn = edits.get(message.id) if message.session_id == session_id else None
+        if turn is None:
+            return message
+        replaced.add(turn.id)
+        return dataclasses.replace(message, role=turn.role, text=turn.text, name=turn.name)
+
+    _rewrite_logs(folder, user_id, change)
+    return replaced
 
 
 def erase_user_logs(folder: str | os.PathLike[str], user_id: str) -> bool:

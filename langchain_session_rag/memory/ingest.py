@@ -90,6 +90,8 @@ class Batch:
     """The batch's messages that are new: not stored before, or stored with another text (an edit)."""
     default_timestamp: datetime | None = None
     """The time given to messages without a timestamp."""
+    edits: list[str] = field(default_factory=list)
+    """Ids of the batch's messages stored before with another text (their old text leaves every tier)."""
 
 
 @dataclass
@@ -168,16 +170,15 @@ class SessionWriter:
         stored, start = self.session_view(session_id, batch_ids)
         said = {m: r.text for r in stored for m in decode_message_ids(r.metadata.get("message_ids"))}
         fresh = [t for t in turns if t.id not in said or not _says(said[t.id], f"{t.label}: {t.text}")]
+        edits = [t.id for t in fresh if t.id in said]
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:
             stored_cover = {mid for r in stored for mid in decode_message_ids(r.metadata.get("message_ids"))}
             if batch_ids <= stored_cover and self.unchanged(exchanges, stored):  # nothing to embed or store
                 ids = [r.id for r in stored if batch_ids & set(decode_message_ids(r.metadata.get("message_ids")))]
-                return Batch(ids=ids, records=[], superseded=[], exchanges=[], turns=fresh, default_timestamp=now)
+                return Batch(ids, [], [], [], turns=fresh, default_timestamp=now, edits=edits)
             superseded = self.superseded(stored, batch_ids)
-            return Batch(
-                ids=[], records=[], superseded=superseded, exchanges=exchanges, turns=fresh, default_timestamp=now
-            )
+            return Batch([], [], superseded, exchanges, turns=fresh, default_timestamp=now, edits=edits)
         stored_by_id = {r.id: r for r in stored}
         new = [r for r in exchanges if r.id not in stored_by_id]
         edited = [r for r in exchanges if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
@@ -187,7 +188,7 @@ class SessionWriter:
         new_ids = {r.id for r in exchanges}
         superseded = [i for i in self.superseded(stored, batch_ids) if i not in new_ids]
         ids = [r.id for r in exchanges]
-        return Batch(ids, edited + new, superseded, [], turns=fresh, default_timestamp=now)
+        return Batch(ids, edited + new, superseded, [], turns=fresh, default_timestamp=now, edits=edits)
 
     @staticmethod
     def unchanged(exchanges: Sequence[Record], stored: Sequence[Record]) -> bool:

@@ -18,6 +18,7 @@ from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory.admin import MemoryAdmin, SessionInfo
 from langchain_session_rag.memory.daily_log import append_daily_log
+from langchain_session_rag.memory.erasure import replace_logged
 from langchain_session_rag.memory.ingest import Batch, Chunking, Consolidation
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.stores.base import decode_message_ids
@@ -195,6 +196,10 @@ class SessionVectorMemory(MemoryAdmin):
             return
         covered = {m for r in batch.records for m in decode_message_ids(r.metadata.get("message_ids"))}
         turns = [t for t in batch.turns if t.id in covered]  # new messages the store now holds
+        edits = set(batch.edits)
+        if any(t.id in edits for t in turns):  # an edit rewrites the logged entry in place: the old text goes
+            replaced = replace_logged(self.daily_log_dir, user_id, session_id, [t for t in turns if t.id in edits])
+            turns = [t for t in turns if t.id not in replaced]
         if turns:
             append_daily_log(self.daily_log_dir, user_id, session_id, turns, default=batch.default_timestamp)
 
