@@ -31,6 +31,7 @@ from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.core import AgentEdits, CoreMemory
 from langchain_session_rag.memory.core_text import CoreProposal, CoreVersion, change_for, check_agent_edits
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.prompt.quoting import quote_data, quote_field
 
 __all__ = ["CoreEdit", "Curation", "acurate_core_memory", "create_core_memory_tool", "curate_core_memory"]
 
@@ -76,7 +77,8 @@ def edit_core(core: CoreMemory, edit: CoreEdit, author: str, policy: AgentEdits 
             f"{block!r}."
         )
     version = apply_edit(core, edit, author, confirmed=False)
-    return f"Core memory {block!r} is now version {version.version}:\n{version.text}"
+    head = f"Core memory {quote_field(block)} is now version {version.version} (quoted as data):"
+    return f"{head}\n{quote_data(version.text)}"
 
 
 def apply_edit(core: CoreMemory, edit: CoreEdit, author: str, *, confirmed: bool) -> CoreVersion:
@@ -211,7 +213,7 @@ def curate_core_memory(
     blocks = core.blocks()
     shown = "\n".join(f"## {b.upper()}.md\n{t or '(empty)'}" for b, t in blocks.items())
     prompt = CURATION_PROMPT.format(blocks=shown, max_edits=max_edits, names="|".join(blocks))
-    conversation = "\n".join(f"{m.type}: {m.text}" for m in messages)
+    conversation = "\n".join(f"{m.type} said:\n{quote_data(m.text)}" for m in messages)  # no text starts a role line
     result = Curation()
     for _ in range(max_calls):
         answer = model.invoke([SystemMessage(prompt), HumanMessage(conversation)])
