@@ -113,7 +113,7 @@ class SemanticCache(BaseModel):
     source_check: Callable[[str, list[str]], str] | None = None
     """Given the user id and the ids of the sources behind an entry, the :func:`source_digest` of those sources as
     they are now. Entries stored with ``sources=`` whose sources changed or were deleted miss as
-    ``stale_version``: the knowledge behind the answer changed."""
+    ``stale_version`` and are deleted. :meth:`link_memory` installs one that reads the linked memory."""
 
     _backend: ChromaBackend = PrivateAttr()
     _tier: CacheTier = PrivateAttr()
