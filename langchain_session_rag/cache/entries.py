@@ -21,6 +21,10 @@ from langchain_session_rag.stores.records import user_metadata
 
 __all__ = [
     "LOOKUP_OPTIONS",
+    "MAX_ANSWER_CHARS",
+    "MAX_LLM_STRING_BYTES",
+    "check_client",
+    "check_question",
     "check_sources",
     "check_update",
     "entry_id",
@@ -28,10 +32,24 @@ __all__ = [
     "history_texts",
     "llm_key",
     "lookup_options",
+    "oversized",
     "sources_changed",
 ]
 
 LOOKUP_OPTIONS = frozenset({"llm_string", "knowledge_version", "history", "standalone"})
+MAX_ANSWER_CHARS = 100_000
+"""Default ``SemanticCache.max_answer_chars``: a longer answer is not stored (it would ride in every lookup's row)."""
+MAX_LLM_STRING_BYTES = 64 * 1024
+"""Longest ``llm_string`` (UTF-8 bytes) an answer is stored under; the adapter's prompt digests stay far below."""
+
+
+def oversized(answer: str, llm_string: str, max_answer_chars: int) -> str:
+    """``"answer_too_long"`` or ``"llm_string_too_long"`` when an entry must not be stored for its size, else ``""``."""
+    if len(answer) > max_answer_chars:
+        return "answer_too_long"
+    if len(llm_string) > MAX_LLM_STRING_BYTES or len(llm_string.encode()) > MAX_LLM_STRING_BYTES:
+        return "llm_string_too_long"
+    return ""
 
 
 def llm_key(llm_string: str) -> str:
@@ -75,6 +93,24 @@ def entry_record(
             **(source_meta if pairs else {}),
         },
     )
+
+
+def check_client(client: object) -> None:
+    """The cache's ``chroma_client`` is a chromadb client."""
+    if not hasattr(client, "get_or_create_collection"):
+        msg = (
+            f"chroma_client must be a chromadb client, got {type(client).__name__}; "
+            "use SemanticCache.local(path=...) or SemanticCache.server(host=..., port=...)."
+        )
+        raise InvalidArgumentError(msg)
+
+
+def check_question(question: object, standalone: object) -> None:
+    """The question (and its standalone rewrite, when given) are strings."""
+    for name, value in (("question", question), ("standalone", standalone)):
+        if (value is not None or name == "question") and not isinstance(value, str):
+            msg = f"{name} must be a string, got {type(value).__name__}."
+            raise InvalidRequestError(msg)
 
 
 def check_text_options(llm_string: object, knowledge_version: object) -> None:

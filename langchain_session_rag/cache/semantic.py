@@ -23,15 +23,18 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
+    MAX_ANSWER_CHARS,
+    check_client,
+    check_question,
     check_sources,
     check_text_options,
     check_update,
@@ -39,14 +42,16 @@ from langchain_session_rag.cache.entries import (
     history_texts,
     llm_key,
     lookup_options,
+    oversized,
     sources_changed,
 )
 from langchain_session_rag.cache.erasure import CacheTier
 from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
 from langchain_session_rag.cache.questions import MAX_QUESTION_CHARS
 from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
+from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.cache.vectors import VectorMemo
-from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.erasure import link_tier
 from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
 from langchain_session_rag.stores.adapter import open_chroma_client
@@ -79,7 +84,7 @@ class SemanticCache(BaseModel):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-    user_id: str
+    user_id: Annotated[str, AfterValidator(check_user_id)]
     """Whose cache this is; entries never cross users (see ``shared``)."""
     chroma_client: Any
     """A chromadb client (``SemanticCache.local`` / ``.server`` build one)."""
@@ -101,12 +106,14 @@ class SemanticCache(BaseModel):
     """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
     max_question_chars: int = Field(default=MAX_QUESTION_CHARS, ge=1)
     """Longer questions are neither looked up nor stored (a ``too_long`` miss): the guards' work stays bounded."""
+    max_answer_chars: int = Field(default=MAX_ANSWER_CHARS, ge=1)
+    """Longer answers are not stored (``update`` returns False); an ``llm_string`` over 64 KiB is not either."""
     candidates: int = Field(default=4, ge=1)
     """Nearest entries examined per lookup."""
     source_check: Callable[[str, list[str]], str] | None = None
     """Given the user id and the ids of the sources behind an entry, the :func:`source_digest` of those sources as
     they are now. Entries stored with ``sources=`` whose sources changed or were deleted miss as
-    ``stale_version``: the knowledge behind the answer changed."""
+    ``stale_version`` and are deleted. :meth:`link_memory` installs one that reads the linked memory."""
 
     _backend: ChromaBackend = PrivateAttr()
     _tier: CacheTier = PrivateAttr()
@@ -123,19 +130,9 @@ class SemanticCache(BaseModel):
             raise InvalidArgumentError(msg)
         return value
 
-    @field_validator("user_id")
-    @classmethod
-    def _check_user(cls, value: str) -> str:
-        return check_user_id(value)
-
     @model_validator(mode="after")
     def _open(self) -> SemanticCache:
-        if not hasattr(self.chroma_client, "get_or_create_collection"):
-            msg = (
-                f"chroma_client must be a chromadb client, got {type(self.chroma_client).__name__}; "
-                "use SemanticCache.local(path=...) or SemanticCache.server(host=..., port=...)."
-            )
-            raise InvalidArgumentError(msg)
+        check_client(self.chroma_client)
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
         self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
@@ -187,10 +184,7 @@ class SemanticCache(BaseModel):
     # -- pure parts ------------------------------------------------------------------------------
     def _key(self, question: str, history: Sequence[str], standalone: str | None) -> tuple[str | None, str]:
         """The question to use, or ``None`` with the reason it must not be cached."""
-        for name, value in (("question", question), ("standalone", standalone)):
-            if (value is not None or name == "question") and not isinstance(value, str):
-                msg = f"{name} must be a string, got {type(value).__name__}."
-                raise InvalidRequestError(msg)
+        check_question(question, standalone)
         q = standalone or question
         if len(q) > self.max_question_chars:
             return None, "too_long"
@@ -228,7 +222,8 @@ class SemanticCache(BaseModel):
                 decision = CacheDecision(
                     hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
                 )
-            elif sources_changed(meta, self.source_check, self.user_id):
+            elif sources_changed(meta, self.source_check, self.user_id):  # derived from gone or changed memories
+                self._backend.delete(self._scope, [record.id])  # so compact() erases it: nothing can revive it
                 decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
                                          matched_question=cached_q, detail="sources changed")  # fmt: skip
             else:
@@ -323,8 +318,10 @@ class SemanticCache(BaseModel):
         return (await self.adecide(question, **lookup_options(kwargs))).answer
 
     # -- update ----------------------------------------------------------------------------------
-    def _skip(self, question: str, history: Sequence[str | BaseMessage], standalone: str | None) -> str | None:
-        q, reason = self._key(question, history_texts(history), standalone)
+    def _skip(
+        self, question: str, history: Sequence[str | BaseMessage], standalone: str | None, too_big: str = ""
+    ) -> str | None:
+        q, reason = (None, too_big) if too_big else self._key(question, history_texts(history), standalone)
         if q is None:
             self.note_skipped(reason)
         return q
@@ -344,7 +341,8 @@ class SemanticCache(BaseModel):
         """The record to store, or ``None`` (counted) when the question must not be cached."""
         extra = check_update(answer, ttl, llm_string, version, metadata)
         check_sources(sources)
-        q = self._skip(question, history, standalone)
+        too_big = oversized(answer, self.llm_string if llm_string is None else llm_string, self.max_answer_chars)
+        q = self._skip(question, history, standalone, too_big)
         if q is None:
             return None
         return entry_record(
@@ -375,7 +373,7 @@ class SemanticCache(BaseModel):
         metadata: dict[str, Any] | None = None,
         sources: Sequence[Document] = (),
     ) -> bool:
-        """Store an answer; return False when the question must not be cached (volatile, context-dependent).
+        """Store an answer; return False when it must not be cached (volatile, context-dependent, too long).
 
         ``sources`` are the retrieved documents (with ids) behind the answer: with a ``source_check`` the entry
         stops hitting once any of them changes or is deleted.
@@ -429,9 +427,13 @@ class SemanticCache(BaseModel):
 
         While this object lives, ``memory.forget(...)`` deletes the user's entries that drew on a forgotten chunk
         or were answered in a forgotten session (metadata ``memory_session``), ``forget_all()`` all the user's
-        entries, and ``memory.compact()`` compacts this cache's files too, wherever they are.
+        entries, and ``memory.compact()`` compacts this cache's files too, wherever they are. A per-user cache
+        also checks the memories behind an entry on every hit (its ``source_check``): an entry whose sources another
+        process forgot or changed misses as ``stale_version`` and is deleted.
         """
         link_tier(memory.backend.process_key, self._tier)
+        if not self.shared and self.source_check is None:
+            self.source_check = memory_source_check(memory)
 
     def compact(self) -> int:
         """Erase deleted and cleared entries from the cache's files; return how many entries are kept.

@@ -18,10 +18,10 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from langchain_session_rag._time import utcnow
-from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.erasure import SESSION_KEY
 from langchain_session_rag.cache.scope import cache_scope
 from langchain_session_rag.cache.semantic import SemanticCache
+from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.errors import (
     InvalidArgumentError,
     InvalidRequestError,
@@ -115,7 +115,7 @@ class SessionRAGNodes:
         """
         view = self._configured_cache.for_user(user_id, share_stats=True)
         if not view.shared and view.source_check is None:
-            view.source_check = self._memory_digest
+            view.source_check = memory_source_check(self.memory)
         return view
 
     @property
@@ -124,10 +124,6 @@ class SessionRAGNodes:
             msg = "no cache configured"
             raise InvalidRequestError(msg)
         return self.cache
-
-    def _memory_digest(self, user_id: str, ids: list[str]) -> str:
-        docs = self.memory.for_user(user_id).get_by_ids(ids)
-        return source_digest((d.id or "", d.page_content) for d in docs)
 
     @property
     def _budget(self) -> TokenBudget:
