@@ -9,11 +9,12 @@ SmolLM2-135M in process; the chat says which it uses and why.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,8 @@ __all__ = ["FAULT_ENV", "ChatSession", "chat"]
 
 FAULT_ENV = "SESSION_RAG_CHAT_FAULT"
 """Tests only: ``generating`` makes the chat print ``[fault point: generating]`` after the answer's first token
-and wait there (up to a minute) for the signal the test sends."""
+and wait there (up to a minute) for the signal the test sends; ``held`` prints ``[fault point: held]`` there while
+the local model holds the answer open until it is stopped (an answer that would go on)."""
 
 HELP = """Commands:
   /sessions          list the stored sessions
@@ -71,6 +73,10 @@ class ChatSession:
     _graph: Any = None
     _pending: tuple[str, list[str]] | None = None
     """The question being answered and the answer's tokens so far (until the turn is stored)."""
+    closing: bool = False
+    """The chat is ending: a signal's handler stores nothing more (``close`` does)."""
+    _kept_on_signal: bool = False
+    """A signal's handler stored the interrupted question (see :func:`_leaver`)."""
 
     def __post_init__(self) -> None:
         """Build the graph: the package's session-RAG graph with an in-memory checkpointer for this chat's turns."""
@@ -123,7 +129,6 @@ class ChatSession:
         if self._pending is None:
             return False
         question, streamed = self._pending
-        self._pending = None
         partial = "".join(streamed).strip()
         exchange = [{"role": "user", "content": question}]
         if partial:
@@ -131,6 +136,7 @@ class ChatSession:
         self.memory.add_messages(
             exchange, session_id=self.session_id, metadata={"interrupted": True}, chunking="exchange"
         )
+        self._pending = None  # only once stored: a failed attempt is retried (and reported) by close()
         self.turns += 1
         return True
 
@@ -151,8 +157,9 @@ class ChatSession:
         Each step runs even if one before it failed (the model server gone, say): forgotten text is erased first.
         """
         said: list[str] = []
+        self.closing = True
         try:
-            if self.keep_interrupted():
+            if self.keep_interrupted() or self._kept_on_signal:
                 said.append("the interrupted question is kept, marked interrupted")
         except Exception as exc:  # noqa: BLE001 - reported; the next steps still run
             said.append(f"the interrupted question could NOT be stored ({exc})")
@@ -180,6 +187,21 @@ def snippet(doc: Document, question: str, width: int = 110) -> str:
     asked = set(tokenize(question))  # the retrieval's own words: stemmed, without stop words
     best = max(lines, key=lambda line: len(asked & set(tokenize(line))))  # the first of equals: max keeps it
     return shorten(best, width)
+
+
+def check_max_tokens(max_tokens: int, window: int, model: str) -> None:
+    """Refuse an answer length that leaves the prompt less than half the model's window, naming ``--max-tokens``.
+
+    Raises:
+        click.UsageError: ``max_tokens`` is over half of ``window`` (exit 2).
+    """
+    limit = window // 2
+    if max_tokens > limit:
+        msg = (
+            f"--max-tokens {max_tokens} is too large for {model}: its window is {window} tokens and the prompt "
+            f"needs room too, so --max-tokens can be at most {limit}."
+        )
+        raise click.UsageError(msg)
 
 
 def _show_memories(docs: list[Document], question: str) -> None:
@@ -243,7 +265,8 @@ def core_command(memory: SessionVectorMemory, arg: str) -> None:
 @click.option("--model", envvar="SESSION_RAG_CHAT_MODEL", default="llama3.2", show_default=True,
               help="Ollama chat model [env SESSION_RAG_CHAT_MODEL].")  # fmt: skip
 @click.option("--local", is_flag=True, help="Use the in-process SmolLM2-135M even if Ollama runs.")
-@click.option("--max-tokens", type=click.IntRange(16, 4096), default=256, show_default=True, help="Longest answer.")
+@click.option("--max-tokens", type=click.IntRange(16, 4096), default=256, show_default=True,
+              help="Longest answer; at most half the model's window (local model 1024, Ollama 2048).")  # fmt: skip
 @click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=0.3, show_default=True,
               help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
 @store_options
@@ -252,7 +275,6 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
     from langchain_session_rag.models.local_llm import LocalChatModel, pick_chat_model  # noqa: PLC0415
 
     options = StoreOptions.of(store)
-    memory = options.memory()
     with status("Choosing the chat model …"):
         if local:
             chosen: Any = LocalChatModel(max_tokens=max_tokens)
@@ -269,11 +291,14 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
                                                                                       "num_ctx": window}
             )  # fmt: skip
             described = choice.description + (f" — {choice.fallback_reason}" if choice.fallback_reason else "")
+        check_max_tokens(max_tokens, window, described.split(" — ")[0].split(", as")[0])
+        memory = options.memory()
         session = ChatSession(memory, chosen, window, max_tokens, min_similarity, describe=described.split(" — ")[0])
     err.print(f"Chat model: {described}")
     err.print(f"Memory of {memory.user_id!r} at {options.location}. Session {session.session_id}.")
     err.print("Type /help for commands, /quit to leave.")
-    previous = {sig: signal.signal(sig, _leave) for sig in _SIGNALS}  # closing the terminal, `kill`: as Ctrl-C
+    # Closing the terminal, `kill`: as Ctrl-C, but the question is stored first and the answer not awaited.
+    previous = {sig: signal.signal(sig, _leaver(session)) for sig in _SIGNALS}
     try:
         _loop(session)
     finally:  # Ctrl-C at the prompt, or an error: what was said is still stored and consolidated
@@ -299,10 +324,26 @@ class _Leave(KeyboardInterrupt):
     """The chat was asked to end (SIGTERM, SIGHUP) while it answered: end it, do not just stop the answer."""
 
 
-def _leave(signum: int, frame: object) -> None:
-    """SIGTERM and SIGHUP end the chat as Ctrl-C at the prompt does: the session is kept, forgotten text erased."""
-    del signum, frame
-    raise _Leave
+def _leaver(session: ChatSession) -> Callable[[int, object], None]:
+    """The handler of SIGTERM and SIGHUP: end the chat as Ctrl-C at the prompt does, promptly.
+
+    During an answer it first stores the question (and the part of the answer shown), then stops the local model's
+    generation without waiting for it (the graph waits for its model call before it lets go, and an answer can run
+    for many seconds: past a container's stop grace), then ends the chat: the session is kept, forgotten text erased.
+    """
+
+    def leave(signum: int, frame: object) -> None:
+        del signum, frame
+        if not session.closing and not session._kept_on_signal:  # noqa: SLF001 - never inside a store under way
+            session.closing = True
+            with contextlib.suppress(Exception):  # still pending if it fails: close() tries again and says why
+                session._kept_on_signal = session.keep_interrupted()  # noqa: SLF001
+        from langchain_session_rag.models._llama_server import stop_requests  # noqa: PLC0415
+
+        stop_requests()
+        raise _Leave
+
+    return leave
 
 
 def _loop(session: ChatSession) -> None:
@@ -334,12 +375,13 @@ def _loop(session: ChatSession) -> None:
             err.print(f"No answer: a model server did not answer ({exc}; chat model: {session.describe}). Try again.")
 
 
-def _fault_point(name: str) -> None:
+def _fault_point(name: str, *, wait: bool = True) -> None:
     """Tests only: announce a named point of a turn and wait there for the test's signal (see ``FAULT_ENV``)."""
     if os.environ.get(FAULT_ENV) == name:
         err.print(f"[fault point: {name}]")
         err.file.flush()
-        time.sleep(60)  # a signal's handler ends the wait by raising
+        if wait:
+            time.sleep(60)  # a signal's handler ends the wait by raising
 
 
 def _answer(session: ChatSession, line: str) -> None:
@@ -356,6 +398,7 @@ def _answer(session: ChatSession, line: str) -> None:
             out.file.flush()
             if first:
                 _fault_point("generating")
+                _fault_point("held", wait=False)  # the local model holds the answer open
         elif kind == "answer" and not started:
             out.print(printable(f"assistant> {value or '(no answer)'}"), end="")
     out.print()

@@ -6,9 +6,9 @@ a private (0700) temporary folder, unlinked as soon as the server is up, and an 
 meantime: no TCP port is opened and no other process can reach the model.
 
 A server does not survive ``fork()``: its threads stay in the parent, and llama.cpp's OpenMP pool hangs a
-child that loads a model again. A child forked after a model was loaded therefore refuses the local model with
-:class:`~langchain_session_rag.errors.UnsupportedOperationError` naming the fix (load it in the worker, after
-the fork, or use the ``spawn`` start method) instead of hanging.
+child that loads a model again. A child forked after a model was loaded therefore refuses every local model,
+a new one too, with :class:`~langchain_session_rag.errors.UnsupportedOperationError` naming the fix (load it
+only in the workers, the parent never, or use the ``spawn`` start method) instead of hanging.
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ _BEFORE_FORK: list[Any] = []
 """In a forked child: the llama.cpp servers loaded before the fork, kept alive (freeing one hangs) and never used."""
 _SMALL_MODEL_BYTES = 256 * 2**20
 """A GGUF file under this size generates on one thread."""
+_FAULT_ENV = "SESSION_RAG_CHAT_FAULT"
+"""Tests only: ``held`` holds every generation open after its first token until it is stopped (at most
+``_HELD_SECONDS``), as a long answer would be."""
+_HELD_SECONDS = 600.0
 
 
 def _raise_for(reply: dict[str, Any]) -> None:
@@ -137,9 +141,12 @@ class LlamaServer:
         """
         parts: queue.SimpleQueue[Any] = queue.SimpleQueue()
         stop = threading.Event()
+        held = os.environ.get(_FAULT_ENV) == "held"
 
         def receive(chunk: dict[str, Any]) -> bool:
             parts.put(chunk)
+            if held and any((c.get("delta") or {}).get("content") for c in chunk.get("choices") or []):
+                stop.wait(_HELD_SECONDS)  # tests only: an answer that goes on until it is stopped
             return stop.is_set()  # True asks llama.cpp to stop
 
         def run(server: Any) -> None:
@@ -188,12 +195,25 @@ def load(path: str, n_ctx: int) -> LlamaServer:
         return server
 
 
+def stop_requests() -> int:
+    """Ask every generation in flight in this process to stop at its next token; do not wait for them.
+
+    For a process that is ending (SIGTERM): its answers are not awaited. Returns how many were asked.
+    """
+    with _LOCK:
+        running = list(_RUNNING)
+    for stop, _ in running:
+        stop.set()
+    return len(running)
+
+
 def _forked_message(path: str) -> str:
     return (
         f"The local chat model ({os.path.basename(path)}) was loaded in process {_fork.forked_from()} before "  # noqa: PTH119
-        "fork(); llama.cpp cannot run in the forked child (its threads stay in the parent). Create and first use "
-        "LocalChatModel in the worker, after the fork (gunicorn: without --preload, or in post_fork), or start "
-        "worker processes with multiprocessing's 'spawn' start method."
+        "fork(); a process that has loaded the local chat model cannot use one after fork(), not even a new "
+        "LocalChatModel (llama.cpp's threads stay in the parent, and loading it again in the child hangs). Load it "
+        "only in the workers, with the parent never loading it (gunicorn: without --preload, or in post_fork), or "
+        "start worker processes with multiprocessing's 'spawn' start method."
     )
 
 

@@ -108,11 +108,17 @@ def test_the_local_chat_model_in_a_forked_child_refuses_instead_of_hanging() -> 
     def child() -> str:
         return model.invoke("Say hi").text
 
-    answer = run_forked(child)
-    assert answer.startswith("UnsupportedOperationError: The local chat model (SmolLM2-135M-Instruct.Q4_1.gguf) was "
-                             "loaded in process "), answer  # fmt: skip
-    assert "after the fork" in answer
-    assert "'spawn'" in answer
+    def new_model_in_child() -> str:  # what the message once advised: a model created after the fork
+        return LocalChatModel(max_tokens=4).invoke("Say hi").text
+
+    for attempt in (child, new_model_in_child):
+        answer = run_forked(attempt)  # bounded: a hang fails the test
+        assert answer.startswith("UnsupportedOperationError: The local chat model (SmolLM2-135M-Instruct.Q4_1.gguf) "
+                                 "was loaded in process "), answer  # fmt: skip
+        assert "a process that has loaded the local chat model cannot use one after fork(), not even a new " in answer
+        assert "with the parent never loading it (gunicorn: without --preload, or in post_fork)" in answer
+        assert "'spawn'" in answer
+        assert "Create and first use" not in answer  # the old advice, which fails the same way
     assert model.invoke("Say hi").usage_metadata["output_tokens"] > 0  # type: ignore[index] - the parent still works
 
 
