@@ -26,8 +26,8 @@ from langchain_session_rag.errors import (
     InvalidMetadataError,
     MessageTooLargeError,
 )
+from langchain_session_rag.importers import types as import_types
 from langchain_session_rag.importers.files import read_conversations
-from langchain_session_rag.importers.types import MAX_SKIPPED_KEPT
 from langchain_session_rag.stores import limits
 
 BAD = "\ud800"
@@ -178,13 +178,13 @@ def _broken_chatgpt(path: Path, items: int) -> Path:
 def test_the_skipped_report_is_bounded(memory: SessionVectorMemory, tmp_path: Path) -> None:
     path = _broken_chatgpt(tmp_path / "conversations.json", 5_000)
     batch = read_conversations(path)
-    assert len(batch.skipped) == MAX_SKIPPED_KEPT
+    assert len(batch.skipped) == import_types.MAX_SKIPPED_KEPT
     assert batch.skipped_count == 5_000
     report = import_conversations(memory, path)
-    assert len(report.skipped) == MAX_SKIPPED_KEPT
+    assert len(report.skipped) == import_types.MAX_SKIPPED_KEPT
     assert report.skipped_count == 5_000
     assert report.as_dict()["skipped_count"] == 5_000
-    assert len(report.as_dict()["skipped"]) == MAX_SKIPPED_KEPT
+    assert len(report.as_dict()["skipped"]) == import_types.MAX_SKIPPED_KEPT
 
 
 def test_the_cli_lists_a_screenful_of_skipped_items_then_the_count(tmp_path: Path) -> None:
