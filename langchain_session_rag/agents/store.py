@@ -42,7 +42,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.stores.limits import check_depth
+from langchain_session_rag.stores.limits import check_depth, check_metadata_size
 
 __all__ = ["SessionMemoryStore"]
 
@@ -294,11 +294,13 @@ class SessionMemoryStore(BaseStore):
             raise InvalidRequestError(msg)
         check_depth(op.value, "store_value")  # before any JSON encoding: a deep value would overflow the stack
         fields = op.index if isinstance(op.index, list) else self.index_fields
+        metadata = scope.item_metadata(op.key, dict(op.value), fields)
+        check_metadata_size(metadata)  # the value's MAX_VALUE_BYTES, before its text is tokenised or embedded
         view.add_note(
             _value_text(op.value, fields),
             key=scope.note_key(op.key),
             session_id=run_identity().session_id or "",
-            metadata=scope.item_metadata(op.key, dict(op.value), fields),
+            metadata=metadata,
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

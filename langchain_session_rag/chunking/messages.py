@@ -227,8 +227,13 @@ def _one_turn(message: Any, index: int, session_id: str) -> Turn:
         )
         raise InvalidMessageError(msg)
     text, skipped = _turn_text(content, tool_calls, role, where)
-    if msg_id is not None and (not isinstance(msg_id, str) or not msg_id or len(msg_id) > MAX_NAME_CHARS):
-        msg = f"{where}: id must be a non-empty string of at most {MAX_NAME_CHARS:,} characters, got {msg_id!r:.80}."
+    if msg_id is not None and (
+        not isinstance(msg_id, str) or not msg_id or len(msg_id) > MAX_NAME_CHARS or first_surrogate(msg_id) is not None
+    ):
+        msg = (
+            f"{where}: id must be a non-empty string of valid Unicode text (no lone surrogate such as U+D800) of at "
+            f"most {MAX_NAME_CHARS:,} characters, got {msg_id!r:.80}."
+        )
         raise InvalidMessageError(msg)
     if name is not None and (
         not isinstance(name, str) or first_surrogate(name) is not None or len(name) > MAX_NAME_CHARS

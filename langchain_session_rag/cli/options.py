@@ -6,7 +6,7 @@ import getpass
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,16 +15,31 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from langchain_core.embeddings import Embeddings
 from rich.console import Console
+from rich.table import Table
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, StoreUnavailableError
 
 if TYPE_CHECKING:
+    from langchain_session_rag.importers.types import Skipped
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["COLLECTION", "StoreOptions", "default_store_path", "err", "out", "printable", "shorten", "store_options"]
+__all__ = [
+    "COLLECTION",
+    "SKIPPED_SHOWN",
+    "StoreOptions",
+    "default_store_path",
+    "err",
+    "out",
+    "print_skipped",
+    "printable",
+    "shorten",
+    "store_options",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
+SKIPPED_SHOWN = 20
+"""Most skipped items a command lists (then "... and N more"): a hostile file can hold millions."""
 out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
 """Results: stdout. No markup: stored text, titles and user names are printed as they are."""
 err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
@@ -315,3 +330,15 @@ def status(text: str) -> Iterator[None]:
             yield
     else:
         yield
+
+
+def print_skipped(skipped: Sequence[Skipped], count: int) -> None:
+    """A table of the first :data:`SKIPPED_SHOWN` skipped items, then how many more (``count``: all of them)."""
+    if not skipped:
+        return
+    table = Table("file", "item", "why it was skipped", title=f"Skipped ({count:,})")
+    for item in skipped[:SKIPPED_SHOWN]:
+        table.add_row(printable(item.source), printable(item.item), printable(item.reason))
+    out.print(table)
+    if count > SKIPPED_SHOWN:
+        out.print(f"... and {count - SKIPPED_SHOWN:,} more skipped.")

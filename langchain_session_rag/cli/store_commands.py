@@ -20,6 +20,7 @@ from langchain_session_rag.cli.options import (
     default_store_path,
     err,
     out,
+    print_skipped,
     printable,
     shorten,
     status,
@@ -175,11 +176,7 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
             renamed.add_row(printable(repr(original)), printable(stored))
         out.print(renamed)
         out.print("An id with a line break or control character cannot be stored: it was stored under the new id.")
-    if report.skipped:
-        skipped = Table("file", "item", "why it was skipped", title=f"Skipped ({len(report.skipped)})")
-        for item in report.skipped:
-            skipped.add_row(printable(item.source), printable(item.item), printable(item.reason))
-        out.print(skipped)
+    print_skipped(report.skipped, report.skipped_count)
 
 
 @cli.command()

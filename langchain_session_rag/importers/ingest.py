@@ -21,12 +21,15 @@ from langchain_session_rag.errors import (
     InvalidMetadataError,
 )
 from langchain_session_rag.importers.files import PathLike, read_conversations
-from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, ImportReport, Skipped
+from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, ImportReport, Skipped, SkippedList
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.stores.limits import check_name
 from langchain_session_rag.stores.records import user_metadata
 
 __all__ = ["Progress", "aimport_conversations", "import_conversations", "validate_batch"]
+
+_REFUSED = (InvalidMessageError, InvalidArgumentError, InvalidMetadataError)
+"""What validation refuses before writing: a conversation refused so is skipped and reported, the import goes on."""
 
 Progress = Callable[[int, int, str], None]
 """Called after each session is stored: ``(done, total, session title or id)``."""
@@ -43,7 +46,7 @@ def _valid(conv: ImportedConversation, max_chars: int | None, problems: list[Ski
         check_name("session id", conv.session_id)
         user_metadata(_metadata(conv))  # the title is stored as metadata: bounded as any metadata
         normalize_messages(conv.messages, session_id=conv.session_id, max_chars=max_chars)
-    except (InvalidMessageError, InvalidArgumentError, InvalidMetadataError) as exc:
+    except _REFUSED as exc:
         problems.append(Skipped(conv.source, conv.label, str(exc)))
         return False
     return True
@@ -75,7 +78,7 @@ def _prepare(
     validate_batch(batch, max_chars=memory.max_message_chars)
     if strict and batch.skipped:
         listed = "; ".join(f"{s.source}: {s.item}: {s.reason}" for s in batch.skipped[:5])
-        msg = f"{len(batch.skipped)} item(s) cannot be imported ({listed}); nothing was imported (strict)."
+        msg = f"{batch.skipped_count:,} item(s) cannot be imported ({listed}); nothing was imported (strict)."
         raise ImportFormatError(msg)
     return batch
 
@@ -111,7 +114,7 @@ class _Tally:
 
     def __init__(self, batch: ImportBatch) -> None:
         self.report = ImportReport(
-            files=dict(batch.formats), skipped=list(batch.skipped), renamed_sessions=batch.renamed_sessions
+            files=dict(batch.formats), skipped=SkippedList(batch.skipped), renamed_sessions=batch.renamed_sessions
         )
         self.report.messages = sum(len(c.messages) for c in batch.conversations) + len(batch.documents)
 
@@ -193,14 +196,22 @@ def import_conversations(
     total = len(batch.conversations) + len(batch.documents)
     for done, conv in enumerate(batch.conversations, start=1):
         session, before = _session_for(memory, conv)
-        ids = memory.add_messages(conv.messages, session_id=session, metadata=_metadata(conv))
+        try:
+            ids = memory.add_messages(conv.messages, session_id=session, metadata=_metadata(conv))
+        except _REFUSED as exc:  # refused whole before anything was written: this one is skipped, the rest go on
+            tally.report.skipped.append(Skipped(conv.source, conv.label, str(exc)))
+            continue
         ours = {t.id for t in normalize_messages(conv.messages, session_id=session)} | conv.abandoned_ids
         tally.record(memory, session, before, set(ids), ours=frozenset(ours) if conv.complete else None)
         if progress is not None:
             progress(done, total, conv.label)
     for done, (session, docs) in enumerate(batch.documents.items(), start=len(batch.conversations) + 1):
         before = _stored(memory, session)
-        ids = memory.add_documents(docs, session_id=session)
+        try:
+            ids = memory.add_documents(docs, session_id=session)
+        except _REFUSED as exc:
+            tally.report.skipped.append(Skipped(session, "notes", str(exc)))
+            continue
         tally.record(memory, session, before, set(ids), ours=frozenset())  # an edited note replaces its last version
         if progress is not None:
             progress(done, total, session)

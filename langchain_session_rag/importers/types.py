@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, Self, get_args
 
 from langchain_core.documents import Document
 
@@ -13,11 +14,13 @@ from langchain_session_rag._checks import safe_session_id
 
 __all__ = [
     "FORMAT_NAMES",
+    "MAX_SKIPPED_KEPT",
     "Format",
     "ImportBatch",
     "ImportReport",
     "ImportedConversation",
     "Skipped",
+    "SkippedList",
     "content_session_id",
     "derived_ids",
 ]
@@ -77,6 +80,41 @@ class Skipped:
     reason: str
 
 
+MAX_SKIPPED_KEPT = 100
+"""Most skipped items a batch or report keeps (the first ones); the rest are counted in ``skipped_count``."""
+
+
+class SkippedList(list[Skipped]):
+    """A list of skipped items that keeps the first :data:`MAX_SKIPPED_KEPT` and counts every one in :attr:`total`.
+
+    A hostile file can hold millions of broken items (``[{"mapping": {}}, ...]``): the report stays small.
+    """
+
+    def __init__(self, items: Iterable[Skipped] = ()) -> None:
+        """Start from ``items`` (a :class:`SkippedList`'s count of dropped items carries over)."""
+        super().__init__()
+        self.total = 0
+        self.extend(items)
+
+    def append(self, item: Skipped) -> None:
+        """Count ``item``; keep it while fewer than :data:`MAX_SKIPPED_KEPT` are kept."""
+        self.total += 1
+        if len(self) < MAX_SKIPPED_KEPT:
+            super().append(item)
+
+    def extend(self, items: Iterable[Skipped]) -> None:
+        """Append each of ``items`` (with the items another :class:`SkippedList` only counted)."""
+        dropped = items.total - len(items) if isinstance(items, SkippedList) else 0
+        for item in list(items):
+            self.append(item)
+        self.total += dropped
+
+    def __iadd__(self, items: Iterable[Skipped]) -> Self:  # type: ignore[override,misc]
+        """``skipped += items``: as :meth:`extend`."""
+        self.extend(items)
+        return self
+
+
 @dataclass
 class ImportBatch:
     """Everything read from one or more files, validated, before anything is written."""
@@ -84,11 +122,21 @@ class ImportBatch:
     conversations: list[ImportedConversation] = field(default_factory=list)
     documents: dict[str, list[Document]] = field(default_factory=dict)
     """Reference documents (a person's own markdown notes) by session id: one session per file."""
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=SkippedList)
+    """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
     formats: dict[str, str] = field(default_factory=dict)
     """The format each file was read as."""
     renamed_documents: dict[str, str] = field(default_factory=dict)
     """Session ids of documents that were not fit to store (a file name with a line break), and the ids used."""
+
+    def __post_init__(self) -> None:
+        """Keep ``skipped`` bounded whatever list it was given."""
+        self.skipped = SkippedList(self.skipped)
+
+    @property
+    def skipped_count(self) -> int:
+        """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
+        return getattr(self.skipped, "total", len(self.skipped))
 
     def extend(self, other: ImportBatch) -> None:
         """Add another batch's contents to this one."""
@@ -130,11 +178,21 @@ class ImportReport:
     """Stored chunks replaced: of conversations that changed (a regenerated answer, an edited question, new
     exchanges grouped anew) and of edited notes. Their text stays in an embedded store's files until
     ``memory.compact()``."""
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=SkippedList)
+    """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
     renamed_sessions: dict[str, str] = field(default_factory=dict)
     """Session ids of the files that were not fit to store (a line break, a control character, over 512
     characters), each with the id its session was stored under: the readable part and a hash of the original, the
     same on every import of the file."""
+
+    def __post_init__(self) -> None:
+        """Keep ``skipped`` bounded whatever list it was given."""
+        self.skipped = SkippedList(self.skipped)
+
+    @property
+    def skipped_count(self) -> int:
+        """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
+        return getattr(self.skipped, "total", len(self.skipped))
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
@@ -147,6 +205,7 @@ class ImportReport:
             "chunks_added": self.chunks_added,
             "chunks_removed": self.chunks_removed,
             "skipped": [{"source": s.source, "item": s.item, "reason": s.reason} for s in self.skipped],
+            "skipped_count": self.skipped_count,
             "renamed_sessions": self.renamed_sessions,
         }
 

@@ -112,7 +112,7 @@ class MemoryAdmin(MemorySettings):
             session_id=session_id,
             timestamp=timestamp,
             metadata=metadata,
-            token_count=self.chunker.count(text) if isinstance(text, str) else 0,
+            count=self.chunker.count,
             max_chars=self.max_message_chars,
         )
         store.save([record])

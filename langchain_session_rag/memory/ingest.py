@@ -32,7 +32,7 @@ from langchain_session_rag.memory.annotate import annotate
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
-from langchain_session_rag.stores.limits import check_name, check_record_keys
+from langchain_session_rag.stores.limits import check_name, check_record_keys, check_utf8
 from langchain_session_rag.stores.records import RESERVED_KEYS, chunk_id, session_record, stamp, user_metadata
 
 __all__ = ["Batch", "Chunking", "Consolidation", "SessionWriter"]
@@ -375,6 +375,7 @@ class SessionWriter:
             if not isinstance(doc, Document) or not doc.page_content.strip():
                 msg = f"documents[{n}] must be a Document with text, got {doc!r:.80}."
                 raise InvalidMessageError(msg)
+            check_utf8(f"documents[{n}] text", doc.page_content, InvalidMessageError)
             meta = doc.metadata
             raw_name = meta.get("name") or meta.get("source") or meta.get("title") or f"document-{n}"
             check_name(f"documents[{n}] name", str(raw_name))

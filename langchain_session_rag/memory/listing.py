@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -14,10 +14,10 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
-from langchain_session_rag.errors import InvalidRequestError, MessageTooLargeError
+from langchain_session_rag.errors import InvalidMessageError, InvalidRequestError, MessageTooLargeError
 from langchain_session_rag.memory.retrieval import source_condition, stored_document, time_conditions
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
-from langchain_session_rag.stores.limits import check_name
+from langchain_session_rag.stores.limits import check_name, check_utf8
 from langchain_session_rag.stores.records import chunk_id, user_metadata
 
 __all__ = [
@@ -139,10 +139,13 @@ def note_record(
     session_id: str,
     timestamp: TimestampLike | None,
     metadata: dict[str, Any] | None,
-    token_count: int,
+    count: Callable[[str], int],
     max_chars: int | None = None,
 ) -> Record:
     """A saved note (``source_type="note"``): its id is derived from ``key`` (or its text), so saving again replaces it.
+
+    Every check (text, length, key, metadata) runs before ``count`` (the tokenizer) sees the text: an oversized
+    note is refused at once, not after tokenising megabytes.
 
     Raises:
         InvalidRequestError: Empty text or an empty key.
@@ -162,13 +165,15 @@ def note_record(
         check_name("note key", key)
     if isinstance(session_id, str):
         check_name("session_id", session_id)
+    check_utf8("The note's text", text, InvalidMessageError)
+    extra = user_metadata(metadata)
     note_key = key if key is not None else "text:" + hashlib.sha256(text.encode()).hexdigest()[:16]
     when = parse_timestamp(timestamp) if timestamp is not None else utcnow()
     return Record(
         id=note_id(user_id, note_key),
         text=text,
         metadata={
-            **user_metadata(metadata),
+            **extra,
             "user_id": user_id,
             "session_id": session_id,
             "source_type": "note",
@@ -179,7 +184,7 @@ def note_record(
             "message_ids": json.dumps([]),
             "chunk_index": 0,
             "chunk_part": 0,
-            "token_count": token_count,
+            "token_count": count(text),
             "skipped_blocks": 0,
             "embedding_model": model_id,
             "stored_epoch": time.time(),

@@ -25,6 +25,7 @@ from langchain_session_rag.models.embeddings import get_default_embeddings
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, is_embedded, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
+from langchain_session_rag.stores.limits import check_utf8
 from langchain_session_rag.stores.vectorstore import backend_for
 
 __all__ = ["DEFAULT_SEGMENT_TOKENS", "MemorySettings", "SourceType"]
@@ -152,7 +153,7 @@ class MemorySettings(BaseRetriever):
         if not isinstance(value, str) or not value.strip() or len(value) > 256:  # noqa: PLR2004
             msg = f"user_id must be a non-empty string of at most 256 characters, got {value!r}."
             raise InvalidArgumentError(msg)
-        return value
+        return check_utf8("user_id", value, InvalidArgumentError)
 
     @model_validator(mode="after")
     def _open(self) -> Self:

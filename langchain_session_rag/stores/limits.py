@@ -30,6 +30,7 @@ __all__ = [
     "check_metadata_size",
     "check_name",
     "check_record_keys",
+    "check_utf8",
     "utf8_size",
 ]
 
@@ -58,6 +59,23 @@ MAX_NAME_CHARS = 1_024
 def utf8_size(text: str) -> int:
     """Bytes of ``text`` in UTF-8 (lone surrogates counted as three bytes, as they would be written)."""
     return len(text.encode("utf-8", "surrogatepass"))
+
+
+def check_utf8(what: str, text: str, error: type[Exception] = InvalidMetadataError) -> str:
+    """Refuse text that UTF-8 cannot encode (a lone surrogate such as U+D800: valid JSON, not storable text).
+
+    Raises:
+        InvalidMetadataError: Or ``error``, naming ``what`` and the position of the first surrogate.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        msg = (
+            f"{what} {_shown(text)} holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}: "
+            "it is not valid Unicode text and cannot be stored; fix or drop that character."
+        )
+        raise error(msg) from None
+    return text
 
 
 def _shown(key: object) -> str:
@@ -100,7 +118,8 @@ def check_metadata_size(metadata: Mapping[str, Any]) -> None:
         if len(key) > MAX_KEY_CHARS:
             msg = f"metadata key {_shown(key)} has {len(key):,} characters, over the limit of {MAX_KEY_CHARS}."
             raise InvalidMetadataError(msg)
-        size = utf8_size(value) if isinstance(value, str) else 8
+        check_utf8("metadata key", key)
+        size = utf8_size(check_utf8(f"metadata {_shown(key)}", value)) if isinstance(value, str) else 8
         if size > MAX_VALUE_BYTES:
             msg = (
                 f"metadata {_shown(key)} is {size:,} bytes, over the limit of {MAX_VALUE_BYTES:,} (MAX_VALUE_BYTES); "
@@ -122,15 +141,15 @@ def check_name(what: str, value: str) -> str:
     if len(value) > MAX_NAME_CHARS:
         msg = f"{what} {value[:40]!r}... has {len(value):,} characters, over the limit of {MAX_NAME_CHARS:,}."
         raise InvalidMetadataError(msg)
-    return value
+    return check_utf8(what, value)
 
 
 def check_record_keys(record_id: str, metadata: Mapping[str, Any]) -> None:
-    """The last check before a record is written: its whole metadata's key count and key lengths, and its id.
+    """The last check before a record is written: its whole metadata's key count, keys and text values, and its id.
 
     Raises:
         InvalidMetadataError: Over :data:`MAX_RECORD_KEYS` keys, a key over :data:`MAX_KEY_CHARS`, an id over
-            :data:`MAX_NAME_CHARS`.
+            :data:`MAX_NAME_CHARS`, a key, text value or id UTF-8 cannot encode.
     """
     check_name("record id", record_id)
     if len(metadata) > MAX_RECORD_KEYS:
@@ -143,3 +162,7 @@ def check_record_keys(record_id: str, metadata: Mapping[str, Any]) -> None:
     if long_key is not None:
         msg = f"record {record_id[:40]!r} has metadata key {_shown(long_key)}: keys are {MAX_KEY_CHARS} chars or less."
         raise InvalidMetadataError(msg)
+    for key, value in metadata.items():
+        check_utf8("metadata key", key)
+        if isinstance(value, str):
+            check_utf8(f"metadata {_shown(key)}", value)

@@ -18,6 +18,7 @@ from langchain_session_rag.stores.limits import (
     MAX_METADATA_KEYS,
     check_depth,
     check_metadata_size,
+    check_utf8,
 )
 
 RESERVED_KEYS = frozenset(
@@ -107,7 +108,7 @@ def check_metadata_key(key: object) -> str:
     """A metadata key a store can filter on: a non-empty string of at most ``MAX_KEY_CHARS``, no ``$``, no result key.
 
     Raises:
-        InvalidMetadataError: Otherwise.
+        InvalidMetadataError: Otherwise, or a key UTF-8 cannot encode (a lone surrogate).
     """
     if not isinstance(key, str) or not key.strip() or key.startswith("$"):
         msg = f"metadata key {key!r:.80} is not allowed: use a non-empty string that does not start with '$'."
@@ -118,7 +119,7 @@ def check_metadata_key(key: object) -> str:
     if key in RESULT_KEYS:
         msg = f"metadata key {key!r} is added to every result by the memory; rename it."
         raise InvalidMetadataError(msg)
-    return key
+    return check_utf8("metadata key", key)
 
 
 def user_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
