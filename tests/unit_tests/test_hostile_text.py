@@ -9,9 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,6 +26,7 @@ from langchain_session_rag.errors import (
 from langchain_session_rag.importers import types as import_types
 from langchain_session_rag.importers.files import read_conversations
 from langchain_session_rag.stores import limits
+from tests.unit_tests.test_cli import run
 
 BAD = "\ud800"
 CHAT = [{"role": "user", "id": "q1", "content": "I keep my bike in the shed."}, {"role": "assistant", "content": "OK."}]
@@ -189,18 +187,7 @@ def test_the_skipped_report_is_bounded(memory: SessionVectorMemory, tmp_path: Pa
 
 def test_the_cli_lists_a_screenful_of_skipped_items_then_the_count(tmp_path: Path) -> None:
     path = _broken_chatgpt(tmp_path / "conversations.json", 5_000)
-    env = {**os.environ, "OLLAMA_HOST": "http://127.0.0.1:9", "COLUMNS": "200", "NO_COLOR": "1"}
-    done = subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", "ingest", str(path), "--path", str(tmp_path / "store")],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run("ingest", str(path), "--path", str(tmp_path / "store"))
     assert "Skipped (5,000)" in done.stdout
     assert "and 4,980 more skipped" in done.stdout
     assert len(done.stdout.splitlines()) < 100
