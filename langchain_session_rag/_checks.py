@@ -144,5 +144,12 @@ def safe_session_id(value: str) -> str:
 
 
 def first_surrogate(text: str) -> int | None:
-    """Where a lone surrogate (a UTF-16 half such as U+D800: valid JSON, not storable text) is, or ``None``."""
-    return next((n for n, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    """Where a lone surrogate (a UTF-16 half such as U+D800: valid JSON, not storable text) is, or ``None``.
+
+    UTF-8 encodes every other character, so the encoder (in C) finds the first one.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None

@@ -184,11 +184,10 @@ def _turn_text(content: Any, tool_calls: Any, role: Role, where: str) -> tuple[s
             msg = f"{where} (role {role!r}) has empty text content; remove it or give it text."
             raise InvalidMessageError(msg)
         text = f"[{skipped} non-text content block{'s' if skipped > 1 else ''}]"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800"): valid JSON, not storable text
-        msg = f"{where} (role {role!r}) holds text that is not valid Unicode at character {exc.start}."
-        raise InvalidMessageError(msg) from exc
+    at = first_surrogate(text)
+    if at is not None:  # a lone surrogate ("\ud800"): valid JSON, not storable text
+        msg = f"{where} (role {role!r}) holds text that is not valid Unicode at character {at}."
+        raise InvalidMessageError(msg)
     return text, skipped
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langchain_session_rag._checks import first_surrogate
 from langchain_session_rag.errors import InvalidMetadataError
 
 __all__ = [
@@ -67,14 +68,13 @@ def check_utf8(what: str, text: str, error: type[Exception] = InvalidMetadataErr
     Raises:
         InvalidMetadataError: Or ``error``, naming ``what`` and the position of the first surrogate.
     """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
+    at = first_surrogate(text)
+    if at is not None:
         msg = (
-            f"{what} {_shown(text)} holds a lone surrogate (U+{ord(text[exc.start]):04X}) at character {exc.start}: "
+            f"{what} {_shown(text)} holds a lone surrogate (U+{ord(text[at]):04X}) at character {at}: "
             "it is not valid Unicode text and cannot be stored; fix or drop that character."
         )
-        raise error(msg) from None
+        raise error(msg)
     return text
 
 
