@@ -6,6 +6,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,10 @@ from langchain_session_rag.errors import (
     InvalidTimestampError,
     MessageTooLargeError,
 )
-from langchain_session_rag.memory.reading import check_json_depth, iter_lines
+from langchain_session_rag.memory.reading import iter_lines, load_json
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.limits import (
     MAX_NAME_CHARS,
-    MAX_NESTING_DEPTH,
     MAX_RECORD_KEYS,
     check_metadata_size,
     check_name,
@@ -117,13 +117,9 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
     return meta
 
 
-def _parsed(raw: str, path: object, lineno: int) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise _fail(path, lineno, f"not valid JSON ({exc.msg})") from exc
-    except RecursionError as exc:
-        raise _fail(path, lineno, f"JSON nested too deep (over {MAX_NESTING_DEPTH} levels is refused)") from exc
+def _invalid_json(path: object, lineno: int) -> Callable[[json.JSONDecodeError], InvalidMessageError]:
+    """What a line that is not JSON raises."""
+    return lambda exc: _fail(path, lineno, f"not valid JSON ({exc.msg})")
 
 
 def _check_sizes(item: dict[str, Any], path: object, lineno: int, max_chars: int) -> None:
@@ -206,8 +202,7 @@ def read_jsonl(
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        check_json_depth(raw, f"{path}:{lineno}")
-        item = _parsed(raw, path, lineno)
+        item = load_json(raw, f"{path}:{lineno}", _invalid_json(path, lineno))
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")
         _check_owner(item["metadata"], user_id, path, lineno, reassign=reassign)
