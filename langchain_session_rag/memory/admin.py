@@ -28,7 +28,7 @@ from langchain_session_rag.memory.listing import (
     note_record,
     sessions_of,
 )
-from langchain_session_rag.memory.scoped import UserStore, reset_replicas
+from langchain_session_rag.memory.scoped import reset_replicas
 from langchain_session_rag.memory.settings import MemorySettings
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.stores.adapter import open_chroma_client
@@ -229,16 +229,18 @@ class MemoryAdmin(MemorySettings):
             FileAccessError: The daily log could not be rewritten (the memories are gone; forget again to retry).
         """
         store = self._store()
-        tiers = linked_tiers(self._backend.process_key)
-        if self.daily_log_dir is None and not tiers:
-            return store.forget(session_id, before, ids)
-        gone = _about_to_forget(store, session_id, before, ids)
         removed = store.forget(session_id, before, ids)
-        for tier in tiers:
+        gone = Forgotten.of(
+            removed,
+            session_id=session_id,
+            before=None if before is None else parse_timestamp(before, what="before"),
+            by_ids=ids is not None,
+        )
+        for tier in linked_tiers(self._backend.process_key):
             tier.forget_derived(store.user_id, gone)
         if self.daily_log_dir is not None:
             erase_logs(self.daily_log_dir, store.user_id, gone)
-        return removed
+        return len(removed)
 
     async def aforget(
         self,
@@ -365,27 +367,6 @@ class MemoryAdmin(MemorySettings):
             return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
         finally:
             reset_replicas(backend)
-
-
-def _about_to_forget(
-    store: UserStore, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None
-) -> Forgotten:
-    """The chunks ``forget`` is about to remove, read first (for the log and the caches).
-
-    Malformed criteria give nothing here: ``UserStore.forget`` refuses them next, before anything is deleted.
-    """
-    plain_ids = ids is None or (not isinstance(ids, str | bytes) and all(isinstance(i, str) for i in ids))
-    plain_session = session_id is None or (isinstance(session_id, str) and session_id.strip() != "")
-    if (session_id is None and before is None and ids is None) or not plain_ids or not plain_session:
-        return Forgotten()
-    store.flush()
-    targets = store.writer().forget_targets(session_id, before, ids)
-    return Forgotten.of(
-        store.backend.fetch(store.user_id, targets),
-        session_id=session_id,
-        before=None if before is None else parse_timestamp(before, what="before"),
-        by_ids=ids is not None,
-    )
 
 
 def _stores_beside(backend: object) -> list[ChromaBackend]:

@@ -410,14 +410,14 @@ class SessionWriter:
 
     def forget_targets(
         self, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None
-    ) -> list[str]:
-        """Ids of the user's chunks matching every given criterion."""
+    ) -> list[Record]:
+        """The user's chunks matching every given criterion (with their metadata, without vectors)."""
         where: dict[str, Any] = {}
         if session_id is not None:
             where["session_id"] = session_id
         if before is not None:
             where["timestamp_epoch"] = {"$lt": parse_timestamp(before, what="before").timestamp()}
         if ids is not None and not where:
-            return sorted(self.backend.existing_ids(self.user_id, list(ids)))
+            return sorted(self.backend.fetch(self.user_id, list(dict.fromkeys(ids))), key=lambda r: r.id)
         wanted = set(ids) if ids is not None else None
-        return [r.id for r in self.backend.get(self.user_id, where) if wanted is None or r.id in wanted]
+        return [r for r in self.backend.get(self.user_id, where) if wanted is None or r.id in wanted]

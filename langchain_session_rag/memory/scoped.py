@@ -230,8 +230,11 @@ class UserStore:
             records = [found[i] for i in dict.fromkeys(ids) if i in found]
         return [stored_document(r) for r in records if r.metadata.get("user_id") == self.user_id]
 
-    def forget(self, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None) -> int:
-        """Delete the user's chunks matching every given criterion (see ``SessionVectorMemory.forget``)."""
+    def forget(self, session_id: str | None, before: TimestampLike | None, ids: Sequence[str] | None) -> list[Record]:
+        """Delete the user's chunks matching every given criterion (see ``SessionVectorMemory.forget``).
+
+        Returns the chunks deleted, with their metadata (what the other tiers erase after them).
+        """
         if session_id is None and before is None and ids is None:
             msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
             raise InvalidRequestError(msg)
@@ -243,10 +246,10 @@ class UserStore:
         self.flush()
         targets = self.writer().forget_targets(session_id, before, ids)
         try:
-            self.backend.delete(self.user_id, targets)
+            self.backend.delete(self.user_id, [r.id for r in targets])
         finally:
             self.state.replicas.evict(self.user_id)
-        return len(targets)
+        return targets
 
     def forget_all(self) -> int:
         """Delete every chunk of the user; return how many."""
