@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
+from langchain_session_rag.stores.index_files import scrub_index_files
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -147,6 +148,9 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
 def vacuum(path: str | Path) -> None:
     """Run ``chroma vacuum`` on an embedded store folder: purge applied log entries and rebuild the file.
 
+    Then zero the unused slots of the folder's vector index files, which Chroma writes from uninitialised
+    memory (see :mod:`langchain_session_rag.stores.index_files`).
+
     Raises:
         UnsupportedOperationError: The ``chroma`` command is not installed, or the vacuum failed.
     """
@@ -164,3 +168,4 @@ def vacuum(path: str | Path) -> None:
     if done.returncode != 0:
         msg = f"`chroma vacuum --path {path}` failed: {(done.stderr or done.stdout).strip()[-500:]}"
         raise UnsupportedOperationError(msg)
+    scrub_index_files(path)
