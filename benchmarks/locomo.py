@@ -40,14 +40,8 @@ from bench_embeddings import CachedEmbeddings
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag import (
-    Chunk,
-    ExchangeChunker,
-    SessionVectorMemory,
-    TopicSegmenter,
-    Turn,
-    get_default_embeddings,
-)
+from langchain_session_rag import SessionVectorMemory, TopicSegmenter, get_default_embeddings
+from langchain_session_rag.chunking import Chunk, ExchangeChunker, Turn
 from langchain_session_rag.evaluation.locomo import (
     prompt_tokens,
     recall_table,

@@ -51,7 +51,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from langchain_session_rag import ExchangeChunker, SessionVectorMemory, get_default_embeddings
+from langchain_session_rag import SessionVectorMemory, get_default_embeddings
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.stores.adapter import open_chroma_client
 
 RESULTS = Path(__file__).parent / "results"

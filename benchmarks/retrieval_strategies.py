@@ -46,7 +46,8 @@ from bench_embeddings import CachedEmbeddings
 from langchain_core.embeddings import Embeddings
 from locomo import TurnChunker
 
-from langchain_session_rag import ExchangeChunker, SessionVectorMemory, TopicSegmenter, get_default_embeddings
+from langchain_session_rag import SessionVectorMemory, TopicSegmenter, get_default_embeddings
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.evaluation.locomo import LocomoConversation, evaluate_locomo, load_locomo
 from langchain_session_rag.memory.lexical import _STOP, _WORD, BM25Index
 from langchain_session_rag.memory.speakers import dense_query

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag import ExchangeChunker, LocalEmbeddings, SessionVectorMemory, get_default_embeddings
+from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, get_default_embeddings
+from langchain_session_rag.chunking import ExchangeChunker
 
 
 class CountingEmbeddings(Embeddings):

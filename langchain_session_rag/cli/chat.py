@@ -96,7 +96,7 @@ class ChatSession:
         """
         from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage  # noqa: PLC0415
 
-        from langchain_session_rag.graph import CALL_MODEL, RETRIEVE_MEMORIES  # noqa: PLC0415
+        from langchain_session_rag.graph.names import CALL_MODEL, RETRIEVE_MEMORIES  # noqa: PLC0415
 
         config = {"configurable": {"thread_id": self.session_id}}
         context = {"user_id": self.memory.user_id, "session_id": self.session_id}

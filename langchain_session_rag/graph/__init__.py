@@ -1,5 +1,9 @@
-"""The LangGraph session-RAG graph: factory, state, node names and nodes for reuse."""
+"""The LangGraph session-RAG graph: factories, state and context, node names and nodes for reuse."""
 
+import warnings
+from typing import Any
+
+from langchain_session_rag.graph import names as _names
 from langchain_session_rag.graph.builder import (
     aend_session,
     create_memory_agent_graph,
@@ -7,29 +11,32 @@ from langchain_session_rag.graph.builder import (
     end_session,
 )
 from langchain_session_rag.graph.checkpoints import apurge_threads, purge_threads
-from langchain_session_rag.graph.names import (
-    AGENT,
-    BUILD_PROMPT,
-    CACHE_LOOKUP,
-    CALL_MODEL,
-    RETRIEVE_DOCUMENTS,
-    RETRIEVE_MEMORIES,
-    SUMMARISE_AND_STORE,
-    VALIDATE,
-)
+from langchain_session_rag.graph.names import Node
 from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
 from langchain_session_rag.graph.runnables import agent_node, graph_node
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 
+_NODE_CONSTANTS = frozenset(
+    {"AGENT", "BUILD_PROMPT", "CACHE_LOOKUP", "CALL_MODEL", "RETRIEVE_DOCUMENTS", "RETRIEVE_MEMORIES",
+     "SUMMARISE_AND_STORE", "VALIDATE"}
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Serve the node-name constants of before 0.7 (``CALL_MODEL``, ...) with a warning naming ``Node``."""
+    if name in _NODE_CONSTANTS:
+        msg = (
+            f"`langchain_session_rag.graph.{name}` is deprecated since 0.7: use `Node.{name}` "
+            f"(`from langchain_session_rag.graph import Node`). It is removed in 0.8."
+        )
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        return vars(_names)[name]
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
 __all__ = [
-    "AGENT",
-    "BUILD_PROMPT",
-    "CACHE_LOOKUP",
-    "CALL_MODEL",
-    "RETRIEVE_DOCUMENTS",
-    "RETRIEVE_MEMORIES",
-    "SUMMARISE_AND_STORE",
-    "VALIDATE",
+    "Node",
     "SessionContext",
     "SessionRAGNodes",
     "SessionRAGState",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = [
     "AGENT",
     "BUILD_PROMPT",
@@ -11,6 +13,7 @@ __all__ = [
     "RETRIEVE_MEMORIES",
     "SUMMARISE_AND_STORE",
     "VALIDATE",
+    "Node",
 ]
 
 VALIDATE = "validate"
@@ -21,3 +24,19 @@ BUILD_PROMPT = "build_prompt"
 CALL_MODEL = "call_model"
 AGENT = "agent"
 SUMMARISE_AND_STORE = "summarise_and_store"
+
+
+class Node:
+    """The node names of the session-RAG graphs, for wiring them into your own graph (``Node.CALL_MODEL``).
+
+    Plain strings: ``Node.CALL_MODEL == "call_model"``.
+    """
+
+    VALIDATE: Final = VALIDATE
+    CACHE_LOOKUP: Final = CACHE_LOOKUP
+    RETRIEVE_MEMORIES: Final = RETRIEVE_MEMORIES
+    RETRIEVE_DOCUMENTS: Final = RETRIEVE_DOCUMENTS
+    BUILD_PROMPT: Final = BUILD_PROMPT
+    CALL_MODEL: Final = CALL_MODEL
+    AGENT: Final = AGENT
+    SUMMARISE_AND_STORE: Final = SUMMARISE_AND_STORE

@@ -1,1 +1,15 @@
-"""memory."""
+"""The long-term memory: the retriever over past sessions, pinned core memory, daily logs."""
+
+from langchain_session_rag.memory.core import CoreMemory, CoreVersion
+from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
+from langchain_session_rag.memory.retriever import Consolidation, SessionInfo, SessionVectorMemory
+
+__all__ = [
+    "Consolidation",
+    "CoreMemory",
+    "CoreVersion",
+    "SessionInfo",
+    "SessionVectorMemory",
+    "read_daily_logs",
+    "rebuild_from_daily_logs",
+]

@@ -1,1 +1,16 @@
-"""prompt."""
+"""Token-budgeted prompts: the budget, its report, and the conversation-history helpers."""
+
+from langchain_session_rag.prompt.budget import TokenBudget
+from langchain_session_rag.prompt.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
+from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, SectionReport
+
+__all__ = [
+    "AssembledPrompt",
+    "BudgetReport",
+    "HistoryWindow",
+    "SectionReport",
+    "SummaryBuffer",
+    "TokenBudget",
+    "last_turns",
+    "trim_turns",
+]

@@ -1,1 +1,1 @@
-"""stores."""
+"""Storage back ends (Chroma, any LangChain vector store): internal; users pick one through ``SessionVectorMemory``."""

@@ -53,7 +53,8 @@ def test_the_running_summary_over_8_turns_with_the_real_local_model(tmp_path: Pa
     from langchain_core.messages import AIMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from langchain_session_rag import SummaryBuffer, TokenBudget
+    from langchain_session_rag import TokenBudget
+    from langchain_session_rag.prompt import SummaryBuffer
     from langchain_session_rag.prompt.texts import SUMMARY_OPEN
 
     memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)

@@ -71,7 +71,7 @@ def test_a_prompt_over_the_window_is_a_typed_error_when_invoked_or_streamed() ->
 def test_curation_with_a_real_model_is_bounded_and_changes_nothing_unapproved(
     tmp_path: Path, real_embeddings: Any
 ) -> None:
-    from langchain_session_rag import curate_core_memory
+    from langchain_session_rag.agents import curate_core_memory
 
     memory = SessionVectorMemory.local(path=tmp_path, user_id="ana", embeddings=real_embeddings)
     memory.core.write("memory", "- Ana prefers metric units.")

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 
-from langchain_session_rag import SessionVectorMemory, import_conversations, read_conversations
+from langchain_session_rag import SessionVectorMemory, import_conversations
 from langchain_session_rag.errors import FileAccessError, ImportFormatError, InvalidMessageError
 from langchain_session_rag.evaluation.locomo_data import load_locomo
+from langchain_session_rag.importers import read_conversations
 
 HANG = pytest.mark.timeout(60, method="thread")
 MiB = 2**20

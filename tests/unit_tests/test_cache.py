@@ -13,7 +13,8 @@ from langchain_core.caches import BaseCache
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_tests.integration_tests import AsyncCacheTestSuite, SyncCacheTestSuite
 
-from langchain_session_rag import SemanticCache, SemanticLLMCache, cache_scope, get_default_embeddings
+from langchain_session_rag import SemanticCache, SemanticLLMCache, get_default_embeddings
+from langchain_session_rag.cache import cache_scope
 from langchain_session_rag.cache.guards import is_volatile
 
 PAIRS = json.loads((Path(__file__).parents[1] / "data" / "cache_pairs.json").read_text(encoding="utf-8"))

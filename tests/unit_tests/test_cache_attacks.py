@@ -22,7 +22,8 @@ from langchain_core.outputs import Generation
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 
-from langchain_session_rag import SemanticCache, SemanticLLMCache, cache_scope, current_cache_user
+from langchain_session_rag import SemanticCache, SemanticLLMCache
+from langchain_session_rag.cache import cache_scope, current_cache_user
 from langchain_session_rag.cache.guards import guard_mismatch, is_volatile
 from langchain_session_rag.errors import InvalidRequestError
 

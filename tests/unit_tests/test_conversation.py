@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_session_rag import ExchangeChunker
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.chunking.messages import normalize_messages
 from langchain_session_rag.errors import (
     DuplicateMessageIdError,

@@ -10,12 +10,8 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_session_rag import (
-    SessionVectorMemory,
-    TokenBudget,
-    create_core_memory_tool,
-    curate_core_memory,
-)
+from langchain_session_rag import SessionVectorMemory, TokenBudget, create_core_memory_tool
+from langchain_session_rag.agents import curate_core_memory
 from langchain_session_rag.errors import (
     BudgetExceededError,
     CoreMemoryFullError,

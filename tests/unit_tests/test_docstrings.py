@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import importlib
 import inspect
 import re
 import textwrap
@@ -13,16 +14,17 @@ from types import CodeType
 import pytest
 
 import langchain_session_rag
-from langchain_session_rag import graph
+from langchain_session_rag import chunking, models
 from langchain_session_rag.memory import timewindow
-from langchain_session_rag.models import tokens
 
-OBJECTS = [getattr(langchain_session_rag, name) for name in langchain_session_rag.__all__] + [
-    tokens.tiktoken_counter,
-    graph.create_session_rag_graph,
-    graph.create_memory_agent_graph,
-    timewindow,
-]
+SUBPACKAGES = ["agents", "cache", "chunking", "evaluation", "graph", "importers", "memory", "models", "prompt"]
+PUBLIC = {
+    id(obj): obj
+    for module in [langchain_session_rag, *(importlib.import_module(f"langchain_session_rag.{s}") for s in SUBPACKAGES)]
+    for obj in (getattr(module, name) for name in module.__all__)
+    if callable(obj)
+}
+OBJECTS = [*PUBLIC.values(), timewindow]
 
 
 def blocks(obj: object) -> list[str]:
@@ -44,5 +46,5 @@ def test_docstring_examples_run(obj: object, tmp_path: Path, monkeypatch: pytest
 
 def test_the_main_classes_have_examples() -> None:
     assert blocks(langchain_session_rag.SessionVectorMemory)
-    assert blocks(langchain_session_rag.ExchangeChunker)
-    assert blocks(langchain_session_rag.LocalEmbeddings)
+    assert blocks(chunking.ExchangeChunker)
+    assert blocks(models.LocalEmbeddings)

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from langchain_session_rag import SessionVectorMemory, read_daily_logs
+from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.memory import read_daily_logs
 
 OLD, NEW, KEPT = "OLDTEXTX5521", "NEWTEXTY8830", "UNTOUCHED4417"
 

@@ -21,26 +21,24 @@ from pydantic import ValidationError
 
 import langchain_session_rag
 from langchain_session_rag import (
-    ExchangeChunker,
     LocalChatModel,
     SemanticCache,
     SemanticLLMCache,
     SessionMemoryStore,
     SessionVectorMemory,
-    SummaryBuffer,
     TokenBudget,
     TopicSegmenter,
     create_manage_memory_tool,
     create_search_memory_tool,
-    curate_core_memory,
-    last_turns,
-    read_daily_logs,
-    tiktoken_counter,
-    trim_turns,
 )
+from langchain_session_rag.agents import curate_core_memory
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
+from langchain_session_rag.memory import read_daily_logs
+from langchain_session_rag.models import tiktoken_counter
 from langchain_session_rag.models.tokens import get_encoding
+from langchain_session_rag.prompt import SummaryBuffer, last_turns, trim_turns
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.chroma import ChromaBackend
 

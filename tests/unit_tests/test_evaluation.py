@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.documents import Document
 
-from langchain_session_rag import ExchangeChunker
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.errors import (
     FileAccessError,
     InvalidArgumentError,

@@ -8,8 +8,9 @@ from typing import Any
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
-from langchain_session_rag import SemanticCache, SessionVectorMemory, read_daily_logs, rebuild_from_daily_logs
+from langchain_session_rag import SemanticCache, SessionVectorMemory
 from langchain_session_rag.graph import create_session_rag_graph
+from langchain_session_rag.memory import read_daily_logs, rebuild_from_daily_logs
 
 MARK = "ZQXMARKER7731"
 OTHER = "KEEPSAKE4412"

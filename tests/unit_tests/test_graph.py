@@ -13,7 +13,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_session_rag import SemanticCache, SessionVectorMemory
 from langchain_session_rag.errors import InvalidRequestError
-from langchain_session_rag.graph import CALL_MODEL, SessionRAGState, create_session_rag_graph
+from langchain_session_rag.graph import Node, SessionRAGState, create_session_rag_graph
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 
@@ -127,7 +127,7 @@ async def test_async_and_token_streaming(memory: SessionVectorMemory) -> None:
     async for message, meta in graph.astream(
         {"messages": [HumanMessage("Tell me something")]}, context=ctx(), stream_mode="messages"
     ):
-        if meta["langgraph_node"] == CALL_MODEL:
+        if meta["langgraph_node"] == Node.CALL_MODEL:
             chunks.append(message.text)
     assert len(chunks) > 1
     assert "".join(chunks) == "streamed answer here"

@@ -14,8 +14,9 @@ from langchain_core.messages import AIMessage, HumanMessage, messages_from_dict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_session_rag import SemanticCache, SemanticLLMCache, SessionVectorMemory, SummaryBuffer
-from langchain_session_rag.graph import CACHE_LOOKUP, CALL_MODEL, create_session_rag_graph
+from langchain_session_rag import SemanticCache, SemanticLLMCache, SessionVectorMemory
+from langchain_session_rag.graph import Node, create_session_rag_graph
+from langchain_session_rag.prompt import SummaryBuffer
 from tests.unit_tests.test_cache_attacks import CountingModel
 
 
@@ -88,7 +89,7 @@ async def test_stream_mode_messages_carries_the_answer_only(memory: SessionVecto
             streamed.append((meta["langgraph_node"], message.text))
     final = await app.aget_state(config)
     assert final.values.get("summary"), "the summary model ran"
-    assert {node for node, _ in streamed} == {CALL_MODEL}
+    assert {node for node, _ in streamed} == {Node.CALL_MODEL}
     text = "".join(t for _, t in streamed)
     assert "7788" not in text, "no retrieved memory is streamed"
     assert "SUMMARY-TOKENS" not in text, "the summary model's tokens are not streamed"
@@ -108,7 +109,7 @@ def test_a_cache_hit_is_streamed(tmp_path: Path, memory: SessionVectorMemory) ->
             stream_mode="messages",
         )
     )
-    assert [(meta["langgraph_node"], m.text) for m, meta in chunks] == [(CACHE_LOOKUP, "Eight legs.")]
+    assert [(meta["langgraph_node"], m.text) for m, meta in chunks] == [(Node.CACHE_LOOKUP, "Eight legs.")]
 
 
 def test_the_prompt_leaves_the_state_at_the_end_of_the_turn(memory: SessionVectorMemory) -> None:

@@ -6,7 +6,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_session_rag import SummaryBuffer, last_turns, trim_turns
+from langchain_session_rag.prompt import SummaryBuffer, last_turns, trim_turns
 
 
 def conversation(n: int) -> list[BaseMessage]:

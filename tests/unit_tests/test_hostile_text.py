@@ -16,7 +16,8 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
-from langchain_session_rag import ExchangeChunker, SessionMemoryStore, SessionVectorMemory, import_conversations
+from langchain_session_rag import SessionMemoryStore, SessionVectorMemory, import_conversations
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.errors import (
     InvalidArgumentError,
     InvalidMessageError,

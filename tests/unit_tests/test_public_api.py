@@ -1,86 +1,120 @@
+"""The public surface is pinned: the root's names, each subpackage's names, and the names moved in 0.7."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import warnings
+from pathlib import Path
+
+import pytest
+
 import langchain_session_rag
 
+PACKAGE = Path(langchain_session_rag.__file__).parent
 
-def test_all_is_pinned() -> None:
-    assert sorted(langchain_session_rag.__all__) == [
-        "AssembledPrompt",
-        "BudgetReport",
-        "CacheDecision",
-        "CacheStats",
-        "Chunk",
-        "Consolidation",
-        "CoreEdit",
-        "CoreMemory",
-        "CoreVersion",
-        "Curation",
-        "ExchangeChunker",
-        "HistoryWindow",
-        "ImportReport",
-        "ImportedConversation",
-        "LocalChatModel",
-        "LocalEmbeddings",
-        "MultilingualEmbeddings",
-        "SectionReport",
-        "Segment",
-        "SemanticCache",
-        "SemanticLLMCache",
-        "SessionInfo",
-        "SessionMemoryStore",
-        "SessionRAGError",
-        "SessionVectorMemory",
-        "SimilarityProfile",
-        "SummaryBuffer",
-        "TokenBudget",
-        "TokenCounter",
-        "TopicSegmenter",
-        "Turn",
-        "acurate_core_memory",
-        "aimport_conversations",
-        "cache_scope",
-        "create_core_memory_tool",
-        "create_manage_memory_tool",
-        "create_search_memory_tool",
-        "curate_core_memory",
-        "current_cache_user",
-        "default_chat_model",
-        "get_default_embeddings",
-        "import_conversations",
-        "last_turns",
-        "normalize_messages",
-        "read_conversations",
-        "read_daily_logs",
-        "rebuild_from_daily_logs",
-        "tiktoken_counter",
-        "trim_turns",
-    ]
+ROOT = [
+    "CoreMemory",
+    "LocalChatModel",
+    "LocalEmbeddings",
+    "MultilingualEmbeddings",
+    "SemanticCache",
+    "SemanticLLMCache",
+    "SessionMemoryStore",
+    "SessionRAGError",
+    "SessionVectorMemory",
+    "TokenBudget",
+    "TopicSegmenter",
+    "aimport_conversations",
+    "create_core_memory_tool",
+    "create_manage_memory_tool",
+    "create_memory_agent_graph",
+    "create_search_memory_tool",
+    "create_session_rag_graph",
+    "default_chat_model",
+    "get_default_embeddings",
+    "import_conversations",
+]
+
+SUBPACKAGES = {
+    "agents": ["CoreEdit", "Curation", "SessionMemoryStore", "acurate_core_memory", "create_core_memory_tool",
+               "create_manage_memory_tool", "create_search_memory_tool", "curate_core_memory"],
+    "cache": ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache", "cache_scope", "current_cache_user"],
+    "chunking": ["Chunk", "ExchangeChunker", "Segment", "SimilarityProfile", "TopicSegmenter", "Turn",
+                 "normalize_messages"],
+    "evaluation": ["LocomoConversation", "LocomoQuestion", "LocomoReport", "LocomoSession", "evaluate_locomo",
+                   "load_locomo"],
+    "graph": ["Node", "SessionContext", "SessionRAGNodes", "SessionRAGState", "aend_session", "agent_node",
+              "apurge_threads", "create_memory_agent_graph", "create_session_rag_graph", "end_session", "graph_node",
+              "purge_threads", "route_after_cache"],
+    "importers": ["ImportReport", "ImportedConversation", "aimport_conversations", "import_conversations",
+                  "read_conversations"],
+    "memory": ["Consolidation", "CoreMemory", "CoreVersion", "SessionInfo", "SessionVectorMemory", "read_daily_logs",
+               "rebuild_from_daily_logs"],
+    "models": ["LocalChatModel", "LocalEmbeddings", "MultilingualEmbeddings", "TokenCounter", "default_chat_model",
+               "get_default_embeddings", "ollama_models", "pick_chat_model", "tiktoken_counter"],
+    "prompt": ["AssembledPrompt", "BudgetReport", "HistoryWindow", "SectionReport", "SummaryBuffer", "TokenBudget",
+               "last_turns", "trim_turns"],
+}  # fmt: skip
 
 
-def test_graph_names_are_pinned() -> None:
+def test_the_root_exports_what_a_user_composes_and_no_more() -> None:
+    assert sorted(langchain_session_rag.__all__) == ROOT
+    assert len(langchain_session_rag.__all__) <= 25
+    assert all(getattr(langchain_session_rag, name) is not None for name in ROOT)
+
+
+@pytest.mark.parametrize("subpackage", sorted(SUBPACKAGES))
+def test_each_subpackage_exports_its_own_public_names(subpackage: str) -> None:
+    module = importlib.import_module(f"langchain_session_rag.{subpackage}")
+    assert sorted(module.__all__) == sorted(SUBPACKAGES[subpackage])
+    assert all(hasattr(module, name) for name in module.__all__)
+
+
+def test_every_root_name_is_the_same_object_as_in_its_subpackage() -> None:
+    homes = {name: sub for sub, names in SUBPACKAGES.items() for name in names}
+    for name in ROOT:
+        if name in homes:
+            sub = importlib.import_module(f"langchain_session_rag.{homes[name]}")
+            assert getattr(sub, name) is getattr(langchain_session_rag, name), name
+
+
+@pytest.mark.parametrize("name", sorted(langchain_session_rag.MOVED_IN_0_7))
+def test_a_name_moved_in_0_7_still_imports_from_the_root_with_a_warning_naming_its_place(name: str) -> None:
+    sub = langchain_session_rag.MOVED_IN_0_7[name]
+    with pytest.warns(DeprecationWarning, match=rf"langchain_session_rag\.{sub}\.{name}"):
+        old = getattr(langchain_session_rag, name)
+    assert old is getattr(importlib.import_module(f"langchain_session_rag.{sub}"), name)
+    assert name in SUBPACKAGES[sub]
+
+
+def test_the_graphs_node_constants_warn_and_name_node() -> None:
     from langchain_session_rag import graph
 
-    assert sorted(graph.__all__) == [
-        "AGENT",
-        "BUILD_PROMPT",
-        "CACHE_LOOKUP",
-        "CALL_MODEL",
-        "RETRIEVE_DOCUMENTS",
-        "RETRIEVE_MEMORIES",
-        "SUMMARISE_AND_STORE",
-        "SessionContext",
-        "SessionRAGNodes",
-        "SessionRAGState",
-        "VALIDATE",
-        "aend_session",
-        "agent_node",
-        "apurge_threads",
-        "create_memory_agent_graph",
-        "create_session_rag_graph",
-        "end_session",
-        "graph_node",
-        "purge_threads",
-        "route_after_cache",
-    ]
-    assert all(hasattr(graph, name) for name in graph.__all__)
+    with pytest.warns(DeprecationWarning, match=r"Node\.CALL_MODEL"):
+        assert graph.CALL_MODEL == graph.Node.CALL_MODEL == "call_model"  # type: ignore[attr-defined]
+
+
+def test_current_names_import_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for sub, names in SUBPACKAGES.items():
+            module = importlib.import_module(f"langchain_session_rag.{sub}")
+            for name in names:
+                getattr(module, name)
+        for name in ROOT:
+            getattr(langchain_session_rag, name)
+
+
+def test_no_package_code_imports_a_moved_name_from_the_root() -> None:
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "langchain_session_rag":
+                offenders += [
+                    f"{path.name}: {a.name}" for a in node.names if a.name in langchain_session_rag.MOVED_IN_0_7
+                ]
+    assert offenders == []
 
 
 def test_every_error_is_in_the_family() -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from langchain_session_rag import ExchangeChunker, SessionVectorMemory
+from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.chunking.messages import normalize_messages
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.speakers import FREQUENT_SPEAKER_SHARE, dense_query
