@@ -117,7 +117,7 @@ def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
         .. code-block:: python
 
             from langchain_core.language_models.fake_chat_models import FakeListChatModel
-            from langchain_session_rag import cache_scope
+            from langchain_session_rag.cache import cache_scope
 
             model = FakeListChatModel(responses=["Hi Alice."])
             with cache_scope("alice", private=True):

@@ -89,8 +89,8 @@ class ExchangeChunker(BaseModel):
     Example:
         .. code-block:: python
 
-            from langchain_session_rag import ExchangeChunker
-            from langchain_session_rag.chunking.messages import normalize_messages
+            from langchain_session_rag.chunking import ExchangeChunker
+            from langchain_session_rag.chunking import normalize_messages
 
             turns = normalize_messages(
                 [{"role": "user", "content": "Hi, how do I persist Chroma?"},
