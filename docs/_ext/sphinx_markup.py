@@ -1,0 +1,58 @@
+"""A griffe extension for the API reference: the docstrings' Sphinx markup, rendered as Markdown.
+
+The package's Google-style docstrings use a few reStructuredText forms (``.. code-block:: python`` and roles such
+as ``:meth:`name```), which read well in an editor and in ``help()``; mkdocstrings renders Markdown, so here they
+become fenced code blocks and code spans. The docstrings themselves are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import griffe
+
+ROLE = re.compile(r":(?:meth|func|class|data|attr|mod|exc|obj):`(~?)([^`]+)`")
+DIRECTIVE = re.compile(r"^(\s*)\.\. code-block::\s*(\w*)\s*$")
+
+
+def _role(match: re.Match[str]) -> str:
+    target = match.group(2)
+    return f"`{target.rsplit('.', 1)[-1] if match.group(1) else target}`"
+
+
+def _fences(text: str) -> str:
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        found = DIRECTIVE.match(lines[i])
+        if not found:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent, lang = found.group(1), found.group(2) or "text"
+        i += 1
+        body: list[str] = []
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > len(indent)):
+            body.append(lines[i])
+            i += 1
+        while body and not body[-1].strip():
+            body.pop()
+        while body and not body[0].strip():
+            body.pop(0)
+        cut = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+        out.append(f"{indent}```{lang}")
+        out.extend(f"{indent}{b[cut:]}" if b.strip() else "" for b in body)
+        out.append(f"{indent}```")
+        out.append("")
+    return "\n".join(out)
+
+
+class SphinxMarkup(griffe.Extension):
+    """Rewrite code-block directives and Sphinx roles of every docstring that griffe loads."""
+
+    def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:  # noqa: ARG002 - griffe's hook signature
+        """Rewrite ``obj``'s docstring, if it has one."""
+        if obj.docstring is not None:
+            obj.docstring.value = ROLE.sub(_role, _fences(obj.docstring.value))
