@@ -275,3 +275,39 @@ def test_the_names_check_catches_a_wrong_path() -> None:
     assert "langchain_session_rag.memory.NoSuchThing" in names
     with pytest.raises(AttributeError):
         resolve("langchain_session_rag.memory.NoSuchThing")
+
+
+def test_the_readme_is_a_short_guide() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 300
+    headings = re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
+    assert headings[:4] == ["Install", "The two commands", "Quick start", "Ways to use it"]
+    assert "<!-- times -->" in text
+    for way in ("LCEL", "graph", "Agent tools", "store", "command line"):
+        assert re.search(rf"^### .*{way}", text, flags=re.MULTILINE | re.IGNORECASE), way
+
+
+def test_the_api_reference_covers_the_public_surface() -> None:
+    import langchain_session_rag
+
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    nav = re.findall(r"[\w/-]+\.md", str(config["nav"]))
+    pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md") if "_ext" not in p.parts}
+    assert set(nav) == pages
+    root_page = (ROOT / "docs/reference/index.md").read_text(encoding="utf-8")
+    assert set(re.findall(r"^\s+- (\w+)$", root_page, flags=re.MULTILINE)) == set(langchain_session_rag.__all__)
+    for sub in (
+        "memory",
+        "chunking",
+        "prompt",
+        "cache",
+        "graph",
+        "agents",
+        "importers",
+        "models",
+        "evaluation",
+        "errors",
+    ):
+        page = (ROOT / f"docs/reference/{sub}.md").read_text(encoding="utf-8")
+        assert f"::: langchain_session_rag.{sub}\n" in page
