@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +20,7 @@ __all__ = [
     "check_documents",
     "check_int",
     "check_messages",
+    "check_path",
     "check_session_id",
     "check_text",
     "check_unit_interval",
@@ -48,6 +50,16 @@ def check_int(name: str, value: object, low: int, *, optional: bool = False) -> 
         return value
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         msg = f"{name} must be an integer >= {low}, got {value!r}."
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def check_path(name: str, value: object) -> Any:
+    """A file path: a string or an ``os.PathLike`` (not bytes, not a number), non-empty."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        msg = f"{name} must be a file path (a non-empty string or a pathlib.Path), got {value!r}."
         raise InvalidArgumentError(msg)
     return value
 

@@ -73,8 +73,13 @@ class ImportFormatError(InvalidMessageError):
     """A file given to an importer is not in a format it reads (or not in the one it was read as); nothing stored."""
 
 
-class InvalidTimestampError(InvalidMessageError):
-    """A timestamp could not be parsed as ISO 8601, a ``datetime`` or epoch seconds."""
+class InvalidTimestampError(InvalidMessageError, InvalidArgumentError):
+    """A timestamp could not be parsed as ISO 8601, a ``datetime`` or epoch seconds (or a phrase, where one is read).
+
+    The one error of a time that does not parse, wherever it is given: a message's timestamp, a time bound
+    (``since``, ``until``, ``before``) or a ``time_window`` phrase. Since 0.7 also an :class:`InvalidArgumentError`
+    (a bound is an argument); a bound that parses but is out of order is an ``InvalidArgumentError`` itself.
+    """
 
 
 class MessageTooLargeError(InvalidMessageError):
@@ -85,10 +90,11 @@ class InvalidMetadataError(SessionRAGError, ValueError):
     """Metadata a store cannot keep faithfully: a reserved or empty key, an operator key, NaN, a huge integer."""
 
 
-class UnknownOptionError(InvalidArgumentError):
-    """A keyword option the call does not know.
+class UnknownOptionError(SessionRAGError, TypeError):
+    """A keyword option the call does not know: a ``TypeError``, as Python's own unknown-keyword error is.
 
-    A ``TypeError`` as Python's own unknown-keyword error is; since 0.7 also an :class:`InvalidArgumentError`.
+    Not a ``ValueError``: a pydantic model given an unknown option in a settings dict (``search_kwargs``) raises
+    it as is, rather than inside a ``ValidationError``.
     """
 
 

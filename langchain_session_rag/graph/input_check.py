@@ -40,7 +40,7 @@ def check_run_input(input: object, config: RunnableConfig | None, context: objec
     """Refuse a run's input before the run starts (see the module docstring).
 
     The run must name a fit ``user_id`` and ``session_id`` (in ``context`` or ``config["configurable"]``); when the
-    input carries messages, the last one must be a non-empty user turn. A resumed run (``None`` or a ``Command``
+    input is a state, its messages must end with a non-empty user turn. A resumed run (``None`` or a ``Command``
     input) is checked for its ids only.
 
     Raises:
@@ -53,10 +53,8 @@ def check_run_input(input: object, config: RunnableConfig | None, context: objec
         raise
     except InvalidArgumentError as exc:  # an unfit id: the input of a graph run is refused with the one class
         raise InvalidRequestError(str(exc)) from None
-    if isinstance(input, Mapping) and input.get("messages"):
-        messages = _input_messages(input["messages"])
-        if messages:
-            check_turn(messages)
+    if isinstance(input, Mapping):  # a new turn (a resumed run's input is None or a Command)
+        check_turn(_input_messages(input.get("messages") or []))
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag._checks import check_session_id
+from langchain_session_rag._checks import check_path, check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
@@ -315,7 +315,7 @@ class MemoryAdmin(MemorySettings):
         Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
         and ``embedding_model``.
         """
-        return self._store().export_jsonl(path)
+        return self._store().export_jsonl(check_path("path", path))
 
     async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Async :meth:`export_jsonl`."""
@@ -335,7 +335,7 @@ class MemoryAdmin(MemorySettings):
             InvalidMessageError: A malformed line (nothing is imported).
             InvalidArgumentError: An id in the file belongs to another user of the same collection.
         """
-        return self._store().import_jsonl(path, reassign=reassign)
+        return self._store().import_jsonl(check_path("path", path), reassign=reassign)
 
     async def aimport_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
         """Async :meth:`import_jsonl`."""
