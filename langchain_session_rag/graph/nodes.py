@@ -17,6 +17,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.cache.erasure import SESSION_KEY
 from langchain_session_rag.cache.scope import cache_scope
@@ -100,11 +101,9 @@ class SessionRAGNodes:
             if not isinstance(value, kind):
                 msg = f"{name} must be a {_kind_name(kind)}, got {type(value).__name__}."
                 raise InvalidArgumentError(msg)
-        for name, number, low in (("window_turns", self.window_turns, 1), ("memory_k", self.memory_k, 1),
-                                  ("summary_min_tokens", self.summary_min_tokens, 0)):  # fmt: skip
-            if isinstance(number, bool) or not isinstance(number, int) or number < low:
-                msg = f"{name} must be an integer >= {low}, got {number!r}."
-                raise InvalidArgumentError(msg)
+        check_int("window_turns", self.window_turns, 1)
+        check_int("memory_k", self.memory_k, 1)  # k: the one check of every path
+        check_int("summary_min_tokens", self.summary_min_tokens, 0)
 
     def _cache_for(self, user_id: str) -> SemanticCache:
         """The caller's cache as seen by ``user_id``.

@@ -84,7 +84,7 @@ def _check_time(meta: dict[str, Any], path: object, lineno: int) -> None:
         try:
             stamp = parse_timestamp(meta["timestamp"], what="timestamp")
         except InvalidTimestampError as exc:
-            raise _fail(path, lineno, f"bad timestamp {meta['timestamp']!r}") from exc
+            raise InvalidTimestampError(str(_fail(path, lineno, f"bad timestamp {meta['timestamp']!r}"))) from exc
         meta["timestamp"] = stamp.isoformat()
         meta["timestamp_epoch"] = stamp.timestamp()
     elif "timestamp_epoch" in meta and not isinstance(meta["timestamp_epoch"], int | float):
@@ -108,7 +108,7 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
         check_session_id(meta.get("session_id", ""), empty_ok=True)
     except InvalidArgumentError as exc:
         msg = f"{path}:{lineno}: {exc} Nothing was imported."
-        raise InvalidArgumentError(msg) from exc
+        raise InvalidMessageError(msg) from exc  # a malformed line of the file, as every other one
     _check_time(meta, path, lineno)
     for key in ("chunk_index", "chunk_part", "token_count"):
         value = meta.get(key)

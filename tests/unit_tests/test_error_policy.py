@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -122,6 +123,15 @@ class World:
         self.memory.export_jsonl(self.export)
 
 
+def _edited(world: World, **metadata: object) -> Path:
+    """The world's export with its first line's metadata changed."""
+    line = json.loads(world.export.read_text(encoding="utf-8").splitlines()[0])
+    line["metadata"].update(metadata)
+    path = world.tmp / f"edited-{len(metadata)}-{min(metadata)}.jsonl"
+    path.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    return path
+
+
 def _model() -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([AIMessage("ok")] * 3))
 
@@ -220,6 +230,16 @@ CASES: list[Case] = [
     # export / import
     ("export_jsonl(path=5)", "argument", lambda w: w.memory.export_jsonl(5)),  # type: ignore[arg-type]
     ("import_jsonl(path=5)", "argument", lambda w: w.memory.import_jsonl(5)),  # type: ignore[arg-type]
+    (
+        "import_jsonl(a line's session_id 'a\\nb')",
+        "message",
+        lambda w: w.memory.for_user("carol").import_jsonl(_edited(w, session_id="a\nb"), reassign=True),
+    ),
+    (
+        "import_jsonl(a line's timestamp 'x')",
+        "timestamp",
+        lambda w: w.memory.for_user("carol").import_jsonl(_edited(w, timestamp="x"), reassign=True),
+    ),
     # SemanticCache: constructor, for_user, lookup, update
     *[
         (
