@@ -108,7 +108,7 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
         check_session_id(meta.get("session_id", ""), empty_ok=True)
     except InvalidArgumentError as exc:
         msg = f"{path}:{lineno}: {exc} Nothing was imported."
-        raise InvalidMessageError(msg) from exc  # a malformed line of the file, as every other one
+        raise InvalidArgumentError(msg) from exc
     _check_time(meta, path, lineno)
     for key in ("chunk_index", "chunk_part", "token_count"):
         value = meta.get(key)

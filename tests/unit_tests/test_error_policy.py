@@ -232,7 +232,7 @@ CASES: list[Case] = [
     ("import_jsonl(path=5)", "argument", lambda w: w.memory.import_jsonl(5)),  # type: ignore[arg-type]
     (
         "import_jsonl(a line's session_id 'a\\nb')",
-        "message",
+        "argument",
         lambda w: w.memory.for_user("carol").import_jsonl(_edited(w, session_id="a\nb"), reassign=True),
     ),
     (
