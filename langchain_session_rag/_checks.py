@@ -77,7 +77,7 @@ def check_unit_interval(name: str, value: object, *, optional: bool = False) -> 
     if optional and value is None:
         return value
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        msg = f"{name} must be a number between 0 and 1, got {value!r}."
+        msg = f"{name} must be a number in [0, 1], got {value!r}."
         raise InvalidArgumentError(msg)
     return value
 

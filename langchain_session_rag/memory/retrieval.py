@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_session_rag._checks import check_unit_interval
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
 from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
@@ -257,10 +258,7 @@ def _allowance(value: object) -> int | None:
 
 
 def _unit(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        msg = f"{name} must be a number in [0, 1], got {value!r}."
-        raise InvalidArgumentError(msg)
-    return float(value)
+    return float(check_unit_interval(name, value))  # the one [0, 1] check
 
 
 def _importance(opt: dict[str, Any]) -> tuple[float | None, float]:
