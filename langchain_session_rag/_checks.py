@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -14,19 +15,29 @@ from langchain_session_rag.errors import InvalidArgumentError
 
 __all__ = [
     "MAX_SESSION_ID_CHARS",
+    "MAX_USER_ID_CHARS",
+    "SYSTEM_PREFIX",
     "check_documents",
     "check_int",
     "check_messages",
+    "check_path",
     "check_session_id",
     "check_text",
+    "check_unit_interval",
+    "check_user_id",
     "first_surrogate",
     "one_line",
     "safe_session_id",
     "session_id_problem",
+    "user_id_problem",
 ]
 
 MAX_SESSION_ID_CHARS = 512
 """The longest session id accepted (a ChatGPT conversation id is 36, a notes file's session id under 300)."""
+MAX_USER_ID_CHARS = 256
+"""The longest user id accepted (an e-mail address is at most 254)."""
+SYSTEM_PREFIX = "\x1f"
+"""Prefix of the ids of system scopes (a store's shared namespaces): code may choose them, no caller can name them."""
 _UNSAFE_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
 """Control characters (NUL, line breaks, escapes), lone surrogates, and the Unicode line and paragraph separators."""
 _JOINERS = frozenset("\u200c\u200d")
@@ -43,12 +54,69 @@ def check_int(name: str, value: object, low: int, *, optional: bool = False) -> 
     return value
 
 
+def check_path(name: str, value: object) -> Any:
+    """A file path: a string or an ``os.PathLike`` (not bytes, not a number), non-empty."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        msg = f"{name} must be a file path (a non-empty string or a pathlib.Path), got {value!r}."
+        raise InvalidArgumentError(msg)
+    return value
+
+
 def check_text(name: str, value: object, *, optional: bool = False) -> Any:
     """A string (``None`` too when ``optional``)."""
     if not isinstance(value, str) and not (optional and value is None):
         msg = f"{name} must be a string, got {type(value).__name__}."
         raise InvalidArgumentError(msg)
     return value
+
+
+def check_unit_interval(name: str, value: object, *, optional: bool = False) -> Any:
+    """A number in ``[0, 1]`` (a threshold, a weight, an importance); ``None`` too when ``optional``."""
+    if optional and value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        msg = f"{name} must be a number in [0, 1], got {value!r}."
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def user_id_problem(value: object, *, system_ok: bool = False) -> str | None:
+    """What makes ``value`` unfit as a user id (see :func:`check_user_id`), or ``None`` when it is fit."""
+    if not isinstance(value, str):
+        return f"a {type(value).__name__}, not a string"
+    if not value.strip():
+        return "blank"
+    if len(value) > MAX_USER_ID_CHARS:
+        return f"{len(value):,} characters long, over the limit of {MAX_USER_ID_CHARS}"
+    if "\x00" in value or first_surrogate(value) is not None:
+        return "holding a NUL character or a lone surrogate"
+    if value.startswith(SYSTEM_PREFIX) and not system_ok:
+        return "starting with the system scope prefix U+001F"
+    return None
+
+
+def check_user_id(value: object, *, system_ok: bool = False) -> str:
+    """A user id: the one check of every path that takes one (memory, cache, store namespaces, a run's ids).
+
+    Args:
+        value: The user id given.
+        system_ok: A system scope's id (starting with :data:`SYSTEM_PREFIX`) is accepted: code chose it.
+
+    Raises:
+        InvalidArgumentError: It is not a string, is blank, longer than :data:`MAX_USER_ID_CHARS`, holds a NUL or
+            a lone surrogate, or starts with :data:`SYSTEM_PREFIX`. Nothing was read or written.
+    """
+    problem = user_id_problem(value, system_ok=system_ok)
+    if problem is not None:
+        shown = repr(value) if len(repr(value)) <= 200 else f"{repr(value)[:200]}..."  # noqa: PLR2004
+        msg = (
+            f"user_id must be a non-blank string of at most {MAX_USER_ID_CHARS} characters without NUL or control "
+            f"prefix, got {shown} ({problem}). Use a plain id such as 'alice' or 'user-42'."
+        )
+        raise InvalidArgumentError(msg)
+    return str(value)
 
 
 def _sequence_of(name: str, value: object, kind: type, what: str) -> Sequence[Any]:

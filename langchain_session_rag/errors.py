@@ -42,14 +42,15 @@ class SessionRAGError(Exception):
 
 
 class InvalidArgumentError(SessionRAGError, ValueError, TypeError):
-    """An argument of the wrong type or out of its range (a negative ``k``, a ``user_id`` that is not text, ...).
+    """A bad argument to a Python call: the wrong type, out of its range, or an unfit id.
 
-    It is both a ``ValueError`` and a ``TypeError``, so code catching either keeps working.
+    The one error of a bad argument on every path that takes it: a ``user_id`` or ``session_id`` (blank, not text,
+    too long, a control character), ``k``, a time bound (``since``/``until``), a size or limit, a threshold or
+    weight outside ``[0, 1]``, a filter, a namespace, an unknown core memory block, and a bad option of a factory
+    or of a class that is not a pydantic model (a pydantic model's constructor reports a bad field as pydantic's
+    ``ValidationError``, whose message is this error's). Nothing was read or written.
 
-    It is also the one error of an unfit session id, on every path that takes one (``add_messages``, ``add_note``,
-    ``forget(session_id=...)``, ``SessionMemoryStore``, a graph run's ``session_id``, ``import_jsonl``, the CLI): a
-    session id is an argument like any other, whichever call carries it, so the same class is raised for it
-    everywhere rather than the class of the call (a message batch's, a graph request's).
+    It is both a ``ValueError`` and a ``TypeError``, so code catching either keeps working. See ``docs/errors.md``.
     """
 
 
@@ -72,8 +73,13 @@ class ImportFormatError(InvalidMessageError):
     """A file given to an importer is not in a format it reads (or not in the one it was read as); nothing stored."""
 
 
-class InvalidTimestampError(InvalidMessageError):
-    """A timestamp could not be parsed as ISO 8601, a ``datetime`` or epoch seconds."""
+class InvalidTimestampError(InvalidMessageError, InvalidArgumentError):
+    """A timestamp could not be parsed as ISO 8601, a ``datetime`` or epoch seconds (or a phrase, where one is read).
+
+    The one error of a time that does not parse, wherever it is given: a message's timestamp, a time bound
+    (``since``, ``until``, ``before``) or a ``time_window`` phrase. Since 0.7 also an :class:`InvalidArgumentError`
+    (a bound is an argument); a bound that parses but is out of order is an ``InvalidArgumentError`` itself.
+    """
 
 
 class MessageTooLargeError(InvalidMessageError):
@@ -85,7 +91,11 @@ class InvalidMetadataError(SessionRAGError, ValueError):
 
 
 class UnknownOptionError(SessionRAGError, TypeError):
-    """A keyword option the call does not know."""
+    """A keyword option the call does not know: a ``TypeError``, as Python's own unknown-keyword error is.
+
+    Not a ``ValueError``: a pydantic model given an unknown option in a settings dict (``search_kwargs``) raises
+    it as is, rather than inside a ``ValidationError``.
+    """
 
 
 class EmbeddingModelMismatchError(SessionRAGError, RuntimeError):
@@ -115,8 +125,18 @@ class CoreMemoryConflictError(SessionRAGError, RuntimeError):
     """Other processes kept editing the same core memory block while this edit was applied; retry it."""
 
 
-class InvalidRequestError(SessionRAGError, ValueError):
-    """A graph input that cannot be answered (no messages, or the last message is not a user turn): an HTTP 422."""
+class InvalidRequestError(InvalidArgumentError):
+    """A graph run's input that cannot be answered: the HTTP 422 of a server running the graph.
+
+    Raised by the graphs of ``create_session_rag_graph`` and ``create_memory_agent_graph`` for their input only
+    (no messages, a last message that is not a user turn or is empty, a malformed message, a missing or unfit
+    ``user_id``/``session_id`` in ``context`` or ``config["configurable"]``), before any work: no cache lookup,
+    retrieval or model call ran, nothing was streamed, stored or checkpointed.
+
+    Since 0.7 it is a subclass of :class:`InvalidArgumentError` (a graph's input is the argument of its run): code
+    catching ``InvalidArgumentError`` catches it too. A bad argument to any other call raises
+    ``InvalidArgumentError`` itself (before 0.7 some raised this class).
+    """
 
 
 class StoreLockedError(SessionRAGError, RuntimeError):

@@ -15,14 +15,12 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
-from langchain_session_rag._checks import check_session_id
-from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
+from langchain_session_rag._checks import SYSTEM_PREFIX, check_session_id, check_user_id
+from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError
 
 __all__ = ["SYSTEM_PREFIX", "RunIdentity", "acting_user", "run_identity"]
 
 _KEYS = ("user_id", "session_id")
-SYSTEM_PREFIX = "\x1f"
-"""Prefix of the ids of system scopes (a store's shared namespaces): code may choose them, no run can name them."""
 
 
 @dataclass(frozen=True)
@@ -33,13 +31,13 @@ class RunIdentity:
     session_id: str | None
 
     def require_user(self, what: str) -> str:
-        """The user, or an ``InvalidRequestError`` saying how to name one for ``what``."""
+        """The user, or an ``InvalidArgumentError`` saying how to name one for ``what``."""
         if self.user_id is None:
             msg = (
                 f"{what} needs a user: invoke it with config={{'configurable': {{'user_id': ...}}}} "
                 "or, in a LangGraph run, context={'user_id': ...}."
             )
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         return self.user_id
 
 
@@ -55,12 +53,12 @@ def _fields(source: object) -> dict[str, object]:
 def _checked(value: object, key: str, where: str) -> str | None:
     if value is None:
         return None
-    if key == "session_id":  # shown to the model and stored: the one session id check of every entry path
-        return check_session_id(value)
-    if not isinstance(value, str) or not value.strip() or "\x00" in value or value.startswith(SYSTEM_PREFIX):
-        msg = f"{where} {key!r} must be a non-empty string (not starting with a control character), got {value!r}."
-        raise InvalidRequestError(msg)
-    return value
+    check = check_session_id if key == "session_id" else check_user_id  # the one check of every entry path
+    try:
+        return check(value)
+    except InvalidArgumentError as exc:
+        msg = f"The run's {where} {exc}"
+        raise InvalidArgumentError(msg) from None
 
 
 def _current_context() -> object:
@@ -92,8 +90,7 @@ def run_identity(
 
     Raises:
         IdentityConflictError: The context and the configurable values name different users (or sessions).
-        InvalidRequestError: A ``user_id`` that is not a non-empty string.
-        InvalidArgumentError: An unfit ``session_id`` (see ``check_session_id``).
+        InvalidArgumentError: An unfit ``user_id`` or ``session_id`` (see ``check_user_id``, ``check_session_id``).
     """
     configurable = ensure_config(config).get("configurable") or {}
     if context is None and use_run_context:
@@ -121,7 +118,7 @@ def acting_user(bound: str, *, from_run: bool, config: RunnableConfig | None = N
 
     Raises:
         IdentityConflictError: The run names another user than ``bound`` (``from_run=False``), or two users.
-        InvalidRequestError: ``from_run`` and the run names no user.
+        InvalidArgumentError: ``from_run`` and the run names no user.
     """
     if bound.startswith(SYSTEM_PREFIX) and not from_run:
         return bound

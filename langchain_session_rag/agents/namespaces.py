@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag._checks import user_id_problem
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.identity import SYSTEM_PREFIX
 from langchain_session_rag.memory.listing import note_id
 
@@ -38,13 +39,13 @@ def encode_value(value: dict[str, Any]) -> str:
     """An item value as JSON text.
 
     Raises:
-        InvalidRequestError: The value is not JSON-serialisable (a datetime, a set, an object).
+        InvalidArgumentError: The value is not JSON-serialisable (a datetime, a set, an object).
     """
     try:
         return json.dumps(value)
     except (TypeError, ValueError) as exc:
         msg = f"A store value must be JSON-serialisable (str, numbers, lists, dicts): {exc}."
-        raise InvalidRequestError(msg) from exc
+        raise InvalidArgumentError(msg) from exc
 
 
 @dataclass(frozen=True)
@@ -127,15 +128,15 @@ class NamespaceMap:
         """The scope of a namespace (``prefix``: a search prefix, which may stop at the user's base).
 
         Raises:
-            InvalidRequestError: The namespace names no user and is not shared.
+            InvalidArgumentError: The namespace names no user and is not shared.
         """
         namespace = tuple(namespace)
         n = len(self.template)
         if len(namespace) >= n and all(i == self.slot or namespace[i] == part for i, part in enumerate(self.template)):
             user = namespace[self.slot]
-            if not isinstance(user, str) or not user.strip() or user.startswith(SYSTEM_PREFIX) or len(user) > 256:  # noqa: PLR2004
-                msg = f"namespace {namespace!r} names no valid user at position {self.slot}."
-                raise InvalidRequestError(msg)
+            if (problem := user_id_problem(user)) is not None:
+                msg = f"namespace {namespace!r} names no valid user at position {self.slot}: its user id is {problem}."
+                raise InvalidArgumentError(msg)
             base = namespace[:n]
             return Scope(user, shared=False, base=base, rest=namespace[n:])
         for shared in self.shared:
@@ -148,4 +149,4 @@ class NamespaceMap:
             f"The {what} {namespace!r} names no user: user namespaces look like {self.template!r}. "
             "Pass shared=[...] to SessionMemoryStore for namespaces every user may read."
         )
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)

@@ -36,7 +36,6 @@ from langchain_session_rag.agents.namespaces import TEXT_FIELDS, NamespaceMap, S
 from langchain_session_rag.errors import (
     IdentityConflictError,
     InvalidArgumentError,
-    InvalidRequestError,
     ReadOnlyNamespaceError,
     UnsupportedOperationError,
 )
@@ -87,7 +86,7 @@ def _matches(value: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool:
             unknown = sorted(set(map(str, cond)) - _OPS)
             if unknown:
                 msg = f"Unsupported filter operator(s) {unknown} for {key!r}; supported: {sorted(_OPS)}."
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
             for op, wanted in cond.items():
                 if not _compare(actual, op, wanted):
                     return False
@@ -103,7 +102,7 @@ def _check_filter(filt: Mapping[str, Any] | None) -> None:
             unknown = sorted(k for k in map(str, cond) if k.startswith("$") and k not in _OPS)
             if unknown:
                 msg = f"Unsupported filter operator(s) {unknown} for {key!r}; supported: {sorted(_OPS)}."
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
 
 
 def _compare(actual: Any, op: str, wanted: Any) -> bool:
@@ -203,7 +202,7 @@ class SessionMemoryStore(BaseStore):
                 results.append(self._list_namespaces(op))
             else:
                 msg = f"Unknown store operation {type(op).__name__}."
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -219,7 +218,7 @@ class SessionMemoryStore(BaseStore):
         Not part of ``BaseStore``: a run's tools write through ``put``, which refuses shared namespaces.
 
         Raises:
-            InvalidRequestError: The namespace is not shared, or the key or value is malformed.
+            InvalidArgumentError: The namespace is not shared, or the key or value is malformed.
         """
         self._put(PutOp(tuple(namespace), key, value, index), app=True)
 
@@ -247,7 +246,7 @@ class SessionMemoryStore(BaseStore):
                     f"This store serves a user's namespace only inside a run naming that user (require_run_user), "
                     f"and the current call names none; namespace user {scope.user_id!r}."
                 )
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
             if named is not None and named != scope.user_id:
                 msg = (
                     f"The namespace names user {scope.user_id!r}, but the current run is for user {named!r}: "
@@ -272,7 +271,7 @@ class SessionMemoryStore(BaseStore):
         scope = self.namespaces.scope(op.namespace)
         if app and not scope.shared:
             msg = f"put_shared / delete_shared write shared namespaces only; {op.namespace!r} is a user's namespace."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         if scope.shared and not app and not any(op.namespace[: len(p)] == p for p in self.writable_shared):
             msg = (
                 f"The shared namespace {op.namespace!r} is read-only to runs: nothing was changed. The application "
@@ -283,7 +282,7 @@ class SessionMemoryStore(BaseStore):
         view = self._view(scope)
         if not isinstance(op.key, str) or not op.key:
             msg = f"A store key must be a non-empty string, got {op.key!r}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         if op.value is None:
             doc = self._find(view, scope, op.key)
             if doc is not None and doc.id:
@@ -291,7 +290,7 @@ class SessionMemoryStore(BaseStore):
             return
         if not isinstance(op.value, Mapping):
             msg = f"A store value must be a dict, got {type(op.value).__name__}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         check_depth(op.value, "store_value")  # before any JSON encoding: a deep value would overflow the stack
         fields = op.index if isinstance(op.index, list) else self.index_fields
         metadata = scope.item_metadata(op.key, dict(op.value), fields)
@@ -339,7 +338,7 @@ class SessionMemoryStore(BaseStore):
                 "list_namespaces needs prefix= naming a user (e.g. ('memories', user_id)) or a shared namespace: "
                 "listing every user's namespaces is not offered."
             )
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         scope = self.namespaces.scope(prefix, prefix=True)
         view = self._view(scope)
         found: set[tuple[str, ...]] = set()

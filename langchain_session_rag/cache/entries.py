@@ -15,7 +15,7 @@ from langchain_core.messages import BaseMessage
 from langchain_session_rag._checks import check_documents
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.questions import normalise_question
-from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError, UnknownOptionError
+from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import user_metadata
 
@@ -110,7 +110,7 @@ def check_question(question: object, standalone: object) -> None:
     for name, value in (("question", question), ("standalone", standalone)):
         if (value is not None or name == "question") and not isinstance(value, str):
             msg = f"{name} must be a string, got {type(value).__name__}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
 
 
 def check_text_options(llm_string: object, knowledge_version: object) -> None:
@@ -118,7 +118,7 @@ def check_text_options(llm_string: object, knowledge_version: object) -> None:
     for name, value in (("llm_string", llm_string), ("knowledge_version", knowledge_version)):
         if value is not None and not isinstance(value, str):
             msg = f"{name} must be a string, got {type(value).__name__}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
 
 
 def check_update(
@@ -127,7 +127,7 @@ def check_update(
     """Check what ``update`` was given; return the caller's metadata, validated and encoded."""
     if not isinstance(answer, str):
         msg = f"answer must be a string, got {type(answer).__name__}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf):
         msg = f"ttl must be a positive number of seconds (or None for the cache's own), got {ttl!r}."
         raise InvalidArgumentError(msg)
@@ -157,7 +157,7 @@ def history_texts(history: Sequence[str | BaseMessage]) -> list[str]:
         or not all(isinstance(h, str | BaseMessage) for h in history)
     ):
         msg = "history must be a list of earlier turns (strings or messages)."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return [h.text if isinstance(h, BaseMessage) else h for h in history]
 
 

@@ -23,7 +23,7 @@ from langchain_session_rag.cache.scope import (
     scope_is_private,
 )
 from langchain_session_rag.cache.semantic import SemanticCache
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.prompt.texts import CONTEXT_CLOSE, CONTEXT_OPEN
 
 __all__ = ["USER_VIEWS", "SemanticLLMCache"]
@@ -212,5 +212,5 @@ class SemanticLLMCache(BaseCache):
 def _generations(return_val: object) -> list[Generation]:
     if not isinstance(return_val, Sequence) or not all(isinstance(g, Generation) for g in return_val):
         msg = f"return_val must be a list of Generation objects, got {type(return_val).__name__}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return list(return_val)

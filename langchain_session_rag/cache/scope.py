@@ -13,7 +13,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import ensure_config
 from langchain_core.tracers.context import register_configure_hook
 
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag import _checks as checks
 
 __all__ = [
     "SHARED_SCOPE",
@@ -95,11 +95,8 @@ def install_capture() -> None:
 
 
 def check_user_id(user_id: object) -> str:
-    """The user id, checked: a non-empty string without NUL characters (else InvalidRequestError)."""
-    if not isinstance(user_id, str) or not user_id.strip() or "\x00" in user_id:
-        msg = f"user_id must be a non-empty string without NUL characters, got {user_id!r}."
-        raise InvalidRequestError(msg)
-    return user_id
+    """The user id, checked by the package's one user id check (else ``InvalidArgumentError``)."""
+    return checks.check_user_id(user_id)
 
 
 @contextmanager

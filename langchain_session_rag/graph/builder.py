@@ -10,6 +10,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 
 from langchain_session_rag.cache.semantic import SemanticCache
+from langchain_session_rag.graph.input_check import CheckedStateGraph
 from langchain_session_rag.graph.names import (
     AGENT,
     BUILD_PROMPT,
@@ -95,9 +96,7 @@ def create_session_rag_graph(
         core_memory=core_memory,
         long_context=long_context,
     )
-    graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
-        SessionRAGState, context_schema=SessionContext
-    )
+    graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),
         (CACHE_LOOKUP, nodes.cache_lookup, nodes.acache_lookup),
@@ -164,9 +163,7 @@ def create_memory_agent_graph(
         keep_prompt=keep_prompt,
         core_memory=core_memory,
     )
-    graph: StateGraph[SessionRAGState, SessionContext, Any, Any] = StateGraph(
-        SessionRAGState, context_schema=SessionContext
-    )
+    graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
     run, arun = agent_node(agent)
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),

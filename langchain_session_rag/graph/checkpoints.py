@@ -29,7 +29,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError
 
 __all__ = ["apurge_threads", "purge_threads"]
 
@@ -44,7 +44,7 @@ def _check(checkpointer: object, thread_ids: object) -> list[str]:
         or not all(isinstance(t, str) and t for t in thread_ids)
     ):
         msg = f"thread_ids must be a list of non-empty thread id strings, got {thread_ids!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return list(dict.fromkeys(thread_ids))
 
 
@@ -76,7 +76,7 @@ def purge_threads(checkpointer: BaseCheckpointSaver[Any], thread_ids: Sequence[s
 
     Raises:
         InvalidArgumentError: ``checkpointer`` is not a LangGraph checkpointer.
-        InvalidRequestError: ``thread_ids`` is not a list of thread id strings.
+        InvalidArgumentError: ``thread_ids`` is not a list of thread id strings.
         NotImplementedError: The checkpointer cannot delete threads (LangGraph's base class).
     """
     threads = _check(checkpointer, thread_ids)

@@ -17,6 +17,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.cache.erasure import SESSION_KEY
 from langchain_session_rag.cache.scope import cache_scope
@@ -24,7 +25,6 @@ from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.errors import (
     InvalidArgumentError,
-    InvalidRequestError,
 )
 from langchain_session_rag.graph import pinned as tiers
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
@@ -35,7 +35,7 @@ from langchain_session_rag.graph.names import (
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import (
     asked_message,
-    is_text_only,
+    check_turn,
     last_human_index,
     prompt_messages,
 )
@@ -101,11 +101,9 @@ class SessionRAGNodes:
             if not isinstance(value, kind):
                 msg = f"{name} must be a {_kind_name(kind)}, got {type(value).__name__}."
                 raise InvalidArgumentError(msg)
-        for name, number, low in (("window_turns", self.window_turns, 1), ("memory_k", self.memory_k, 1),
-                                  ("summary_min_tokens", self.summary_min_tokens, 0)):  # fmt: skip
-            if isinstance(number, bool) or not isinstance(number, int) or number < low:
-                msg = f"{name} must be an integer >= {low}, got {number!r}."
-                raise InvalidArgumentError(msg)
+        check_int("window_turns", self.window_turns, 1)
+        check_int("memory_k", self.memory_k, 1)  # k: the one check of every path
+        check_int("summary_min_tokens", self.summary_min_tokens, 0)
 
     def _cache_for(self, user_id: str) -> SemanticCache:
         """The caller's cache as seen by ``user_id``.
@@ -122,7 +120,7 @@ class SessionRAGNodes:
     def _configured_cache(self) -> SemanticCache:
         if self.cache is None:  # pragma: no cover - callers check first
             msg = "no cache configured"
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         return self.cache
 
     @property
@@ -132,16 +130,7 @@ class SessionRAGNodes:
     # -- validate ------------------------------------------------------------------------------
     def validate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Refuse a turn that cannot be answered before any retrieval or model call."""
-        messages = state.get("messages") or []
-        if not messages:
-            msg = "No messages: send at least one user message."
-            raise InvalidRequestError(msg)
-        if messages[-1].type != "human":
-            msg = f"The last message must be a user turn, got a {messages[-1].type!r} message."
-            raise InvalidRequestError(msg)
-        if not messages[-1].text.strip() and is_text_only(messages[-1]):
-            msg = "The last user message is empty: send a question."
-            raise InvalidRequestError(msg)
+        check_turn(state.get("messages") or [])
         run_ids(runtime)
         return {"llm_calls": 0, "memories": [], "documents": [], "cache": {"hit": False, "reason": "off"}}
 
@@ -304,8 +293,8 @@ class SessionRAGNodes:
     @property
     def _model(self) -> BaseChatModel:
         if self.model is None:
-            msg = "No chat model configured for call_model."
-            raise InvalidRequestError(msg)
+            msg = "No chat model configured for call_model: pass a model to create_session_rag_graph."
+            raise InvalidArgumentError(msg)
         return self.model
 
     def call_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from langgraph.graph.message import add_messages
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from langchain_session_rag.errors import InvalidRequestError
-from langchain_session_rag.identity import run_identity
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.identity import RunIdentity, run_identity
 
-__all__ = ["SessionContext", "SessionRAGState", "run_ids"]
+__all__ = ["SessionContext", "SessionRAGState", "run_ids", "run_ids_of"]
 
 
 class SessionContext(TypedDict):
@@ -56,10 +56,18 @@ def run_ids(runtime: Runtime[Any]) -> tuple[str, str]:
 
     Raises:
         IdentityConflictError: The context and the configurable values name different users or sessions.
-        InvalidRequestError: A missing id, or an empty ``user_id``.
-        InvalidArgumentError: An unfit ``session_id`` (blank, a line break or control character, too long).
+        InvalidRequestError: A missing or unfit id (the one class of a graph's input; see ``check_user_id`` and
+            ``check_session_id`` for what is fit).
     """
-    identity = run_identity(context=runtime.context)
+    try:
+        identity = run_identity(context=runtime.context)
+    except InvalidArgumentError as exc:  # an unfit id of a graph run: the graph's one input error
+        raise InvalidRequestError(str(exc)) from None
+    return run_ids_of(identity)
+
+
+def run_ids_of(identity: RunIdentity) -> tuple[str, str]:
+    """``(user_id, session_id)`` of a run's identity, or an ``InvalidRequestError`` naming the missing one."""
     if identity.user_id is None or identity.session_id is None:
         missing = "user_id" if identity.user_id is None else "session_id"
         msg = (

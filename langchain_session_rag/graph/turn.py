@@ -9,7 +9,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, messages_from_dict
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionRAGState
 
-__all__ = ["asked_message", "is_text_only", "last_human_index", "prompt_messages", "window_messages"]
+__all__ = ["asked_message", "check_turn", "is_text_only", "last_human_index", "prompt_messages", "window_messages"]
 
 
 def asked_message(state: SessionRAGState) -> BaseMessage:
@@ -40,3 +40,20 @@ def is_text_only(message: BaseMessage) -> bool:
     """Whether a message holds text only (no image or other block)."""
     content = message.content
     return isinstance(content, str) or all(isinstance(b, str) or b.get("type") == "text" for b in content)
+
+
+def check_turn(messages: Sequence[BaseMessage]) -> None:
+    """Refuse a turn whose messages cannot be answered (the rule of ``validate`` and of the run's input).
+
+    Raises:
+        InvalidRequestError: No messages, a last message that is not a user turn, or an empty last user message.
+    """
+    if not messages:
+        msg = "No messages: send at least one user message."
+        raise InvalidRequestError(msg)
+    if messages[-1].type != "human":
+        msg = f"The last message must be a user turn, got a {messages[-1].type!r} message."
+        raise InvalidRequestError(msg)
+    if not messages[-1].text.strip() and is_text_only(messages[-1]):
+        msg = "The last user message is empty: send a question."
+        raise InvalidRequestError(msg)

@@ -74,6 +74,9 @@ def _prepare(
     strict: bool,
     max_bytes: int | None = None,
 ) -> ImportBatch:
+    if not isinstance(memory, SessionVectorMemory):  # before any file is read
+        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
+        raise InvalidArgumentError(msg)
     batch = read_conversations(paths, file_format=file_format, max_bytes=max_bytes)
     validate_batch(batch, max_chars=memory.max_message_chars)
     if strict and batch.skipped:

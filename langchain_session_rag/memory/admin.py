@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag._checks import check_session_id
+from langchain_session_rag._checks import check_path, check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
@@ -96,7 +96,7 @@ class MemoryAdmin(MemorySettings):
             The note's id.
 
         Raises:
-            InvalidRequestError: Empty text or key.
+            InvalidArgumentError: Empty text or key.
             MessageTooLargeError: Text longer than ``max_message_chars``.
             InvalidMetadataError: A reserved or unstorable metadata key, metadata over its limits (see
                 :mod:`~langchain_session_rag.stores.limits`), a key over 1,024 characters.
@@ -157,7 +157,7 @@ class MemoryAdmin(MemorySettings):
             source_type: Only ``"session"``, ``"document"`` or ``"note"`` memories (or a list of them).
 
         Raises:
-            InvalidRequestError: A malformed filter, or a page size out of range.
+            InvalidArgumentError: A malformed filter, or a page size out of range.
             UnsupportedOperationError: The vector store cannot list its records.
         """
         check_page(limit, offset)
@@ -225,7 +225,7 @@ class MemoryAdmin(MemorySettings):
             ids: Only these chunk ids (ids of other users are ignored).
 
         Raises:
-            InvalidRequestError: No criterion is given (use :meth:`forget_all`), or one is malformed.
+            InvalidArgumentError: No criterion is given (use :meth:`forget_all`), or one is malformed.
             FileAccessError: The daily log could not be rewritten (the memories are gone; forget again to retry).
         """
         store = self._store()
@@ -315,7 +315,7 @@ class MemoryAdmin(MemorySettings):
         Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
         and ``embedding_model``.
         """
-        return self._store().export_jsonl(path)
+        return self._store().export_jsonl(check_path("path", path))
 
     async def aexport_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Async :meth:`export_jsonl`."""
@@ -333,9 +333,9 @@ class MemoryAdmin(MemorySettings):
             IdentityConflictError: The file holds another user's memories and ``reassign`` is off (nothing is
                 imported).
             InvalidMessageError: A malformed line (nothing is imported).
-            InvalidRequestError: An id in the file belongs to another user of the same collection.
+            InvalidArgumentError: An id in the file belongs to another user of the same collection.
         """
-        return self._store().import_jsonl(path, reassign=reassign)
+        return self._store().import_jsonl(check_path("path", path), reassign=reassign)
 
     async def aimport_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
         """Async :meth:`import_jsonl`."""

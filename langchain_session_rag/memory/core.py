@@ -21,7 +21,7 @@ from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import (
     CoreMemoryConflictError,
     CoreMemoryFullError,
-    InvalidRequestError,
+    InvalidArgumentError,
 )
 from langchain_session_rag.memory import core_files, core_review
 from langchain_session_rag.memory.core_text import (
@@ -131,11 +131,11 @@ class CoreMemory:
         """``block`` when it is one of the blocks.
 
         Raises:
-            InvalidRequestError: An unknown block.
+            InvalidArgumentError: An unknown block.
         """
         if block not in self.limits:
             msg = f"Unknown core memory block {block!r}; blocks: {sorted(self.limits)}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         return block
 
     def _head_id(self, block: str) -> str:
@@ -286,7 +286,7 @@ class CoreMemory:
 
         Raises:
             CoreMemoryFullError: The text is over the block's token limit (nothing is stored).
-            InvalidRequestError: An unknown block, or text that is not a string.
+            InvalidArgumentError: An unknown block, or text that is not a string.
         """
         return self.apply(block, change_for("write", block, text), action, author)
 
@@ -300,7 +300,7 @@ class CoreMemory:
         Headings inside code fences are text, not sections.
 
         Raises:
-            InvalidRequestError: No such line or heading in the block, or an empty target (nothing is changed).
+            InvalidArgumentError: No such line or heading in the block, or an empty target (nothing is changed).
         """
         return self.apply(block, change_for("remove", block, target), "remove", author)
 
@@ -308,12 +308,12 @@ class CoreMemory:
         """Put ``new`` in place of the first line equal to ``old`` (stripped).
 
         Raises:
-            InvalidRequestError: No such line (nothing is changed).
+            InvalidArgumentError: No such line (nothing is changed).
         """
         check_text("old", old)
         if not old.strip():
             msg = f"Core memory block {block!r} has no line {old!r}; nothing was replaced."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         return self.apply(block, change_for("replace", block, new, old), "replace", author)
 
     def undo(self, block: str, *, author: str = "user") -> CoreVersion:
@@ -323,14 +323,14 @@ class CoreMemory:
         ``history(block)`` holds every earlier text to ``write`` back.
 
         Raises:
-            InvalidRequestError: The block was never edited: nothing to undo.
+            InvalidArgumentError: The block was never edited: nothing to undo.
         """
 
         def previous(_: str) -> str:  # read inside the edit: an edit landing meanwhile is the one undone
             versions = self.history(block)
             if not versions:
                 msg = f"Core memory block {block!r} has never been edited: nothing to undo."
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
             return versions[-2].text if len(versions) > 1 else ""
 
         return self.apply(block, previous, "undo", author)
@@ -343,7 +343,7 @@ class CoreMemory:
 
         Raises:
             CoreMemoryFullError: Over the block's limit, or too many proposals pending (nothing is stored).
-            InvalidRequestError: An unknown block or action, or a line that is not in the block.
+            InvalidArgumentError: An unknown block or action, or a line that is not in the block.
         """
         return core_review.propose(self, action, block, text, old=old, author=author)
 
@@ -355,7 +355,7 @@ class CoreMemory:
         """Pin a pending proposal: apply it to its block as it is now (``confirmed=True``), and drop the proposal.
 
         Raises:
-            InvalidRequestError: No such proposal, or its line is gone (it stays pending; reject it).
+            InvalidArgumentError: No such proposal, or its line is gone (it stays pending; reject it).
             CoreMemoryFullError: The block has no room for it now (it stays pending).
         """
         return core_review.confirm(self, proposal_id)
@@ -364,7 +364,7 @@ class CoreMemory:
         """Drop a pending proposal without applying it; return it.
 
         Raises:
-            InvalidRequestError: No such proposal.
+            InvalidArgumentError: No such proposal.
         """
         return core_review.reject(self, proposal_id)
 

@@ -13,7 +13,7 @@ import uuid
 from typing import TYPE_CHECKING, cast
 
 from langchain_session_rag._time import parse_timestamp, utcnow
-from langchain_session_rag.errors import CoreMemoryFullError, InvalidRequestError
+from langchain_session_rag.errors import CoreMemoryFullError, InvalidArgumentError
 from langchain_session_rag.memory.core_text import CoreProposal, EditAction, change_for, check_text, normal
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import chunk_id
@@ -62,7 +62,7 @@ def propose(
     Raises:
         CoreMemoryFullError: The edit would put the block over its limit, or the user has ``MAX_PENDING``
             proposals already (nothing is stored).
-        InvalidRequestError: An unknown block or action, a line that is not in the block, a text that is not a
+        InvalidArgumentError: An unknown block or action, a line that is not in the block, a text that is not a
             string.
     """
     change = change_for(action, core.check_block(block), text, old)
@@ -102,7 +102,7 @@ def _find(core: CoreMemory, proposal_id: str) -> CoreProposal:
     found = core.backend.fetch(core.user_id, [_proposal_id(core, proposal_id)])
     if not found:
         msg = f"No pending core memory edit {proposal_id!r} for user {core.user_id!r}; see core.pending()."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return _proposal(found[0])
 
 
@@ -110,7 +110,7 @@ def confirm(core: CoreMemory, proposal_id: str) -> CoreVersion:
     """Apply a pending proposal to its block (a version by its author, ``confirmed=True``) and drop it.
 
     Raises:
-        InvalidRequestError: No such proposal, or its edit no longer applies (the line is gone): it stays pending.
+        InvalidArgumentError: No such proposal, or its edit no longer applies (the line is gone): it stays pending.
         CoreMemoryFullError: The block has no room for it any more: it stays pending.
     """
     proposal = _find(core, proposal_id)
@@ -124,7 +124,7 @@ def reject(core: CoreMemory, proposal_id: str) -> CoreProposal:
     """Drop a pending proposal; return it.
 
     Raises:
-        InvalidRequestError: No such proposal.
+        InvalidArgumentError: No such proposal.
     """
     proposal = _find(core, proposal_id)
     core.backend.delete(core.user_id, [_proposal_id(core, proposal_id)])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError
 
 __all__ = [
     "AGENT_AUTHORS",
@@ -125,11 +125,11 @@ def check_text(name: str, value: object) -> None:
     """Refuse a text argument that is not a string.
 
     Raises:
-        InvalidRequestError: ``value`` is not a string.
+        InvalidArgumentError: ``value`` is not a string.
     """
     if not isinstance(value, str):
         msg = f"Core memory {name} must be a string, got {type(value).__name__}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
 
 
 def _without(current: str, target: str, block: str) -> str:
@@ -149,7 +149,7 @@ def _without(current: str, target: str, block: str) -> str:
         if line.strip() == target:
             return "\n".join(lines[:n] + lines[n + 1 :])
     msg = f"Core memory block {block!r} has no line or heading {target!r}; nothing was removed."
-    raise InvalidRequestError(msg)
+    raise InvalidArgumentError(msg)
 
 
 def _replaced(current: str, block: str, old: str, new: str) -> str:
@@ -157,7 +157,7 @@ def _replaced(current: str, block: str, old: str, new: str) -> str:
     stripped = [line.strip() for line in lines]
     if old.strip() not in stripped or not old.strip():
         msg = f"Core memory block {block!r} has no line {old!r}; nothing was replaced."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     at = stripped.index(old.strip())
     return "\n".join([*lines[:at], new, *lines[at + 1 :]])
 
@@ -169,7 +169,7 @@ def change_for(action: str, block: str, text: str, old: str | None = None) -> Ca
     in place of the line ``old`` (of the whole block when ``old`` is empty).
 
     Raises:
-        InvalidRequestError: A text that is not a string, an empty ``remove`` target, or an unknown action.
+        InvalidArgumentError: A text that is not a string, an empty ``remove`` target, or an unknown action.
     """
     check_text("text", text)
     if action == "append":
@@ -177,7 +177,7 @@ def change_for(action: str, block: str, text: str, old: str | None = None) -> Ca
     if action == "remove":
         if not text.strip():
             msg = "remove() needs the line or heading to remove, got an empty text."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         return lambda current: _without(current, text.strip(), block)
     if action == "replace" and old:
         check_text("old", old)
@@ -185,4 +185,4 @@ def change_for(action: str, block: str, text: str, old: str | None = None) -> Ca
     if action in {"replace", "write"}:
         return lambda _: text
     msg = f"Unknown core memory action {action!r}; actions: append, replace, remove."
-    raise InvalidRequestError(msg)
+    raise InvalidArgumentError(msg)

@@ -14,7 +14,7 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
-from langchain_session_rag.errors import InvalidMessageError, InvalidRequestError, MessageTooLargeError
+from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, MessageTooLargeError
 from langchain_session_rag.memory.retrieval import source_condition, stored_document, time_conditions
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
 from langchain_session_rag.stores.limits import check_name, check_utf8
@@ -89,13 +89,13 @@ def check_page(limit: object, offset: object) -> None:
     """A page size in 1..1000 and an offset >= 0.
 
     Raises:
-        InvalidRequestError: Either is out of range or not an integer.
+        InvalidArgumentError: Either is out of range or not an integer.
     """
     for name, value, low, high in (("limit", limit, 1, MAX_PAGE), ("offset", offset, 0, None)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
             span = f"between {low} and {high}" if high else f">= {low}"
             msg = f"{name} must be an integer {span}, got {value!r} (page with offset=)."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
 
 
 def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, offset: int) -> list[Document]:
@@ -148,19 +148,19 @@ def note_record(
     note is refused at once, not after tokenising megabytes.
 
     Raises:
-        InvalidRequestError: Empty text or an empty key.
+        InvalidArgumentError: Empty text or an empty key.
         MessageTooLargeError: Text longer than ``max_chars`` (the memory's ``max_message_chars``).
         InvalidMetadataError: Reserved or unstorable metadata, a key or session id over ``MAX_NAME_CHARS``.
     """
     if not isinstance(text, str) or not text.strip():
         msg = f"A note needs text, got {text!r:.80}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if max_chars is not None and len(text) > max_chars:
         msg = f"The note has {len(text):,} characters, over the limit of {max_chars:,} (max_message_chars)."
         raise MessageTooLargeError(msg)
     if key is not None and (not isinstance(key, str) or not key.strip()):
         msg = f"key must be a non-empty string, got {key!r:.80}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if key is not None:
         check_name("note key", key)
     if isinstance(session_id, str):

@@ -84,7 +84,7 @@ def _check_time(meta: dict[str, Any], path: object, lineno: int) -> None:
         try:
             stamp = parse_timestamp(meta["timestamp"], what="timestamp")
         except InvalidTimestampError as exc:
-            raise _fail(path, lineno, f"bad timestamp {meta['timestamp']!r}") from exc
+            raise InvalidTimestampError(str(_fail(path, lineno, f"bad timestamp {meta['timestamp']!r}"))) from exc
         meta["timestamp"] = stamp.isoformat()
         meta["timestamp_epoch"] = stamp.timestamp()
     elif "timestamp_epoch" in meta and not isinstance(meta["timestamp_epoch"], int | float):

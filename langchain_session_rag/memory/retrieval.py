@@ -11,8 +11,9 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from langchain_session_rag._checks import check_unit_interval
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
-from langchain_session_rag.errors import InvalidRequestError, UnknownOptionError
+from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
 from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
 from langchain_session_rag.memory.lexical import stem
 from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
@@ -94,10 +95,10 @@ def _ids(name: str, value: Any) -> list[str]:
     """A list of non-empty strings (a bare string is refused: "ab" is not the sessions "a" and "b")."""
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
         msg = f"{name} must be a list of strings, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if not all(isinstance(v, str) and v.strip() and "\x00" not in v for v in value):
         msg = f"{name} must hold non-empty strings, got {list(value)!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return list(value)
 
 
@@ -116,19 +117,19 @@ def _filter(value: Any) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         msg = f"filter must be a dict of metadata equalities, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     for key, cond in value.items():
         if not isinstance(key, str) or not key or key.startswith("$"):
             msg = f"filter keys must be metadata names, got {key!r} (operators such as $and/$or are not supported)."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         if isinstance(cond, dict):
             bad = sorted(set(cond) - _OPERATORS)
             if bad:
                 msg = f"filter[{key!r}] uses unsupported operator(s) {bad}; supported: {sorted(_OPERATORS)}."
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
         elif not isinstance(cond, str | int | float | bool) or (isinstance(cond, float) and not math.isfinite(cond)):
             msg = f"filter[{key!r}] must be a string, number or boolean, got {cond!r}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
     return dict(value)
 
 
@@ -140,11 +141,11 @@ def check_search_kwargs(options: dict[str, Any]) -> None:
 
     Raises:
         UnknownOptionError: An unknown option.
-        InvalidRequestError: A value out of range, or a filter naming ``user_id``.
+        InvalidArgumentError: A value out of range, or a filter naming ``user_id``.
     """
     if not isinstance(options, dict):
         msg = f"search_kwargs must be a dict of retrieval options, got {type(options).__name__}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     build_query(dict(options), {"k": 4}, fetch_k=4)
 
 
@@ -163,17 +164,17 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     k = opt["k"]
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         msg = f"k must be a positive integer, got {k!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     filt = _filter(opt.get("filter"))
     if "user_id" in filt:
         msg = "filter may not name user_id: a memory is bound to its user; use memory.for_user(...)."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     threshold = opt.get("score_threshold")
     if threshold is not None and (
         isinstance(threshold, bool) or not isinstance(threshold, int | float) or not -1 <= threshold <= 1
     ):
         msg = f"score_threshold is a cosine similarity: a number in [-1, 1] or None, got {threshold!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     now = parse_timestamp(opt["now"], what="now") if opt.get("now") is not None else utcnow()
     where: Where = filt
     sessions = _session_conditions(opt.get("session_ids"), opt.get("exclude_session_ids"))
@@ -188,7 +189,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         isinstance(half_life, bool) or not isinstance(half_life, int | float) or not 0 < half_life < math.inf
     ):
         msg = f"half_life_days must be a finite number of days > 0 (or None), got {half_life!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     weight = _unit("recency_weight", opt.get("recency_weight", 0.5))
     lexical = _unit("lexical_weight", opt.get("lexical_weight", 0.0))
     window, boost = window_option(opt.get("time_window"), opt.get("time_boost", 0.5), text=text, now=now)
@@ -231,12 +232,12 @@ def source_condition(value: object) -> str | dict[str, list[str]]:
     """The store condition of a ``source_type`` option: one type, or a list of types.
 
     Raises:
-        InvalidRequestError: A type other than ``"session"``, ``"document"`` and ``"note"``.
+        InvalidArgumentError: A type other than ``"session"``, ``"document"`` and ``"note"``.
     """
     kinds = list(value) if isinstance(value, list | tuple | set | frozenset) else [value]
     if not kinds or any(k not in SOURCE_TYPES for k in kinds):
         msg = f"source_type must be 'session', 'document', 'note' or a list of them, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return str(kinds[0]) if len(kinds) == 1 else {"$in": sorted(set(map(str, kinds)))}
 
 
@@ -245,22 +246,19 @@ def _message_ids(value: object) -> frozenset[str] | None:
         return None
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset):
         msg = f"exclude_message_ids must be a list of message ids, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return frozenset(str(v) for v in value)
 
 
 def _allowance(value: object) -> int | None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         msg = f"all_if_fits must be a positive token count, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return value
 
 
 def _unit(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        msg = f"{name} must be a number in [0, 1], got {value!r}."
-        raise InvalidRequestError(msg)
-    return float(value)
+    return float(check_unit_interval(name, value))  # the one [0, 1] check
 
 
 def _importance(opt: dict[str, Any]) -> tuple[float | None, float]:
@@ -278,10 +276,10 @@ def _topics(value: object) -> frozenset[str] | None:
         return None
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple | set | frozenset) or not value:
         msg = f"topics must be a non-empty list of words, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if not all(isinstance(v, str) and _WORDS.findall(v.lower()) for v in value):
         msg = f"topics must hold words (e.g. ['api', 'deploy']), got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return frozenset(stem(w) for v in value for w in _WORDS.findall(v.lower()))
 
 

@@ -14,7 +14,7 @@ from typing_extensions import Self
 
 from langchain_session_rag.chunking.messages import MessageLike
 from langchain_session_rag.chunking.segmenter import SimilarityProfile
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory.admin import MemoryAdmin, SessionInfo
 from langchain_session_rag.memory.daily_log import append_daily_log
@@ -30,7 +30,7 @@ def _check_query(query: object) -> str:
     """The retrieval query: a string (the current user message)."""
     if not isinstance(query, str):
         msg = f"The query must be a string (the current user message), got {type(query).__name__}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return query
 
 
@@ -274,7 +274,7 @@ class SessionVectorMemory(MemoryAdmin):
 
         Raises:
             IdentityConflictError: The run names another user (``user_from_run=False``), or two different users.
-            InvalidRequestError: ``user_from_run=True`` and the run names no user.
+            InvalidArgumentError: ``user_from_run=True`` and the run names no user.
         """
         user = acting_user(self.user_id, from_run=self.user_from_run, config=config)
         return self if user == self.user_id and not self.user_from_run else self.for_user(user)

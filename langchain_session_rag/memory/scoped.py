@@ -21,7 +21,7 @@ from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
-from langchain_session_rag.errors import InvalidMessageError, InvalidRequestError, UnsupportedOperationError
+from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, UnsupportedOperationError
 from langchain_session_rag.memory.ingest import SessionWriter
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
@@ -237,10 +237,10 @@ class UserStore:
         """
         if session_id is None and before is None and ids is None:
             msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         if ids is not None and (isinstance(ids, str | bytes) or not all(isinstance(i, str) for i in ids)):
             msg = f"ids must be a list of chunk ids, got {ids!r}."
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         if session_id is not None:
             check_session_id(session_id)
         self.flush()
@@ -313,7 +313,7 @@ class UserStore:
                 f"{len(foreign)} id(s) in {path} belong to another user of this store "
                 f"(e.g. {min(foreign)!r}); nothing was imported."
             )
-            raise InvalidRequestError(msg)
+            raise InvalidArgumentError(msg)
         stored = self.backend.existing_ids(self.user_id, ids)
         new = [r for r in records if r.id not in stored]
         writer = self.writer()

@@ -12,6 +12,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from typing_extensions import Self
 
+from langchain_session_rag._checks import check_user_id
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
@@ -25,7 +26,6 @@ from langchain_session_rag.models.embeddings import get_default_embeddings
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, is_embedded, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
-from langchain_session_rag.stores.limits import check_utf8
 from langchain_session_rag.stores.vectorstore import backend_for
 
 __all__ = ["DEFAULT_SEGMENT_TOKENS", "MemorySettings", "SourceType"]
@@ -150,10 +150,7 @@ class MemorySettings(BaseRetriever):
     @field_validator("user_id")
     @classmethod
     def _check_user(cls, value: str) -> str:
-        if not isinstance(value, str) or not value.strip() or len(value) > 256:  # noqa: PLR2004
-            msg = f"user_id must be a non-empty string of at most 256 characters, got {value!r}."
-            raise InvalidArgumentError(msg)
-        return check_utf8("user_id", value, InvalidArgumentError)
+        return check_user_id(value, system_ok=True)  # the one user id check (a for_shared scope is code's choice)
 
     @model_validator(mode="after")
     def _open(self) -> Self:

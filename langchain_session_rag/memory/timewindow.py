@@ -45,7 +45,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._time import TimestampLike, parse_timestamp
-from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
+from langchain_session_rag.errors import InvalidArgumentError, InvalidTimestampError
 from langchain_session_rag.memory._timecues import MAX_MATCHES, MAX_QUERY_CHARS, could_fire, fires, is_range
 from langchain_session_rag.stores.base import Record, Where
 
@@ -260,7 +260,7 @@ def time_span(since: TimestampLike | None, until: TimestampLike | None, *, now: 
 
     Raises:
         InvalidTimestampError: A value that is neither a time nor a phrase naming one.
-        InvalidRequestError: ``since`` after ``until`` (or a ``since`` window starting where ``until``'s ends).
+        InvalidArgumentError: ``since`` after ``until`` (or a ``since`` window starting where ``until``'s ends).
     """
     span: dict[str, float] = {}
     if since is not None:
@@ -270,7 +270,7 @@ def time_span(since: TimestampLike | None, until: TimestampLike | None, *, now: 
     start = span.get("$gte", -math.inf)
     if start > span.get("$lte", math.inf) or start >= span.get("$lt", math.inf):
         msg = f"since {since!r} is after until {until!r}: nothing lies between them; swap them or drop one."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     return span
 
 
@@ -280,17 +280,17 @@ def window_option(value: object, boost: object, *, text: str, now: datetime) -> 
     ``"auto"`` finds one in ``text`` (the query) with :func:`find_time_window`; a phrase names it; ``None`` is off.
 
     Raises:
-        InvalidRequestError: Another value, a phrase past the year 9999, or a ``time_boost`` that is not a number >= 0.
+        InvalidArgumentError: Another value, a phrase past the year 9999, or a ``time_boost`` that is not a number >= 0.
         InvalidTimestampError: A phrase that names no time.
     """
     if isinstance(boost, bool) or not isinstance(boost, int | float) or not 0 <= boost < math.inf:
         msg = f"time_boost must be a number >= 0 (added to the scores of in-window memories), got {boost!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if value is None or isinstance(value, TimeWindow):
         return value, float(boost)
     if not isinstance(value, str):
         msg = f"time_window must be 'auto', a phrase such as {', '.join(EXAMPLE_PHRASES)} or None, got {value!r}."
-        raise InvalidRequestError(msg)
+        raise InvalidArgumentError(msg)
     if value == "auto":
         return (find_time_window(text, now=now) if text else None), float(boost)
     try:
@@ -300,7 +300,7 @@ def window_option(value: object, boost: object, *, text: str, now: datetime) -> 
             f"time_window {value!r} names a time out of range (the calendar ends in the year 9999): "
             f"use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
         )
-        raise InvalidRequestError(msg) from None
+        raise InvalidArgumentError(msg) from None
     if window is None:
         msg = f"time_window {value!r} names no time: use 'auto', None or a phrase such as {', '.join(EXAMPLE_PHRASES)}."
         raise InvalidTimestampError(msg)

@@ -29,7 +29,6 @@ from langchain_session_rag.errors import (
     BudgetExceededError,
     FileAccessError,
     InvalidArgumentError,
-    InvalidRequestError,
     MissingDependencyError,
     UnsupportedOperationError,
 )
@@ -66,7 +65,7 @@ def _raise_for(reply: dict[str, Any]) -> None:
         msg = f"The prompt does not fit the local model's window ({detail}); shorten it or raise n_ctx."
         raise BudgetExceededError(msg)
     msg = f"llama.cpp refused the request: {detail}"
-    raise InvalidRequestError(msg)
+    raise InvalidArgumentError(msg)
 
 
 class LlamaServer:
@@ -117,7 +116,7 @@ class LlamaServer:
 
         Raises:
             BudgetExceededError: The prompt does not fit the window.
-            InvalidRequestError: llama.cpp refused the request otherwise.
+            InvalidArgumentError: llama.cpp refused the request otherwise.
         """
         text: list[str] = []
         usage: dict[str, Any] = {}
@@ -137,7 +136,7 @@ class LlamaServer:
 
         Raises:
             BudgetExceededError: The prompt does not fit the window (before the first chunk).
-            InvalidRequestError: llama.cpp refused the request otherwise, or the interpreter is exiting.
+            InvalidArgumentError: llama.cpp refused the request otherwise, or the interpreter is exiting.
         """
         parts: queue.SimpleQueue[Any] = queue.SimpleQueue()
         stop = threading.Event()
@@ -163,7 +162,7 @@ class LlamaServer:
                 raise UnsupportedOperationError(_forked_message(self.path))
             if _CLOSED.is_set() or self._server is None:
                 msg = "The local chat model is closed: the interpreter is exiting."
-                raise InvalidRequestError(msg)
+                raise InvalidArgumentError(msg)
             worker = threading.Thread(target=run, args=(self._server,), name="llama-request", daemon=True)
             _RUNNING.add((stop, worker))
             worker.start()

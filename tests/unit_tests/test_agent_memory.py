@@ -21,7 +21,7 @@ from langchain_session_rag import (
     create_manage_memory_tool,
     create_search_memory_tool,
 )
-from langchain_session_rag.errors import IdentityConflictError, InvalidRequestError
+from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError, InvalidRequestError
 
 ALICE = [
     {"role": "user", "content": "We deploy the shop to Fly.io in the ams region.", "timestamp": "2026-02-06T10:00"},
@@ -67,7 +67,7 @@ async def test_user_from_run_serves_the_run_user_and_refuses_a_run_without_one(m
     assert {d.metadata["user_id"] for d in bob_docs} == {"bob"}
     alice_docs = await per_run.ainvoke("where does the shop deploy?", config=alice_config())
     assert {d.metadata["user_id"] for d in alice_docs} == {"alice"}
-    with pytest.raises(InvalidRequestError, match="needs a user"):
+    with pytest.raises(InvalidArgumentError, match="needs a user"):
         per_run.invoke("where does the shop deploy?")
 
 
@@ -295,9 +295,9 @@ async def test_listing_sessions_and_memories_newest_first_paged(memory: SessionV
     assert [d.id for d in await memory.alist_memories(session_id="s1")] == [everything[2].id]
     assert memory.list_memories(until="2026-03-01") == [everything[2]]
     assert all(d.metadata["user_id"] == "alice" for d in everything)
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         memory.list_memories(limit=0)
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         memory.list_memories(source_type="secret")
 
 
@@ -378,7 +378,7 @@ def test_every_method_follows_the_run_not_only_invoke(memory: SessionVectorMemor
     )
     assert memory.for_user("erin").get_by_ids([note])[0].metadata["user_id"] == "erin"
     assert memory.for_user("default").count() == 0
-    with pytest.raises(InvalidRequestError, match="needs a user"):
+    with pytest.raises(InvalidArgumentError, match="needs a user"):
         per_run.list_memories()
 
 
@@ -437,5 +437,5 @@ async def test_a_shared_scope_serves_as_the_graphs_documents(memory: SessionVect
         )
         out = await result if not isinstance(result, dict) else result
         assert out["documents"][0].metadata["marker"] == "[D: deploy-policy.md]"
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         memory.invoke("deploy", {"configurable": {"user_id": "\x1fshared\x1fhandbook"}})

@@ -34,7 +34,7 @@ def memory(tmp_path: Path) -> SessionVectorMemory:
 
 @pytest.mark.parametrize("query", [None, 7, b"bytes", ["a"]])
 def test_a_query_that_is_not_text(memory: SessionVectorMemory, query: Any) -> None:
-    with pytest.raises(InvalidRequestError, match="query must be a string"):
+    with pytest.raises(InvalidArgumentError, match="query must be a string"):
         memory.invoke(query)
 
 
@@ -55,7 +55,7 @@ def test_a_query_that_is_not_text(memory: SessionVectorMemory, query: Any) -> No
     ],
 )
 def test_bad_retrieval_options(memory: SessionVectorMemory, options: dict[str, Any], fragment: str) -> None:
-    with pytest.raises(InvalidRequestError, match=fragment):
+    with pytest.raises(InvalidArgumentError, match=fragment):
         memory.invoke("locker", **options)
     with pytest.raises(UnknownOptionError):
         memory.invoke("locker", colour="red")
@@ -95,7 +95,7 @@ def test_bad_session_ids(memory: SessionVectorMemory, session_id: Any) -> None:
 
 
 def test_forget_ids_must_be_a_list(memory: SessionVectorMemory) -> None:
-    with pytest.raises(InvalidRequestError, match="ids must be a list"):
+    with pytest.raises(InvalidArgumentError, match="ids must be a list"):
         memory.forget(ids="abc")  # type: ignore[arg-type]
     assert memory.count() == 1
 
@@ -146,7 +146,7 @@ def test_an_import_never_overwrites_another_users_chunk_on_any_store(tmp_path: P
     lines = _export(alice, tmp_path / "alice.jsonl")
     forged = [{**line, "text": "Bob was here."} for line in lines]
     bob = alice.for_user("bob")
-    with pytest.raises(InvalidRequestError, match="belong to another user"):
+    with pytest.raises(InvalidArgumentError, match="belong to another user"):
         bob.import_jsonl(_write(tmp_path / "forged.jsonl", forged), reassign=True)  # even when reassigning
     assert [d.page_content for d in alice.invoke("passport")] == ["User: Alice's passport is P-123."]
 

@@ -25,7 +25,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_session_rag import SemanticCache, SemanticLLMCache
 from langchain_session_rag.cache import cache_scope, current_cache_user
 from langchain_session_rag.cache.guards import guard_mismatch, is_volatile
-from langchain_session_rag.errors import InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError
 
 DATA = Path(__file__).parents[1] / "data"
 _names = itertools.count()
@@ -128,7 +128,7 @@ def test_a_scope_that_disagrees_with_the_run_fails_closed(llm_cache: SemanticLLM
 
 @pytest.mark.parametrize("user", ["", "  ", "a\x00b", 7])
 def test_a_bad_user_id_is_a_typed_error(user: Any) -> None:
-    with pytest.raises(InvalidRequestError, match="user_id must be"), cache_scope(user):
+    with pytest.raises(InvalidArgumentError, match="user_id must be"), cache_scope(user):
         pass
 
 
@@ -444,7 +444,7 @@ def test_more_time_sensitive_questions_are_never_stored(make_cache: Factory, que
 
 def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> None:
     cache = make_cache("alice")
-    with pytest.raises(InvalidRequestError, match="question must be a string"):
+    with pytest.raises(InvalidArgumentError, match="question must be a string"):
         cache.lookup(None)  # type: ignore[arg-type]
     assert cache.update("", "x") is False
     assert cache.update("?!", "x") is False

@@ -15,7 +15,7 @@ from langchain_session_rag.agents import curate_core_memory
 from langchain_session_rag.errors import (
     BudgetExceededError,
     CoreMemoryFullError,
-    InvalidRequestError,
+    InvalidArgumentError,
     UnsupportedOperationError,
 )
 from langchain_session_rag.graph import create_session_rag_graph
@@ -86,9 +86,9 @@ def test_limits_are_enforced_at_write_time_and_nothing_changes(memory: SessionVe
         core.append("now", "word " * 400)
     assert core.read("now") == "Shipping the billing API."
     assert len(core.history("now")) == 1
-    with pytest.raises(InvalidRequestError, match="Unknown core memory block"):
+    with pytest.raises(InvalidArgumentError, match="Unknown core memory block"):
         core.write("secrets", "x")
-    with pytest.raises(InvalidRequestError, match="no line or heading"):
+    with pytest.raises(InvalidArgumentError, match="no line or heading"):
         core.remove("now", "nope")
 
 
@@ -205,11 +205,11 @@ def test_remove_respects_code_fences_and_refuses_bad_targets(memory: SessionVect
     core.remove("memory", "Pets")
     assert core.read("memory") == "## Setup\n```bash\n# install\npip install x\n```"
     for bad in ("", "   "):
-        with pytest.raises(InvalidRequestError):
+        with pytest.raises(InvalidArgumentError):
             core.remove("memory", bad)
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         core.append("memory", None)  # type: ignore[arg-type]
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         core.remove("memory", None)  # type: ignore[arg-type]
     core.write("now", "line one\r\nline two\r\n")
     assert core.read("now") == "line one\nline two"

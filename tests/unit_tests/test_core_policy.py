@@ -19,7 +19,6 @@ from langchain_session_rag.agents import curate_core_memory
 from langchain_session_rag.errors import (
     CoreMemoryFullError,
     InvalidArgumentError,
-    InvalidRequestError,
     ReadOnlyNamespaceError,
 )
 from langchain_session_rag.graph import create_session_rag_graph
@@ -115,7 +114,7 @@ def test_a_rejected_proposal_is_gone_and_never_pinned(memory: SessionVectorMemor
     assert memory.core.pending() == []
     assert ORDER not in next_turn_system(memory)
     assert memory.core.history("memory") == []
-    with pytest.raises(InvalidRequestError, match="No pending"):
+    with pytest.raises(InvalidArgumentError, match="No pending"):
         memory.core.confirm(proposal.id)
 
 
@@ -148,7 +147,7 @@ def test_pin_policy_is_the_applications_choice_and_is_recorded_as_unconfirmed(me
 
 def test_proposals_are_checked_bounded_and_erased_with_the_user(memory: SessionVectorMemory) -> None:
     core = memory.core
-    with pytest.raises(InvalidRequestError, match="no line"):
+    with pytest.raises(InvalidArgumentError, match="no line"):
         core.propose("replace", "memory", "- new", old="- a line that is not there")
     with pytest.raises(CoreMemoryFullError, match="limit"):
         core.propose("append", "now", "word " * 400)
@@ -226,7 +225,7 @@ def test_the_application_grants_or_makes_shared_writes(store: SessionMemoryStore
         )
     with pytest.raises(InvalidArgumentError, match="not under a shared"):
         SessionMemoryStore(memory, shared=[("policies",)], writable_shared=[("memories",)])
-    with pytest.raises(InvalidRequestError, match="shared namespaces only"):
+    with pytest.raises(InvalidArgumentError, match="shared namespaces only"):
         store.put_shared(("memories", "alice"), "k", {"content": "x"})
     store.put_shared(("policies",), "refunds", {"content": "Refunds within 14 days."})
     assert store.get(("policies",), "refunds").value == {"content": "Refunds within 14 days."}  # type: ignore[union-attr]

@@ -31,6 +31,7 @@ from langchain_session_rag import (
     create_manage_memory_tool,
     create_search_memory_tool,
 )
+from langchain_session_rag import errors as errors_module
 from langchain_session_rag.agents import curate_core_memory
 from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.errors import SessionRAGError
@@ -196,3 +197,39 @@ def test_public_paths_raise_the_family(name: str, memory: SessionVectorMemory, c
     with pytest.raises(SessionRAGError) as caught:
         CALLS[name](memory, cache)
     assert str(caught.value), "an error says what was wrong"
+
+
+OLD_BASES: dict[str, tuple[str, ...]] = {
+    "InvalidArgumentError": ("SessionRAGError", "ValueError", "TypeError"),
+    "InvalidMessageError": ("SessionRAGError", "ValueError"),
+    "EmptyConversationError": ("InvalidMessageError",),
+    "DuplicateMessageIdError": ("InvalidMessageError",),
+    "ImportFormatError": ("InvalidMessageError",),
+    "InvalidTimestampError": ("InvalidMessageError",),
+    "MessageTooLargeError": ("InvalidMessageError",),
+    "InvalidMetadataError": ("SessionRAGError", "ValueError"),
+    "UnknownOptionError": ("SessionRAGError", "TypeError"),
+    "EmbeddingModelMismatchError": ("SessionRAGError", "RuntimeError"),
+    "UnsupportedOperationError": ("SessionRAGError", "RuntimeError"),
+    "MissingDependencyError": ("SessionRAGError", "ImportError"),
+    "BudgetExceededError": ("SessionRAGError", "ValueError"),
+    "CoreMemoryFullError": ("BudgetExceededError",),
+    "CoreMemoryConflictError": ("SessionRAGError", "RuntimeError"),
+    "InvalidRequestError": ("SessionRAGError", "ValueError"),
+    "StoreLockedError": ("SessionRAGError", "RuntimeError"),
+    "StoreUnavailableError": ("SessionRAGError", "ConnectionError"),
+    "FileAccessError": ("SessionRAGError", "OSError"),
+    "InvalidStorePathError": ("SessionRAGError", "ValueError"),
+    "StoreWriteError": ("SessionRAGError", "RuntimeError"),
+    "IdentityConflictError": ("SessionRAGError", "ValueError"),
+    "ImportLimitError": ("ImportFormatError",),
+    "ReadOnlyNamespaceError": ("InvalidRequestError",),
+}
+"""Each class's bases in 0.6: an ``except`` clause written then still catches what it caught."""
+
+
+@pytest.mark.parametrize("name", list(OLD_BASES))
+def test_every_class_keeps_its_old_bases(name: str) -> None:
+    error = getattr(errors_module, name)
+    for base in OLD_BASES[name]:
+        assert issubclass(error, getattr(errors_module, base, None) or getattr(builtins, base)), (name, base)

@@ -24,7 +24,6 @@ from langchain_session_rag.errors import (
     InvalidArgumentError,
     InvalidMessageError,
     InvalidMetadataError,
-    InvalidRequestError,
     MessageTooLargeError,
     SessionRAGError,
 )
@@ -303,5 +302,5 @@ def test_recency_options_of_the_wrong_type_raise_the_typed_error(memory: Session
     for option in ("half_life_days", "recency_weight"):
         if value is None and option == "half_life_days":
             continue  # None switches decay off
-        with pytest.raises(InvalidRequestError, match=f"{option} must be .*{value!r}"):
+        with pytest.raises(InvalidArgumentError, match=f"{option} must be .*{value!r}"):
             memory.invoke("bike", **{option: value})

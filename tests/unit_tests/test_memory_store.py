@@ -20,7 +20,7 @@ from langgraph.store.base import InvalidNamespaceError, PutOp
 from typing_extensions import TypedDict
 
 from langchain_session_rag import SessionMemoryStore, SessionVectorMemory
-from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError
 from langchain_session_rag.graph import create_session_rag_graph
 
 ALICE = ("memories", "alice")
@@ -145,9 +145,9 @@ def test_sub_namespaces_and_list_namespaces(store: SessionMemoryStore) -> None:
     assert store.list_namespaces(prefix=ALICE, suffix=("food",)) == [(*ALICE, "prefs", "food")]
     assert store.list_namespaces(prefix=ALICE, max_depth=3) == [(*ALICE, "prefs"), (*ALICE, "trips")]
     assert store.list_namespaces(prefix=ALICE, limit=1, offset=1) == [(*ALICE, "prefs", "food")]
-    with pytest.raises(InvalidRequestError, match="naming a user"):
+    with pytest.raises(InvalidArgumentError, match="naming a user"):
         store.list_namespaces()
-    with pytest.raises(InvalidRequestError, match="naming a user"):
+    with pytest.raises(InvalidArgumentError, match="naming a user"):
         store.list_namespaces(prefix=("memories", "*"))
 
 
@@ -155,9 +155,9 @@ def test_namespaces_without_a_user_are_refused_unless_shared(
     store: SessionMemoryStore, memory: SessionVectorMemory
 ) -> None:
     for namespace in [("memories",), ("notes", "alice"), ("alice",)]:
-        with pytest.raises(InvalidRequestError, match="names no user"):
+        with pytest.raises(InvalidArgumentError, match="names no user"):
             store.put(namespace, "k", {"content": "x"})
-        with pytest.raises(InvalidRequestError, match="names no user"):
+        with pytest.raises(InvalidArgumentError, match="names no user"):
             store.search(namespace, query="x")
     with pytest.raises(InvalidNamespaceError):
         store.put((), "k", {"content": "x"})
@@ -178,14 +178,14 @@ def test_a_custom_template(memory: SessionVectorMemory) -> None:
     store = SessionMemoryStore(memory, namespace=("app", "{user_id}", "facts"))
     store.put(("app", "carol", "facts"), "job", {"content": "Carol is a nurse."})
     assert memory.for_user("carol").list_memories()[0].page_content == "Carol is a nurse."
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         store.put(("app", "carol"), "job", {"content": "x"})
 
 
 def test_ttl_and_bad_values_are_refused(store: SessionMemoryStore) -> None:
     with pytest.raises(NotImplementedError):
         store.put(ALICE, "k", {"content": "x"}, ttl=5)
-    with pytest.raises(InvalidRequestError, match="dict"):
+    with pytest.raises(InvalidArgumentError, match="dict"):
         store.batch([PutOp(ALICE, "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
     assert store.search(ALICE) == []
 
@@ -267,18 +267,18 @@ def test_a_run_cannot_name_the_shared_pseudo_users(store: SessionMemoryStore, me
     )
     assert out.status == "error"
     assert "Refunds" not in out.text
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         memory.invoke("refunds", {"configurable": {"user_id": pseudo}})
 
 
 def test_unserialisable_values_and_unknown_filter_operators_are_refused(store: SessionMemoryStore) -> None:
     from datetime import datetime, timezone
 
-    with pytest.raises(InvalidRequestError, match="JSON"):
+    with pytest.raises(InvalidArgumentError, match="JSON"):
         store.put(ALICE, "when", {"content": "x", "at": datetime(2026, 1, 1, tzinfo=timezone.utc)})
     assert store.get(ALICE, "when") is None
     store.put(ALICE, "age", {"content": "Alice is 30.", "age": 30})
-    with pytest.raises(InvalidRequestError, match=r"\$in"):
+    with pytest.raises(InvalidArgumentError, match=r"\$in"):
         store.search(ALICE, filter={"age": {"$in": [30]}})
 
 
@@ -286,7 +286,7 @@ def test_require_run_user_refuses_calls_outside_a_users_run(memory: SessionVecto
     from langchain_core.runnables import RunnableLambda
 
     strict = SessionMemoryStore(memory, require_run_user=True, shared=[("policies",)])
-    with pytest.raises(InvalidRequestError, match="require_run_user"):
+    with pytest.raises(InvalidArgumentError, match="require_run_user"):
         strict.put(ALICE, "k", {"content": "x"})
     put = RunnableLambda(lambda _: strict.put(ALICE, "k", {"content": "Alice's note."}))
     put.invoke(1, {"configurable": {"user_id": "alice"}})
@@ -317,10 +317,10 @@ def test_correcting_an_item_indexed_by_a_custom_field_updates_that_field(memory:
 
 
 def test_unknown_operators_are_refused_before_any_item_is_read(store: SessionMemoryStore) -> None:
-    with pytest.raises(InvalidRequestError, match=r"\$in"):
+    with pytest.raises(InvalidArgumentError, match=r"\$in"):
         store.search(ALICE, filter={"kind": {"$in": ["a"]}})  # no item at all
     store.put(ALICE, "k", {"content": "x", "kind": "a"})
-    with pytest.raises(InvalidRequestError, match=r"\$in"):
+    with pytest.raises(InvalidArgumentError, match=r"\$in"):
         store.search(ALICE, filter={"kind": "zzz", "n": {"$in": [1]}})
 
 

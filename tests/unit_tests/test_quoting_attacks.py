@@ -238,9 +238,9 @@ async def test_an_unfit_session_id_is_refused_with_one_error_class_on_every_path
 def test_a_graph_run_with_an_unfit_session_id_fails_before_the_model(memory: SessionVectorMemory, bad: Any) -> None:
     model = FakeListChatModel(responses=["answer"])
     graph = create_session_rag_graph(model, memory).compile()
-    with pytest.raises(InvalidArgumentError, match="session_id"):
+    with pytest.raises(InvalidRequestError, match="session_id"):  # a graph's input error (an InvalidArgumentError)
         graph.invoke({"messages": [HumanMessage("hi")]}, context={"user_id": "alice", "session_id": bad})
-    with pytest.raises(InvalidArgumentError, match="session_id"):
+    with pytest.raises(InvalidRequestError, match="session_id"):  # a graph's input error (an InvalidArgumentError)
         graph.invoke({"messages": [HumanMessage("hi")]}, {"configurable": {"user_id": "alice", "session_id": bad}})
     assert memory.count() == 0
     with pytest.raises(InvalidRequestError, match="names no 'session_id'"):  # a missing id: a request that names none

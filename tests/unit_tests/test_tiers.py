@@ -10,7 +10,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.errors import InvalidMetadataError, InvalidRequestError
+from langchain_session_rag.errors import InvalidArgumentError, InvalidMetadataError
 from langchain_session_rag.graph import create_session_rag_graph
 from langchain_session_rag.memory.annotate import heuristic_importance, topics_of
 
@@ -57,9 +57,9 @@ def test_every_chunk_carries_importance_and_topics_and_they_filter(memory: Sessi
     porto = memory.invoke("what happened?", topics=["Porto"], k=10)
     assert [d.page_content.count("Porto") > 0 for d in porto] == [True]
     assert memory.invoke("what happened?", topics=["quantum"], k=10) == []
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         memory.invoke("x", min_importance=2)
-    with pytest.raises(InvalidRequestError):
+    with pytest.raises(InvalidArgumentError):
         memory.invoke("x", topics="porto")
     with pytest.raises(InvalidMetadataError):
         memory.add_messages([{"role": "user", "content": "x"}], session_id="s2", metadata={"importance": 1.0})

@@ -16,7 +16,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.cli.store_commands import _PERIOD
-from langchain_session_rag.errors import InvalidRequestError, InvalidTimestampError
+from langchain_session_rag.errors import InvalidArgumentError, InvalidTimestampError
 from langchain_session_rag.memory.retrieval import build_query, time_conditions
 from langchain_session_rag.memory.timewindow import find_time_window, resolve_time_phrase
 
@@ -201,13 +201,13 @@ def test_an_unreadable_since_names_the_value_and_the_accepted_phrases() -> None:
     ("options", "error", "fragment"),
     [
         ({"time_window": "blue moon"}, InvalidTimestampError, "time_window 'blue moon' names no time"),
-        ({"time_window": 3}, InvalidRequestError, "time_window must be 'auto', a phrase"),
+        ({"time_window": 3}, InvalidArgumentError, "time_window must be 'auto', a phrase"),
         (
             {"time_boost": -1},
-            InvalidRequestError,
+            InvalidArgumentError,
             "time_boost must be a number >= 0 (added to the scores of in-window memories), got -1",
         ),
-        ({"time_boost": True}, InvalidRequestError, "got True"),
+        ({"time_boost": True}, InvalidArgumentError, "got True"),
     ],
 )
 def test_bad_time_window_options_are_refused(options: dict[str, Any], error: type[Exception], fragment: str) -> None:
@@ -327,7 +327,7 @@ def test_a_phrase_past_the_last_year_is_a_typed_error_naming_it(phrase: str) -> 
         time_conditions(phrase, None, now=WEDNESDAY)
     with pytest.raises(InvalidTimestampError, match=rf"Invalid until {re.escape(repr(phrase))}: .*out of range"):
         build_query({"until": phrase, "now": WEDNESDAY}, {"k": 4}, fetch_k=4)
-    with pytest.raises(InvalidRequestError, match=rf"time_window {re.escape(repr(phrase))} .*out of range"):
+    with pytest.raises(InvalidArgumentError, match=rf"time_window {re.escape(repr(phrase))} .*out of range"):
         build_query({"time_window": phrase, "now": WEDNESDAY}, {"k": 4}, fetch_k=4, text="x")
     with pytest.raises(click.BadParameter, match=rf"{re.escape(repr(phrase))} .*out of range"):
         _PERIOD.convert(phrase, None, None)
@@ -366,7 +366,7 @@ def test_a_day_with_its_month_or_a_year_is_still_read(phrase: str) -> None:
     ],
 )
 def test_since_after_until_is_refused_naming_both(since: Any, until: Any) -> None:
-    with pytest.raises(InvalidRequestError, match=rf"since {re.escape(repr(since))} .*until {re.escape(repr(until))}"):
+    with pytest.raises(InvalidArgumentError, match=rf"since {re.escape(repr(since))} .*until {re.escape(repr(until))}"):
         time_conditions(since, until, now=WEDNESDAY)
 
 

@@ -1,0 +1,94 @@
+"""A graph run's input, checked before the run starts: one :class:`InvalidRequestError` for every input mistake.
+
+The graphs' ``validate`` node checks each turn inside the run, but a run has already done work by then: LangGraph
+writes the input to the thread's checkpoint and emits it (``stream_mode="values"``) before the first node. The
+factories therefore return a :class:`CheckedStateGraph`, whose compiled graph checks the input messages and the
+run's ``user_id`` / ``session_id`` in ``invoke``, ``ainvoke``, ``stream`` and ``astream`` before handing the run to
+LangGraph: a refused run streams nothing, checkpoints nothing, and reads or writes no memory or cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from langchain_core.messages import BaseMessage, RemoveMessage, convert_to_messages
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, merge_configs
+from langgraph.graph import StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
+from langchain_session_rag.graph.turn import check_turn
+from langchain_session_rag.identity import run_identity
+
+__all__ = ["CheckedCompiledStateGraph", "CheckedStateGraph", "check_run_input"]
+
+
+def _input_messages(value: object) -> list[BaseMessage]:
+    """The input's messages as LangGraph's ``add_messages`` reads them (removals left out)."""
+    try:
+        found = convert_to_messages(value if isinstance(value, list | tuple) else [value])  # type: ignore[list-item]
+    except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+        msg = f"A message of the input is malformed ({exc}): send messages, (role, text) pairs or role/content dicts."
+        raise InvalidRequestError(msg) from None
+    return [m for m in found if not isinstance(m, RemoveMessage)]
+
+
+def check_run_input(input: object, config: RunnableConfig | None, context: object) -> None:  # noqa: A002
+    """Refuse a run's input before the run starts (see the module docstring).
+
+    The run must name a fit ``user_id`` and ``session_id`` (in ``context`` or ``config["configurable"]``); when the
+    input is a state, its messages must end with a non-empty user turn. A resumed run (``None`` or a ``Command``
+    input) is checked for its ids only.
+
+    Raises:
+        InvalidRequestError: Any of these mistakes (the one class of a graph's input).
+        IdentityConflictError: The context and the configurable values name different users or sessions.
+    """
+    try:
+        run_ids_of(run_identity(config, context=context))
+    except InvalidRequestError:
+        raise
+    except InvalidArgumentError as exc:  # an unfit id: the input of a graph run is refused with the one class
+        raise InvalidRequestError(str(exc)) from None
+    if isinstance(input, Mapping):  # a new turn (a resumed run's input is None or a Command)
+        check_turn(_input_messages(input.get("messages") or []))
+
+
+class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):
+    """A compiled session-RAG graph whose runs check their input before they start (see :func:`check_run_input`).
+
+    ``invoke`` and ``ainvoke`` run through ``stream`` and ``astream``, so the four are covered.
+    """
+
+    def stream(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's parameter name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """``CompiledStateGraph.stream``, after :func:`check_run_input` (raised at the call, not at the first step)."""
+        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"))
+        return super().stream(input, config, **kwargs)
+
+    def astream(
+        self,
+        input: Any,  # noqa: A002 - LangGraph's parameter name
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """``CompiledStateGraph.astream``, after :func:`check_run_input` (raised at the call)."""
+        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"))
+        return super().astream(input, config, **kwargs)
+
+
+class CheckedStateGraph(StateGraph[SessionRAGState, SessionContext, Any, Any]):
+    """The uncompiled graph the factories return: a ``StateGraph`` whose ``compile()`` checks each run's input."""
+
+    def compile(self, *args: Any, **kwargs: Any) -> CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]:
+        """``StateGraph.compile``; the compiled graph refuses a bad input before its run starts."""
+        compiled = super().compile(*args, **kwargs)
+        compiled.__class__ = CheckedCompiledStateGraph  # same layout; LangGraph's copies keep the class
+        return compiled
