@@ -28,7 +28,6 @@ from langchain_session_rag import (
     SemanticCache,
     SessionMemoryStore,
     SessionVectorMemory,
-    SummaryBuffer,
     TokenBudget,
     TopicSegmenter,
     create_core_memory_tool,
@@ -45,6 +44,7 @@ from langchain_session_rag.errors import (
     UnknownOptionError,
 )
 from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph, purge_threads
+from langchain_session_rag.prompt import SummaryBuffer
 
 DOC = Path(langchain_session_rag.__file__).parent.parent / "docs" / "errors.md"
 
