@@ -1,1 +1,6 @@
 """memory."""
+
+from langchain_session_rag.memory.runtime import RuntimeSettings
+from langchain_session_rag.memory.service import MemoryService
+
+__all__ = ["MemoryService", "RuntimeSettings"]

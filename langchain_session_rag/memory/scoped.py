@@ -137,8 +137,9 @@ class UserStore:
         that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
         loaded once and kept current by this process.
 
-        ``None`` for stores that cannot list, and for a user past the cache's ``max_user_chunks``, whose
-        searches use the store's own index.
+        ``None`` for stores that cannot list, and for a user past the memory's ``RuntimeSettings.max_user_chunks``,
+        whose searches use the store's own index (even when another memory of the process, allowing more, holds
+        a replica of the user).
         """
         replicas, runtime = self.state.replicas, self.service.runtime
         replica = replicas.get(self.user_id, max_users=runtime.replica_max_users, max_chunks=runtime.replica_max_chunks)
@@ -150,15 +151,15 @@ class UserStore:
             listing=lambda: backend.listing(user_id),
             pages=lambda ids: backend.pages(user_id, ids, with_embeddings=vectors),
         )
+        bound = runtime.max_user_chunks
+        if replica.oversize and bound > (replica.counted_past or 0):
+            replica.invalidate()  # found oversize under a smaller bound than this memory's: count again
         try:
-            replica.sync(
-                source,
-                max_age=math.inf if self.state.trusted else max_age,
-                max_chunks=runtime.max_user_chunks,
-            )
+            replica.sync(source, max_age=math.inf if self.state.trusted else max_age, max_chunks=bound)
         except UnsupportedOperationError:
             return None
-        return None if replica.oversize else replica
+        replica.counted_past = max(replica.counted_past or 0, bound) if replica.oversize else None
+        return None if replica.oversize or len(replica) > bound else replica
 
     def writers(self) -> Writers:
         """The writers of one write, planning against the replica (dedupe, numbering, the question it replaces).
