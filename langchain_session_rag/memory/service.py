@@ -66,6 +66,15 @@ class WriteSettings:
     scorer: Callable[[str], float] | None = None
     daily_log_dir: str | None = None
 
+    def same_as(self, other: WriteSettings) -> bool:
+        """Whether both hold the same objects and values (models compared by identity: cheap on every call)."""
+        return (
+            self.chunker is other.chunker
+            and self.segmenter is other.segmenter
+            and self.scorer is other.scorer
+            and (self.max_message_chars, self.daily_log_dir) == (other.max_message_chars, other.daily_log_dir)
+        )
+
 
 @dataclass(frozen=True, eq=False)
 class MemoryService:
@@ -106,7 +115,7 @@ class MemoryService:
 
     def with_settings(self, writing: WriteSettings, runtime: RuntimeSettings) -> MemoryService:
         """This service with other write or runtime settings (itself when they are the same)."""
-        if writing == self.writing and runtime == self.runtime:
+        if writing.same_as(self.writing) and runtime == self.runtime:
             return self
         return dataclasses.replace(self, writing=writing, runtime=runtime)
 

@@ -45,9 +45,9 @@ __all__ = [
 def flush(self: SessionVectorMemory) -> None:
     """Wait until every write of this memory has reached the store.
 
-    Writes made with ``wait=False`` (the graph's) are retrievable by this process at once and reach
-    the store within about 0.1 s (merged with the writes made meanwhile); other processes see them from
-    then on.
+    Writes made with ``wait=False`` (the graph's) are retrievable by this process at once and reach the store
+    within ``runtime.write_linger`` (0.1 s by default), merged with the writes made meanwhile; other processes
+    see them from then on.
 
     Raises:
         StoreWriteError: A write made with ``wait=False`` failed; its chunks are not stored.
