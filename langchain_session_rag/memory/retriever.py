@@ -239,8 +239,11 @@ class SessionVectorMemory(BaseRetriever):
         Views (``for_user``, ``for_run``, ``model_copy``) share the store; a view with other write or runtime
         settings gets a service with those.
         """
-        self._service = self._service.with_settings(opening.write_settings(self), self.runtime)
-        return self._service
+        current = self._service
+        service = current.with_settings(opening.write_settings(self), self.runtime)
+        if service is not current:
+            self._service = service
+        return service
 
     @property
     def core(self) -> CoreMemory:

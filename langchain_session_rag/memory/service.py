@@ -115,7 +115,7 @@ class MemoryService:
 
     def with_settings(self, writing: WriteSettings, runtime: RuntimeSettings) -> MemoryService:
         """This service with other write or runtime settings (itself when they are the same)."""
-        if writing.same_as(self.writing) and runtime == self.runtime:
+        if writing.same_as(self.writing) and (runtime is self.runtime or runtime == self.runtime):
             return self
         return dataclasses.replace(self, writing=writing, runtime=runtime)
 

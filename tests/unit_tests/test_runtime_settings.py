@@ -137,7 +137,7 @@ def test_core_memory_follows_the_declared_capability_not_the_class(tmp_path: Pat
 
 
 def test_the_back_ends_declare_what_they_can_do(tmp_path: Path) -> None:
-    from langchain_core.vectorstores import InMemoryVectorStore  # noqa: PLC0415
+    from langchain_core.vectorstores import InMemoryVectorStore
 
     assert _open(tmp_path / "s").backend.capabilities == {CORE_MEMORY, REEMBED, COMPACTION, USER_LISTING, DAILY_LOGS}
     plain = SessionVectorMemory(vectorstore=InMemoryVectorStore(DeterministicFakeEmbedding(size=8)), user_id="a")
