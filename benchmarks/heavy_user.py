@@ -27,7 +27,7 @@ import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.memory.scoped import state_of
+from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.stores.records import session_record
 
 DIM = 384
@@ -35,10 +35,14 @@ USER = "heavy"
 WORDS = [f"w{n}" for n in range(5_000)]
 
 
-def memory(folder: Path) -> SessionVectorMemory:
+def memory(folder: Path, runtime: RuntimeSettings | None = None) -> SessionVectorMemory:
     """The benchmark's memory (fake embeddings of the real model's size: plumbing only)."""
     return SessionVectorMemory.local(
-        path=folder, user_id=USER, embeddings=DeterministicFakeEmbedding(size=DIM), collection_name="heavy"
+        path=folder,
+        user_id=USER,
+        embeddings=DeterministicFakeEmbedding(size=DIM),
+        collection_name="heavy",
+        runtime=runtime or RuntimeSettings(),
     )
 
 
@@ -71,9 +75,7 @@ def fill(folder: Path, chunks: int) -> int:
 
 def first_query(folder: Path, threshold: int) -> dict[str, float]:
     """In this (fresh) process: open the memory, answer one query; the time and peak memory it took."""
-    m = memory(folder)
-    replicas = state_of(m.backend).replicas
-    replicas.max_user_chunks = threshold
+    m = memory(folder, RuntimeSettings(max_user_chunks=threshold))
     m.backend.check_model(m.model_id, DIM)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     started = time.perf_counter()
@@ -88,7 +90,7 @@ def first_query(folder: Path, threshold: int) -> dict[str, float]:
         "second_query_ms": round(second * 1000, 1),
         "baseline_mb": round(base),
         "peak_above_baseline_mb": round(peak - base),
-        "replica_chunks": len(replicas.get(USER)),
+        "replica_chunks": len(m.service.state.replicas.get(USER)),
         "results": len(docs),
     }
 

@@ -22,6 +22,7 @@ from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.importers.ingest import aimport_conversations, import_conversations
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.models.embeddings import LocalEmbeddings, get_default_embeddings
 from langchain_session_rag.models.local_llm import LocalChatModel, default_chat_model
 from langchain_session_rag.models.multilingual import MultilingualEmbeddings
@@ -95,6 +96,7 @@ __all__ = [
     "LocalChatModel",
     "LocalEmbeddings",
     "MultilingualEmbeddings",
+    "RuntimeSettings",
     "SemanticCache",
     "SemanticLLMCache",
     "SessionMemoryStore",

@@ -56,3 +56,39 @@ class SphinxMarkup(griffe.Extension):
         """Rewrite ``obj``'s docstring, if it has one."""
         if obj.docstring is not None:
             obj.docstring.value = ROLE.sub(_role, _fences(obj.docstring.value))
+
+
+class BoundMethods(griffe.Extension):
+    """Show the methods a class binds from module functions (``add_note = admin.add_note``) as methods.
+
+    ``SessionVectorMemory`` is a thin retriever: its write and maintenance methods are functions of
+    ``memory.writing`` and ``memory.admin`` bound as class attributes, which griffe reads as attributes without a
+    docstring. Each such attribute becomes an alias of its function, so the reference shows its signature and
+    docstring under the class.
+    """
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:  # noqa: ARG002 - griffe's hook signature
+        """Replace every bound-function attribute of every class in the package with an alias of the function."""
+        for cls in _classes(pkg):
+            for name, member in list(cls.members.items()):
+                if member.is_alias or not member.is_attribute or not isinstance(member.value, griffe.ExprAttribute):
+                    continue
+                target = member.value.canonical_path
+                try:
+                    function = pkg.modules_collection.get_member(target)
+                except KeyError:
+                    continue
+                if function.is_function:
+                    cls.set_member(name, griffe.Alias(name, function, parent=cls))
+
+
+def _classes(module: griffe.Module) -> list[griffe.Class]:
+    found: list[griffe.Class] = []
+    for member in module.members.values():
+        if member.is_alias:
+            continue
+        if member.is_module:
+            found += _classes(member)  # type: ignore[arg-type]
+        elif member.is_class:
+            found.append(member)  # type: ignore[arg-type]
+    return found

@@ -364,7 +364,7 @@ def _disk_use(path: Path) -> int:
 @store_options
 def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
     """Show the store: its users, this user's sessions and chunks, the embedding model, disk use."""
-    from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
+    from langchain_session_rag.stores.base import USER_LISTING  # noqa: PLC0415
 
     options = StoreOptions.of(store)
     memory = options.memory(embeds=False, create=False)
@@ -372,7 +372,7 @@ def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
         with status("Compacting …"):
             memory.compact()
     backend = memory.backend
-    users = backend.users() if isinstance(backend, ChromaBackend) else {}
+    users = backend.users() if USER_LISTING in backend.capabilities else {}
     found = memory.list_sessions()
     folder = None if options.server else Path(options.location)
     data = {

@@ -1,13 +1,17 @@
-"""The long-term memory: the retriever over past sessions, pinned core memory, daily logs."""
+"""The long-term memory: the retriever over past sessions, its runtime settings, pinned core memory, daily logs."""
 
 from langchain_session_rag.memory.core import CoreMemory, CoreVersion
 from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
 from langchain_session_rag.memory.retriever import Consolidation, SessionInfo, SessionVectorMemory
+from langchain_session_rag.memory.runtime import RuntimeSettings
+from langchain_session_rag.memory.service import MemoryService
 
 __all__ = [
     "Consolidation",
     "CoreMemory",
     "CoreVersion",
+    "MemoryService",
+    "RuntimeSettings",
     "SessionInfo",
     "SessionVectorMemory",
     "read_daily_logs",

@@ -41,7 +41,7 @@ from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import chunk_id
 
 if TYPE_CHECKING:
-    from langchain_session_rag.stores.chroma import ChromaBackend
+    from langchain_session_rag.stores.base import CompanionBackend
 
 __all__ = [
     "DEFAULT_CORE_LIMITS",
@@ -108,7 +108,7 @@ class CoreMemory:
 
     def __init__(
         self,
-        backend: ChromaBackend,
+        backend: CompanionBackend,
         user_id: str,
         *,
         limits: Mapping[str, int] | None = None,

@@ -102,6 +102,8 @@ class UserReplica:
         self._loaded = False
         self.oversize = False
         """The user holds more chunks than a replica is kept for: searches use the store's own index."""
+        self.counted_past: int | None = None
+        """The largest ``max_chunks`` the user is known to exceed (a memory allowing more counts again)."""
 
     def __len__(self) -> int:
         """Number of chunks held."""

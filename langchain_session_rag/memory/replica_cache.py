@@ -41,8 +41,14 @@ class ReplicaCache:
         self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, user_id: str) -> UserReplica:
-        """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits."""
+    def get(self, user_id: str, *, max_users: int | None = None, max_chunks: int | None = None) -> UserReplica:
+        """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits.
+
+        ``max_users`` / ``max_chunks`` override the cache's limits for this call (the calling memory's
+        :class:`~langchain_session_rag.memory.runtime.RuntimeSettings`).
+        """
+        users = self.max_users if max_users is None else max_users
+        chunks = self.max_chunks if max_chunks is None else max_chunks
         with self._lock:
             replica = self._replicas.get(user_id)
             if replica is None:
@@ -52,7 +58,7 @@ class ReplicaCache:
                 self._replicas.move_to_end(user_id)
             held = sum(len(r) for r in self._replicas.values())
             for victim in [u for u, r in self._replicas.items() if u != user_id and not r.busy]:
-                if len(self._replicas) <= self.max_users and held <= self.max_chunks:
+                if len(self._replicas) <= users and held <= chunks:
                     break
                 held -= len(self._replicas.pop(victim))
             return replica

@@ -1,40 +1,50 @@
-"""``SessionVectorMemory``: past conversations as a retrievable, user-scoped corpus."""
+# mypy: disable-error-code="pydantic-field"
+# (pydantic's mypy plugin takes the methods bound from module functions below for untyped fields; pydantic does not)
+"""``SessionVectorMemory``: past conversations as a retrievable, user-scoped corpus.
+
+A thin ``BaseRetriever``: its fields are the settings; its methods turn a call (whose user, which options) into
+calls of its :class:`~langchain_session_rag.memory.service.MemoryService` (the store, replicas, writers, runtime).
+The write and maintenance methods are functions of :mod:`~langchain_session_rag.memory.writing` and
+:mod:`~langchain_session_rag.memory.admin` bound here (no base class but ``BaseRetriever``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Sequence
+import os
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from typing_extensions import Self
 
-from langchain_session_rag.chunking.messages import MessageLike
-from langchain_session_rag.chunking.segmenter import SimilarityProfile
+from langchain_session_rag.chunking.exchanges import ExchangeChunker
+from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.identity import acting_user
-from langchain_session_rag.memory.admin import MemoryAdmin, SessionInfo
-from langchain_session_rag.memory.daily_log import append_daily_log
-from langchain_session_rag.memory.erasure import replace_logged
-from langchain_session_rag.memory.ingest import Batch, Chunking, Consolidation
+from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
+from langchain_session_rag.memory import admin, opening, writing
+from langchain_session_rag.memory.consolidation import Consolidation
+from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS, AgentEdits, CoreMemory, check_core_limits
+from langchain_session_rag.memory.ingest import Chunking
+from langchain_session_rag.memory.listing import SessionInfo
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
-from langchain_session_rag.stores.base import decode_message_ids
+from langchain_session_rag.memory.runtime import RuntimeSettings
+from langchain_session_rag.memory.service import MemoryService, path_text
+from langchain_session_rag.memory.settings import SourceType, check_query, check_user_id
+from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, open_chroma_client
+from langchain_session_rag.stores.base import MemoryBackend
 
 __all__ = ["Consolidation", "SessionInfo", "SessionVectorMemory"]
 
 
-def _check_query(query: object) -> str:
-    """The retrieval query: a string (the current user message)."""
-    if not isinstance(query, str):
-        msg = f"The query must be a string (the current user message), got {type(query).__name__}."
-        raise InvalidArgumentError(msg)
-    return query
-
-
-class SessionVectorMemory(MemoryAdmin):
+class SessionVectorMemory(BaseRetriever):
     """Long-term conversational memory: past exchanges as a user-scoped, retrievable corpus.
 
     Every memory object is bound to one ``user_id``: it can never read, return or delete another
@@ -101,169 +111,228 @@ class SessionVectorMemory(MemoryAdmin):
         score = relevance × ((1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days))
     """
 
-    # -- ingest ----------------------------------------------------------------------------------
-    def flush(self) -> None:
-        """Wait until every write of this memory has reached the store.
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
-        Writes made with ``wait=False`` (the graph's) are retrievable by this process at once and reach
-        the store within about 0.1 s (merged with the writes made meanwhile); other processes see them from
-        then on.
+    user_id: str
+    """The user whose memories this object reads and writes; nobody else's."""
+    vectorstore: VectorStore | None = None
+    """Any LangChain vector store. A ``langchain_chroma.Chroma`` is used natively (one collection)."""
+    chroma_client: Any = None
+    """A chromadb client; the store is then user-partitioned collections named after ``collection_name``."""
+    collection_name: str = "session_memory"
+    """The store name used with ``chroma_client``."""
+    shards: int = Field(default=32, ge=1)
+    """Collections a new Chroma store spreads users over (an existing store keeps its own)."""
+    embeddings: Embeddings | None = None
+    """The embedding model. Defaults to the store's own, else the bundled all-MiniLM-L6-v2."""
+    embedding_model_id: str | None = None
+    """The identity recorded in the store for ``embeddings``; derived from the model when not given."""
+    k: int = Field(default=4, ge=1)
+    """How many memories to return."""
+    fetch_k: int = Field(default=50, ge=1)
+    """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
+    lexical_weight: float = Field(default=0.3, ge=0, le=1)
+    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only.
+    When not given, an embedding model's ``default_lexical_weight`` attribute wins (``MultilingualEmbeddings``: 0,
+    as BM25's word matching, tuned on English, let function words outrank meaning in German, Spanish, French)."""
+    strip_speaker_names: bool = True
+    """Leave the names of the memory's frequent speakers (labels of at least a fifth of its conversation chunks)
+    out of the dense query, keeping them for BM25: "What books has Melanie read?" is embedded as "What books has
+    read?", so the small embedding model matches books, not the ``Melanie:`` label of every line
+    (see :mod:`~langchain_session_rag.memory.speakers`). ``False`` embeds the query as it is."""
+    score_threshold: float | None = None
+    """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
+    half_life_days: float | None = Field(default=None, gt=0)
+    """Recency decay half-life in days; ``None`` (default) turns decay off."""
+    recency_weight: float = Field(default=0.5, ge=0, le=1)
+    """Share of the score that decays with age (see :func:`~langchain_session_rag.memory.ranking.decayed_score`)."""
+    session_ids: list[str] | None = None
+    """Restrict retrieval to these sessions."""
+    exclude_session_ids: list[str] | None = None
+    """Never return memories of these sessions (e.g. the current one, already in the prompt)."""
+    source_type: SourceType | list[SourceType] | None = None
+    """Return only ``"session"`` memories, ``"document"`` chunks or ``"note"`` memories (saved with ``add_note``),
+    or the types of a list."""
+    chunker: ExchangeChunker = Field(default_factory=lambda: ExchangeChunker(min_tokens=0))
+    """How conversations are cut into exchange chunks. By default every exchange is its own chunk, however short
+    ("My cat is called Pixel." stays itself): grouping exchanges is the topic segmenter's decision, made on their
+    embeddings."""
+    chunking: Chunking = "topic"
+    """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default; on LoCoMo's
+    held-out conversations about a point above one chunk per exchange at 600 prompt tokens, and level with a plain
+    128-token window there) or one chunk per ``"exchange"``. A batch of one exchange (live chat) is stored
+    as an exchange either way, retrievable at once; :meth:`consolidate` groups a session's exchanges later."""
+    max_message_chars: int = Field(default=1_000_000, ge=1)
+    """The longest message ``add_messages`` accepts, in characters: a longer one raises
+    ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
+    segmenter: TopicSegmenter | None = None
+    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, max_tokens=128)``: the threshold
+    calibrated for the model when there is one (the bundled all-MiniLM-L6-v2: 0.15), else boundaries at the deep
+    valleys of the session's own similarity profile, whatever the model's similarity scale; capped segments pack
+    better into prompt budgets."""
+
+    daily_log_dir: str | None = None
+    """Append every new message to ``DIR/<user>/<YYYY-MM-DD>.md``, the raw, lossless tier (embedded stores only;
+    see :mod:`~langchain_session_rag.memory.daily_log`)."""
+    importance_scorer: Callable[[str], float] | None = None
+    """Scores each new chunk's ``importance`` in [0, 1] (e.g. with a model call); by default the heuristics of
+    :mod:`~langchain_session_rag.memory.annotate`, which need no model."""
+    core_limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CORE_LIMITS))
+    """Core memory blocks and their token limits (``memory.core``); by default ``now`` 300 and ``memory`` 700."""
+    core_agent_edits: AgentEdits = "approve"
+    """What a model's core memory edits do (the core memory tool, curation with ``auto_apply``): ``"approve"``
+    (default) stores them as proposals, pinned only when ``memory.core.confirm(id)`` is called; ``"unconfirmed"``
+    also shows them in prompts, apart from the pinned notes, as unconfirmed notes written by the assistant;
+    ``"pin"`` pins them at once (a retrieved memory that tells the model to save an order then rides in every
+    prompt: choose it only for trusted inputs)."""
+    time_aware: bool = True
+    """Look for a time expression in each query ("What did we discuss last Tuesday?", "on March 5", "two weeks
+    ago"; see :func:`~langchain_session_rag.memory.timewindow.find_time_window`) and, when there is one, boost the
+    memories stamped inside the day, week, month or year it names: ``time_boost`` is added to their score and the
+    window's best chunks are candidates even when the plain search missed them. A boost, not a filter (a
+    question may name the wrong day): other memories stay reachable. Boosted documents carry
+    ``metadata["time_window"] = [start, end]``. Phrases are read against the call's ``now`` (default: the current
+    time, UTC). Per call: ``time_window="auto"`` (this), a phrase (``time_window="last week"``) or ``None`` (off).
+    Questions without a time expression are ranked exactly as with ``False``."""
+    time_boost: float = Field(default=0.5, ge=0)
+    """What a ``time_aware`` window adds to the score of the memories inside it (scores are on the cosine scale:
+    with 0.5 a memory outside the window still ranks first when it is more relevant by over 0.5)."""
+    search_kwargs: dict[str, Any] = Field(default_factory=dict)
+    """Retrieval options applied to every call, as ``VectorStoreRetriever.search_kwargs`` are (``since``,
+    ``filter``, ``source_type``, ...; see ``invoke``); options passed to a call override them."""
+    user_from_run: bool = False
+    """Serve the user the run names (``config["configurable"]["user_id"]`` or a LangGraph run's
+    ``context["user_id"]``) instead of ``user_id`` when ``invoke`` / ``ainvoke`` run; a run naming no user is
+    then refused. When ``False`` (default), a run naming another user than ``user_id`` is refused with
+    ``IdentityConflictError``: a user override is never silently ignored."""
+
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    """Process-side knobs of this memory: replica cache bounds, the write linger, background writes (see
+    :class:`~langchain_session_rag.memory.runtime.RuntimeSettings`; the defaults are the usual behaviour)."""
+
+    _service: MemoryService = PrivateAttr()
+
+    @field_validator("core_limits", mode="before")
+    @classmethod
+    def _check_core_limits(cls, value: Any) -> Any:
+        return check_core_limits(value)
+
+    @field_validator("daily_log_dir", mode="before")
+    @classmethod
+    def _path_text(cls, value: object) -> object:
+        return path_text(value)
+
+    @field_validator("user_id")
+    @classmethod
+    def _check_user(cls, value: str) -> str:
+        return check_user_id(value)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Complete the settings from the embedding model, then open the store (the constructor's last step)."""
+        super().model_post_init(context)
+        self._service = opening.open_service(self)
+
+    @property
+    def service(self) -> MemoryService:
+        """What this memory runs on: the opened store, its replicas and writers, the embedding model, the settings.
+
+        Views (``for_user``, ``for_run``, ``model_copy``) share the store; a view with other write or runtime
+        settings gets a service with those.
+        """
+        current = self._service
+        service = current.with_settings(opening.write_settings(self), self.runtime)
+        if service is not current:
+            self._service = service
+        return service
+
+    @property
+    def core(self) -> CoreMemory:
+        """The pinned core memory of the user this call acts for (blocks ``core_limits``; see :class:`CoreMemory`).
 
         Raises:
-            StoreWriteError: A write made with ``wait=False`` failed; its chunks are not stored.
+            UnsupportedOperationError: The store keeps no core memory (no ``CORE_MEMORY`` capability).
         """
-        self._state.writes.flush()
+        user = admin.acting(self)
+        return self.service.core(user, limits=self.core_limits, agent_edits=self.core_agent_edits)
 
-    async def aflush(self) -> None:
-        """Async :meth:`flush`."""
-        await asyncio.to_thread(self._state.writes.flush)
+    @property
+    def backend(self) -> MemoryBackend:
+        """The storage back end (for inspection and benchmarks)."""
+        return self._service.backend
 
-    def add_messages(
-        self,
-        messages: Sequence[MessageLike],
+    @property
+    def model_id(self) -> str:
+        """The embedding model identity recorded in the store."""
+        return self._service.model_id
+
+    # -- constructors and views ------------------------------------------------------------------
+    @classmethod
+    def local(
+        cls,
+        path: str | os.PathLike[str] = "./session_memory",
         *,
-        session_id: str,
-        metadata: dict[str, Any] | None = None,
-        chunking: Chunking | None = None,
-        wait: bool = True,
-    ) -> list[str]:
-        """Store a conversation (or the new part of one).
+        user_id: str,
+        embeddings: Embeddings | None = None,
+        collection_name: str = "session_memory",
+        **kwargs: Any,
+    ) -> Self:
+        """Open (or create) an embedded Chroma store in ``path``.
 
-        The whole batch is validated first: on any error nothing is stored. Chunk ids are
-        deterministic, so ingesting the same messages again stores nothing new; stored chunks whose
-        messages are all covered again (a trailing question that now has its reply) are replaced.
-
-        With ``chunking="exchange"`` each new exchange chunk is embedded exactly once, in one batch.
-        With ``chunking="topic"`` the exchanges are embedded to find topic boundaries and only
-        segments of several exchanges are embedded again: at most N + S texts for N exchanges and S
-        segments.
-
-        Args:
-            messages: LangChain messages or dicts ``{"role", "content", "id"?, "name"?, "timestamp"?}``.
-            session_id: The session these messages belong to.
-            metadata: Extra metadata stored on every chunk (scalar values; others are JSON-encoded).
-            chunking: Overrides the memory's ``chunking`` for this call.
-            wait: Return only once the store holds the chunks (default). With ``False`` the chunks are
-                retrievable by this process at once and written by a background thread; see :meth:`flush`.
-
-        Returns:
-            The ids of the chunks covering the batch, in conversation order.
-
-        Raises:
-            InvalidMessageError: A malformed message (nothing of the batch is stored).
-            StoreWriteError: An earlier ``wait=False`` write failed.
+        The embedding model defaults to the bundled all-MiniLM-L6-v2, loaded on first use.
+        Other keyword arguments are the constructor's (``k``, ``half_life_days``, ``runtime``, ...).
         """
-        store = self._store()
-        writer = store.writer()
-        batch = writer.prepare_session(messages, session_id, metadata, chunking or self.chunking)
-        if batch.exchanges:
-            writer.finish_topics(batch, self._segmenter.segment(writer.as_documents(batch.exchanges)), session_id)
-        store.embed_pending(writer, batch.records)
-        written = writer.store(batch.records, batch.superseded, wait=wait)
-        if wait:
-            written.result()
-        self._log(store.user_id, batch, session_id)
-        return batch.ids
-
-    async def aadd_messages(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        session_id: str,
-        metadata: dict[str, Any] | None = None,
-        chunking: Chunking | None = None,
-        wait: bool = True,
-    ) -> list[str]:
-        """Async :meth:`add_messages`."""
-        store = self._store()
-        writer = await asyncio.to_thread(store.writer)
-        batch = await asyncio.to_thread(
-            writer.prepare_session, messages, session_id, metadata, chunking or self.chunking
+        client = open_chroma_client(path=path)
+        return cls(
+            chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )
-        if batch.exchanges:
-            segments = await self._segmenter.asegment(writer.as_documents(batch.exchanges))
-            await asyncio.to_thread(writer.finish_topics, batch, segments, session_id)
-        await store.aembed_pending(writer, batch.records)
-        written = await asyncio.to_thread(writer.store, batch.records, batch.superseded, wait=wait)
-        if wait:
-            await asyncio.wrap_future(written)
-        await asyncio.to_thread(self._log, store.user_id, batch, session_id)
-        return batch.ids
 
-    def _log(self, user_id: str, batch: Batch, session_id: str) -> None:
-        """Append the batch's new or edited messages to the daily log, when one is kept (never one already logged)."""
-        if self.daily_log_dir is None:
-            return
-        covered = {m for r in batch.records for m in decode_message_ids(r.metadata.get("message_ids"))}
-        turns = [t for t in batch.turns if t.id in covered]  # new messages the store now holds
-        edits = set(batch.edits)
-        if any(t.id in edits for t in turns):  # an edit rewrites the logged entry in place: the old text goes
-            replaced = replace_logged(self.daily_log_dir, user_id, session_id, [t for t in turns if t.id in edits])
-            turns = [t for t in turns if t.id not in replaced]
-        if turns:
-            append_daily_log(self.daily_log_dir, user_id, session_id, turns, default=batch.default_timestamp)
+    @classmethod
+    def server(
+        cls,
+        host: str = "localhost",
+        port: int = 8000,
+        *,
+        user_id: str,
+        embeddings: Embeddings | None = None,
+        collection_name: str = "session_memory",
+        connect_timeout: float = CONNECT_TIMEOUT,
+        **kwargs: Any,
+    ) -> Self:
+        """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes.
 
-    # -- consolidation ---------------------------------------------------------------------------
-    def consolidate(self, session_id: str) -> Consolidation:
-        """Replace a session's exchange chunks by topic segments (at the end of a live session).
+        The server must answer within ``connect_timeout`` seconds (5 by default). Other keyword arguments are
+        the constructor's (``k``, ``runtime``, ...).
 
-        Stored exchange vectors are reused: only segments of several exchanges are embedded. Segments
-        are written before the exchanges are deleted, with deterministic ids, so running it twice, or
-        again after an interruption, leaves every message covered exactly once.
+        Raises:
+            StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent past
+                ``connect_timeout``, or another kind of server); the message names the address and the fix.
         """
-        self.flush()
-        writer = self._store().writer()
-        stored, exchanges = writer.consolidation_input(session_id)
-        if not exchanges:
-            return Consolidation(session_id, 0, 0, 0)
-        segments = self._segmenter.segment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
-        return writer.consolidation_output(session_id, stored, exchanges, segments)
+        client = open_chroma_client(host=host, port=port, connect_timeout=connect_timeout)
+        return cls(
+            chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
+        )
 
-    async def aconsolidate(self, session_id: str) -> Consolidation:
-        """Async :meth:`consolidate`."""
-        await self.aflush()
-        writer = await asyncio.to_thread(self._store().writer)
-        stored, exchanges = await asyncio.to_thread(writer.consolidation_input, session_id)
-        if not exchanges:
-            return Consolidation(session_id, 0, 0, 0)
-        segments = await self._segmenter.asegment(writer.as_documents(exchanges), writer.vectors_of(exchanges))
-        return await asyncio.to_thread(writer.consolidation_output, session_id, stored, exchanges, segments)
+    def for_user(self, user_id: str) -> Self:
+        """Return the view of another user over the same store, with the same settings, bound to that user.
 
-    def similarity_profile(self, session_id: str) -> SimilarityProfile:
-        """The similarity series and topic boundaries of a session's stored exchanges, for plotting.
-
-        Uses the stored vectors (no embedding call). A session already consolidated has no exchange
-        chunks left and gives an empty profile.
+        The view serves ``user_id`` only (``user_from_run`` is off): inside a run naming another user its calls
+        raise ``IdentityConflictError``.
         """
-        self.flush()
-        writer = self._store().writer()
-        _, exchanges = writer.consolidation_input(session_id)
-        return self._segmenter.similarity_profile(writer.as_documents(exchanges), writer.vectors_of(exchanges))
+        return self.model_copy(update={"user_id": check_user_id(user_id), "user_from_run": False})
 
-    # -- documents -------------------------------------------------------------------------------
-    def add_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
-        """Store reference documents (``source_type="document"``), returned with ``[D: name]`` markers.
+    def for_shared(self, name: str) -> Self:
+        """A view over a shared scope: data every user may read (reference documents, policies), apart from users.
 
-        The name is the basename of ``metadata["name"]``, ``["source"]`` or ``["title"]``. Long
-        documents are split at paragraphs to the chunker's ``max_tokens``.
+        No run can name a shared scope, so any user's run may use it (as the graph's ``documents=`` retriever, say).
+
+        Raises:
+            InvalidArgumentError: An empty name, or one longer than 200 characters.
         """
-        store = self._store()
-        writer = store.writer()
-        ids, records = writer.prepare_documents(documents, session_id)
-        store.embed_pending(writer, records)
-        writer.store(records, []).result()
-        return ids
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:  # noqa: PLR2004
+            msg = f"A shared scope needs a name of 1 to 200 characters, got {name!r}."
+            raise InvalidArgumentError(msg)
+        return self.for_user(SYSTEM_PREFIX + "shared" + SYSTEM_PREFIX + name)
 
-    async def aadd_documents(self, documents: Sequence[Document], *, session_id: str = "") -> list[str]:
-        """Async :meth:`add_documents`."""
-        store = self._store()
-        writer = await asyncio.to_thread(store.writer)
-        ids, records = await asyncio.to_thread(writer.prepare_documents, documents, session_id)
-        await store.aembed_pending(writer, records)
-        await asyncio.wrap_future(await asyncio.to_thread(writer.store, records, []))
-        return ids
-
-    # -- retrieval -------------------------------------------------------------------------------
     def for_run(self, config: RunnableConfig | None = None) -> Self:
         """The view of the user the run names, checked against this memory's user.
 
@@ -279,6 +348,7 @@ class SessionVectorMemory(MemoryAdmin):
         user = acting_user(self.user_id, from_run=self.user_from_run, config=config)
         return self if user == self.user_id and not self.user_from_run else self.for_user(user)
 
+    # -- retrieval -------------------------------------------------------------------------------
     def invoke(self, input: str, config: RunnableConfig | None = None, **kwargs: Any) -> list[Document]:  # noqa: A002
         """Retrieve this user's memories for ``input`` (the current user message); see the class docstring.
 
@@ -315,11 +385,12 @@ class SessionVectorMemory(MemoryAdmin):
         run_manager: CallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
         **kwargs: Any,
     ) -> list[Document]:
-        query = _check_query(query)
+        query = check_query(query)
         q = self._query(kwargs, query)
-        store = self._store(check_run=False)  # invoke checked the call's run
+        service = self.service
+        store = service.user(self.user_id)  # invoke checked the call's run
         text = store.dense_text(query) if self.strip_speaker_names else query
-        vector = None if self._backend.embeds_itself else self._embeddings.embed_query(text)
+        vector = None if service.backend.embeds_itself else service.embeddings.embed_query(text)
         return store.search(query, vector, q, dense_text=text)
 
     async def _aget_relevant_documents(
@@ -329,40 +400,45 @@ class SessionVectorMemory(MemoryAdmin):
         run_manager: AsyncCallbackManagerForRetrieverRun,  # noqa: ARG002 - BaseRetriever's signature
         **kwargs: Any,
     ) -> list[Document]:
-        query = _check_query(query)
+        query = check_query(query)
         q = await asyncio.to_thread(self._query, kwargs, query)  # may load dateparser (a time expression)
-        store = self._store(check_run=False)
+        service = self.service
+        store = service.user(self.user_id)
         text = await asyncio.to_thread(store.dense_text, query) if self.strip_speaker_names else query
-        vector = None if self._backend.embeds_itself else await self._embeddings.aembed_query(text)
+        vector = None if service.backend.embeds_itself else await service.embeddings.aembed_query(text)
         return await asyncio.to_thread(functools.partial(store.search, dense_text=text), query, vector, q)
 
-    def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """This user's chunks among ``ids`` (unknown ids and other users' chunks are skipped), in ``ids`` order.
+    # -- writing (memory/writing.py) -------------------------------------------------------------
+    flush = writing.flush
+    aflush = writing.aflush
+    add_messages = writing.add_messages
+    aadd_messages = writing.aadd_messages
+    consolidate = writing.consolidate
+    aconsolidate = writing.aconsolidate
+    similarity_profile = writing.similarity_profile
+    add_documents = writing.add_documents
+    aadd_documents = writing.aadd_documents
+    get_by_ids = writing.get_by_ids
+    aget_by_ids = writing.aget_by_ids
+    warm_up = writing.warm_up
+    awarm_up = writing.awarm_up
 
-        Includes chunks still on their way to the store (``wait=False`` writes of this process).
-        """
-        return self._store().get_by_ids(ids)
-
-    async def aget_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """Async :meth:`get_by_ids`."""
-        return await asyncio.to_thread(self.get_by_ids, ids)
-
-    # -- start-up --------------------------------------------------------------------------------
-    def warm_up(self) -> Self:
-        """Load now what the first request would load, and return ``self``.
-
-        That is the embedding model, this user's in-process index, the tokenizer and the date parser; a fresh
-        process otherwise pays for them on its first question (``benchmarks/cold_start.py`` measures it). Call it
-        once when a server starts.
-        """
-        from langchain_session_rag._time import utcnow  # noqa: PLC0415
-        from langchain_session_rag.memory.timewindow import resolve_time_phrase  # noqa: PLC0415
-
-        self.chunker.count("warm up")
-        resolve_time_phrase("yesterday", now=utcnow())
-        self.invoke("warm up", k=1)
-        return self
-
-    async def awarm_up(self) -> Self:
-        """Async :meth:`warm_up`."""
-        return await asyncio.to_thread(self.warm_up)
+    # -- maintenance (memory/admin.py) -----------------------------------------------------------
+    add_note = admin.add_note
+    aadd_note = admin.aadd_note
+    list_memories = admin.list_memories
+    alist_memories = admin.alist_memories
+    list_sessions = admin.list_sessions
+    alist_sessions = admin.alist_sessions
+    forget = admin.forget
+    aforget = admin.aforget
+    forget_all = admin.forget_all
+    aforget_all = admin.aforget_all
+    compact = admin.compact
+    acompact = admin.acompact
+    count = admin.count
+    export_jsonl = admin.export_jsonl
+    aexport_jsonl = admin.aexport_jsonl
+    import_jsonl = admin.import_jsonl
+    aimport_jsonl = admin.aimport_jsonl
+    reembed = classmethod(admin.reembed)

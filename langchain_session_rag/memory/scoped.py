@@ -10,19 +10,19 @@ from __future__ import annotations
 import math
 import os
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag import _fork
 from langchain_session_rag._checks import check_session_id
-from langchain_session_rag._time import TimestampLike
-from langchain_session_rag.chunking.exchanges import ExchangeChunker
-from langchain_session_rag.chunking.segmenter import TopicSegmenter
+from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, UnsupportedOperationError
-from langchain_session_rag.memory.ingest import SessionWriter
+from langchain_session_rag.memory.chunk_index import SessionChunks
+from langchain_session_rag.memory.commit import Committer
+from langchain_session_rag.memory.ingest import SessionPlanner
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
 from langchain_session_rag.memory.replica_cache import ReplicaCache
@@ -34,11 +34,15 @@ from langchain_session_rag.memory.retrieval import (
     stored_document,
 )
 from langchain_session_rag.memory.speakers import FREQUENT_SPEAKER_SHARE, dense_query
+from langchain_session_rag.memory.topics import TopicRecords
 from langchain_session_rag.memory.whole import whole_memory
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where
 
-__all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "reset_replicas", "state_of"]
+if TYPE_CHECKING:
+    from langchain_session_rag.memory.service import MemoryService
+
+__all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "Writers", "reset_replicas", "state_of"]
 
 WRITE_SYNC_AGE = 1.0
 """Seconds a replica sync may be old when a write plans against it (reads always sync)."""
@@ -86,23 +90,40 @@ def reset_replicas(backend: MemoryBackend) -> None:
         state.replicas.clear()
 
 
-@dataclass(eq=False)
-class UserStore:
-    """One user's side of a store: the replica it reads, the writer it plans with, forgetting and export.
+@dataclass(frozen=True)
+class Writers:
+    """What one write of a user is planned and sent with, each collaborator one job (all over one replica sync)."""
 
-    :class:`~langchain_session_rag.SessionVectorMemory` builds one per call from its settings; every method
-    acts for ``user_id`` only.
+    chunks: SessionChunks
+    """The session's stored chunks and their numbering."""
+    plan: SessionPlanner
+    """Validates a batch and plans its exchange records."""
+    topics: TopicRecords
+    """Builds topic segment records."""
+    commit: Committer
+    """Publishes records to the replica and the store."""
+
+
+@dataclass(frozen=True, eq=False)
+class UserStore:
+    """One user's side of a store: the replica it reads, the writers it plans with, forgetting and export.
+
+    :class:`~langchain_session_rag.memory.service.MemoryService` hands one out per call (``service.user(id)``);
+    every method acts for ``user_id`` only.
     """
 
-    backend: MemoryBackend
-    state: StoreState
+    service: MemoryService
     user_id: str
-    model_id: str
-    embeddings: Embeddings
-    chunker: ExchangeChunker
-    segmenter: TopicSegmenter
-    max_message_chars: int
-    scorer: Callable[[str], float] | None = None
+
+    @property
+    def backend(self) -> MemoryBackend:
+        """The store's back end."""
+        return self.service.backend
+
+    @property
+    def state(self) -> StoreState:
+        """The store's in-process state (replicas, write queue)."""
+        return self.service.state
 
     def replica(self, *, max_age: float = 0.0) -> UserReplica | None:
         """The user's replica, synced with the store (with vectors unless the store embeds itself).
@@ -116,11 +137,12 @@ class UserStore:
         that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
         loaded once and kept current by this process.
 
-        ``None`` for stores that cannot list, and for a user past the cache's ``max_user_chunks``, whose
-        searches use the store's own index.
+        ``None`` for stores that cannot list, and for a user past the memory's ``RuntimeSettings.max_user_chunks``,
+        whose searches use the store's own index (even when another memory of the process, allowing more, holds
+        a replica of the user).
         """
-        replicas = self.state.replicas
-        replica = replicas.get(self.user_id)
+        replicas, runtime = self.state.replicas, self.service.runtime
+        replica = replicas.get(self.user_id, max_users=runtime.replica_max_users, max_chunks=runtime.replica_max_chunks)
         backend, user_id, vectors = self.backend, self.user_id, not self.backend.embeds_itself
         source = ReplicaSource(
             log=lambda: backend.change_log(user_id),
@@ -129,50 +151,57 @@ class UserStore:
             listing=lambda: backend.listing(user_id),
             pages=lambda ids: backend.pages(user_id, ids, with_embeddings=vectors),
         )
+        bound = runtime.max_user_chunks
+        if replica.oversize and bound > (replica.counted_past or 0):
+            replica.invalidate()  # found oversize under a smaller bound than this memory's: count again
         try:
-            replica.sync(
-                source,
-                max_age=math.inf if self.state.trusted else max_age,
-                max_chunks=replicas.max_user_chunks,
-            )
+            replica.sync(source, max_age=math.inf if self.state.trusted else max_age, max_chunks=bound)
         except UnsupportedOperationError:
             return None
-        return None if replica.oversize else replica
+        replica.counted_past = max(replica.counted_past or 0, bound) if replica.oversize else None
+        return None if replica.oversize or len(replica) > bound else replica
 
-    def writer(self) -> SessionWriter:
-        """A writer planning against the replica (dedupe, numbering, the trailing question it replaces).
+    def writers(self) -> Writers:
+        """The writers of one write, planning against the replica (dedupe, numbering, the question it replaces).
 
         A sync up to ``WRITE_SYNC_AGE`` old stands: only another process's write of the same session in that
         second could be missed, and deterministic ids keep even that from duplicating a chunk.
         """
-        return SessionWriter(
-            self.backend,
-            self.user_id,
-            self.model_id,
-            self.chunker,
-            self.segmenter,
-            self.state.writes,
-            self.replica(max_age=WRITE_SYNC_AGE),
-            max_message_chars=self.max_message_chars,
-            scorer=self.scorer,
+        service, writing = self.service, self.service.writing
+        replica = self.replica(max_age=WRITE_SYNC_AGE)
+        chunks = SessionChunks(self.backend, self.user_id, replica)
+        return Writers(
+            chunks=chunks,
+            plan=SessionPlanner(chunks, service.model_id, writing.chunker, writing.max_message_chars),
+            topics=TopicRecords(chunks, service.model_id),
+            commit=Committer(
+                self.backend,
+                self.user_id,
+                service.model_id,
+                self.state.writes,
+                replica,
+                scorer=writing.scorer,
+                linger=service.runtime.write_linger,
+            ),
         )
 
     def flush(self) -> None:
         """Wait until every queued write of the store has reached it (raises StoreWriteError on a failed one)."""
         self.state.writes.flush()
 
-    def embed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
-        """Embed the records that still need a vector, in one call."""
-        pending = writer.pending(records)
+    def embed_pending(self, records: list[Record]) -> None:
+        """Embed the records that still need a vector (none when the store embeds itself), in one call."""
+        pending = _pending(self.backend, records)
         if pending:
-            for record, vector in zip(pending, self.embeddings.embed_documents([r.text for r in pending]), strict=True):
+            vectors = self.service.embeddings.embed_documents([r.text for r in pending])
+            for record, vector in zip(pending, vectors, strict=True):
                 record.embedding = vector
 
-    async def aembed_pending(self, writer: SessionWriter, records: list[Record]) -> None:
+    async def aembed_pending(self, records: list[Record]) -> None:
         """Async :meth:`embed_pending`."""
-        pending = writer.pending(records)
+        pending = _pending(self.backend, records)
         if pending:
-            vectors = await self.embeddings.aembed_documents([r.text for r in pending])
+            vectors = await self.service.embeddings.aembed_documents([r.text for r in pending])
             for record, vector in zip(pending, vectors, strict=True):
                 record.embedding = vector
 
@@ -193,7 +222,7 @@ class UserStore:
         ``dense_text`` is what a store that embeds itself embeds (the query by default); BM25 reads ``query``.
         """
         if vector is not None:
-            self.backend.check_model(self.model_id, len(vector))
+            self.backend.check_model(self.service.model_id, len(vector))
         replica = self.replica()
         if q.all_if_fits is not None:
             if replica is not None:
@@ -244,7 +273,7 @@ class UserStore:
         if session_id is not None:
             check_session_id(session_id)
         self.flush()
-        targets = self.writer().forget_targets(session_id, before, ids)
+        targets = _forget_targets(self.backend, self.user_id, session_id, before, ids)
         try:
             self.backend.delete(self.user_id, [r.id for r in targets])
         finally:
@@ -273,10 +302,10 @@ class UserStore:
         return self.backend.get(self.user_id, where)
 
     def save(self, records: list[Record]) -> None:
-        """Embed and store records as they are (notes); a record with a stored id replaces it."""
-        writer = self.writer()
-        self.embed_pending(writer, records)
-        writer.store(records, []).result()
+        """Embed and store records as they are (notes, documents); a record with a stored id replaces it."""
+        commit = self.writers().commit
+        self.embed_pending(records)
+        commit.store(records, []).result()
 
     def count(self) -> int:
         """How many chunks the user has stored (after a flush)."""
@@ -294,14 +323,19 @@ class UserStore:
         Records of another user (``metadata["user_id"]``) are refused unless ``reassign``.
         """
         records = read_jsonl(
-            path, user_id=self.user_id, model_id=self.model_id, reassign=reassign, max_chars=self.max_message_chars
+            path,
+            user_id=self.user_id,
+            model_id=self.service.model_id,
+            reassign=reassign,
+            max_chars=self.service.writing.max_message_chars,
         )
         sizes = {len(r.embedding) for r in records if r.embedding is not None}
         if sizes:  # vectors kept as written: they must be the model's size, or the store is unusable afterwards
-            size = len(self.embeddings.embed_query("dimension check"))
+            size = len(self.service.embeddings.embed_query("dimension check"))
             if sizes != {size}:
+                model = self.service.model_id
                 msg = (
-                    f"{path} holds {'/'.join(map(str, sorted(sizes)))}-dimensional vectors, but {self.model_id!r} "
+                    f"{path} holds {'/'.join(map(str, sorted(sizes)))}-dimensional vectors, but {model!r} "
                     f"gives {size}; nothing was imported."
                 )
                 raise InvalidMessageError(msg)
@@ -316,7 +350,29 @@ class UserStore:
             raise InvalidArgumentError(msg)
         stored = self.backend.existing_ids(self.user_id, ids)
         new = [r for r in records if r.id not in stored]
-        writer = self.writer()
-        self.embed_pending(writer, new)
-        writer.store(new, []).result()
+        self.save(new)
         return len(new)
+
+
+def _pending(backend: MemoryBackend, records: list[Record]) -> list[Record]:
+    """Records still needing a vector (none when the store embeds itself)."""
+    return [] if backend.embeds_itself else [r for r in records if r.embedding is None]
+
+
+def _forget_targets(
+    backend: MemoryBackend,
+    user_id: str,
+    session_id: str | None,
+    before: TimestampLike | None,
+    ids: Sequence[str] | None,
+) -> list[Record]:
+    """The user's chunks matching every given criterion (with their metadata, without vectors)."""
+    where: dict[str, Any] = {}
+    if session_id is not None:
+        where["session_id"] = session_id
+    if before is not None:
+        where["timestamp_epoch"] = {"$lt": parse_timestamp(before, what="before").timestamp()}
+    if ids is not None and not where:
+        return sorted(backend.fetch(user_id, list(dict.fromkeys(ids))), key=lambda r: r.id)
+    wanted = set(ids) if ids is not None else None
+    return [r for r in backend.get(user_id, where) if wanted is None or r.id in wanted]

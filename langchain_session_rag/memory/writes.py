@@ -41,6 +41,7 @@ class _Write:
     deletes: list[str]
     detached: bool
     on_done: Callable[[BaseException | None], None] | None
+    linger: float
     future: Future[None] = field(default_factory=Future)
     submitted: float = field(default_factory=time.monotonic)
 
@@ -103,15 +104,18 @@ class WriteQueue:
         *,
         detached: bool = False,
         on_done: Callable[[BaseException | None], None] | None = None,
+        linger: float | None = None,
     ) -> Future[None]:
         """Queue an upsert of ``records`` followed by a delete of ``deletes``.
 
-        ``on_done`` is called with the error (``None`` on success) before the future completes.
+        ``on_done`` is called with the error (``None`` on success) before the future completes. ``linger``
+        overrides the queue's for this write (the writing memory's ``RuntimeSettings.write_linger``).
 
         A ``detached`` write's failure is kept for :meth:`raise_failures`; otherwise the returned future
         carries it to the caller.
         """
-        write = _Write(user_id, list(records), list(deletes), detached, on_done)
+        wait_for = self.linger if linger is None else linger
+        write = _Write(user_id, list(records), list(deletes), detached, on_done, wait_for)
         with self._lock:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="session-rag-writer")
@@ -119,7 +123,7 @@ class WriteQueue:
             self._outstanding.add(write.future)
             if not detached:
                 self._urgent += 1
-                self._wake.notify_all()
+            self._wake.notify_all()  # a shorter linger than the ones waited for may have arrived
             executor = self._executor
         write.future.add_done_callback(self._finished)
         executor.submit(self._drain)
@@ -130,10 +134,10 @@ class WriteQueue:
             self._outstanding.discard(future)
 
     def _take(self) -> list[_Write]:
-        """Everything queued, once the oldest write has lingered enough (or someone waits)."""
+        """Everything queued, once one write has lingered enough (or someone waits)."""
         with self._wake:
             while self._queue and not self._urgent:
-                left = self._queue[0].submitted + self.linger - time.monotonic()
+                left = min(w.submitted + w.linger for w in self._queue) - time.monotonic()
                 if left <= 0:
                     break
                 self._wake.wait(left)

@@ -6,14 +6,21 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
 __all__ = [
+    "COMPACTION",
+    "CORE_MEMORY",
+    "DAILY_LOGS",
+    "REEMBED",
     "REVISION_KEY",
+    "USER_LISTING",
+    "Capability",
+    "CompanionBackend",
     "MemoryBackend",
     "Record",
     "RecordPage",
@@ -26,6 +33,19 @@ __all__ = [
 
 REVISION_KEY = "store_revision"
 """Metadata key holding a record's revision: a new random value on every write of the record."""
+
+Capability = str
+"""A feature a back end declares in :attr:`MemoryBackend.capabilities` (one of the constants below)."""
+CORE_MEMORY: Final[Capability] = "core_memory"
+"""Companion stores next to the memories (:meth:`MemoryBackend.companion`): pinned core memory lives there."""
+REEMBED: Final[Capability] = "reembed"
+"""The whole store can be re-embedded with another model from its stored texts (:meth:`MemoryBackend.reembed`)."""
+DAILY_LOGS: Final[Capability] = "daily_logs"
+"""Every writer runs on this machine, so a raw daily log kept in a local folder sees every message."""
+COMPACTION: Final[Capability] = "compaction"
+"""Forgotten records can be erased from the store's files (:meth:`MemoryBackend.compact`)."""
+USER_LISTING: Final[Capability] = "user_listing"
+"""The store can list its users with their chunk counts (:meth:`MemoryBackend.users`)."""
 
 Where = dict[str, Any]
 """Equality / range conditions: ``{"key": value}`` or ``{"key": {"$in" | "$nin" | "$gte" | "$lte": v}}``."""
@@ -74,6 +94,16 @@ class MemoryBackend(Protocol):
     """
 
     embeds_itself: bool
+    """True when the store embeds texts itself (``add`` then ignores ``embeddings``)."""
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """What the store can do beyond the required methods (``CORE_MEMORY``, ``REEMBED``, ``DAILY_LOGS``, ...).
+
+        Callers test these instead of the back end's class; a method whose capability is missing raises
+        :class:`~langchain_session_rag.errors.UnsupportedOperationError`.
+        """
+        ...
 
     @property
     def single_process(self) -> bool:
@@ -84,8 +114,6 @@ class MemoryBackend(Protocol):
     def process_key(self) -> str:
         """Identifies the store within this process."""
         ...
-
-    """True when the store embeds texts itself (``add`` then ignores ``embeddings``)."""
 
     def check_model(self, model_id: str, dimension: int | None) -> None:
         """Raise :class:`EmbeddingModelMismatchError` if the store was written by another model."""
@@ -145,6 +173,25 @@ class MemoryBackend(Protocol):
 
         Raises UnsupportedOperationError when the store cannot do it.
         """
+
+    def companion(self, suffix: str) -> CompanionBackend:
+        """A store of its own next to this one (``CORE_MEMORY``: the core memory's); else UnsupportedOperationError."""
+        ...
+
+    def users(self) -> dict[str, int]:
+        """Every user of the store and their chunk counts (``USER_LISTING``); else UnsupportedOperationError."""
+        ...
+
+    def stores_beside(self) -> Sequence[MemoryBackend]:
+        """Other stores sharing this one's files (compacted with it); empty when there are none."""
+        ...
+
+
+class CompanionBackend(MemoryBackend, Protocol):
+    """A companion store (``MemoryBackend.companion``): it can also insert a record only if its id is new."""
+
+    def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
+        """Store records whose ids are not stored yet (a stored id keeps its record)."""
 
 
 def purge(backend: MemoryBackend, user_id: str) -> int:

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
 from langchain_session_rag.models.embeddings import mismatch_hint
+from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import client_location, is_connection_error, is_embedded, persist_directory
-from langchain_session_rag.stores.base import Record, RecordPage, Where, purge, shard_of
-from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_ids
+from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
+from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
 from langchain_session_rag.stores.records import stamp
 
@@ -123,6 +124,12 @@ class ChromaBackend:
         (a ``langchain_chroma.Chroma``), which the caller may also write to directly.
         """
         return is_embedded(self.client) and self._single is None
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Core memory, re-embedding, compaction and user listing; daily logs on an embedded store only."""
+        local = {protocol.DAILY_LOGS} if is_embedded(self.client) else set()
+        return frozenset({protocol.CORE_MEMORY, protocol.REEMBED, protocol.COMPACTION, protocol.USER_LISTING, *local})
 
     # -- manifest -------------------------------------------------------------------------------
     @property
@@ -390,14 +397,7 @@ class ChromaBackend:
     @_server_call
     def users(self) -> dict[str, int]:
         """Every user of the store and how many chunks each has (reads every record's metadata: for statistics)."""
-        counts: dict[str, int] = {}
-        for col in self.all_collections():
-            for offset in range(0, col.count(), self.max_batch):
-                got = col.get(include=["metadatas"], limit=self.max_batch, offset=offset)
-                for meta in got["metadatas"] or []:
-                    user = str((meta or {}).get("user_id"))
-                    counts[user] = counts.get(user, 0) + 1
-        return counts
+        return user_counts(self.all_collections(), self.max_batch)
 
     def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str) -> int:
         """Re-embed every chunk of every user with a new model; return how many were re-embedded.
@@ -418,6 +418,12 @@ class ChromaBackend:
             backend = ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
             _COMPANIONS[key] = backend
         return backend
+
+    def stores_beside(self) -> list[ChromaBackend]:
+        """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
+        from langchain_session_rag.stores.chroma_folder import neighbours  # noqa: PLC0415 - it imports this module
+
+        return [ChromaBackend(self.client, name=n) for n in neighbours(self)]
 
     def compact(self) -> int:
         """Rebuild every collection from its live records, then vacuum an embedded store's files.

@@ -10,7 +10,7 @@ lists the user's ids (an ids-only ``where`` read, cheap), then reads the records
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
@@ -18,7 +18,7 @@ from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
 if TYPE_CHECKING:
     from chromadb import Collection
 
-__all__ = ["PAGE", "as_records", "listing", "read_pages", "user_ids"]
+__all__ = ["PAGE", "as_records", "listing", "read_pages", "user_counts", "user_ids"]
 
 PAGE = 1_000
 """Records per read: far under Chroma's SQL variable limit; 1,000 halves the peak memory of 5,000 at equal speed."""
@@ -83,3 +83,15 @@ def as_records(pages: Iterator[RecordPage]) -> list[Record]:
                 record.embedding = row
         out.extend(page.records)
     return out
+
+
+def user_counts(collections: Iterable[Collection], page: int) -> dict[str, int]:
+    """Every user of the collections and how many records each has (reads every record's metadata, in pages)."""
+    counts: dict[str, int] = {}
+    for col in collections:
+        for offset in range(0, col.count(), page):
+            got = col.get(include=["metadatas"], limit=page, offset=offset)
+            for meta in got["metadatas"] or []:
+                user = str((meta or {}).get("user_id"))
+                counts[user] = counts.get(user, 0) + 1
+    return counts

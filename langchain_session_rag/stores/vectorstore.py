@@ -11,7 +11,17 @@ from langchain_core.vectorstores import VectorStore
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores.adapter import chroma_collection_of
-from langchain_session_rag.stores.base import MemoryBackend, Record, RecordPage, Where, fingerprint, purge
+from langchain_session_rag.stores.base import (
+    DAILY_LOGS,
+    Capability,
+    CompanionBackend,
+    MemoryBackend,
+    Record,
+    RecordPage,
+    Where,
+    fingerprint,
+    purge,
+)
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.filters import matches
 
@@ -39,6 +49,11 @@ class VectorStoreBackend:
     def process_key(self) -> str:
         """Identifies the wrapped store object within this process."""
         return f"vectorstore|{id(self.vectorstore)}"
+
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """Daily logs only: no companion stores, and no re-embedding, compaction or user listing through the API."""
+        return frozenset({DAILY_LOGS})
 
     @property
     def single_process(self) -> bool:
@@ -198,6 +213,23 @@ class VectorStoreBackend:
             "new embedding model and import an export_jsonl() file into it instead."
         )
         raise UnsupportedOperationError(msg)
+
+    def companion(self, suffix: str) -> CompanionBackend:
+        """Not possible: core memory (a companion store) is kept next to a Chroma store only."""
+        msg = (
+            f"Core memory ({suffix!r}) is kept in a Chroma store next to the memories; this memory uses "
+            f"a {type(self.vectorstore).__name__}. Use SessionVectorMemory.local(...) or .server(...)."
+        )
+        raise UnsupportedOperationError(msg)
+
+    def users(self) -> dict[str, int]:
+        """Not possible through the ``VectorStore`` interface: raises UnsupportedOperationError."""
+        msg = f"A {type(self.vectorstore).__name__} cannot list its users through the VectorStore interface."
+        raise UnsupportedOperationError(msg)
+
+    def stores_beside(self) -> list[MemoryBackend]:
+        """None: the vector store's files are its own business."""
+        return []
 
 
 def backend_for(vectorstore: VectorStore) -> MemoryBackend:

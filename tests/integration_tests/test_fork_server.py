@@ -129,7 +129,7 @@ def test_a_fork_while_another_thread_reads_a_replica_does_not_hang_the_child(
     memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=real_embeddings,
                                         collection_name="fork-busy")  # fmt: skip
     memory.add_messages([{"role": "user", "content": "The parent keeps bees."}], session_id="p")
-    replica = memory._state.replicas.get("alice")
+    replica = memory.service.state.replicas.get("alice")
     held, release = threading.Event(), threading.Event()
 
     def request_in_flight() -> None:

@@ -234,3 +234,51 @@ def test_the_layer_check_sees_relative_and_dynamic_imports() -> None:
     finally:
         PROBE.unlink()
     assert units == {"graph", "models", "cache"}
+
+
+# -- composition: capabilities, not classes; a retriever over a service, not a mixin chain ------------------------
+
+
+def backend_class_tests(path: Path) -> list[str]:
+    """Every ``isinstance(..., X)`` of a file whose class list names ``ChromaBackend`` (alone or in a tuple)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 2):
+            continue
+        if node.func.id not in {"isinstance", "issubclass"}:
+            continue
+        classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+        names = {c.attr if isinstance(c, ast.Attribute) else getattr(c, "id", "") for c in classes}
+        if "ChromaBackend" in names:
+            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    return found
+
+
+def test_no_code_outside_stores_tests_the_back_ends_class() -> None:
+    """Callers ask ``backend.capabilities`` (core memory, reembed, daily logs, compaction, user listing)."""
+    outside = [p for p in modules() if unit_of(p) != "stores"]
+    assert [hit for p in outside for hit in backend_class_tests(p)] == []
+
+
+def test_the_class_test_finds_what_it_looks_for() -> None:
+    PROBE.write_text(
+        "from langchain_session_rag.stores import chroma\n"
+        "isinstance(b, ChromaBackend)\n"
+        "isinstance(b, (int, chroma.ChromaBackend))\n"
+        "isinstance(b, int)\n"
+    )
+    try:
+        hits = backend_class_tests(PROBE)
+    finally:
+        PROBE.unlink()
+    assert [h.rsplit(":", 1)[1] for h in hits] == ["2", "3"]
+
+
+def test_the_memory_is_a_retriever_over_a_service_not_a_mixin_chain() -> None:
+    from langchain_core.retrievers import BaseRetriever
+
+    from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+    assert SessionVectorMemory.__bases__ == (BaseRetriever,)
+    assert SessionVectorMemory.__mro__[1] is BaseRetriever, "no class between the memory and BaseRetriever"
+    assert not SessionVectorMemory.__pydantic_decorators__.model_validators, "no validator opens the store"

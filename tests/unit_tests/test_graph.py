@@ -14,6 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_session_rag import SemanticCache, SessionVectorMemory
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph import Node, SessionRAGState, create_session_rag_graph
+from langchain_session_rag.memory import RuntimeSettings
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
 
@@ -233,10 +234,13 @@ def test_cached_answers_follow_the_memories_behind_them(tmp_path: Path, memory: 
 
 
 @pytest.mark.parametrize("background", [True, False])
-def test_the_store_write_is_awaited_only_when_asked(memory: SessionVectorMemory, background: bool) -> None:
+def test_the_store_write_is_awaited_only_when_asked(tmp_path: Path, real_embeddings, background: bool) -> None:
+    lingering = RuntimeSettings(write_linger=30)  # a background write waits for company far longer than this test
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="nobody", embeddings=real_embeddings, runtime=lingering
+    )
     model = GenericFakeChatModel(messages=iter([AIMessage("Noted."), AIMessage("Pixel.")]))
     graph = create_session_rag_graph(model, memory, background_writes=background).compile()
-    memory._state.writes.linger = 30
     graph.invoke({"messages": [HumanMessage("My cat is called Pixel.")]}, context=ctx())
     in_store = memory.backend.all_ids("alice")  # what another process would see now
     assert len(in_store) == (0 if background else 1)

@@ -8,6 +8,7 @@ import numpy as np
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import state_of
 from langchain_session_rag.stores.base import Record
 
@@ -68,21 +69,21 @@ def test_past_max_user_chunks_the_store_index_serves_the_user(tmp_path: Path) ->
     replicated = [d.id for d in memory.invoke("topic7", k=5)]  # the replica's exact search, for reference
     replicas = state_of(memory.backend).replicas
     replicas.evict("big")
-    replicas.max_user_chunks = 100
-    try:
-        fallback = [d.id for d in memory.invoke("topic7", k=5)]
-        assert fallback == replicated, "the store's index finds what the exact search found"
-        assert replicas.get("big").oversize
-        assert len(replicas.get("big")) == 0, "nothing of the user is held in process"
-        with_lexical = memory.model_copy(update={"lexical_weight": 0.3}).invoke("topic7", k=5)
-        assert {d.metadata["user_id"] for d in with_lexical} == {"big"}, "lexical degrades to dense only"
-        assert [d.id for d in memory.get_by_ids(["big-3", "small-3"])] == ["big-3"]
-        note = memory.add_note("the big user's new note", key="fresh")
-        assert [d.page_content for d in memory.get_by_ids([note])] == ["the big user's new note"]
-        assert memory.forget(ids=[note]) == 1
-        assert memory.get_by_ids([note]) == []
-        small = memory.for_user("small").invoke("topic7", k=5)
-        assert {d.metadata["user_id"] for d in small} == {"small"}
-        assert not replicas.get("small").oversize
-    finally:
-        replicas.max_user_chunks = 50_000
+    capped = memory.model_copy(update={"runtime": RuntimeSettings(max_user_chunks=100)})
+    fallback = [d.id for d in capped.invoke("topic7", k=5)]
+    assert fallback == replicated, "the store's index finds what the exact search found"
+    assert replicas.get("big").oversize
+    assert len(replicas.get("big")) == 0, "nothing of the user is held in process"
+    with_lexical = capped.model_copy(update={"lexical_weight": 0.3}).invoke("topic7", k=5)
+    assert {d.metadata["user_id"] for d in with_lexical} == {"big"}, "lexical degrades to dense only"
+    assert [d.id for d in capped.get_by_ids(["big-3", "small-3"])] == ["big-3"]
+    note = capped.add_note("the big user's new note", key="fresh")
+    assert [d.page_content for d in capped.get_by_ids([note])] == ["the big user's new note"]
+    assert capped.forget(ids=[note]) == 1
+    assert capped.get_by_ids([note]) == []
+    small = capped.for_user("small").invoke("topic7", k=5)
+    assert {d.metadata["user_id"] for d in small} == {"small"}
+    assert not replicas.get("small").oversize
+    memory.invoke("topic7", k=5)  # the default bound (50,000) holds the big user in a replica again
+    assert not replicas.get("big").oversize
+    assert len(replicas.get("big")) == 300

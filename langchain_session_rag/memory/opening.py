@@ -1,0 +1,69 @@
+"""How a :class:`~langchain_session_rag.SessionVectorMemory` is opened: its settings completed, then its store.
+
+The constructor's last step (``model_post_init``) completes the settings from the embedding model, then opens the store.
+
+Plain functions bound to the memory by :mod:`~langchain_session_rag.memory.retriever`; the store is opened in the
+constructor path (``model_post_init``), never by a field validator.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+from langchain_core.embeddings import Embeddings
+
+from langchain_session_rag.memory.retrieval import check_search_kwargs
+from langchain_session_rag.memory.service import MemoryService, WriteSettings, open_backend
+from langchain_session_rag.memory.settings import preferred_lexical_weight, segmenter_for
+from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
+from langchain_session_rag.models.embeddings import get_default_embeddings
+
+if TYPE_CHECKING:
+    from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+__all__ = ["open_service", "write_settings"]
+
+M = TypeVar("M", bound="SessionVectorMemory")
+
+
+def write_settings(memory: SessionVectorMemory) -> WriteSettings:
+    """The memory's write settings, as its service holds them."""
+    segmenter = memory.segmenter
+    if segmenter is None:  # only before open_service completed the settings
+        segmenter = segmenter_for(memory.embeddings or get_default_embeddings(), memory.chunker, None)
+    return WriteSettings(
+        memory.chunker, segmenter, memory.max_message_chars, memory.importance_scorer, memory.daily_log_dir
+    )
+
+
+def open_service(memory: SessionVectorMemory) -> MemoryService:
+    """Complete the memory's settings from its embedding model and open its store.
+
+    Raises:
+        InvalidArgumentError: No store or two stores, a segmenter over another model, bad ``search_kwargs``.
+        UnsupportedOperationError: ``daily_log_dir`` on a store that is not embedded.
+        EmbeddingModelMismatchError: The store was written with another embedding model.
+    """
+    backend = open_backend(
+        chroma_client=memory.chroma_client,
+        vectorstore=memory.vectorstore,
+        collection_name=memory.collection_name,
+        shards=memory.shards,
+    )
+    if memory.embeddings is None and memory.vectorstore is not None:
+        memory.embeddings = memory.vectorstore.embeddings
+    if memory.embeddings is None:
+        memory.embeddings = get_default_embeddings()
+    embeddings: Embeddings = memory.embeddings
+    preferred = preferred_lexical_weight(embeddings)
+    if "lexical_weight" not in memory.model_fields_set and preferred is not None:
+        memory.lexical_weight = preferred
+    memory.segmenter = segmenter_for(embeddings, memory.chunker, memory.segmenter)
+    check_search_kwargs(memory.search_kwargs)
+    return MemoryService.open(
+        backend,
+        model_id=memory.embedding_model_id or model_id_of(embeddings),
+        embeddings=embeddings,
+        writing=write_settings(memory),
+        runtime=memory.runtime,
+    )

@@ -1,0 +1,216 @@
+"""The memory service: what a :class:`~langchain_session_rag.SessionVectorMemory` runs on.
+
+``SessionVectorMemory`` is a thin retriever (its fields, and methods that translate a call into the service's
+terms); the service owns the opened store (its back end, the in-process replicas and the write queue, shared by
+every memory over the store), the embedding model, the write settings and the runtime settings. It hands out
+one user's side of the store with :meth:`MemoryService.user` (the user a call acts for is the memory's
+business: the service serves whichever user it is told).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import VectorStore
+
+from langchain_session_rag._time import TimestampLike, parse_timestamp
+from langchain_session_rag.chunking.exchanges import ExchangeChunker
+from langchain_session_rag.chunking.segmenter import TopicSegmenter
+from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
+from langchain_session_rag.memory.core import CoreMemory, forget_cached
+from langchain_session_rag.memory.core_text import AgentEdits
+from langchain_session_rag.memory.erasure import Forgotten, erase_logs, erase_user_logs, linked_tiers
+from langchain_session_rag.memory.runtime import RuntimeSettings
+from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
+from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBackend
+from langchain_session_rag.stores.chroma import ChromaBackend
+from langchain_session_rag.stores.vectorstore import backend_for
+
+__all__ = ["MemoryService", "WriteSettings", "open_backend", "path_text", "reembed_store"]
+
+
+def open_backend(
+    *, chroma_client: Any = None, vectorstore: VectorStore | None = None, collection_name: str, shards: int
+) -> MemoryBackend:
+    """The back end of a chromadb client (user-partitioned collections) or of any LangChain vector store.
+
+    Raises:
+        InvalidArgumentError: Both or neither are given.
+    """
+    if vectorstore is not None and chroma_client is not None:
+        msg = "Pass either vectorstore= or chroma_client=, not both."
+        raise InvalidArgumentError(msg)
+    if chroma_client is not None:
+        return ChromaBackend(chroma_client, name=collection_name, shards=shards)
+    if vectorstore is not None:
+        return backend_for(vectorstore)
+    msg = (
+        "SessionVectorMemory needs a store: use SessionVectorMemory.local(path=..., user_id=...), "
+        "SessionVectorMemory.server(host=..., port=..., user_id=...), or pass vectorstore=."
+    )
+    raise InvalidArgumentError(msg)
+
+
+@dataclass(frozen=True)
+class WriteSettings:
+    """How new memories are cut, grouped, bounded and scored (the memory's fields of the same meaning)."""
+
+    chunker: ExchangeChunker
+    segmenter: TopicSegmenter
+    max_message_chars: int
+    scorer: Callable[[str], float] | None = None
+    daily_log_dir: str | None = None
+
+    def same_as(self, other: WriteSettings) -> bool:
+        """Whether both hold the same objects and values (models compared by identity: cheap on every call)."""
+        return (
+            self.chunker is other.chunker
+            and self.segmenter is other.segmenter
+            and self.scorer is other.scorer
+            and (self.max_message_chars, self.daily_log_dir) == (other.max_message_chars, other.daily_log_dir)
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class MemoryService:
+    """The opened store, the embedding model, the write settings and the runtime settings of a memory."""
+
+    backend: MemoryBackend
+    state: StoreState
+    """The store's replicas and write queue (one per store in this process, shared by its memories)."""
+    model_id: str
+    embeddings: Embeddings
+    writing: WriteSettings
+    runtime: RuntimeSettings
+
+    @classmethod
+    def open(
+        cls,
+        backend: MemoryBackend,
+        *,
+        model_id: str,
+        embeddings: Embeddings,
+        writing: WriteSettings,
+        runtime: RuntimeSettings,
+    ) -> MemoryService:
+        """Check the store against the model and the settings, and attach to the store's in-process state.
+
+        Raises:
+            UnsupportedOperationError: A daily log on a store without the ``DAILY_LOGS`` capability.
+            EmbeddingModelMismatchError: The store was written with another embedding model.
+        """
+        if writing.daily_log_dir is not None and DAILY_LOGS not in backend.capabilities:
+            msg = (
+                "daily_log_dir writes files on this machine: it is for embedded stores. With a Chroma server, many "
+                "processes on many machines write, so keep logs where your app runs (or export_jsonl)."
+            )
+            raise UnsupportedOperationError(msg)
+        backend.check_model(model_id, None)
+        return cls(backend, state_of(backend), model_id, embeddings, writing, runtime)
+
+    def with_settings(self, writing: WriteSettings, runtime: RuntimeSettings) -> MemoryService:
+        """This service with other write or runtime settings (itself when they are the same)."""
+        if writing.same_as(self.writing) and (runtime is self.runtime or runtime == self.runtime):
+            return self
+        return dataclasses.replace(self, writing=writing, runtime=runtime)
+
+    def user(self, user_id: str) -> UserStore:
+        """One user's side of the store."""
+        return UserStore(self, user_id)
+
+    def waits(self, wait: bool) -> bool:
+        """Whether a write asked with ``wait`` is waited for (always, without ``background_writes``)."""
+        return wait or not self.runtime.background_writes
+
+    def flush(self) -> None:
+        """Wait until every queued write of the store has reached it (raises StoreWriteError on a failed one)."""
+        self.state.writes.flush()
+
+    # -- core memory ---------------------------------------------------------------------------------
+    def core(self, user_id: str, *, limits: dict[str, int], agent_edits: AgentEdits) -> CoreMemory:
+        """The pinned core memory of ``user_id``, kept in a companion store.
+
+        Raises:
+            UnsupportedOperationError: The store has no ``CORE_MEMORY`` capability.
+        """
+        if CORE_MEMORY not in self.backend.capabilities:
+            msg = (
+                f"Core memory is kept in a Chroma store next to the memories; this memory uses "
+                f"{type(self.backend).__name__}. Use SessionVectorMemory.local(...) or .server(...)."
+            )
+            raise UnsupportedOperationError(msg)
+        companion = self.backend.companion("core")
+        return CoreMemory(companion, user_id, limits=limits, count=self.writing.chunker.count, agent_edits=agent_edits)
+
+    # -- forgetting, every tier ----------------------------------------------------------------------
+    def forget(
+        self,
+        user_id: str,
+        *,
+        session_id: str | None = None,
+        before: TimestampLike | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> int:
+        """Delete the user's chunks matching every criterion, then what the other tiers hold of them."""
+        removed = self.user(user_id).forget(session_id, before, ids)
+        gone = Forgotten.of(
+            removed,
+            session_id=session_id,
+            before=None if before is None else parse_timestamp(before, what="before"),
+            by_ids=ids is not None,
+        )
+        for tier in linked_tiers(self.backend.process_key):
+            tier.forget_derived(user_id, gone)
+        if self.writing.daily_log_dir is not None:
+            erase_logs(self.writing.daily_log_dir, user_id, gone)
+        return len(removed)
+
+    def forget_all(self, user_id: str) -> int:
+        """Delete every chunk of the user, the core memory, linked cache entries and daily logs."""
+        removed = self.user(user_id).forget_all()
+        if CORE_MEMORY in self.backend.capabilities:
+            core = self.backend.companion("core")
+            core.purge(user_id)  # the core memory and its history go too (not counted)
+            forget_cached(core.process_key, user_id)
+        for tier in linked_tiers(self.backend.process_key):
+            tier.forget_derived(user_id, None)
+        if self.writing.daily_log_dir is not None:
+            erase_user_logs(self.writing.daily_log_dir, user_id)
+        return removed
+
+    def compact(self) -> int:
+        """Erase forgotten records from the linked caches, the stores beside this one, then this store."""
+        for tier in linked_tiers(self.backend.process_key):
+            tier.compact()
+        for other in self.backend.stores_beside():
+            try:
+                other.compact()
+            finally:
+                reset_replicas(other)
+        self.flush()
+        try:
+            return self.backend.compact()
+        finally:
+            reset_replicas(self.backend)
+
+
+def reembed_store(backend: MemoryBackend, embeddings: Embeddings, model_id: str) -> int:
+    """Re-embed every record of ``backend`` with ``embeddings`` (the in-process replicas are dropped after).
+
+    Raises:
+        UnsupportedOperationError: The store cannot re-embed (see the ``REEMBED`` capability).
+    """
+    try:
+        return backend.reembed(embeddings.embed_documents, model_id)
+    finally:
+        reset_replicas(backend)
+
+
+def path_text(value: object) -> object:
+    """A path-like field value as text (other values unchanged)."""
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
