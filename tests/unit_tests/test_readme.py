@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the README's examples, on the real model
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
