@@ -63,7 +63,8 @@ SLOW_TESTS = frozenset({
     # loopback TCP servers (a port that hangs up, a silent one)
     "test_low_items.py::test_an_address_without_a_chroma_server_is_one_typed_error_naming_it",
     "test_low_items.py::test_the_cli_prints_the_sentence_not_a_class_name",
-    # large inputs on purpose (seconds each)
+    # large inputs on purpose, or many generated examples (seconds each)
+    "test_budget.py::test_no_field_can_leave_its_block_or_reach_the_instructions",
     "test_heavy_user.py::test_a_user_past_the_sql_variable_limit_answers_the_first_query",
     "test_ingest_coverage.py::test_every_character_of_every_message_is_stored",
     "test_ingest_coverage.py::test_a_100k_token_message_is_stored_whole",
