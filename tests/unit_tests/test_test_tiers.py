@@ -13,7 +13,7 @@ import pytest
 from pytest_socket import SocketBlockedError
 
 from langchain_session_rag import _faults, get_default_embeddings
-from tests.conftest import SLOW_FIXTURES, SLOW_FOLDERS
+from tests.conftest import SLOW_FIXTURES, SLOW_FOLDERS, SLOW_TESTS
 
 ROOT = Path(__file__).parents[2]
 
@@ -48,6 +48,14 @@ def test_every_test_of_the_real_model_a_server_or_a_notebook_is_slow(request: py
         if heavy or folder or Path(str(item.path)).suffix == ".ipynb":
             assert item.get_closest_marker("slow") is not None, f"{item.nodeid} uses {heavy or folder} but is fast"
             assert item.get_closest_marker("enable_socket") is not None, f"{item.nodeid} may not open a socket"
+
+
+@pytest.mark.parametrize("entry", sorted(SLOW_TESTS))
+def test_each_listed_slow_test_exists(entry: str) -> None:
+    """A renamed test would silently leave the list (and land in the fast tier, where the guard may not see it)."""
+    module, name = entry.split("::", 1)
+    source = (ROOT / "tests" / "unit_tests" / module).read_text(encoding="utf-8")
+    assert re.search(rf"^\s*(async def|def|class) {re.escape(name)}\b", source, re.MULTILINE), entry
 
 
 WALL_CLOCK = re.compile(r"\bassert\b.*\b(elapsed|monotonic|perf_counter|time\.time)\b")
