@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,6 +122,14 @@ def _fill(folder: Path) -> None:
     subprocess.run([sys.executable, "-c", FILL, str(folder)], check=True, timeout=300)
 
 
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A filled store, written once; each test kills a re-embedding of its own copy."""
+    folder = tmp_path_factory.mktemp("filled") / "store"
+    _fill(folder)
+    return folder
+
+
 def _raw(folder: Path) -> dict[str, Any]:
     """The store as Chroma holds it, read without this package (whose open would repair an interrupted rebuild)."""
     out = subprocess.run([sys.executable, "-c", RAW, str(folder)], capture_output=True, text=True, check=True)
@@ -160,9 +169,9 @@ def _copies_and_sources(raw: dict[str, Any]) -> tuple[dict[str, int], dict[str, 
 
 @pytest.mark.slow  # subprocesses
 @pytest.mark.parametrize("point", ["rebuild:copy-page@3", "rebuild:copied", "rebuild:switch", "rebuild:switched-one@2"])
-def test_a_reembed_killed_at_a_named_point_resumes_and_converges(tmp_path: Path, point: str) -> None:
+def test_a_reembed_killed_at_a_named_point_resumes_and_converges(tmp_path: Path, filled: Path, point: str) -> None:
     folder = tmp_path / "store"
-    _fill(folder)
+    shutil.copytree(filled, folder)
     total = 40 * 30
     sources = _copies_and_sources(_raw(folder))[1]
     _killed_at(point, REEMBED, folder)
