@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: lint, types, unit and integration tests (a Chroma server is started by the tests),
-# and the notebooks, executed with nbmake.
+# The whole test suite: lint, types, then the fast tier (fake embeddings, no sockets; fails fast), then the slow
+# rest: the real model, a Chroma server started by the tests, subprocesses, the standard suites, the notebooks.
+# (pytest's exit status 5 means that a tier had nothing to run among the tests given as arguments.)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh test
@@ -8,4 +9,5 @@ bash scripts/setup.sh test
 .venv/bin/ruff format --check langchain_session_rag tests benchmarks
 .venv/bin/mypy langchain_session_rag
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
-exec .venv/bin/python -m pytest --nbmake "$@"
+.venv/bin/python -m pytest -m "not slow" --durations=15 "$@" || test $? -eq 5
+.venv/bin/python -m pytest -m slow --nbmake --durations=15 "$@" || test $? -eq 5

@@ -28,6 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from langchain_session_rag import _fork
+from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import InvalidArgumentError, StoreWriteError
 from langchain_session_rag.stores.base import MemoryBackend, Record
 
@@ -155,6 +156,7 @@ class WriteQueue:
             try:
                 if records:
                     self._backend.add(group[0].user_id, records)
+                    fault_point("write:stored")
                 if deletes:  # after the replacement is stored: a crash never loses coverage
                     self._backend.delete(group[0].user_id, deletes)
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller or kept for flush()

@@ -5,7 +5,9 @@ verifies each copy (the same ids), and only then switches: the old collection is
 The manifest records the phase (``copy`` or ``switch``), so a process killed at any moment leaves a store that
 the next open repairs: during ``copy`` the old collections are intact and the partial copies are dropped;
 during ``switch`` every copy is complete, and the switch is finished. The old model keeps working until the
-switch; nothing is deleted before its copy is complete and verified.
+switch; nothing is deleted before its copy is complete and verified. The crash tests kill a rebuild at the
+named points of :mod:`langchain_session_rag._faults` (``rebuild:copy-page``, ``rebuild:copied``,
+``rebuild:switch``, ``rebuild:switched-one``).
 
 Compaction then runs ``chroma vacuum`` (Chroma's own command) on an embedded store: deleted records leave
 Chroma's write-ahead log only when their collection is rebuilt, and SQLite's free pages only on a vacuum.
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
 from langchain_session_rag.stores.index_files import scrub_index_files
 
@@ -64,6 +67,7 @@ def _switch(backend: ChromaBackend, sources: list[str]) -> None:
         if name in existing:
             backend.client.delete_collection(name)
         backend.client.get_collection(name + NEXT_SUFFIX).modify(name=name)
+        fault_point("rebuild:switched-one")
 
 
 def recover(backend: ChromaBackend) -> bool:
@@ -109,6 +113,7 @@ def _copy(backend: ChromaBackend, name: str, embed: Embed | None, model_id: str 
             target.add(ids=ids[start:end], documents=docs[start:end], metadatas=metas[start:end],
                        embeddings=vectors[start:end])  # fmt: skip
         copied += len(ids)
+        fault_point("rebuild:copy-page")
     if set(target.get(include=[])["ids"]) != set(source.get(include=[])["ids"]):
         msg = f"The copy of collection {name!r} does not hold the same ids; the store was left unchanged."
         raise StoreWriteError(msg)
@@ -133,6 +138,7 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
             copied, dim = _copy(backend, name, embed, model_id)
             total += copied
             dimension = dim if dim is not None else dimension
+        fault_point("rebuild:copied")
     except BaseException:
         _drop_copies(backend, sources)  # the old store is intact: leave it as it was
         _set_state(backend, None)
@@ -141,6 +147,7 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
     if model_id is not None:
         state.update({"model": model_id, "dim": dimension if dimension is not None else -1})
     _set_state(backend, state)
+    fault_point("rebuild:switch")
     recover(backend)  # performs the switch, records the model, clears the state
     return total
 

@@ -20,7 +20,7 @@ import langchain_session_rag
 
 PACKAGE = Path(langchain_session_rag.__file__).parent
 LAYERS: list[set[str]] = [
-    {"errors", "_time", "_checks", "_fork", "identity"},
+    {"errors", "_time", "_checks", "_fork", "_faults", "identity"},
     {"models"},
     {"stores"},
     {"chunking"},

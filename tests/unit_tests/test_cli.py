@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the CLI in subprocesses, on the real model
+
 ROOT = Path(__file__).parents[2]
 IMPORTS = ROOT / "tests" / "data" / "imports"
 LOCOMO_SAMPLE = ROOT / "benchmarks" / "data" / "locomo_sample.json"

@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # fresh interpreters (subprocesses)
+
 HEAVY = ("torch", "sentence_transformers", "transformers", "onnxruntime", "tokenizers", "dateparser", "tiktoken")
 
 

@@ -1,19 +1,21 @@
-"""Forgetting erases (a byte scan of the store's files), and store rebuilds survive kill -9 at any moment."""
+"""Forgetting erases (a byte scan of the store's files); store rebuilds and writes survive kill -9 at named points."""
 
 from __future__ import annotations
 
 import json
-import random
+import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag._faults import FAULT_ENV
 from langchain_session_rag.errors import EmbeddingModelMismatchError, UnsupportedOperationError
 from langchain_session_rag.stores.migration import NEXT_SUFFIX
 
@@ -37,6 +39,7 @@ def fake() -> DeterministicFakeEmbedding:
     return DeterministicFakeEmbedding(size=16)
 
 
+@pytest.mark.slow  # compaction runs `chroma vacuum`
 def test_forgotten_texts_are_gone_from_every_file_after_compact(tmp_path: Path) -> None:
     folder = tmp_path / "store"
     alice = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=fake())
@@ -75,7 +78,9 @@ def test_compact_needs_a_chroma_store(tmp_path: Path) -> None:
         memory.compact()
 
 
-# -- re-embedding killed with SIGKILL ---------------------------------------------------------------------
+# -- re-embedding killed with SIGKILL at a named point -------------------------------------------------------
+# The child kills itself where SESSION_RAG_FAULT says (langchain_session_rag._faults), and the test reads the store
+# as the kill left it before anything repairs it: the kill provably landed mid-operation.
 
 REEMBED = """
 import sys
@@ -100,10 +105,35 @@ for u in range(40):
 memory.flush()
 """
 
+RAW = """
+import json, sys
+import chromadb
+from chromadb.config import Settings
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
+names = sorted(c.name for c in client.list_collections())
+manifest = client.get_collection("session_memory-manifest").metadata or {}
+counts = {n: client.get_collection(n).count() for n in names if not n.endswith("-manifest")}
+print(json.dumps({"migration": json.loads(manifest.get("migration") or "null"), "counts": counts}))
+"""
+
 
 def _fill(folder: Path) -> None:
     """40 users x 30 exchange chunks, written by another process (this one must not hold the store's lock)."""
     subprocess.run([sys.executable, "-c", FILL, str(folder)], check=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A filled store, written once; each test kills a re-embedding of its own copy."""
+    folder = tmp_path_factory.mktemp("filled") / "store"
+    _fill(folder)
+    return folder
+
+
+def _raw(folder: Path) -> dict[str, Any]:
+    """The store as Chroma holds it, read without this package (whose open would repair an interrupted rebuild)."""
+    out = subprocess.run([sys.executable, "-c", RAW, str(folder)], capture_output=True, text=True, check=True)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def _state(folder: Path) -> tuple[str, int, int]:
@@ -120,20 +150,50 @@ def _state(folder: Path) -> tuple[str, int, int]:
     return str(model), int(count), int(leftovers)
 
 
-@pytest.mark.parametrize("trial", range(4))
-def test_a_reembed_killed_at_a_random_moment_resumes_and_converges(tmp_path: Path, trial: int) -> None:
+def _killed_at(point: str, code: str, folder: Path) -> None:
+    """Run ``code`` on the store in a child that kills itself (SIGKILL) at the named point; check that it did."""
+    env = {**os.environ, FAULT_ENV: point}
+    child = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, env=env,
+                           timeout=300, check=False)  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    assert f"[fault point: {point.partition('@')[0]}]" in child.stderr
+    assert child.stdout.startswith("start"), child.stderr[-2000:]
+    assert "done" not in child.stdout
+
+
+def _copies_and_sources(raw: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    counts: dict[str, int] = raw["counts"]
+    copies = {n[: -len(NEXT_SUFFIX)]: c for n, c in counts.items() if n.endswith(NEXT_SUFFIX)}
+    return copies, {n: c for n, c in counts.items() if not n.endswith(NEXT_SUFFIX)}
+
+
+@pytest.mark.slow  # subprocesses
+@pytest.mark.parametrize("point", ["rebuild:copy-page@3", "rebuild:copied", "rebuild:switch", "rebuild:switched-one@2"])
+def test_a_reembed_killed_at_a_named_point_resumes_and_converges(tmp_path: Path, filled: Path, point: str) -> None:
     folder = tmp_path / "store"
-    _fill(folder)
+    shutil.copytree(filled, folder)
     total = 40 * 30
-    child = subprocess.Popen([sys.executable, "-c", REEMBED, str(folder)], stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "start"
-    time.sleep(random.Random(trial).uniform(0.0, 2.5))  # noqa: S311 - a kill moment, not a secret
-    child.send_signal(signal.SIGKILL)
-    child.wait()
-    model, count, _ = _state(folder)  # opening the store repairs it
-    assert count == total, "no chunk is lost whatever the kill moment"
-    assert model in {"fake-16", "fake-24"}
+    sources = _copies_and_sources(_raw(folder))[1]
+    _killed_at(point, REEMBED, folder)
+    raw = _raw(folder)
+    copies, now = _copies_and_sources(raw)
+    assert raw["migration"] is not None, "the kill landed inside the rebuild"
+    assert set(raw["migration"]["sources"]) == set(sources)
+    if point.startswith(("rebuild:copy-page", "rebuild:copied")):
+        assert raw["migration"]["phase"] == "copy"
+        assert now == sources, "during the copy the old collections are untouched"
+        expected = 3 if point == "rebuild:copy-page@3" else len(sources)
+        assert len(copies) == expected, "the copies written so far exist; nothing is switched"
+        assert all(copies[n] == sources[n] for n in copies), "each collection fits one page: a copy is whole"
+        recovered_model = "fake-16"  # the partial copies are dropped, the old model stays
+    else:
+        assert raw["migration"]["phase"] == "switch"
+        switched = 2 if point == "rebuild:switched-one@2" else 0
+        assert len(copies) == len(sources) - switched, "the switch is under way"
+        assert sum(now.values()) == total
+        assert all(copies[n] == now[n] for n in copies), "the copies waiting for their switch are complete"
+        recovered_model = "fake-24"  # every copy is complete: the switch is finished
+    assert _state(folder) == (recovered_model, total, 0), "opening the store repairs it; no chunk is lost"
     out = subprocess.run([sys.executable, "-c", REEMBED, str(folder)], capture_output=True, text=True, check=True)
     assert "done 1200" in out.stdout
     assert _state(folder) == ("fake-24", total, 0)
@@ -184,14 +244,11 @@ print("done", memory.count(), flush=True)
 """
 
 
-@pytest.mark.parametrize("trial", range(2))
-def test_an_ingest_killed_at_a_random_moment_converges_on_rerun(tmp_path: Path, trial: int) -> None:
+@pytest.mark.slow  # subprocesses
+def test_an_ingest_killed_after_a_stored_write_converges_on_rerun(tmp_path: Path) -> None:
     folder = tmp_path / "store"
-    child = subprocess.Popen([sys.executable, "-c", INGEST, str(folder)], stdout=subprocess.PIPE, text=True)
-    assert child.stdout is not None
-    assert child.stdout.readline().strip() == "start"
-    time.sleep(random.Random(100 + trial).uniform(0.2, 2.0))  # noqa: S311 - a kill moment, not a secret
-    child.send_signal(signal.SIGKILL)
-    child.wait()
+    _killed_at("write:stored@20", INGEST, folder)
+    stored = sum(_raw(folder)["counts"].values())
+    assert stored == 20 * 5, "killed mid-ingest: the first 20 sessions (5 exchanges each) are stored, no more"
     out = subprocess.run([sys.executable, "-c", INGEST, str(folder)], capture_output=True, text=True, check=True)
     assert "done 300" in out.stdout, out.stdout  # 60 sessions x 5 exchanges, each exactly once

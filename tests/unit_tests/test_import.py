@@ -8,6 +8,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a fresh interpreter (a subprocess)
+
 
 def test_import_is_lazy() -> None:
     code = (

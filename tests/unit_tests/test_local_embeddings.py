@@ -16,6 +16,8 @@ from langchain_session_rag.errors import EmbeddingModelMismatchError, FileAccess
 from langchain_session_rag.models import onnx_encoder
 from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL
 
+pytestmark = pytest.mark.slow  # the real model
+
 
 def _sample_texts() -> list[str]:
     text = resources.files("langchain_session_rag").joinpath("data/sample_sessions.json").read_text(encoding="utf-8")

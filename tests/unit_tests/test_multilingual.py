@@ -20,6 +20,8 @@ from langchain_session_rag import MultilingualEmbeddings, SessionVectorMemory
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError
 from langchain_session_rag.models.multilingual import MULTILINGUAL_EMBEDDING_MODEL
 
+pytestmark = pytest.mark.slow  # the real multilingual model
+
 FACTS: dict[str, list[dict[str, str]]] = json.loads(
     (Path(__file__).parents[1] / "data" / "multilingual_facts.json").read_text(encoding="utf-8")
 )

@@ -6,10 +6,13 @@ import tempfile
 from functools import cached_property
 from typing import Any
 
+import pytest
 from langchain_chroma import Chroma
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from langchain_session_rag import SessionVectorMemory, get_default_embeddings
+
+pytestmark = pytest.mark.slow  # the standard suites, on the real model
 
 
 class TestSessionVectorMemoryOnChroma(RetrieversIntegrationTests):

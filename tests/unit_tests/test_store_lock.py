@@ -12,6 +12,8 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SemanticCache, SessionVectorMemory
 from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError
 
+pytestmark = pytest.mark.slow  # a second process on the store
+
 OPEN_IN_CHILD = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
