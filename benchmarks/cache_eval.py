@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_embeddings import CachedEmbeddings
 
 from langchain_session_rag import SemanticCache, get_default_embeddings
-from langchain_session_rag.cache.guards import guard_mismatch, is_volatile, normalise_question
+from langchain_session_rag.cache.guards import guard_mismatch
+from langchain_session_rag.cache.questions import is_volatile, normalise_question
 from langchain_session_rag.models.similarity import cosine
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"

@@ -11,10 +11,11 @@ import argparse
 import os
 from pathlib import Path
 
-from langchain_session_rag.evaluation.locomo import LocomoConversation as Conversation
-from langchain_session_rag.evaluation.locomo import LocomoQuestion as Question
-from langchain_session_rag.evaluation.locomo import LocomoSession as Session
-from langchain_session_rag.evaluation.locomo import describe_locomo, load_locomo
+from langchain_session_rag.evaluation import LocomoConversation as Conversation
+from langchain_session_rag.evaluation import LocomoQuestion as Question
+from langchain_session_rag.evaluation import LocomoSession as Session
+from langchain_session_rag.evaluation import load_locomo
+from langchain_session_rag.evaluation.locomo_data import describe_locomo
 
 __all__ = [
     "REPORT_SPLIT",

@@ -32,7 +32,7 @@ import locomo_data
 from langchain_session_rag import TokenBudget, get_default_embeddings
 from langchain_session_rag.evaluation.locomo import recall_table
 from langchain_session_rag.graph.pinned import memory_allowance
-from langchain_session_rag.memory.retrieval import MARKER_TOKENS
+from langchain_session_rag.memory.whole import MARKER_TOKENS
 from langchain_session_rag.models import tiktoken_counter
 from langchain_session_rag.stores.base import decode_message_ids
 

@@ -48,7 +48,7 @@ from locomo import TurnChunker
 
 from langchain_session_rag import SessionVectorMemory, TopicSegmenter, get_default_embeddings
 from langchain_session_rag.chunking import ExchangeChunker
-from langchain_session_rag.evaluation.locomo import LocomoConversation, evaluate_locomo, load_locomo
+from langchain_session_rag.evaluation import LocomoConversation, evaluate_locomo, load_locomo
 from langchain_session_rag.memory.lexical import _STOP, _WORD, BM25Index
 from langchain_session_rag.memory.speakers import dense_query
 from langchain_session_rag.models.tokens import tiktoken_counter

@@ -13,25 +13,6 @@ from langchain_core.messages import BaseMessage
 
 from langchain_session_rag.errors import InvalidArgumentError
 
-__all__ = [
-    "MAX_SESSION_ID_CHARS",
-    "MAX_USER_ID_CHARS",
-    "SYSTEM_PREFIX",
-    "check_documents",
-    "check_int",
-    "check_messages",
-    "check_path",
-    "check_session_id",
-    "check_text",
-    "check_unit_interval",
-    "check_user_id",
-    "first_surrogate",
-    "one_line",
-    "safe_session_id",
-    "session_id_problem",
-    "user_id_problem",
-]
-
 MAX_SESSION_ID_CHARS = 512
 """The longest session id accepted (a ChatGPT conversation id is 36, a notes file's session id under 300)."""
 MAX_USER_ID_CHARS = 256

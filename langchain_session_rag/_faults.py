@@ -23,8 +23,6 @@ import os
 import signal
 import sys
 
-__all__ = ["FAULT_ENV", "POINTS", "fault_point"]
-
 FAULT_ENV = "SESSION_RAG_FAULT"
 POINTS = frozenset({"rebuild:copy-page", "rebuild:copied", "rebuild:switch", "rebuild:switched-one", "write:stored"})
 _reached: dict[str, int] = {}

@@ -16,8 +16,6 @@ import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["ChildLock", "after_fork_in_child", "forked_from", "on_fork_in_child"]
-
 _T = TypeVar("_T")
 _LOGGER = logging.getLogger(__name__)
 _RESETS: list[Callable[[], bool]] = []

@@ -18,8 +18,6 @@ from langchain_core.runnables.config import ensure_config
 from langchain_session_rag._checks import SYSTEM_PREFIX, check_session_id, check_user_id
 from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError
 
-__all__ = ["SYSTEM_PREFIX", "RunIdentity", "acting_user", "run_identity"]
-
 _KEYS = ("user_id", "session_id")
 
 

@@ -28,12 +28,10 @@ from pydantic import BaseModel, Field
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.agents.tools import check_tool_args, structured_tool
 from langchain_session_rag.errors import SessionRAGError
-from langchain_session_rag.memory.core import AgentEdits, CoreMemory
-from langchain_session_rag.memory.core_text import CoreProposal, CoreVersion, change_for, check_agent_edits
+from langchain_session_rag.memory.core import CoreMemory
+from langchain_session_rag.memory.core_text import AgentEdits, CoreProposal, CoreVersion, change_for, check_agent_edits
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.quoting import quote_data, quote_field
-
-__all__ = ["CoreEdit", "Curation", "acurate_core_memory", "create_core_memory_tool", "curate_core_memory"]
 
 CoreAction = Literal["append", "replace", "remove"]
 CORE_DESCRIPTION = (

@@ -7,12 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_session_rag._checks import user_id_problem
+from langchain_session_rag._checks import SYSTEM_PREFIX, user_id_problem
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.identity import SYSTEM_PREFIX
 from langchain_session_rag.memory.listing import note_id
-
-__all__ = ["TEXT_FIELDS", "USER_SLOT", "NamespaceMap", "Scope", "encode_value", "with_text"]
 
 USER_SLOT = "{user_id}"
 _SHARED = SYSTEM_PREFIX + "shared" + SYSTEM_PREFIX

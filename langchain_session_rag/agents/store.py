@@ -43,8 +43,6 @@ from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.stores.limits import check_depth, check_metadata_size
 
-__all__ = ["SessionMemoryStore"]
-
 _PAGE = 1_000
 _UNFILTERED: dict[str, Any] = {
     "search_kwargs": {},

@@ -25,14 +25,6 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.quoting import quote_data, quote_field, safe_marker
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
-__all__ = [
-    "check_tool_args",
-    "create_manage_memory_tool",
-    "create_search_memory_tool",
-    "format_memories",
-    "structured_tool",
-]
-
 Action = Literal["create", "update", "delete"]
 
 SEARCH_DESCRIPTION = (

@@ -7,8 +7,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["MISS_REASONS", "CacheDecision", "CacheStats", "source_digest"]
-
 MISS_REASONS = (
     "empty",
     "below_threshold",

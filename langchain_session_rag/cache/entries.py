@@ -19,23 +19,6 @@ from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionErro
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import user_metadata
 
-__all__ = [
-    "LOOKUP_OPTIONS",
-    "MAX_ANSWER_CHARS",
-    "MAX_LLM_STRING_BYTES",
-    "check_client",
-    "check_question",
-    "check_sources",
-    "check_update",
-    "entry_id",
-    "entry_record",
-    "history_texts",
-    "llm_key",
-    "lookup_options",
-    "oversized",
-    "sources_changed",
-]
-
 LOOKUP_OPTIONS = frozenset({"llm_string", "knowledge_version", "history", "standalone"})
 MAX_ANSWER_CHARS = 100_000
 """Default ``SemanticCache.max_answer_chars``: a longer answer is not stored (it would ride in every lookup's row)."""

@@ -20,8 +20,6 @@ if TYPE_CHECKING:
     from langchain_session_rag.stores.base import Record
     from langchain_session_rag.stores.chroma import ChromaBackend
 
-__all__ = ["SESSION_KEY", "CacheTier", "derived_from"]
-
 SESSION_KEY = "memory_session"
 """Entry metadata naming the memory session an answer was given in (forgetting that session deletes it)."""
 

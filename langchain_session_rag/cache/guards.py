@@ -28,24 +28,8 @@ from langchain_session_rag.cache import questions
 from langchain_session_rag.cache import vocabulary as vocab
 from langchain_session_rag.cache.questions import (
     MAX_QUESTION_CHARS,
-    content_words,
-    is_context_dependent,
-    is_volatile,
-    normalise_question,
 )
 from langchain_session_rag.memory.lexical import stem
-
-__all__ = [
-    "MAX_ORDER_WORDS",
-    "MAX_QUESTION_CHARS",
-    "MAX_UNALIGNED_WORDS",
-    "GuardResult",
-    "content_words",
-    "guard_mismatch",
-    "is_context_dependent",
-    "is_volatile",
-    "normalise_question",
-]
 
 
 def _persons_differ(a: set[str], b: set[str]) -> bool:

@@ -26,8 +26,6 @@ from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.prompt.texts import CONTEXT_CLOSE, CONTEXT_OPEN
 
-__all__ = ["USER_VIEWS", "SemanticLLMCache"]
-
 USER_VIEWS = 256
 """Per-user views a SemanticLLMCache keeps (least recently used first out; a view is cheap to rebuild)."""
 

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from langchain_session_rag.cache import vocabulary as vocab
 from langchain_session_rag.memory.lexical import stem
 
-__all__ = ["MAX_QUESTION_CHARS", "content_words", "is_context_dependent", "is_volatile", "normalise_question"]
-
 MAX_QUESTION_CHARS = 4096
 """The longest question a semantic cache looks up or stores, by default (``SemanticCache.max_question_chars``).
 
@@ -25,6 +23,7 @@ def normalise_question(question: str) -> str:
 
 
 def split_words(text: str) -> list[str]:
+    """The words of a text, lower-cased, contractions split (``don't`` → ``do``, ``not``), arrows kept."""
     text = vocab.FRAME.sub("", vocab.ARROW.sub(" -> ", text.replace("’", "'")).strip())
     out: list[str] = []
     for raw in vocab.WORD.findall(text):
@@ -56,6 +55,7 @@ def joined(words: list[str]) -> list[str]:
 
 
 def content(question: str) -> list[str]:
+    """The words of a question that carry its topic, unstemmed (no filler, persons, negations or arrows)."""
     words = joined(split_words(question))
     return [
         w for w in words if w not in vocab.FILLER and w not in vocab.PERSONS and w not in vocab.NEGATIONS and w != "->"
@@ -68,6 +68,7 @@ def content_words(question: str) -> list[str]:
 
 
 def numbers(question: str) -> set[str]:
+    """The numbers of a question, in digits or words (``1,000`` → ``1000``)."""
     found = {n.replace(",", "") for n in re.findall(r"\d+(?:[.,]\d+)*", question)}
     return found | {w for w in split_words(question) if w in vocab.NUMBER_WORDS}
 
@@ -83,6 +84,7 @@ def symbols(question: str) -> Counter[str]:
 
 
 def negated(question: str) -> bool:
+    """Whether a question holds an odd number of negations."""
     return sum(w in vocab.NEGATIONS for w in split_words(question)) % 2 == 1
 
 

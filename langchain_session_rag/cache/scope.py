@@ -15,17 +15,6 @@ from langchain_core.tracers.context import register_configure_hook
 
 from langchain_session_rag import _checks as checks
 
-__all__ = [
-    "SHARED_SCOPE",
-    "USER_SCOPE_PREFIX",
-    "bound_user_allowed",
-    "cache_scope",
-    "check_user_id",
-    "current_cache_user",
-    "install_capture",
-    "scope_is_private",
-]
-
 SHARED_SCOPE = "shared"
 """The shared namespace. A user's namespace is ``"user:" + user_id``, so no user id can name the shared one."""
 USER_SCOPE_PREFIX = "user:"

@@ -30,6 +30,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
     MAX_ANSWER_CHARS,
@@ -46,8 +47,7 @@ from langchain_session_rag.cache.entries import (
     sources_changed,
 )
 from langchain_session_rag.cache.erasure import CacheTier
-from langchain_session_rag.cache.guards import guard_mismatch, is_context_dependent, is_volatile, normalise_question
-from langchain_session_rag.cache.questions import MAX_QUESTION_CHARS
+from langchain_session_rag.cache.guards import guard_mismatch
 from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
 from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.cache.vectors import VectorMemo
@@ -57,8 +57,6 @@ from langchain_session_rag.models.embeddings import embedding_model_id, get_defa
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.chroma import ChromaBackend
-
-__all__ = ["SemanticCache"]
 
 
 class SemanticCache(BaseModel):
@@ -104,7 +102,7 @@ class SemanticCache(BaseModel):
     """The model/prompt configuration; entries of another configuration never hit."""
     shared: bool = False
     """Opt-in: read and write one scope shared by every user instead of ``user_id``'s own."""
-    max_question_chars: int = Field(default=MAX_QUESTION_CHARS, ge=1)
+    max_question_chars: int = Field(default=questions.MAX_QUESTION_CHARS, ge=1)
     """Longer questions are neither looked up nor stored (a ``too_long`` miss): the guards' work stays bounded."""
     max_answer_chars: int = Field(default=MAX_ANSWER_CHARS, ge=1)
     """Longer answers are not stored (``update`` returns False); an ``llm_string`` over 64 KiB is not either."""
@@ -190,15 +188,15 @@ class SemanticCache(BaseModel):
             return None, "too_long"
         if not any(ch.isalnum() for ch in q):
             return None, "no_text"
-        if is_volatile(q):
+        if questions.is_volatile(q):
             return None, "volatile"
-        if standalone is None and is_context_dependent(question, history):
+        if standalone is None and questions.is_context_dependent(question, history):
             return None, "context_dependent"
         return q, ""
 
     def _memo_key(self, question: str) -> str:
         """The in-process memo of a question's vector is per scope: one user cannot time another's questions."""
-        return f"{self._scope}\x1f{normalise_question(question)}"
+        return f"{self._scope}\x1f{questions.normalise_question(question)}"
 
     def word_similarity(self, left: Sequence[str], right: Sequence[str]) -> list[list[float]]:
         """Cosine similarities of single words (rows: ``left``), embedded once and kept (for the guards)."""
@@ -270,7 +268,9 @@ class SemanticCache(BaseModel):
 
     # -- lookup ----------------------------------------------------------------------------------
     def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
-        return self._backend.query(self._scope, normalise_question(q), vector, self.candidates, {"llm_key": llm_key})
+        return self._backend.query(
+            self._scope, questions.normalise_question(q), vector, self.candidates, {"llm_key": llm_key}
+        )
 
     def decide(
         self,
@@ -286,7 +286,7 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        text, memo = normalise_question(q), self._memo_key(q)
+        text, memo = questions.normalise_question(q), self._memo_key(q)
         vector = self._vectors.remember(memo, self._vectors.recalled(memo) or self._embedder.embed_query(text))
         return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
 
@@ -304,7 +304,7 @@ class SemanticCache(BaseModel):
         if isinstance(plan, CacheDecision):
             return self._count(plan)
         q, key, version = plan
-        text, memo = normalise_question(q), self._memo_key(q)
+        text, memo = questions.normalise_question(q), self._memo_key(q)
         vector = self._vectors.remember(memo, self._vectors.recalled(memo) or await self._embedder.aembed_query(text))
         hits = await asyncio.to_thread(self._search, q, vector, key)
         return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))

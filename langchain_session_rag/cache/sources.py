@@ -14,8 +14,6 @@ from typing import Any
 
 from langchain_session_rag.cache.decision import source_digest
 
-__all__ = ["memory_source_check"]
-
 
 def memory_source_check(memory: Any) -> Callable[[str, list[str]], str]:
     """A ``SemanticCache.source_check`` reading the sources from ``memory`` (a ``SessionVectorMemory``)."""

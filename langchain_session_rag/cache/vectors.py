@@ -9,8 +9,6 @@ from collections.abc import Sequence
 
 from langchain_core.embeddings import Embeddings
 
-__all__ = ["RECENT_VECTORS", "WORD_VECTORS", "VectorMemo"]
-
 RECENT_VECTORS = 256
 """Question vectors kept from lookups for the update that follows a miss (same text, same model)."""
 WORD_VECTORS = 4096

@@ -16,8 +16,6 @@ from collections.abc import Sequence
 
 from langchain_session_rag.models.similarity import cosine
 
-__all__ = ["block_scores", "depth_boundaries", "depth_scores"]
-
 
 def _mean(vectors: Sequence[Sequence[float]]) -> list[float]:
     return [sum(column) / len(vectors) for column in zip(*vectors, strict=True)]

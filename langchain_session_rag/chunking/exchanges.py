@@ -14,8 +14,6 @@ from langchain_session_rag.chunking.messages import Turn
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 
-__all__ = ["Chunk", "ExchangeChunker"]
-
 
 @dataclass
 class Chunk:

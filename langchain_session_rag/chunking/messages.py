@@ -24,8 +24,6 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.stores.limits import MAX_NAME_CHARS
 
-__all__ = ["MessageLike", "Role", "Turn", "normalize_messages"]
-
 Role = Literal["user", "assistant", "system", "tool"]
 MessageLike = BaseMessage | Mapping[str, Any] | tuple[str, Any] | str
 

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 
 from langchain_session_rag.errors import InvalidArgumentError
 
-__all__ = ["default_k", "pk", "window_diff"]
-
 
 def _check(reference: Sequence[int], hypothesis: Sequence[int], n: int) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:  # noqa: PLR2004 - one window needs two units

@@ -31,8 +31,6 @@ from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 from langchain_session_rag.stores.base import decode_message_ids
 
-__all__ = ["CALIBRATED_THRESHOLDS", "Segment", "SimilarityProfile", "TopicSegmenter"]
-
 Comparison = Literal["centroid", "previous"]
 Method = Literal["depth", "threshold"]
 

@@ -17,8 +17,6 @@ import click
 
 from langchain_session_rag.cli.options import err
 
-__all__ = ["cli", "main"]
-
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 1

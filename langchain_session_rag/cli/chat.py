@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["FAULT_ENV", "ChatSession", "chat"]
-
 FAULT_ENV = "SESSION_RAG_CHAT_FAULT"
 """Tests only: ``generating`` makes the chat print ``[fault point: generating]`` after the answer's first token
 and wait there (up to a minute) for the signal the test sends; ``held`` prints ``[fault point: held]`` there while

@@ -14,8 +14,6 @@ import click
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.cli.app import cli
 
-__all__ = ["demo", "load_sample", "run_demo"]
-
 
 def load_sample() -> dict[str, Any]:
     """Return the bundled sample: six sessions over two months, with a decision that changes."""

@@ -14,8 +14,6 @@ from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import err, out, status
 from langchain_session_rag.cli.store_commands import readable_files
 
-__all__ = ["eval_group", "locomo"]
-
 _CATEGORIES = ("single", "multi", "temporal", "open", "adv", "overall")
 
 

@@ -23,19 +23,6 @@ if TYPE_CHECKING:
     from langchain_session_rag.importers.types import Skipped
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = [
-    "COLLECTION",
-    "SKIPPED_SHOWN",
-    "StoreOptions",
-    "default_store_path",
-    "err",
-    "out",
-    "print_skipped",
-    "printable",
-    "shorten",
-    "store_options",
-]
-
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
 SKIPPED_SHOWN = 20

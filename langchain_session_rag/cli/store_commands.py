@@ -28,19 +28,6 @@ from langchain_session_rag.cli.options import (
 )
 from langchain_session_rag.importers.types import FORMAT_NAMES
 
-__all__ = [
-    "consolidate",
-    "export",
-    "forget",
-    "import_",
-    "ingest",
-    "readable_files",
-    "reembed",
-    "search",
-    "sessions",
-    "stats",
-]
-
 _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"])
 
 

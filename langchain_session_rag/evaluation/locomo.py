@@ -10,7 +10,7 @@ that other sweeps (``benchmarks/locomo.py``) score the same way.
 Example:
     .. code-block:: python
 
-        from langchain_session_rag.evaluation.locomo import evaluate_locomo, load_locomo
+        from langchain_session_rag.evaluation import evaluate_locomo, load_locomo
 
         report = evaluate_locomo(load_locomo("locomo10.json"), source="locomo10.json")
         print(report.data)
@@ -38,32 +38,12 @@ from langchain_session_rag.errors import InvalidArgumentError, InvalidStorePathE
 from langchain_session_rag.evaluation.locomo_data import (
     CATEGORIES,
     LocomoConversation,
-    LocomoQuestion,
-    LocomoSession,
     describe_locomo,
-    load_locomo,
 )
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.models.embeddings import get_default_embeddings
 from langchain_session_rag.models.tokens import tiktoken_counter
 from langchain_session_rag.stores.base import decode_message_ids
-
-__all__ = [
-    "CATEGORIES",
-    "DEFAULT_BUDGETS",
-    "DEFAULT_KS",
-    "LocomoConversation",
-    "LocomoQuestion",
-    "LocomoReport",
-    "LocomoSession",
-    "describe_locomo",
-    "evaluate_locomo",
-    "load_locomo",
-    "prompt_tokens",
-    "recall_table",
-    "recall_within_budget",
-    "score_question",
-]
 
 DEFAULT_KS = (1, 5, 10, 25)
 """Retrieved-chunk counts recall is reported at."""

@@ -19,15 +19,6 @@ from typing import Any, TypeVar
 from langchain_session_rag.errors import FileAccessError, InvalidMessageError
 from langchain_session_rag.memory.reading import load_json, read_bounded
 
-__all__ = [
-    "CATEGORIES",
-    "LocomoConversation",
-    "LocomoQuestion",
-    "LocomoSession",
-    "describe_locomo",
-    "load_locomo",
-]
-
 CATEGORIES: dict[int, str] = {4: "single", 1: "multi", 2: "temporal", 3: "open", 5: "adv"}
 """LoCoMo's question categories (the number in its JSON) and their names, in the paper's table order."""
 _DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"

@@ -24,11 +24,10 @@ from langchain_session_rag.graph.names import (
 from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
 from langchain_session_rag.graph.runnables import agent_node, graph_node
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
-from langchain_session_rag.memory.retriever import Consolidation, SessionVectorMemory
+from langchain_session_rag.memory.consolidation import Consolidation
+from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer
-
-__all__ = ["aend_session", "create_memory_agent_graph", "create_session_rag_graph", "end_session"]
 
 
 def create_session_rag_graph(

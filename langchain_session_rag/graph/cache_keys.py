@@ -14,8 +14,6 @@ from langgraph.config import get_config
 
 from langchain_session_rag.cache.decision import CacheDecision
 
-__all__ = ["RELEVANT_SIMILARITY", "judge_hit", "model_key", "run_configurable"]
-
 RELEVANT_SIMILARITY = 0.35
 """A memory this similar to the question bears on it (all-MiniLM-L6-v2: unrelated texts score about 0-0.2)."""
 _RUN_KEYS_IGNORED = ("thread_id", "checkpoint_id", "checkpoint_ns", "user_id", "session_id")

@@ -31,8 +31,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from langchain_session_rag.errors import InvalidArgumentError
 
-__all__ = ["apurge_threads", "purge_threads"]
-
 
 def _check(checkpointer: object, thread_ids: object) -> list[str]:
     if not isinstance(checkpointer, BaseCheckpointSaver):

@@ -23,8 +23,6 @@ from langchain_session_rag.graph.state import SessionContext, SessionRAGState, r
 from langchain_session_rag.graph.turn import check_turn
 from langchain_session_rag.identity import run_identity
 
-__all__ = ["CheckedCompiledStateGraph", "CheckedStateGraph", "check_run_input"]
-
 
 def _input_messages(value: object) -> list[BaseMessage]:
     """The input's messages as LangGraph's ``add_messages`` reads them (removals left out)."""

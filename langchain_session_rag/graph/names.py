@@ -4,18 +4,6 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = [
-    "AGENT",
-    "BUILD_PROMPT",
-    "CACHE_LOOKUP",
-    "CALL_MODEL",
-    "RETRIEVE_DOCUMENTS",
-    "RETRIEVE_MEMORIES",
-    "SUMMARISE_AND_STORE",
-    "VALIDATE",
-    "Node",
-]
-
 VALIDATE = "validate"
 CACHE_LOOKUP = "cache_lookup"
 RETRIEVE_MEMORIES = "retrieve_memories"

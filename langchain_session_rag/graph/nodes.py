@@ -43,8 +43,6 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
 
-__all__ = ["SessionRAGNodes", "route_after_cache"]
-
 
 @dataclass
 class SessionRAGNodes:

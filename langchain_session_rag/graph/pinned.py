@@ -15,18 +15,6 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import DEFAULT_ALLOCATIONS, TokenBudget
 from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport
 
-__all__ = [
-    "UNCONFIRMED_MARK",
-    "assemble",
-    "check_pinned",
-    "finished",
-    "memories_cut",
-    "memory_allowance",
-    "memory_mode",
-    "pinned_text",
-]
-
-
 UNCONFIRMED_MARK = "\x1e"
 """Separates, in the state's ``core_memory``, the pinned blocks from the unconfirmed notes that follow them."""
 

@@ -18,8 +18,6 @@ from langchain_session_rag.graph.names import AGENT, CACHE_LOOKUP, CALL_MODEL
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import prompt_messages
 
-__all__ = ["ANSWER_NODES", "INTERNAL_TAGS", "GraphNode", "agent_node", "graph_node"]
-
 INTERNAL_TAGS = (TAG_NOSTREAM,)
 """Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the
 summary model's). Their outputs hold no chat message either: the prompt is kept as message dicts."""

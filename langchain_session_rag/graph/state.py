@@ -13,8 +13,6 @@ from typing_extensions import TypedDict
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.identity import RunIdentity, run_identity
 
-__all__ = ["SessionContext", "SessionRAGState", "run_ids", "run_ids_of"]
-
 
 class SessionContext(TypedDict):
     """Run-scoped ids (``context=`` of ``invoke``, or ``config["configurable"]``), never stored in the state."""

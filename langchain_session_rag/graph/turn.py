@@ -9,8 +9,6 @@ from langchain_core.messages import AnyMessage, BaseMessage, messages_from_dict
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionRAGState
 
-__all__ = ["asked_message", "check_turn", "is_text_only", "last_human_index", "prompt_messages", "window_messages"]
-
 
 def asked_message(state: SessionRAGState) -> BaseMessage:
     """The current user message: the last message of the state (``validate`` checks it is a user turn)."""

@@ -18,8 +18,6 @@ from typing import Any
 
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, derived_ids
 
-__all__ = ["is_chatgpt_export", "parse_chatgpt"]
-
 _HIDDEN_TYPES = {"user_editable_context", "model_editable_context", "thoughts", "reasoning_recap", "system_error"}
 _BROWSING_TYPES = {"tether_browsing_display", "tether_quote"}
 _BROWSERS = ("browser", "web", "web.run", "web.search")

@@ -26,8 +26,6 @@ from langchain_session_rag.memory.reading import (
     read_zip_member,
 )
 
-__all__ = ["FORMATS", "expand_paths", "read_conversations", "read_file"]
-
 FORMATS = FORMAT_NAMES
 _SUFFIXES = {".json", ".jsonl", ".ndjson", ".zip", ".md", ".markdown"}
 PathLike = str | os.PathLike[str]

@@ -26,8 +26,6 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.stores.limits import check_name
 from langchain_session_rag.stores.records import user_metadata
 
-__all__ = ["Progress", "aimport_conversations", "import_conversations", "validate_batch"]
-
 _REFUSED = (InvalidMessageError, InvalidArgumentError, InvalidMetadataError)
 """What validation refuses before writing: a conversation refused so is skipped and reported, the import goes on."""
 

@@ -12,8 +12,6 @@ from typing import Any
 
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, derived_ids
 
-__all__ = ["is_langchain_dump", "parse_langchain"]
-
 _TYPES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
 _CLASSES = {
     "HumanMessage": "user",

@@ -19,8 +19,6 @@ from langchain_session_rag.errors import ImportFormatError
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped
 from langchain_session_rag.memory.daily_log import parse_daily_log_text
 
-__all__ = ["parse_daily_log", "parse_notes"]
-
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
 
 

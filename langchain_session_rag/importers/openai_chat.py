@@ -21,8 +21,6 @@ from typing import Any
 from langchain_session_rag.errors import ImportFormatError
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, Skipped, derived_ids
 
-__all__ = ["is_export_jsonl", "parse_openai_json", "parse_openai_jsonl"]
-
 _INSTRUCTIONS = {"system", "developer"}
 _KEYS = ("role", "content", "name", "tool_calls", "function_call", "id", "timestamp", "created_at", "create_time")
 

@@ -12,19 +12,6 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._checks import safe_session_id
 
-__all__ = [
-    "FORMAT_NAMES",
-    "MAX_SKIPPED_KEPT",
-    "Format",
-    "ImportBatch",
-    "ImportReport",
-    "ImportedConversation",
-    "Skipped",
-    "SkippedList",
-    "content_session_id",
-    "derived_ids",
-]
-
 Format = Literal["chatgpt", "chatgpt-zip", "openai-jsonl", "openai-json", "langchain", "daily-log", "markdown"]
 """The file formats the importers read (``"auto"`` picks one from the file)."""
 FORMAT_NAMES: tuple[str, ...] = get_args(Format)

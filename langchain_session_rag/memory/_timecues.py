@@ -12,8 +12,6 @@ only with another past-tense cue ("What was the python bug we fixed two weeks ag
 
 from __future__ import annotations
 
-__all__ = ["MAX_MATCHES", "MAX_QUERY_CHARS", "could_fire", "fires", "is_range", "refers_to_past"]
-
 MAX_QUERY_CHARS = 500
 """Questions are short: only their first 500 characters are searched (a 70 KB paste would take seconds)."""
 MAX_MATCHES = 8

@@ -39,27 +39,6 @@ if TYPE_CHECKING:
 
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = [
-    "aadd_note",
-    "acompact",
-    "add_note",
-    "aexport_jsonl",
-    "aforget",
-    "aforget_all",
-    "aimport_jsonl",
-    "alist_memories",
-    "alist_sessions",
-    "compact",
-    "count",
-    "export_jsonl",
-    "forget",
-    "forget_all",
-    "import_jsonl",
-    "list_memories",
-    "list_sessions",
-    "reembed",
-]
-
 
 def acting(self: SessionVectorMemory, *, check_run: bool = True) -> str:
     """The user a call of ``self`` acts for (the run may name it, or be refused: see ``for_run``)."""

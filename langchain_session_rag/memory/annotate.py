@@ -23,16 +23,6 @@ from langchain_session_rag.errors import InvalidMetadataError
 from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.stores.base import Record
 
-__all__ = [
-    "BASE_IMPORTANCE",
-    "SIGNALS",
-    "annotate",
-    "decode_topics",
-    "encode_topics",
-    "heuristic_importance",
-    "topics_of",
-]
-
 BASE_IMPORTANCE = 0.2
 SIGNALS: tuple[tuple[str, float, re.Pattern[str]], ...] = (
     ("decision", 0.3, re.compile(

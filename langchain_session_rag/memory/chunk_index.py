@@ -14,8 +14,6 @@ from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
 
-__all__ = ["SessionChunks", "index", "next_index", "renumber"]
-
 
 def next_index(stored: Sequence[Record]) -> int:
     """The ``chunk_index`` after the highest of ``stored`` (0 for none)."""

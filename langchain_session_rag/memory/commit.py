@@ -15,8 +15,6 @@ from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.limits import check_record_keys
 from langchain_session_rag.stores.records import stamp
 
-__all__ = ["Committer"]
-
 _INDEX_LOCK = threading.Lock()
 
 

@@ -11,8 +11,6 @@ from langchain_session_rag.memory.commit import Committer
 from langchain_session_rag.memory.topics import TopicRecords
 from langchain_session_rag.stores.base import Record
 
-__all__ = ["Consolidation", "consolidation_input", "consolidation_output"]
-
 
 @dataclass
 class Consolidation:

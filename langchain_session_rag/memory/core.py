@@ -43,16 +43,6 @@ from langchain_session_rag.stores.records import chunk_id
 if TYPE_CHECKING:
     from langchain_session_rag.stores.base import CompanionBackend
 
-__all__ = [
-    "DEFAULT_CORE_LIMITS",
-    "AgentEdits",
-    "CoreMemory",
-    "CoreProposal",
-    "CoreVersion",
-    "check_core_limits",
-    "forget_cached",
-]
-
 _VECTOR = [1.0]
 """Core records are read by id, never searched: one constant vector."""
 

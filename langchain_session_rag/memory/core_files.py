@@ -12,8 +12,6 @@ if TYPE_CHECKING:
     from langchain_session_rag.memory.core import CoreMemory
     from langchain_session_rag.memory.core_text import CoreVersion
 
-__all__ = ["export_markdown", "import_markdown"]
-
 
 def export_markdown(core: CoreMemory, folder: str | Path) -> list[Path]:
     """Write each block to ``FOLDER/NAME.md`` (``NOW.md``, ``MEMORY.md``); return the files written."""

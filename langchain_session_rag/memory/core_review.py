@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from langchain_session_rag.memory.core import CoreMemory
     from langchain_session_rag.memory.core_text import CoreVersion
 
-__all__ = ["MAX_PENDING", "confirm", "pending", "propose", "reject", "render_unconfirmed"]
-
 MAX_PENDING = 20
 """Pending proposals a user may have at once; a model's further edits are refused until some are settled."""
 _VECTOR = [1.0]

@@ -16,20 +16,6 @@ from typing import Literal
 
 from langchain_session_rag.errors import InvalidArgumentError
 
-__all__ = [
-    "AGENT_AUTHORS",
-    "DEFAULT_CORE_LIMITS",
-    "AgentEdits",
-    "CoreProposal",
-    "CoreVersion",
-    "EditAction",
-    "change_for",
-    "check_agent_edits",
-    "check_core_limits",
-    "check_text",
-    "normal",
-]
-
 DEFAULT_CORE_LIMITS: dict[str, int] = {"now": 300, "memory": 700}
 """Token limits of the default blocks: together they fit the default budget's ``core_memory`` allocation
 (15 % of an 8K window less the answer's reserve: about 1,075 tokens)."""

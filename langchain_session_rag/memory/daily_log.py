@@ -28,18 +28,6 @@ from langchain_session_rag.errors import FileAccessError, InvalidMessageError
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = [
-    "LOG_LOCK",
-    "LoggedMessage",
-    "append_daily_log",
-    "is_daily_log",
-    "parse_daily_log_text",
-    "read_daily_logs",
-    "rebuild_from_daily_logs",
-    "render_entries",
-    "user_folder",
-]
-
 _META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
 _FENCE = re.compile(r"^(`{3,})text$")
 LOG_LOCK = threading.Lock()

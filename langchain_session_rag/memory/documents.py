@@ -16,8 +16,6 @@ from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.limits import check_name, check_utf8
 from langchain_session_rag.stores.records import RESERVED_KEYS, session_record, user_metadata
 
-__all__ = ["document_records"]
-
 
 def document_records(
     documents: Sequence[Document],

@@ -34,17 +34,6 @@ from langchain_session_rag.memory.daily_log import (
 )
 from langchain_session_rag.stores.base import Record, decode_message_ids
 
-__all__ = [
-    "DerivedTier",
-    "Forgotten",
-    "LinkableCache",
-    "erase_logs",
-    "erase_user_logs",
-    "link_tier",
-    "linked_tiers",
-    "replace_logged",
-]
-
 
 @dataclass(frozen=True)
 class Forgotten:

@@ -22,8 +22,6 @@ from langchain_session_rag.memory.chunk_index import SessionChunks, index
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import session_record, user_metadata
 
-__all__ = ["Batch", "Chunking", "SessionPlanner", "superseded", "unchanged"]
-
 Chunking = Literal["exchange", "topic"]
 
 

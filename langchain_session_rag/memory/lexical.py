@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BM25Index", "stem", "tokenize"]
-
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
     (

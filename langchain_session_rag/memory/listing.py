@@ -20,16 +20,6 @@ from langchain_session_rag.stores.base import Record, Where, decode_message_ids
 from langchain_session_rag.stores.limits import check_name, check_utf8
 from langchain_session_rag.stores.records import chunk_id, user_metadata
 
-__all__ = [
-    "SessionInfo",
-    "check_page",
-    "listing_where",
-    "memory_documents",
-    "note_id",
-    "note_record",
-    "sessions_of",
-]
-
 MAX_PAGE = 1_000
 """The largest page ``list_memories`` returns."""
 

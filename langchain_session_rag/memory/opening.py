@@ -21,8 +21,6 @@ from langchain_session_rag.models.embeddings import get_default_embeddings
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
-__all__ = ["open_service", "write_settings"]
-
 M = TypeVar("M", bound="SessionVectorMemory")
 
 

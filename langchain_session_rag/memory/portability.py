@@ -31,8 +31,6 @@ from langchain_session_rag.stores.limits import (
 )
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS, check_metadata_key, metadata_value
 
-__all__ = ["read_jsonl", "write_jsonl"]
-
 DEFAULT_MAX_CHARS = 1_000_000
 """Longest text imported when no limit is given: the default ``max_message_chars``."""
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SECONDS_PER_DAY", "decayed_score", "fused_score"]
-
 SECONDS_PER_DAY = 86_400.0
 
 

@@ -30,21 +30,6 @@ import numpy as np
 
 from langchain_session_rag.errors import FileAccessError, ImportFormatError, ImportLimitError, InvalidArgumentError
 
-__all__ = [
-    "LIMIT_ENV",
-    "MAX_FILE_BYTES",
-    "MAX_JSON_DEPTH",
-    "MAX_LINE_BYTES",
-    "MAX_ZIP_RATIO",
-    "check_json_depth",
-    "check_regular_file",
-    "file_limit",
-    "iter_lines",
-    "load_json",
-    "read_bounded",
-    "read_zip_member",
-]
-
 MAX_FILE_BYTES = 256 * 2**20
 """The most bytes read from one file (or one zip member, decompressed) by default: 256 MiB."""
 MAX_LINE_BYTES = 16 * 2**20

@@ -28,8 +28,6 @@ from langchain_session_rag.stores.base import Record, RecordPage, Where, decode_
 from langchain_session_rag.stores.change_log import RETENTION
 from langchain_session_rag.stores.filters import matches
 
-__all__ = ["ReplicaSource", "UserReplica"]
-
 FETCH_BATCH = 2_000
 """Ids fetched per store read when a replica catches up (keeps each read well under SQL variable limits)."""
 SHARED_VALUES = frozenset(

@@ -8,8 +8,6 @@ from collections import OrderedDict
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.replica import UserReplica
 
-__all__ = ["MAX_USER_CHUNKS", "ReplicaCache"]
-
 MAX_USER_CHUNKS = 50_000
 """Chunks past which a user's searches use the store's own index instead of an in-process replica.
 

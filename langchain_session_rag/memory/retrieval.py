@@ -23,21 +23,6 @@ from langchain_session_rag.models.similarity import cosine
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
 
-__all__ = [
-    "OPTIONS",
-    "SOURCE_TYPES",
-    "RetrievalQuery",
-    "build_query",
-    "check_search_kwargs",
-    "chunk_epoch",
-    "lexical_candidates",
-    "rank",
-    "replica_search",
-    "source_condition",
-    "stored_document",
-    "time_conditions",
-]
-
 OPTIONS = frozenset(
     {
         "k",

@@ -25,23 +25,21 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 from typing_extensions import Self
 
+from langchain_session_rag._checks import SYSTEM_PREFIX
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.identity import SYSTEM_PREFIX, acting_user
+from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory import admin, opening, writing
-from langchain_session_rag.memory.consolidation import Consolidation
-from langchain_session_rag.memory.core import DEFAULT_CORE_LIMITS, AgentEdits, CoreMemory, check_core_limits
+from langchain_session_rag.memory.core import CoreMemory
+from langchain_session_rag.memory.core_text import DEFAULT_CORE_LIMITS, AgentEdits, check_core_limits
 from langchain_session_rag.memory.ingest import Chunking
-from langchain_session_rag.memory.listing import SessionInfo
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.service import MemoryService, path_text
 from langchain_session_rag.memory.settings import SourceType, check_query, check_user_id
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
-
-__all__ = ["Consolidation", "SessionInfo", "SessionVectorMemory"]
 
 
 class SessionVectorMemory(BaseRetriever):

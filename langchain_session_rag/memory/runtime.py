@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_RUNTIME", "RuntimeSettings"]
-
 
 class RuntimeSettings(BaseModel):
     """How a memory uses this process's memory and threads; the defaults are the package's usual behaviour.

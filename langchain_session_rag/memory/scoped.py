@@ -42,8 +42,6 @@ from langchain_session_rag.stores.base import MemoryBackend, Record, Where
 if TYPE_CHECKING:
     from langchain_session_rag.memory.service import MemoryService
 
-__all__ = ["WRITE_SYNC_AGE", "StoreState", "UserStore", "Writers", "reset_replicas", "state_of"]
-
 WRITE_SYNC_AGE = 1.0
 """Seconds a replica sync may be old when a write plans against it (reads always sync)."""
 SPEAKERS_SYNC_AGE = 60.0

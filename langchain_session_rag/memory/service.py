@@ -31,8 +31,6 @@ from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBac
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.vectorstore import backend_for
 
-__all__ = ["MemoryService", "WriteSettings", "open_backend", "path_text", "reembed_store"]
-
 
 def open_backend(
     *, chroma_client: Any = None, vectorstore: VectorStore | None = None, collection_name: str, shards: int

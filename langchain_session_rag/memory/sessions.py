@@ -25,16 +25,6 @@ from langchain_session_rag.memory.service import MemoryService
 from langchain_session_rag.memory.topics import as_documents, vectors_of
 from langchain_session_rag.stores.base import Record, decode_message_ids
 
-__all__ = [
-    "aadd_documents",
-    "aadd_session",
-    "aconsolidate",
-    "add_documents",
-    "add_session",
-    "consolidate",
-    "similarity_profile",
-]
-
 
 def add_session(
     service: MemoryService,

@@ -15,15 +15,6 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
 
-__all__ = [
-    "DEFAULT_SEGMENT_TOKENS",
-    "SourceType",
-    "check_query",
-    "check_user_id",
-    "preferred_lexical_weight",
-    "segmenter_for",
-]
-
 SourceType = Literal["session", "document", "note"]
 DEFAULT_SEGMENT_TOKENS = 128
 """Token cap of the default segmenter's segments (uncapped segments cost recall per prompt token on LoCoMo)."""

@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["FREQUENT_SPEAKER_SHARE", "dense_query"]
-
 FREQUENT_SPEAKER_SHARE = 0.2
 """A speaker whose label is in at least this share of a user's conversation chunks is a frequent speaker."""
 

@@ -54,18 +54,6 @@ if TYPE_CHECKING:
 
     from langchain_session_rag.memory.replica import UserReplica
 
-__all__ = [
-    "EXAMPLE_PHRASES",
-    "TimeWindow",
-    "find_time_window",
-    "resolve_time_phrase",
-    "time_boost",
-    "time_bound",
-    "time_span",
-    "window_hits",
-    "window_option",
-]
-
 EXAMPLE_PHRASES = ("'yesterday'", "'last tuesday'", "'two weeks ago'", "'last month'", "'in March'", "'2026-03-05'")
 """Phrases to quote in error messages."""
 

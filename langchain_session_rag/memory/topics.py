@@ -14,8 +14,6 @@ from langchain_session_rag.memory.ingest import Batch
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import RESERVED_KEYS, chunk_id, session_record
 
-__all__ = ["TopicRecords", "as_documents", "segment_part", "vectors_of"]
-
 
 def segment_part(segment: Segment) -> int:
     """The part number of a segment's first exchange chunk.

@@ -9,9 +9,6 @@ from langchain_core.documents import Document
 from langchain_session_rag.memory.retrieval import RetrievalQuery, chunk_epoch, passes, stored_document
 from langchain_session_rag.stores.base import Record
 
-__all__ = ["MARKER_TOKENS", "whole_memory"]
-
-
 MARKER_TOKENS = 10
 """Tokens a chunk costs in a prompt beyond its text (its marker and separators), for the shortcut's sum."""
 

@@ -32,8 +32,6 @@ from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import InvalidArgumentError, StoreWriteError
 from langchain_session_rag.stores.base import MemoryBackend, Record
 
-__all__ = ["WriteQueue"]
-
 
 @dataclass
 class _Write:

@@ -25,22 +25,6 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound="SessionVectorMemory")
 
-__all__ = [
-    "aadd_documents",
-    "aadd_messages",
-    "aconsolidate",
-    "add_documents",
-    "add_messages",
-    "aflush",
-    "aget_by_ids",
-    "awarm_up",
-    "consolidate",
-    "flush",
-    "get_by_ids",
-    "similarity_profile",
-    "warm_up",
-]
-
 
 def flush(self: SessionVectorMemory) -> None:
     """Wait until every write of this memory has reached the store.

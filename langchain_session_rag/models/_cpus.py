@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["available_cpus"]
-
 
 def available_cpus() -> int:
     """The CPUs this process may run on: its affinity mask on Linux, else the machine's count (at least 1)."""

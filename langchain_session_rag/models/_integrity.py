@@ -21,8 +21,6 @@ from pathlib import Path
 
 from langchain_session_rag.errors import FileAccessError
 
-__all__ = ["cache_file", "verify_file"]
-
 _CACHE_NAME = "verified-models.json"
 _VERIFIED: set[tuple[str, int, int, int, int, str]] = set()
 _LOCK = threading.Lock()

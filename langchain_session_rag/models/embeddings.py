@@ -28,15 +28,6 @@ if TYPE_CHECKING:
 
     from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 
-__all__ = [
-    "DEFAULT_EMBEDDING_MODEL",
-    "TORCH_EMBEDDING_MODEL",
-    "LocalEmbeddings",
-    "embedding_model_id",
-    "get_default_embeddings",
-    "mismatch_hint",
-]
-
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2:onnx-int8"
 """Identity recorded in stores written by the embedded default (all-MiniLM-L6-v2, int8, onnxruntime)."""
 TORCH_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -33,19 +33,6 @@ from langchain_session_rag.errors import InvalidArgumentError, MissingDependency
 from langchain_session_rag.models._integrity import verify_file
 from langchain_session_rag.models._llama_server import INSTALL, LlamaServer, load
 
-__all__ = [
-    "ChatModelChoice",
-    "LocalChatModel",
-    "bundled_model_path",
-    "checked_model_path",
-    "default_chat_model",
-    "has_model",
-    "ollama_available",
-    "ollama_base_url",
-    "ollama_models",
-    "pick_chat_model",
-]
-
 _LOGGER = logging.getLogger(__name__)
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _MESSAGE = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}

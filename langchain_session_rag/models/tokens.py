@@ -15,8 +15,6 @@ from langchain_session_rag.errors import InvalidArgumentError, MissingDependency
 if TYPE_CHECKING:
     import tiktoken
 
-__all__ = ["DEFAULT_ENCODING", "TokenCounter", "get_encoding", "tiktoken_counter"]
-
 DEFAULT_ENCODING = "cl100k_base"
 """The default tiktoken encoding (GPT-4 / GPT-3.5 family)."""
 

@@ -48,8 +48,6 @@ from langchain_session_rag.prompt.texts import (
     UNCONFIRMED_OPEN,
 )
 
-__all__ = ["DEFAULT_ALLOCATIONS", "SECTIONS", "TokenBudget"]
-
 Section = Literal["core_memory", "history", "summary", "memories", "documents"]
 SECTIONS: tuple[Section, ...] = ("core_memory", "history", "summary", "memories", "documents")
 """The droppable sections, in default priority order (the system instructions are never dropped)."""

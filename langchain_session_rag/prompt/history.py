@@ -17,8 +17,6 @@ from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 from langchain_session_rag.prompt.texts import SUMMARY_PROMPT
 
-__all__ = ["HistoryWindow", "SummaryBuffer", "last_turns", "split_turns", "trim_turns"]
-
 
 def split_turns(messages: Sequence[BaseMessage]) -> list[list[BaseMessage]]:
     """Group messages into turns (a user message and what follows it)."""

@@ -6,8 +6,6 @@ import re
 import unicodedata
 from datetime import datetime
 
-__all__ = ["marker", "quote_data", "quote_field", "safe_marker"]
-
 _LESS = "<\uff1c\u2039\u3008\u27e8\u2329\u1438\u02c2\ufe64\u276e\u29fc\u300a\u27ea\u276c\u2770\u227a\u2989\u22d6\u2aa1"
 _LESS += "\u226a\u22d8\u25c1\u2af7\u2e28"
 _MORE = ">\uff1e\u203a\u3009\u27e9\u232a\u1433\u02c3\ufe65\u276f\u29fd\u300b\u27eb\u276d\u2771\u227b\u298a\u22d7\u2aa2"

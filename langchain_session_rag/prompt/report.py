@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["AssembledPrompt", "BudgetReport", "SectionReport"]
-
 
 @dataclass
 class SectionReport:

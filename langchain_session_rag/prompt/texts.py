@@ -2,25 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = [
-    "CONTEXT_CLOSE",
-    "CONTEXT_INTRO",
-    "CONTEXT_OPEN",
-    "CORE_CLOSE",
-    "CORE_MEMORY_HEADER",
-    "CORE_OPEN",
-    "DEFAULT_SYSTEM",
-    "MEMORY_INSTRUCTIONS",
-    "SUMMARY_CLOSE",
-    "SUMMARY_HEADER",
-    "SUMMARY_OPEN",
-    "SUMMARY_PROMPT",
-    "TRUNCATION_MARK",
-    "UNCONFIRMED_CLOSE",
-    "UNCONFIRMED_HEADER",
-    "UNCONFIRMED_OPEN",
-]
-
 DEFAULT_SYSTEM = "You are a helpful assistant with long-term memory of past conversations with this user."
 
 MEMORY_INSTRUCTIONS = (

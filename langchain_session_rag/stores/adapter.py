@@ -21,15 +21,6 @@ if TYPE_CHECKING:
     from chromadb import Collection
     from chromadb.api import ClientAPI
 
-__all__ = [
-    "CONNECT_TIMEOUT",
-    "chroma_collection_of",
-    "client_location",
-    "is_connection_error",
-    "open_chroma_client",
-    "persist_directory",
-]
-
 
 CONNECT_TIMEOUT = 5.0
 """Seconds a new server client waits for the server's first answer before giving up (``StoreUnavailableError``)."""

@@ -12,25 +12,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = [
-    "COMPACTION",
-    "CORE_MEMORY",
-    "DAILY_LOGS",
-    "REEMBED",
-    "REVISION_KEY",
-    "USER_LISTING",
-    "Capability",
-    "CompanionBackend",
-    "MemoryBackend",
-    "Record",
-    "RecordPage",
-    "Where",
-    "decode_message_ids",
-    "fingerprint",
-    "purge",
-    "shard_of",
-]
-
 REVISION_KEY = "store_revision"
 """Metadata key holding a record's revision: a new random value on every write of the record."""
 

@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from chromadb import Collection
 
-__all__ = ["MAX_IDS", "RETENTION", "append", "entries", "touched"]
-
 RETENTION = 3_600.0
 """Seconds an entry is kept (an hour: the log stays a few entries per active user); a replica whose last sync is
 older than half of it lists the user's revisions instead."""

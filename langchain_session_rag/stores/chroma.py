@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from chromadb import Collection
     from chromadb.api import ClientAPI
 
-__all__ = ["MANIFEST_VERSION", "ChromaBackend"]
-
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 

@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
 
-__all__ = ["neighbours"]
-
 
 def neighbours(backend: ChromaBackend) -> list[str]:
     """Names of the other partitioned stores in ``backend``'s embedded folder (none on a server)."""

@@ -18,8 +18,6 @@ from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
 if TYPE_CHECKING:
     from chromadb import Collection
 
-__all__ = ["PAGE", "as_records", "listing", "read_pages", "user_counts", "user_ids"]
-
 PAGE = 1_000
 """Records per read: far under Chroma's SQL variable limit; 1,000 halves the peak memory of 5,000 at equal speed."""
 

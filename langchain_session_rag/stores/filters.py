@@ -8,8 +8,6 @@ from typing import Any
 
 from langchain_session_rag.stores.base import Where
 
-__all__ = ["matches", "to_chroma_where"]
-
 
 def _defined(test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
     return lambda value, arg: value is not None and test(value, arg)

@@ -16,8 +16,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-__all__ = ["scrub_index_files"]
-
 # hnswlib's persistent header as Chroma writes it: a version (int32) then offsetLevel0, max_elements,
 # cur_element_count, size_data_per_element (size_t each).
 _HEADER = struct.Struct("<i4Q")

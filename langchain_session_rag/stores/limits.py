@@ -19,22 +19,6 @@ from typing import Any
 from langchain_session_rag._checks import first_surrogate
 from langchain_session_rag.errors import InvalidMetadataError
 
-__all__ = [
-    "MAX_KEY_CHARS",
-    "MAX_METADATA_BYTES",
-    "MAX_METADATA_KEYS",
-    "MAX_NAME_CHARS",
-    "MAX_NESTING_DEPTH",
-    "MAX_RECORD_KEYS",
-    "MAX_VALUE_BYTES",
-    "check_depth",
-    "check_metadata_size",
-    "check_name",
-    "check_record_keys",
-    "check_utf8",
-    "utf8_size",
-]
-
 MAX_METADATA_KEYS = 64
 """Most metadata keys a caller may give one write (the memory's own keys come on top)."""
 

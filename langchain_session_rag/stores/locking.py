@@ -14,8 +14,6 @@ from pathlib import Path
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError
 
-__all__ = ["LOCK_FILE", "forked_store_message", "lock_embedded_store"]
-
 _LOCKS: dict[str, tuple[int, int]] = {}
 """Embedded store folders this process holds: resolved path → (lock file descriptor, pid)."""
 _LOCKS_GUARD = _fork.ChildLock()

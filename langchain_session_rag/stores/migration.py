@@ -30,8 +30,6 @@ from langchain_session_rag.stores.index_files import scrub_index_files
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
 
-__all__ = ["NEXT_SUFFIX", "rebuild", "recover", "vacuum"]
-
 NEXT_SUFFIX = "-next"
 MIGRATION_KEY = "migration"
 PAGE = 2000

@@ -25,8 +25,6 @@ from langchain_session_rag.stores.base import (
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.filters import matches
 
-__all__ = ["VectorStoreBackend", "backend_for"]
-
 
 class VectorStoreBackend:
     """Any LangChain ``VectorStore``: the store embeds texts itself.

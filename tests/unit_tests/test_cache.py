@@ -15,7 +15,7 @@ from langchain_tests.integration_tests import AsyncCacheTestSuite, SyncCacheTest
 
 from langchain_session_rag import SemanticCache, SemanticLLMCache, get_default_embeddings
 from langchain_session_rag.cache import cache_scope
-from langchain_session_rag.cache.guards import is_volatile
+from langchain_session_rag.cache.questions import is_volatile
 
 PAIRS = json.loads((Path(__file__).parents[1] / "data" / "cache_pairs.json").read_text(encoding="utf-8"))
 _names = itertools.count()

@@ -24,7 +24,8 @@ from langchain_core.runnables import RunnableLambda
 
 from langchain_session_rag import SemanticCache, SemanticLLMCache
 from langchain_session_rag.cache import cache_scope, current_cache_user
-from langchain_session_rag.cache.guards import guard_mismatch, is_volatile
+from langchain_session_rag.cache.guards import guard_mismatch
+from langchain_session_rag.cache.questions import is_volatile
 from langchain_session_rag.errors import InvalidArgumentError
 
 DATA = Path(__file__).parents[1] / "data"

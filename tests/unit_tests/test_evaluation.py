@@ -19,19 +19,21 @@ from langchain_session_rag.errors import (
     InvalidMessageError,
     UnknownOptionError,
 )
-from langchain_session_rag.evaluation.locomo import (
-    CATEGORIES,
+from langchain_session_rag.evaluation import (
     LocomoConversation,
     LocomoQuestion,
     LocomoReport,
     LocomoSession,
     evaluate_locomo,
     load_locomo,
+)
+from langchain_session_rag.evaluation.locomo import (
     prompt_tokens,
     recall_table,
     recall_within_budget,
     score_question,
 )
+from langchain_session_rag.evaluation.locomo_data import CATEGORIES
 
 Run = tuple[LocomoReport, list[tuple[int, int]], Path]
 SAMPLE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "locomo_sample.json"

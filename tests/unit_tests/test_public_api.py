@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import importlib.util
+import json
 import warnings
 from pathlib import Path
 
@@ -123,3 +125,45 @@ def test_every_error_is_in_the_family() -> None:
 
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.SessionRAGError)
+
+
+def test_only_the_subpackages_and_the_errors_module_declare_public_names() -> None:
+    """Modules inside the subpackages are internal: none declares ``__all__`` (only the ``__init__``s do)."""
+    declaring = sorted(
+        path.relative_to(PACKAGE).as_posix()
+        for path in PACKAGE.rglob("*.py")
+        if path.name != "__init__.py" and any(
+            isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            for node in ast.parse(path.read_text()).body
+        )
+    )  # fmt: skip
+    assert declaring == ["errors.py"]
+
+
+def _imports_of(source: str) -> list[tuple[int, str, str]]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a notebook cell with shell magics
+        return []
+    return [
+        (node.lineno, node.module, alias.name)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(PACKAGE.name)
+        for alias in node.names
+    ]
+
+
+def test_every_import_of_the_package_in_the_repository_resolves() -> None:
+    """Benchmarks and notebooks import internal modules too: a move that breaks one fails here, not in a user's run."""
+    root = PACKAGE.parent
+    sources = [(p, p.read_text()) for d in ("tests", "benchmarks") for p in (root / d).rglob("*.py")]
+    for notebook in (root / "notebooks").glob("*.ipynb"):
+        cells = json.loads(notebook.read_text())["cells"]
+        sources += [(notebook, "".join(c["source"])) for c in cells if c["cell_type"] == "code"]
+    broken = []
+    for path, source in sources:
+        for line, module_name, name in _imports_of(source):
+            module = importlib.import_module(module_name)
+            if not hasattr(module, name) and importlib.util.find_spec(f"{module_name}.{name}") is None:
+                broken.append(f"{path.relative_to(root)}:{line}: {module_name}.{name}")
+    assert broken == []
