@@ -20,7 +20,7 @@ import resource
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +62,7 @@ def fill(folder: Path, chunks: int) -> int:
                 kind="exchange",
                 text=text,
                 message_ids=[f"u{n}", f"a{n}"],
-                timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+                timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc),
                 token_count=60,
                 model_id=m.model_id,
                 vector=gen.normal(size=DIM).astype(np.float32).tolist(),

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +82,7 @@ def main() -> None:
                         kind="exchange",
                         text=f"exchange {n} " * 30,
                         message_ids=[f"u{n}", f"a{n}"],
-                        timestamp=datetime(2026, 1, 1, tzinfo=UTC),
+                        timestamp=datetime(2026, 1, 1, tzinfo=timezone.utc),
                         token_count=60,
                         model_id="bench",
                         vector=gen.normal(size=DIM).astype(np.float32).tolist(),

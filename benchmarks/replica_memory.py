@@ -37,7 +37,7 @@ import tempfile
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,7 @@ def fresh(value: Any) -> Any:
 def records(n: int, pool: list[tuple[str, str]], *, seed: int = 0, unit: bool = True) -> Iterator[Record]:
     """``n`` realistic chunks of one user, as a store returns them (fresh strings, vectors as lists of floats)."""
     rng, vectors = random.Random(seed), np.random.default_rng(seed)
-    user, start = "user-7f3a9c2e", datetime(2024, 1, 1, tzinfo=UTC)
+    user, start = "user-7f3a9c2e", datetime(2024, 1, 1, tzinfo=timezone.utc)
     session, left, index = "", 0, 0
     for i in range(n):
         if not left:

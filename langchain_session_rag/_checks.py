@@ -75,7 +75,13 @@ def user_id_problem(value: object, *, system_ok: bool = False) -> str | None:
         return "holding a NUL character or a lone surrogate"
     if value.startswith(SYSTEM_PREFIX) and not system_ok:
         return "starting with the system scope prefix U+001F"
-    return None
+    controls = any(_is_control(c) for c in (value.replace(SYSTEM_PREFIX, "") if system_ok else value))
+    return "holding a control character (a tab, a line break, ...)" if controls else None
+
+
+def _is_control(char: str) -> bool:
+    """A C0 or C1 control character (Unicode category Cc)."""
+    return ord(char) < 32 or 127 <= ord(char) < 160  # noqa: PLR2004 - the Cc ranges
 
 
 def check_user_id(value: object, *, system_ok: bool = False) -> str:
@@ -87,7 +93,8 @@ def check_user_id(value: object, *, system_ok: bool = False) -> str:
 
     Raises:
         InvalidArgumentError: It is not a string, is blank, longer than :data:`MAX_USER_ID_CHARS`, holds a NUL or
-            a lone surrogate, or starts with :data:`SYSTEM_PREFIX`. Nothing was read or written.
+            a lone surrogate or a control character, or starts with :data:`SYSTEM_PREFIX`. Nothing was read or
+            written.
     """
     problem = user_id_problem(value, system_ok=system_ok)
     if problem is not None:

@@ -31,6 +31,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.agents.namespaces import TEXT_FIELDS, NamespaceMap, Scope
 from langchain_session_rag.errors import (
@@ -301,6 +302,8 @@ class SessionMemoryStore(BaseStore):
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
+        check_int("limit", op.limit, 1)
+        check_int("offset", op.offset, 0)
         _check_filter(op.filter)
         scope = self.namespaces.scope(op.namespace_prefix, prefix=True)
         view = self._view(scope)

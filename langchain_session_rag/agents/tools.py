@@ -21,6 +21,7 @@ from langchain_session_rag._checks import safe_session_id
 from langchain_session_rag.agents.namespaces import encode_value, with_text
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
+from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.quoting import quote_data, quote_field, safe_marker
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
@@ -154,6 +155,10 @@ def create_search_memory_tool(
     if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
         msg = f"max_results must be a positive integer, got {max_results!r}."
         raise InvalidArgumentError(msg)
+    if "k" in search_options:
+        msg = "The search tool sets k from the model's limit (at most max_results=); pass max_results instead of k."
+        raise InvalidArgumentError(msg)
+    check_search_kwargs(dict(search_options))  # a bad standing option fails here, not at the model's first call
 
     def search(query: str, config: RunnableConfig, limit: int = 4) -> tuple[str, list[Document]]:
         try:

@@ -107,6 +107,12 @@ class SemanticLLMCache(BaseCache):
             cache: The semantic cache.
             config_key: The ``configurable`` key that names the user in a run's config.
         """
+        if not isinstance(cache, SemanticCache):
+            msg = f"cache must be a SemanticCache, got {type(cache).__name__}."
+            raise InvalidArgumentError(msg)
+        if not isinstance(config_key, str) or not config_key:
+            msg = f"config_key must be a non-empty string, got {config_key!r}."
+            raise InvalidArgumentError(msg)
         self.cache = cache
         self.config_key = config_key
         self._user: str | None = None

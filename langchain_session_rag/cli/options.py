@@ -17,6 +17,7 @@ from langchain_core.embeddings import Embeddings
 from rich.console import Console
 from rich.table import Table
 
+from langchain_session_rag._checks import user_id_problem
 from langchain_session_rag.errors import EmbeddingModelMismatchError, StoreUnavailableError
 
 if TYPE_CHECKING:
@@ -154,10 +155,10 @@ class StoreOptions:
                 return getpass.getuser()
             except (OSError, KeyError):  # no login name (a container without a passwd entry)
                 return "me"
-        controls = any(ord(c) < 32 or 127 <= ord(c) < 160 for c in self.user)  # noqa: PLR2004
-        if not self.user.strip() or len(self.user) > 256 or controls:  # noqa: PLR2004
+        problem = user_id_problem(self.user)  # the library's one rule: a user the CLI refuses, the library refuses
+        if problem is not None:
             shown = self.user if len(self.user) <= 40 else self.user[:40] + "…"  # noqa: PLR2004
-            msg = f"1 to 256 characters without control characters, got {shown!r}."
+            msg = f"a user id of 1 to 256 characters without control characters, got {shown!r} ({problem})."
             raise click.BadParameter(msg, param_hint="--user")
         return self.user
 

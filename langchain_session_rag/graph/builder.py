@@ -10,6 +10,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 
 from langchain_session_rag.cache.semantic import SemanticCache
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.graph.input_check import CheckedStateGraph
 from langchain_session_rag.graph.names import (
     AGENT,
@@ -185,10 +186,20 @@ def end_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -
     """Consolidate a finished session into topic segments (call it where a session ends).
 
     Call it when a chat session ends (or from a scheduled job); it is idempotent and crash-safe.
+
+    Raises:
+        InvalidArgumentError: ``memory`` is not a :class:`SessionVectorMemory`, or an unfit id.
     """
-    return memory.for_user(user_id).consolidate(session_id)
+    return _memory(memory).for_user(user_id).consolidate(session_id)
 
 
 async def aend_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -> Consolidation:
     """Async :func:`end_session`."""
-    return await memory.for_user(user_id).aconsolidate(session_id)
+    return await _memory(memory).for_user(user_id).aconsolidate(session_id)
+
+
+def _memory(memory: object) -> SessionVectorMemory:
+    if not isinstance(memory, SessionVectorMemory):
+        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
+        raise InvalidArgumentError(msg)
+    return memory

@@ -17,6 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
@@ -53,6 +54,12 @@ def check_run_input(input: object, config: RunnableConfig | None, context: objec
         raise InvalidRequestError(str(exc)) from None
     if isinstance(input, Mapping):  # a new turn (a resumed run's input is None or a Command)
         check_turn(_input_messages(input.get("messages") or []))
+    elif input is not None and not isinstance(input, Command):
+        msg = (
+            f"A graph run's input must be a state dict such as {{'messages': [('user', 'Hi')]}} (or None / a "
+            f"Command to resume a thread), got {type(input).__name__}."
+        )
+        raise InvalidRequestError(msg)
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):

@@ -6,9 +6,10 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self, get_args
+from typing import Any, Literal, get_args
 
 from langchain_core.documents import Document
+from typing_extensions import Self
 
 from langchain_session_rag._checks import safe_session_id
 

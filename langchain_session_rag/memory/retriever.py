@@ -22,7 +22,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
-from pydantic import ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, StrictInt, field_validator
 from typing_extensions import Self
 
 from langchain_session_rag._checks import SYSTEM_PREFIX
@@ -125,9 +125,9 @@ class SessionVectorMemory(BaseRetriever):
     """The embedding model. Defaults to the store's own, else the bundled all-MiniLM-L6-v2."""
     embedding_model_id: str | None = None
     """The identity recorded in the store for ``embeddings``; derived from the model when not given."""
-    k: int = Field(default=4, ge=1)
+    k: StrictInt = Field(default=4, ge=1)
     """How many memories to return."""
-    fetch_k: int = Field(default=50, ge=1)
+    fetch_k: StrictInt = Field(default=50, ge=1)
     """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
     lexical_weight: float = Field(default=0.3, ge=0, le=1)
     """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only.
@@ -160,7 +160,7 @@ class SessionVectorMemory(BaseRetriever):
     held-out conversations about a point above one chunk per exchange at 600 prompt tokens, and level with a plain
     128-token window there) or one chunk per ``"exchange"``. A batch of one exchange (live chat) is stored
     as an exchange either way, retrievable at once; :meth:`consolidate` groups a session's exchanges later."""
-    max_message_chars: int = Field(default=1_000_000, ge=1)
+    max_message_chars: StrictInt = Field(default=1_000_000, ge=1)
     """The longest message ``add_messages`` accepts, in characters: a longer one raises
     ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
     segmenter: TopicSegmenter | None = None

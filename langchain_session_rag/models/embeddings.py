@@ -14,6 +14,7 @@ import asyncio
 import os
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -211,6 +212,7 @@ class LocalEmbeddings(Embeddings):
         return self
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
+        check_texts(texts)
         if not texts:
             return []
         if self.backend == "onnx":
@@ -229,7 +231,7 @@ class LocalEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed a batch of texts."""
-        return self._encode(list(texts))
+        return self._encode(_batch(texts))
 
     def embed_query(self, text: str) -> list[float]:
         """Embed one query text."""
@@ -237,7 +239,7 @@ class LocalEmbeddings(Embeddings):
 
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         """Embed a batch of texts in a worker thread (the model is CPU-bound)."""
-        return await asyncio.to_thread(self._encode, list(texts))
+        return await asyncio.to_thread(self._encode, _batch(texts))
 
     async def aembed_query(self, text: str) -> list[float]:
         """Embed one query text in a worker thread."""
@@ -296,3 +298,19 @@ def _is_ollama(embeddings: Embeddings) -> bool:
     """Whether the model is ``langchain_ollama.OllamaEmbeddings`` (an instance means the module is imported)."""
     module = sys.modules.get("langchain_ollama")
     return module is not None and isinstance(embeddings, module.OllamaEmbeddings)
+
+
+def _batch(texts: object) -> list[str]:
+    """A batch of texts as a list; one string is refused (it would be embedded character by character)."""
+    if isinstance(texts, str | bytes) or not isinstance(texts, Iterable):
+        msg = f"texts must be a list of strings, got {type(texts).__name__}."
+        raise InvalidArgumentError(msg)
+    return list(texts)
+
+
+def check_texts(texts: list[str]) -> None:
+    """Every text to embed is a string."""
+    for text in texts:
+        if not isinstance(text, str):
+            msg = f"Only strings can be embedded, got {type(text).__name__}: {text!r:.80}."
+            raise InvalidArgumentError(msg)

@@ -14,7 +14,13 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
-from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError, StoreUnavailableError
+from langchain_session_rag._checks import check_path
+from langchain_session_rag.errors import (
+    InvalidArgumentError,
+    InvalidStorePathError,
+    StoreLockedError,
+    StoreUnavailableError,
+)
 from langchain_session_rag.stores.locking import forked_store_message, lock_embedded_store
 
 if TYPE_CHECKING:
@@ -47,6 +53,7 @@ def open_chroma_client(
 
     settings = Settings(anonymized_telemetry=False)
     if host is not None:
+        _check_address(host, port, connect_timeout)
         _probe(host, port, connect_timeout)
         try:
             return chromadb.HttpClient(host=host, port=port, settings=settings)
@@ -55,8 +62,22 @@ def open_chroma_client(
     if path is None:
         msg = "An embedded store needs a path (or give host= for a Chroma server)."
         raise InvalidStorePathError(msg)
+    path = check_path("path", path)
     lock_embedded_store(path)
     return chromadb.PersistentClient(path=str(path), settings=settings)
+
+
+def _check_address(host: object, port: object, connect_timeout: object) -> None:
+    """A server address is an argument: a mistake in it is refused, not retried as an unavailable server."""
+    if not isinstance(host, str) or not host.strip() or any(c.isspace() or c == "\x00" for c in host):
+        msg = f"host must be a host name or an IP address, got {host!r}."
+        raise InvalidArgumentError(msg)
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65_535:  # noqa: PLR2004 - TCP ports
+        msg = f"port must be an integer from 1 to 65535, got {port!r}."
+        raise InvalidArgumentError(msg)
+    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int | float) or not connect_timeout > 0:
+        msg = f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}."
+        raise InvalidArgumentError(msg)
 
 
 def _unavailable(host: str, port: int, exc: BaseException) -> str:

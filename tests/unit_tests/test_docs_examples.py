@@ -313,3 +313,11 @@ def test_the_api_reference_covers_the_public_surface() -> None:
     ):
         page = (ROOT / f"docs/reference/{sub}.md").read_text(encoding="utf-8")
         assert f"::: langchain_session_rag.{sub}\n" in page
+
+
+def test_the_test_command_builds_the_docs_strictly() -> None:
+    """``mkdocs build --strict --quiet`` ignores warnings in mkdocs 1.6: the command must not pass ``--quiet``."""
+    line = next(x for x in (ROOT / "scripts" / "test.sh").read_text().splitlines() if "mkdocs build" in x)
+    assert "--strict" in line
+    assert "--quiet" not in line.split("#")[0]
+    assert " -q " not in line.split("#")[0]

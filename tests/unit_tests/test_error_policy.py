@@ -25,7 +25,9 @@ from pydantic import ValidationError
 
 import langchain_session_rag
 from langchain_session_rag import (
+    LocalEmbeddings,
     SemanticCache,
+    SemanticLLMCache,
     SessionMemoryStore,
     SessionVectorMemory,
     TokenBudget,
@@ -43,14 +45,14 @@ from langchain_session_rag.errors import (
     InvalidTimestampError,
     UnknownOptionError,
 )
-from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph, purge_threads
+from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph, end_session, purge_threads
 from langchain_session_rag.prompt import SummaryBuffer
 
 DOC = Path(langchain_session_rag.__file__).parent.parent / "docs" / "errors.md"
 
 KINDS: dict[str, tuple[str, type[Exception]]] = {
     "argument": ("A bad argument to a Python call", InvalidArgumentError),
-    "option": ("A keyword option the call does not know", UnknownOptionError),
+    "option": ("A retrieval or lookup option the call does not know", UnknownOptionError),
     "field": ("A bad field of a pydantic configuration model", ValidationError),
     "factory": ("A bad option of any other constructor or factory", InvalidArgumentError),
     "graph input": ("A graph run's input", InvalidRequestError),
@@ -334,6 +336,60 @@ CASES: list[Case] = [
     ("core.write(text=5)", "argument", lambda w: w.memory.core.write("now", 5)),  # type: ignore[arg-type]
     ("core.append(block='')", "argument", lambda w: w.memory.core.append("", "x")),
     ("core.append(text=None)", "argument", lambda w: w.memory.core.append("memory", None)),  # type: ignore[arg-type]
+    # store paths and server addresses: an argument, not an unavailable store
+    *[
+        (
+            f"SessionVectorMemory.local(path={n})",
+            "argument",
+            lambda w, v=v: SessionVectorMemory.local(path=v, user_id="a", embeddings=w.embeddings),
+        )
+        for n, v in [("empty", ""), ("NUL", "a\x00b"), ("a number", 5), ("bytes", b"/tmp/x")]
+    ],
+    ("SemanticCache.local(path=NUL)", "argument", lambda w: SemanticCache.local(path="a\x00b", user_id="a")),
+    *[
+        (
+            f"SessionVectorMemory.server({n})",
+            "argument",
+            lambda w, a=a: SessionVectorMemory.server(user_id="a", embeddings=w.embeddings, **a),
+        )
+        for n, a in [
+            ("port=-1", {"port": -1}),
+            ("port=70000", {"port": 70_000}),
+            ("port='abc'", {"port": "abc"}),
+            ("port=True", {"port": True}),
+            ("host=5", {"host": 5}),
+            ("connect_timeout=0", {"connect_timeout": 0}),
+        ]
+    ],
+    # the other factories and entry points
+    ("SemanticLLMCache(None)", "factory", lambda _: SemanticLLMCache(None)),  # type: ignore[arg-type]
+    ("end_session(memory=5)", "argument", lambda _: end_session(5, user_id="a", session_id="s")),  # type: ignore[arg-type]
+    ("store.search(limit='3')", "argument", lambda w: w.store.search(ALICE, query="x", limit="3")),  # type: ignore[arg-type]
+    ("get_by_ids('abc')", "argument", lambda w: w.memory.get_by_ids("abc")),  # type: ignore[arg-type]
+    ("get_by_ids([5])", "argument", lambda w: w.memory.get_by_ids([5])),  # type: ignore[list-item]
+    ("embed_query(5)", "argument", lambda _: LocalEmbeddings().embed_query(5)),  # type: ignore[arg-type]
+    ("embed_documents('abc')", "argument", lambda _: LocalEmbeddings().embed_documents("abc")),  # type: ignore[arg-type]
+    ("create_search_memory_tool(k=3)", "factory", lambda w: create_search_memory_tool(w.memory, k=3)),
+    ("create_search_memory_tool(sinse=...)", "option", lambda w: create_search_memory_tool(w.memory, sinse="x")),
+    (
+        "create_search_memory_tool(since='garbage')",
+        "timestamp",
+        lambda w: create_search_memory_tool(w.memory, since="garbage"),
+    ),
+    (
+        "SessionVectorMemory(k=True)",
+        "field",
+        lambda w: SessionVectorMemory(chroma_client=None, user_id="a", embeddings=w.embeddings, k=True),
+    ),
+    (
+        "SessionVectorMemory(k='3')",
+        "field",
+        lambda w: SessionVectorMemory(chroma_client=None, user_id="a", embeddings=w.embeddings, k="3"),
+    ),
+    *[
+        (f"memory.for_user({n})", "argument", lambda w, v=v: w.memory.for_user(v))
+        for n, v in [("a tab", "a\tb"), ("a line break", "a\nb"), ("DEL", "a\x7fb")]
+    ],
 ]
 
 
@@ -364,6 +420,8 @@ BAD_RUNS: list[tuple[str, object, object]] = [
     ("an empty question", {"messages": [("user", "  ")]}, GOOD),
     ("a malformed message", {"messages": [{"role": "robot", "content": "x"}]}, GOOD),
     ("a message that is a number", {"messages": [5]}, GOOD),
+    ("a string state", "hello", GOOD),
+    ("a list state", [("user", "hi")], GOOD),
 ]
 RUNS = ("invoke", "ainvoke", "stream", "astream")
 

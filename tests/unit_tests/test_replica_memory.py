@@ -8,7 +8,7 @@ import random
 import tracemalloc
 from array import array
 from collections import Counter
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
@@ -44,7 +44,7 @@ def _records(n: int, seed: int = 0) -> list[Record]:
             kind="exchange",
             text=f"Alice: {text}",
             message_ids=[f"msg-{i:06d}-a", f"msg-{i:06d}-b"],
-            timestamp=datetime(2024, 1, 1, tzinfo=UTC) + timedelta(minutes=i),
+            timestamp=datetime(2024, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=i),
             token_count=120,
             model_id="sentence-transformers/all-MiniLM-L6-v2",
             vector=vectors.standard_normal(DIM).tolist(),
