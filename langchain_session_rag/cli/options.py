@@ -158,7 +158,7 @@ class StoreOptions:
         problem = user_id_problem(self.user)  # the library's one rule: a user the CLI refuses, the library refuses
         if problem is not None:
             shown = self.user if len(self.user) <= 40 else self.user[:40] + "…"  # noqa: PLR2004
-            msg = f"a user id of 1 to 256 characters without control characters, got {shown!r} ({problem})."
+            msg = f"1 to 256 characters without control characters, got {shown!r} ({problem})."
             raise click.BadParameter(msg, param_hint="--user")
         return self.user
 
