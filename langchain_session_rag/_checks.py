@@ -35,6 +35,18 @@ def check_int(name: str, value: object, low: int, *, optional: bool = False) -> 
     return value
 
 
+def check_ids(value: object) -> Any:
+    """Chunk ids: a list (or tuple) of strings, never one string (it would be read as ids of one character)."""
+    if (
+        isinstance(value, str | bytes)
+        or not isinstance(value, list | tuple)
+        or not all(isinstance(i, str) for i in value)
+    ):
+        msg = f"ids must be a list of chunk ids, got {value!r:.200}."
+        raise InvalidArgumentError(msg)
+    return value
+
+
 def check_path(name: str, value: object) -> Any:
     """A file path: a string or an ``os.PathLike`` (not bytes, not a number), non-empty."""
     if isinstance(value, os.PathLike):

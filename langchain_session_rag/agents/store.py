@@ -41,7 +41,7 @@ from langchain_session_rag.errors import (
     UnsupportedOperationError,
 )
 from langchain_session_rag.identity import run_identity
-from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
 from langchain_session_rag.stores.limits import check_depth, check_metadata_size
 
 _PAGE = 1_000
@@ -176,10 +176,7 @@ class SessionMemoryStore(BaseStore):
         require_run_user: bool = False,
     ) -> None:
         """Map namespaces onto ``memory``'s users (see the class docstring)."""
-        if not isinstance(memory, SessionVectorMemory):
-            msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
-            raise InvalidArgumentError(msg)
-        self.memory = memory
+        self.memory = check_memory(memory)
         self.namespaces = NamespaceMap(tuple(namespace), [tuple(p) for p in shared])
         self.writable_shared = self.namespaces.check_writable([tuple(p) for p in writable_shared])
         self.index_fields = list(index_fields) if index_fields is not None else None

@@ -22,7 +22,7 @@ from langchain_session_rag.agents.namespaces import encode_value, with_text
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retrieval import check_search_kwargs
-from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
 from langchain_session_rag.prompt.quoting import quote_data, quote_field, safe_marker
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
@@ -63,19 +63,12 @@ def check_tool_args(memory: object, actions: tuple[str, ...], known: tuple[str, 
     Raises:
         InvalidArgumentError: Either is not.
     """
-    _check_memory(memory)
+    check_memory(memory)
     allowed = tuple(actions)
     if not allowed or any(a not in known for a in allowed):
         msg = f"actions must name some of {', '.join(map(repr, known))}, got {actions!r}."
         raise InvalidArgumentError(msg)
     return allowed
-
-
-def _check_memory(memory: object) -> SessionVectorMemory:
-    if not isinstance(memory, SessionVectorMemory):
-        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
-        raise InvalidArgumentError(msg)
-    return memory
 
 
 def format_memories(documents: list[Document]) -> str:
@@ -151,7 +144,7 @@ def create_search_memory_tool(
             assert "Fly.io" in text
             # An agent: create_agent(model, tools=[search, create_manage_memory_tool(memory)])
     """
-    _check_memory(memory)
+    check_memory(memory)
     if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
         msg = f"max_results must be a positive integer, got {max_results!r}."
         raise InvalidArgumentError(msg)

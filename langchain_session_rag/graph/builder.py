@@ -10,7 +10,6 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 
 from langchain_session_rag.cache.semantic import SemanticCache
-from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.graph.input_check import CheckedStateGraph
 from langchain_session_rag.graph.names import (
     AGENT,
@@ -26,7 +25,7 @@ from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
 from langchain_session_rag.graph.runnables import agent_node, graph_node
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 from langchain_session_rag.memory.consolidation import Consolidation
-from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer
 
@@ -190,16 +189,9 @@ def end_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -
     Raises:
         InvalidArgumentError: ``memory`` is not a :class:`SessionVectorMemory`, or an unfit id.
     """
-    return _memory(memory).for_user(user_id).consolidate(session_id)
+    return check_memory(memory).for_user(user_id).consolidate(session_id)
 
 
 async def aend_session(memory: SessionVectorMemory, *, user_id: str, session_id: str) -> Consolidation:
     """Async :func:`end_session`."""
-    return await _memory(memory).for_user(user_id).aconsolidate(session_id)
-
-
-def _memory(memory: object) -> SessionVectorMemory:
-    if not isinstance(memory, SessionVectorMemory):
-        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
-        raise InvalidArgumentError(msg)
-    return memory
+    return await check_memory(memory).for_user(user_id).aconsolidate(session_id)

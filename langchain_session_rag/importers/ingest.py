@@ -22,7 +22,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.importers.files import PathLike, read_conversations
 from langchain_session_rag.importers.types import ImportBatch, ImportedConversation, ImportReport, Skipped, SkippedList
-from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
 from langchain_session_rag.stores.limits import check_name
 from langchain_session_rag.stores.records import user_metadata
 
@@ -72,9 +72,7 @@ def _prepare(
     strict: bool,
     max_bytes: int | None = None,
 ) -> ImportBatch:
-    if not isinstance(memory, SessionVectorMemory):  # before any file is read
-        msg = f"memory must be a SessionVectorMemory, got {type(memory).__name__}."
-        raise InvalidArgumentError(msg)
+    check_memory(memory)  # before any file is read
     batch = read_conversations(paths, file_format=file_format, max_bytes=max_bytes)
     validate_batch(batch, max_chars=memory.max_message_chars)
     if strict and batch.skipped:

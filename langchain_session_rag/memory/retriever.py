@@ -440,3 +440,11 @@ class SessionVectorMemory(BaseRetriever):
     import_jsonl = admin.import_jsonl
     aimport_jsonl = admin.aimport_jsonl
     reembed = classmethod(admin.reembed)
+
+
+def check_memory(value: object) -> SessionVectorMemory:
+    """``value`` as a memory, or :class:`InvalidArgumentError` (the tools, the store, the graph, the importers)."""
+    if not isinstance(value, SessionVectorMemory):
+        msg = f"memory must be a SessionVectorMemory, got {type(value).__name__}."
+        raise InvalidArgumentError(msg)
+    return value

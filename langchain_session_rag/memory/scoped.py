@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.documents import Document
 
 from langchain_session_rag import _fork
-from langchain_session_rag._checks import check_session_id
+from langchain_session_rag._checks import check_ids, check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, UnsupportedOperationError
 from langchain_session_rag.memory.chunk_index import SessionChunks
@@ -265,9 +265,8 @@ class UserStore:
         if session_id is None and before is None and ids is None:
             msg = "forget() needs session_id=, before= or ids=; to delete everything of this user call forget_all()."
             raise InvalidArgumentError(msg)
-        if ids is not None and (isinstance(ids, str | bytes) or not all(isinstance(i, str) for i in ids)):
-            msg = f"ids must be a list of chunk ids, got {ids!r}."
-            raise InvalidArgumentError(msg)
+        if ids is not None:
+            check_ids(ids)
         if session_id is not None:
             check_session_id(session_id)
         self.flush()

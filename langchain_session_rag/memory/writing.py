@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.documents import Document
 
+from langchain_session_rag._checks import check_ids
 from langchain_session_rag.chunking.messages import MessageLike
 from langchain_session_rag.chunking.segmenter import SimilarityProfile
-from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory import sessions
 from langchain_session_rag.memory.admin import acting, user_store
 from langchain_session_rag.memory.consolidation import Consolidation
@@ -157,10 +157,7 @@ def get_by_ids(self: SessionVectorMemory, ids: Sequence[str], /) -> list[Documen
 
     Includes chunks still on their way to the store (``wait=False`` writes of this process).
     """
-    if isinstance(ids, str | bytes) or not all(isinstance(i, str) for i in ids):
-        msg = f"ids must be a list of chunk ids, got {ids!r:.200}."
-        raise InvalidArgumentError(msg)
-    return user_store(self).get_by_ids(ids)
+    return user_store(self).get_by_ids(check_ids(ids))
 
 
 async def aget_by_ids(self: SessionVectorMemory, ids: Sequence[str], /) -> list[Document]:
