@@ -26,6 +26,21 @@ def index(records: Sequence[Record], start: int) -> None:
         record.metadata["chunk_index"] = start + n
 
 
+def place(records: Sequence[Record], stored: Sequence[Record], start: int) -> tuple[list[Record], list[Record]]:
+    """Split ``records`` into (edited, new) against ``stored``, each placed in the session.
+
+    An edited record is rewritten in place (it keeps its stored ``chunk_index``); new ones are numbered from
+    ``start``; unchanged records are dropped.
+    """
+    stored_by_id = {r.id: r for r in stored}
+    new = [r for r in records if r.id not in stored_by_id]
+    edited = [r for r in records if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
+    for record in edited:
+        record.metadata["chunk_index"] = int(stored_by_id[record.id].metadata.get("chunk_index", 0))
+    index(new, start)
+    return edited, new
+
+
 def renumber(replica: UserReplica, records: Sequence[Record]) -> None:
     """Give the new session chunks of each session the next free ``chunk_index`` as the replica holds it now.
 

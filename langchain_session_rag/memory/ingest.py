@@ -18,7 +18,7 @@ from langchain_session_rag._time import utcnow
 from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike, Turn, normalize_messages
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.memory.chunk_index import SessionChunks, index
+from langchain_session_rag.memory.chunk_index import SessionChunks, place
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import session_record, user_metadata
 
@@ -128,12 +128,7 @@ class SessionPlanner:
                 return Batch(ids, [], [], [], turns=fresh, default_timestamp=now, edits=edits)
             replaced = superseded(stored, batch_ids)
             return Batch([], [], replaced, exchanges, turns=fresh, default_timestamp=now, edits=edits)
-        stored_by_id = {r.id: r for r in stored}
-        new = [r for r in exchanges if r.id not in stored_by_id]
-        edited = [r for r in exchanges if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
-        for record in edited:  # an edited message: the chunk is rewritten in place, keeping its position
-            record.metadata["chunk_index"] = int(stored_by_id[record.id].metadata.get("chunk_index", 0))
-        index(new, start)
+        edited, new = place(exchanges, stored, start)  # an edited message's chunk keeps its position
         new_ids = {r.id for r in exchanges}
         replaced = [i for i in superseded(stored, batch_ids) if i not in new_ids]
         ids = [r.id for r in exchanges]

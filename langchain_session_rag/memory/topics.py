@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.chunking.segmenter import Segment
-from langchain_session_rag.memory.chunk_index import SessionChunks, index
+from langchain_session_rag.memory.chunk_index import SessionChunks, place
 from langchain_session_rag.memory.ingest import Batch
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import RESERVED_KEYS, chunk_id, session_record
@@ -51,13 +51,7 @@ class TopicRecords:
 
     def records(self, segments: Sequence[Segment], stored: Sequence[Record], start: int) -> list[Record]:
         """Records of segments not stored yet (numbered from ``start``) or stored with another text."""
-        records = [self._record(segment) for segment in segments]
-        stored_by_id = {r.id: r for r in stored}
-        new = [r for r in records if r.id not in stored_by_id]
-        edited = [r for r in records if r.id in stored_by_id and stored_by_id[r.id].text != r.text]
-        for record in edited:  # an edited message: the segment is rewritten in place, keeping its position
-            record.metadata["chunk_index"] = int(stored_by_id[record.id].metadata.get("chunk_index", 0))
-        index(new, start)
+        edited, new = place([self._record(segment) for segment in segments], stored, start)
         return edited + new
 
     def _record(self, segment: Segment) -> Record:
