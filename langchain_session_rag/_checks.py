@@ -96,6 +96,12 @@ def _is_control(char: str) -> bool:
     return ord(char) < 32 or 127 <= ord(char) < 160  # noqa: PLR2004 - the Cc ranges
 
 
+def _shown(value: object, limit: int = 200) -> str:
+    """``repr(value)``, cut to ``limit`` characters (an error message names the value, not a megabyte of it)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}..."
+
+
 def check_user_id(value: object, *, system_ok: bool = False) -> str:
     """A user id: the one check of every path that takes one (memory, cache, store namespaces, a run's ids).
 
@@ -110,7 +116,7 @@ def check_user_id(value: object, *, system_ok: bool = False) -> str:
     """
     problem = user_id_problem(value, system_ok=system_ok)
     if problem is not None:
-        shown = repr(value) if len(repr(value)) <= 200 else f"{repr(value)[:200]}..."  # noqa: PLR2004
+        shown = _shown(value)
         msg = (
             f"user_id must be a non-blank string of at most {MAX_USER_ID_CHARS} characters without NUL or control "
             f"prefix, got {shown} ({problem}). Use a plain id such as 'alice' or 'user-42'."
@@ -176,7 +182,7 @@ def check_session_id(value: object, *, empty_ok: bool = False) -> str:
         return value
     problem = session_id_problem(value)
     if problem is not None:
-        shown = repr(value) if len(repr(value)) <= 200 else f"{repr(value)[:200]}..."  # noqa: PLR2004
+        shown = _shown(value)
         msg = (
             f"session_id must be a non-blank string of at most {MAX_SESSION_ID_CHARS} characters without control "
             f"characters or line breaks, got {shown} ({problem}). Use a plain id such as 'chat-2026-02-06'."
