@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PROFILE="${1:-demo}"
 case "$PROFILE" in
   demo) extras="chat" ;;
-  test) extras="chat,torch,multilingual,test" ;;
+  test) extras="chat,torch,multilingual,serve,langgraph-server,test" ;;
   *) echo "usage: bash scripts/setup.sh [demo|test]" >&2; exit 2 ;;
 esac
 PYTHON="${PYTHON:-python3}"
