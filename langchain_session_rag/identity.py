@@ -58,7 +58,7 @@ def _fields(source: object, where: str) -> dict[str, object]:
     if isinstance(source, Mapping):
         user, alias, session = source.get("user_id"), source.get(USER_ALIAS), source.get("session_id")
     else:
-        user, alias = getattr(source, "user_id", None), getattr(source, USER_ALIAS, None)
+        user, alias = getattr(source, "user_id", None), getattr(source, "langgraph_user_id", None)
         session = getattr(source, "session_id", None)
     if user is not None and alias is not None and user != alias:
         msg = (
