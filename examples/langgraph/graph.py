@@ -31,7 +31,6 @@ from langgraph_sdk.runtime import ServerRuntime
 
 from langchain_session_rag import SessionMemoryStore, SessionVectorMemory
 from langchain_session_rag.graph import create_session_rag_graph
-from langchain_session_rag.prompt import TokenBudget
 
 STORE_ENV = "SESSION_RAG_LANGGRAPH_STORE"
 CHROMA_ENV = "SESSION_RAG_LANGGRAPH_CHROMA"
@@ -116,10 +115,8 @@ def _chat_model() -> BaseChatModel:
 
 @functools.cache
 def _compiled(store: SessionMemoryStore) -> Any:
-    model = _chat_model()
-    n_ctx = getattr(model, "n_ctx", None)  # the local model's window: budget the prompt to it
-    budget = TokenBudget(context_window=n_ctx, reserve_for_answer=getattr(model, "max_tokens", 256)) if n_ctx else None
-    return create_session_rag_graph(model, store.memory, budget=budget).compile()
+    # The prompt's budget comes from the model (LocalChatModel's n_ctx, ChatOllama's num_ctx, ...).
+    return create_session_rag_graph(_chat_model(), store.memory).compile()
 
 
 def make_graph(runtime: ServerRuntime[Any]) -> Any:
