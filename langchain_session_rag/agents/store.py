@@ -147,7 +147,9 @@ class SessionMemoryStore(BaseStore):
 
     Isolation: an operation reaches the user its namespace names, and only when the current run (its
     ``configurable`` or LangGraph ``context``) names that user or none; a namespace naming no user is refused
-    unless it starts with one of ``shared`` (kept apart from every user's memories).
+    unless it starts with one of ``shared`` (kept apart from every user's memories). ``list_namespaces`` above the
+    user part (``prefix=("memories",)`` or none) lists the run's user's namespaces inside a run, and every user's
+    outside one (an admin task; a server keeps it to an admin with its own access rules).
 
     Shared namespaces are read-only through ``put`` / ``delete`` / ``batch`` (what a run's nodes and tools call on
     ``runtime.store``): one user's run could otherwise rewrite a "policy" every other user then reads. Such a write
