@@ -7,7 +7,7 @@ each uvicorn worker builds its own app from the settings passed in the environme
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,12 @@ def check_serve_installed() -> None:
     Raises:
         MissingDependencyError: The ``serve`` extra is not installed.
     """
-    missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in ("fastapi", "uvicorn"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         msg = f"session-rag serve needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
         raise MissingDependencyError(msg)
@@ -55,7 +60,7 @@ def check_workers(workers: int, options: StoreOptions) -> None:
 
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (loopback: only this machine; put a TLS proxy in front for others).")  # fmt: skip
+              help="Address to listen on (loopback: this machine only; a TLS proxy in front for others).")  # fmt: skip
 @click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Port to listen on.")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Worker processes; more than 1 needs --server (a Chroma server).")  # fmt: skip
@@ -78,7 +83,7 @@ def check_workers(workers: int, options: StoreOptions) -> None:
 @click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=0.3, show_default=True,
               help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
 @store_options
-def serve(  # noqa: PLR0913 - one parameter per option
+def serve(
     host: str,
     port: int,
     workers: int,

@@ -27,7 +27,7 @@ from langchain_session_rag.server.settings import DEFAULT_MAX_BODY_BYTES
 from langchain_session_rag.server.turns import SESSION_HEADER, Turn, TurnRunner, api_error
 
 
-def create_app(  # noqa: PLR0913 - the deployment's settings, keyword-only
+def create_app(
     memory: SessionVectorMemory,
     model: BaseChatModel,
     *,

@@ -41,7 +41,9 @@ def _digest(token: str) -> bytes:
 
 
 def _line_error(path: Path, number: int, problem: str) -> InvalidArgumentError:
-    msg = f"{path}, line {number}: {problem} (a line is `TOKEN USER`; see the token file format in docs/deploy-serve.md)."
+    msg = (
+        f"{path}, line {number}: {problem} (a line is `TOKEN USER`; see the token file format in docs/deploy-serve.md)."
+    )
     return InvalidArgumentError(msg)
 
 
@@ -72,11 +74,11 @@ def read_token_file(path: str | Path) -> dict[bytes, str]:
         if not user:
             raise _line_error(path, number, "no user after the token")
         if not _TOKEN.fullmatch(token) or len(token) < MIN_TOKEN_CHARS:
-            problem = f"the token must be at least {MIN_TOKEN_CHARS} characters of A-Z a-z 0-9 . _ ~ + / = -"
-            raise _line_error(path, number, problem)
-        problem = user_id_problem(user)
-        if problem is not None:
-            raise _line_error(path, number, f"unfit user id ({problem})")
+            rule = f"the token must be at least {MIN_TOKEN_CHARS} characters of A-Z a-z 0-9 . _ ~ + / = -"
+            raise _line_error(path, number, rule)
+        unfit = user_id_problem(user)
+        if unfit is not None:
+            raise _line_error(path, number, f"unfit user id ({unfit})")
         digest = _digest(token)
         if digest in users:
             raise _line_error(path, number, "this token is already given to another line; each token names one user")
@@ -124,8 +126,8 @@ class Authenticator:
         if scheme.lower() != "bearer" or not token.strip():
             msg = "No API key: send the header `Authorization: Bearer TOKEN` (the client's api_key)."
             raise Unauthenticated(msg)
-        user = self.tokens.get(_digest(token.strip()))
-        if user is None:
+        known = self.tokens.get(_digest(token.strip()))
+        if known is None:
             msg = "Incorrect API key: this token is not in the server's token file."
             raise Unauthenticated(msg)
-        return user
+        return known

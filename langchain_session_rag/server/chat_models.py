@@ -17,6 +17,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig
 
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.server.settings import ServeSettings
@@ -26,7 +27,8 @@ OLLAMA_WINDOW = 4096
 OTHER_WINDOW = 8192
 ANSWER_ID: ContextVar[str | None] = ContextVar("session_rag_answer_id", default=None)
 """The id the current turn's answer gets (set per request; see :class:`StampedChatModel`)."""
-_NO_CALLBACKS: dict[str, Any] = {"callbacks": []}
+_NO_CALLBACKS: RunnableConfig = {"callbacks": []}
+"""The wrapped model's own run reports to nobody: the outer model's callbacks stream its chunks once."""
 
 
 @dataclass(frozen=True)

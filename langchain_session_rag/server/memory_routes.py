@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import Response
@@ -59,7 +59,9 @@ def add_memory_routes(
 
     @app.get("/v1/memory/search")
     async def search(
-        request: Request, q: str = Query(min_length=1, max_length=10_000), k: int = Query(default=5, ge=1, le=50)
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=10_000)],
+        k: Annotated[int, Query(ge=1, le=50)] = 5,
     ) -> dict[str, Any]:
         mine = memory.for_user(user_of(request))
         try:
@@ -100,29 +102,7 @@ def add_memory_routes(
     async def forget(request: Request) -> dict[str, Any]:
         user = user_of(request)
         asked = parse_body(ForgetRequest, await read_body(request, max_body_bytes))
-        mine = memory.for_user(user)
-        await memory.aflush()  # a write still on its way must not come back after the forget
-        before = {s.session_id: s.chunks for s in await mine.alist_sessions()}
-        try:
-            if asked.all:
-                removed = await mine.aforget_all()
-            else:
-                removed = await mine.aforget(session_id=asked.session_id, before=asked.before, ids=asked.ids)
-        except SessionRAGError as exc:
-            raise _refused(exc) from exc
-        after = {s.session_id: s.chunks for s in await mine.alist_sessions()}
-        return {
-            "object": "memory.forget_receipt",
-            "user_id": user,
-            "criteria": asked.model_dump(exclude_none=True, exclude_defaults=True) or {"all": True},
-            "removed_chunks": removed,
-            "sessions_removed": sorted(set(before) - set(after)),
-            "sessions_changed": sorted(s for s in after if after[s] != before.get(s)),
-            "remaining_chunks": sum(after.values()),
-            "erased_from_files": False,
-            "note": "Removed from retrieval on every worker at once; the text leaves the store's files at the next "
-            "compaction (session-rag stats --compact).",
-        }
+        return await forget_with_receipt(memory, user, asked)
 
     @app.get("/v1/memory/export")
     async def export(request: Request) -> Response:
@@ -156,3 +136,33 @@ def add_memory_routes(
             "at": version.at.isoformat(),
         }
 
+
+async def forget_with_receipt(memory: SessionVectorMemory, user: str, asked: ForgetRequest) -> dict[str, Any]:
+    """Forget what ``asked`` names of ``user``'s memory; the receipt says what went and what is left.
+
+    Raises:
+        ApiError: 422 for criteria the memory refuses (none given, a malformed time).
+    """
+    mine = memory.for_user(user)
+    await memory.aflush()  # a write still on its way must not come back after the forget
+    before = {s.session_id: s.chunks for s in await mine.alist_sessions()}
+    try:
+        if asked.all:
+            removed = await mine.aforget_all()
+        else:
+            removed = await mine.aforget(session_id=asked.session_id, before=asked.before, ids=asked.ids)
+    except SessionRAGError as exc:
+        raise _refused(exc) from exc
+    after = {s.session_id: s.chunks for s in await mine.alist_sessions()}
+    return {
+        "object": "memory.forget_receipt",
+        "user_id": user,
+        "criteria": asked.model_dump(exclude_none=True, exclude_defaults=True) or {"all": True},
+        "removed_chunks": removed,
+        "sessions_removed": sorted(set(before) - set(after)),
+        "sessions_changed": sorted(s for s in after if after[s] != before.get(s)),
+        "remaining_chunks": sum(after.values()),
+        "erased_from_files": False,
+        "note": "Removed from retrieval on every worker at once; the text leaves the store's files at the next "
+        "compaction (session-rag stats --compact).",
+    }

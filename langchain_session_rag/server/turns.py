@@ -171,6 +171,7 @@ class TurnRunner:
 
 
 def api_error(exc: SessionRAGError) -> ApiError:
+    """A library error of a turn as the HTTP error it means (400 over budget, 422 unfit input, else 500)."""
     if isinstance(exc, BudgetExceededError):
         return ApiError(400, str(exc), code="context_length_exceeded", param="messages")
     if isinstance(exc, InvalidRequestError):

@@ -38,7 +38,9 @@ def build_app(settings: ServeSettings) -> FastAPI:
         embeddings=settings.embeddings,
         ollama_host=settings.ollama_host,
     )
-    runtime = RuntimeSettings() if settings.write_linger is None else RuntimeSettings(write_linger=settings.write_linger)
+    runtime = (
+        RuntimeSettings() if settings.write_linger is None else RuntimeSettings(write_linger=settings.write_linger)
+    )
     memory = options.memory(runtime=runtime)
     memory.warm_up()
 
