@@ -117,7 +117,7 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = log
         with log.open("ab") as out:
-            self.proc = subprocess.Popen(  # noqa: S603 - our own command
+            self.proc = subprocess.Popen(
                 serve_command("--port", str(self.port), *args),
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -253,10 +253,10 @@ def test_serve_without_fastapi_names_the_extra(
 
 
 def test_an_embedded_store_with_two_workers_is_refused_once_at_start(tmp_path: Path) -> None:
-    import subprocess  # noqa: PLC0415
+    import subprocess
 
     tokens = write_tokens(tmp_path / "tokens", {"erin": "e" * 24})
-    done = subprocess.run(  # noqa: S603 - our own command
+    done = subprocess.run(
         serve_command("--workers", "2", "--token-file", str(tokens), "--path", str(tmp_path / "store"), "--port", "9"),
         env=serve_env(),
         capture_output=True,
