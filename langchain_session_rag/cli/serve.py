@@ -24,18 +24,21 @@ LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
 """Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
 
 
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
 def check_serve_installed() -> None:
     """Refuse, with the install line, when FastAPI or uvicorn is missing.
 
     Raises:
         MissingDependencyError: The ``serve`` extra is not installed.
     """
-    missing = []
-    for name in ("fastapi", "uvicorn"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
+    missing = [name for name in ("fastapi", "uvicorn") if not _importable(name)]
     if missing:
         msg = f"session-rag serve needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
         raise MissingDependencyError(msg)

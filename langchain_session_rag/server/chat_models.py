@@ -7,7 +7,7 @@ returning any LangChain chat model, e.g. ``myapp.models:make_chat``).
 
 from __future__ import annotations
 
-import importlib
+import pkgutil
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -43,12 +43,14 @@ class ServedModel:
 
 
 def _factory(spec: str) -> BaseChatModel:
-    module_name, _, attr = spec.partition(":")
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
-    except (ImportError, AttributeError) as exc:
-        msg = f"--chat-model {spec!r}: cannot load {attr!r} from {module_name!r} ({exc})."
+        factory = pkgutil.resolve_name(spec)
+    except (ImportError, AttributeError, ValueError) as exc:
+        msg = f"--chat-model {spec!r}: cannot load it ({exc}); expected module:factory, e.g. myapp.models:make_chat."
         raise InvalidArgumentError(msg) from exc
+    if not callable(factory):
+        msg = f"--chat-model {spec!r} is a {type(factory).__name__}, not a function returning a chat model."
+        raise InvalidArgumentError(msg)
     model = factory()
     if not isinstance(model, BaseChatModel):
         msg = f"--chat-model {spec!r} returned a {type(model).__name__}, not a LangChain chat model (BaseChatModel)."

@@ -106,7 +106,7 @@ def four_servers(tmp_path: Path, tokens: Path, chroma_server: tuple[str, int]) -
     servers: list[Server] = []
     try:
         for index in range(4):
-            servers.append(Server(tmp_path / f"serve{index}.log", *args, **LINGER))
+            servers.append(Server(tmp_path / f"serve{index}.log", *args, **LINGER))  # noqa: PERF401 - one by one: stopped if the next fails
         yield [s.base for s in servers]
     finally:
         for server in servers:
