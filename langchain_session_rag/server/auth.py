@@ -106,6 +106,11 @@ class Authenticator:
             raise InvalidArgumentError(msg)
 
     @classmethod
+    def from_token_file(cls, path: str | Path) -> Authenticator:
+        """The users of a token file (see the module docstring for its format)."""
+        return cls(tokens=read_token_file(path))
+
+    @classmethod
     def from_settings(cls, token_file: str | None, trusted_header: str | None) -> Authenticator:
         """The authenticator of ``--token-file`` or ``--trusted-user-header``."""
         return cls(tokens=read_token_file(token_file) if token_file else {}, trusted_header=trusted_header)
