@@ -98,7 +98,7 @@ def serve_command(*args: str) -> list[str]:
 
 def serve_env(**extra: str) -> dict[str, str]:
     """The environment of a server under test: this checkout first on the path, no telemetry, Ollama absent."""
-    path = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), str(REPO)) if p)  # the caller's path first
     return {
         **os.environ,
         "PYTHONPATH": path,
