@@ -81,7 +81,11 @@ def test_chat_openai_invokes_and_streams(server: Server) -> None:
 def test_a_chat_ui_posts_the_whole_conversation_and_each_exchange_is_stored_once(server: Server) -> None:
     """As Open WebUI and friends do: every turn sends every message so far, streamed."""
     messages: list[dict[str, str]] = [{"role": "system", "content": "You are a helpful assistant."}]
-    questions = ["I am planting tomatoes on the balcony.", "They need six hours of sun.", "Which plant was it?"]
+    questions = [
+        "My favourite tomato variety is San Marzano.",
+        "Which tomato variety is my favourite?",
+        "Remind me: my favourite tomato variety?",
+    ]
     session = None
     with httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {CAROL}"}, timeout=60) as http:
         for question in questions:
