@@ -68,6 +68,18 @@ def test_the_openai_client_tells_and_recalls_streaming_and_not(server: Server) -
     assert "9931" in ask(server, ALICE, "What is my bike lock code?", stream=True)
     assert "9931" in ask(server, ALICE, "Remind me of the bike lock code.")
     assert [m.id for m in client(server, ALICE).models.list().data] == ["session-rag"]
+    chunks = list(
+        client(server, ALICE).chat.completions.create(
+            model="session-rag",
+            messages=[{"role": "user", "content": "The bike lock code, again?"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert chunks[-1].choices == []
+    assert chunks[-1].usage is not None
+    assert chunks[-1].usage.prompt_tokens > 0
+    assert chunks[-1].usage.completion_tokens > 0
 
 
 def test_chat_openai_invokes_and_streams(server: Server) -> None:
