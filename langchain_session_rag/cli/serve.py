@@ -8,6 +8,7 @@ each uvicorn worker builds its own app from the settings passed in the environme
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,30 @@ def check_serve_installed() -> None:
     if missing:
         msg = f"session-rag serve needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
         raise MissingDependencyError(msg)
+
+
+def check_chat_model_spec(spec: str) -> None:
+    """Refuse a malformed ``--chat-model``, or a factory whose module cannot be found, without importing anything.
+
+    Raises:
+        click.BadParameter: The spec is not ``auto``, ``local``, ``ollama:NAME`` or ``module:factory`` with a module
+            on the path (exit 2: no worker starts, so none fails in a loop).
+    """
+    if spec in {"auto", "local"} or (spec.startswith("ollama:") and len(spec) > len("ollama:")):
+        return
+    module, sep, factory = spec.partition(":")
+    problem = (
+        None if sep and module and factory.isidentifier() else "expected auto, local, ollama:NAME or module:factory"
+    )
+    if problem is None:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        problem = None if found is not None else f"no module {module!r} on the Python path"
+    if problem is not None:
+        msg = f"{problem}, got {spec!r}."
+        raise click.BadParameter(msg, param_hint="--chat-model")
 
 
 def check_workers(workers: int, options: StoreOptions) -> None:
@@ -113,6 +138,7 @@ def serve(
 
     options = StoreOptions.of(store)
     check_workers(workers, options)
+    check_chat_model_spec(chat_model)
     linger = os.environ.get(LINGER_ENV)
     settings = ServeSettings(
         path=str(options.path) if options.path else None,

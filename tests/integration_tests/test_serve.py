@@ -255,6 +255,11 @@ def test_a_bad_token_file_is_refused_at_start_with_a_sentence(
     assert "line 1" in capsys.readouterr().err
     assert main(["serve", "--path", str(tmp_path / "s")]) == 1
     assert "--token-file" in capsys.readouterr().err
+    good = write_tokens(tmp_path / "good", {"erin": "e" * 24})
+    for spec in ("nosuch.module:make", "bogus"):  # refused before any worker could fail on it in a loop
+        assert main(["serve", "--token-file", str(good), "--path", str(tmp_path / "s"), "--chat-model", spec]) == 2
+        assert spec in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
 
 
 def test_serve_without_fastapi_names_the_extra(
