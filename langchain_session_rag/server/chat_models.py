@@ -87,7 +87,7 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
     elif ":" in spec and all(part.strip() for part in spec.split(":", 1)):
         configured = _factory(spec)
         known = model_window(configured)  # LocalChatModel.n_ctx, ChatOllama.num_ctx, a profile's input limit
-        window = settings.context_window or (known[0] if known is not None else OTHER_WINDOW)
+        window = settings.context_window or (known.window if known is not None else OTHER_WINDOW)
         served = ServedModel(configured, window, f"{spec} (configured)")
     else:
         msg = f"--chat-model must be auto, local, ollama:NAME or module:factory, got {spec!r}."
