@@ -27,6 +27,7 @@ __all__ = [
     "InvalidTimestampError",
     "MessageTooLargeError",
     "MissingDependencyError",
+    "QuestionTooLongError",
     "ReadOnlyNamespaceError",
     "SessionRAGError",
     "StoreLockedError",
@@ -194,4 +195,12 @@ class ReadOnlyNamespaceError(InvalidRequestError):
 
     The application grants writes with ``SessionMemoryStore(..., writable_shared=[prefix])`` or writes itself with
     ``store.put_shared(...)``.
+    """
+
+
+class QuestionTooLongError(InvalidRequestError, BudgetExceededError):
+    """A graph run's question that cannot fit the prompt budget with the instructions: the HTTP 413 of a server.
+
+    Raised before the run starts (and again by the graph's first node), before any retrieval, model call or
+    streamed token. An :class:`InvalidRequestError` (a graph input) and a :class:`BudgetExceededError`.
     """

@@ -3,7 +3,12 @@
 LangGraph apps pass ids as ``invoke(..., context={"user_id": ...})`` (the runtime context) or, the older
 convention of LangMem and most memory tutorials, as ``config={"configurable": {"user_id": ...}}``. Both are read;
 when both name a user (or a session) and they differ, the run is refused with :class:`IdentityConflictError`:
-guessing which one was meant could hand one user's memories to another.
+guessing which one was meant could hand one user's memories to another. LangMem's key ``langgraph_user_id`` is
+read as another name of ``user_id`` (in either place).
+
+On LangGraph's server with custom auth, the authenticated user is ``config["configurable"]
+["langgraph_auth_user_id"]``, which the server sets and clients cannot: it is the run's user, and a run whose
+context or ``configurable`` names another user is refused, so a client cannot ask for someone else's memories.
 """
 
 from __future__ import annotations
@@ -15,10 +20,14 @@ from dataclasses import dataclass
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config
 
-from langchain_session_rag._checks import SYSTEM_PREFIX, check_session_id, check_user_id
+from langchain_session_rag._checks import SYSTEM_PREFIX, _shown, check_session_id, check_user_id
 from langchain_session_rag.errors import IdentityConflictError, InvalidArgumentError
 
 _KEYS = ("user_id", "session_id")
+USER_ALIAS = "langgraph_user_id"
+"""LangMem's name of the user in ``configurable``, read as ``user_id``."""
+AUTH_USER_KEY = "langgraph_auth_user_id"
+"""Where LangGraph's server puts the authenticated user's identity (``configurable``); set by the server only."""
 
 
 @dataclass(frozen=True)
@@ -39,13 +48,33 @@ class RunIdentity:
         return self.user_id
 
 
-def _fields(source: object) -> dict[str, object]:
-    """``user_id`` and ``session_id`` of a mapping, a dataclass or a model context (``None`` where absent)."""
+def _fields(source: object, where: str) -> dict[str, object]:
+    """``user_id`` and ``session_id`` of a mapping, a dataclass or a model context (``None`` where absent).
+
+    ``langgraph_user_id`` names the user too; naming two different users there is refused.
+    """
     if source is None:
         return {}
     if isinstance(source, Mapping):
-        return {"user_id": source.get("user_id"), "session_id": source.get("session_id")}
-    return {"user_id": getattr(source, "user_id", None), "session_id": getattr(source, "session_id", None)}
+        user, alias, session = source.get("user_id"), source.get(USER_ALIAS), source.get("session_id")
+    else:
+        user, alias = getattr(source, "user_id", None), getattr(source, "langgraph_user_id", None)
+        session = getattr(source, "session_id", None)
+    if user is not None and alias is not None and user != alias:
+        msg = (
+            f"The run's {where} names two different users: user_id={_shown(user)} and {USER_ALIAS}={_shown(alias)}. "
+            "Name the user once (user_id), or the same in both."
+        )
+        raise IdentityConflictError(msg)
+    return {"user_id": user if user is not None else alias, "session_id": session}
+
+
+def _authenticated(configurable: Mapping[str, object]) -> str | None:
+    """The user LangGraph's server authenticated for this run (``None`` without server auth)."""
+    value = configurable.get(AUTH_USER_KEY)
+    if value is None or value == "":  # no auth, or the server's unauthenticated user
+        return None
+    return _checked(value, "user_id", f"authenticated user ({AUTH_USER_KEY})")
 
 
 def _checked(value: object, key: str, where: str) -> str | None:
@@ -94,10 +123,10 @@ def run_identity(
     if context is None and use_run_context:
         context = _current_context()
     found: dict[str, str | None] = {}
-    named = _fields(context)
+    named, configured = _fields(context, "context"), _fields(configurable, "configurable")
     for key in _KEYS:
         from_context = _checked(named.get(key), key, "context")
-        from_config = _checked(configurable.get(key), key, "configurable")
+        from_config = _checked(configured.get(key), key, "configurable")
         if from_context is not None and from_config is not None and from_context != from_config:
             msg = (
                 f"The run names two different {key}s: {from_context!r} in its context and {from_config!r} in "
@@ -105,6 +134,16 @@ def run_identity(
             )
             raise IdentityConflictError(msg)
         found[key] = from_context if from_context is not None else from_config
+    authenticated = _authenticated(configurable)
+    if authenticated is not None:
+        if found["user_id"] not in {None, authenticated}:
+            msg = (
+                f"The run is authenticated as user {authenticated!r} but names user {found['user_id']!r}: a client "
+                "can act only for the user its credentials identify. Leave user_id out (the authenticated user is "
+                "used), or send it equal to the authenticated user."
+            )
+            raise IdentityConflictError(msg)
+        found["user_id"] = authenticated
     return RunIdentity(found["user_id"], found["session_id"])
 
 

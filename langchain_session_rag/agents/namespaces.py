@@ -121,6 +121,15 @@ class NamespaceMap:
                 raise InvalidArgumentError(msg)
         return list(prefixes)
 
+    def above_users(self, prefix: tuple[str, ...]) -> bool:
+        """Whether a listing prefix stops before the user part (``()`` or ``("memories",)``): it covers every user."""
+        prefix = tuple(prefix)
+        return len(prefix) <= self.slot and prefix == self.template[: len(prefix)]
+
+    def user_base(self, user_id: str) -> tuple[str, ...]:
+        """The namespace of ``user_id``'s conversation memories (the template with the user filled in)."""
+        return tuple(user_id if i == self.slot else part for i, part in enumerate(self.template))
+
     def scope(self, namespace: tuple[str, ...], *, prefix: bool = False) -> Scope:
         """The scope of a namespace (``prefix``: a search prefix, which may stop at the user's base).
 

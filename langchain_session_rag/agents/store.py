@@ -31,7 +31,7 @@ from langgraph.store.base import (
     SearchOp,
 )
 
-from langchain_session_rag._checks import check_int
+from langchain_session_rag._checks import SYSTEM_PREFIX, check_int
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.agents.namespaces import TEXT_FIELDS, NamespaceMap, Scope
 from langchain_session_rag.errors import (
@@ -42,6 +42,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
+from langchain_session_rag.stores.base import USER_LISTING
 from langchain_session_rag.stores.limits import check_depth, check_metadata_size
 
 _PAGE = 1_000
@@ -146,7 +147,9 @@ class SessionMemoryStore(BaseStore):
 
     Isolation: an operation reaches the user its namespace names, and only when the current run (its
     ``configurable`` or LangGraph ``context``) names that user or none; a namespace naming no user is refused
-    unless it starts with one of ``shared`` (kept apart from every user's memories).
+    unless it starts with one of ``shared`` (kept apart from every user's memories). ``list_namespaces`` above the
+    user part (``prefix=("memories",)`` or none) lists the run's user's namespaces inside a run, and every user's
+    outside one (an admin task; a server keeps it to an admin with its own access rules).
 
     Shared namespaces are read-only through ``put`` / ``delete`` / ``batch`` (what a run's nodes and tools call on
     ``runtime.store``): one user's run could otherwise rewrite a "policy" every other user then reads. Such a write
@@ -330,14 +333,72 @@ class SessionMemoryStore(BaseStore):
         return kept[op.offset : op.offset + op.limit]
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        prefix = next((tuple(c.path) for c in op.match_conditions or () if c.match_type == "prefix"), None)
-        if prefix is None or any(p == "*" for p in prefix):
+        conditions = op.match_conditions or ()
+        prefix = next((tuple(c.path) for c in conditions if c.match_type == "prefix"), None)
+        if prefix is not None and any(p == "*" for p in prefix):
             msg = (
-                "list_namespaces needs prefix= naming a user (e.g. ('memories', user_id)) or a shared namespace: "
-                "listing every user's namespaces is not offered."
+                f"list_namespaces takes no wildcard in prefix= (got {prefix!r}): name the user (e.g. "
+                "('memories', user_id)), or stop before the user part (('memories',)) to list every user."
             )
             raise InvalidArgumentError(msg)
-        scope = self.namespaces.scope(prefix, prefix=True)
+        listing_users = prefix is None or self.namespaces.above_users(prefix)
+        if prefix is not None and not listing_users:
+            scopes = [self.namespaces.scope(prefix, prefix=True)]
+        else:
+            scopes = self._listed_scopes(with_shared=prefix is None)
+        # Listing users to a depth within the template: each user's base namespace is the answer.
+        shallow = (
+            listing_users
+            and op.max_depth is not None
+            and op.max_depth <= len(self.namespaces.template)
+            and not any(c.match_type == "suffix" for c in conditions)
+        )
+        found: set[tuple[str, ...]] = set()
+        for scope in scopes:
+            if shallow and not scope.shared:  # the user's base is enough: no need to read their items
+                found.add(scope.base)
+            else:
+                found.update(ns for ns in self._namespaces_of(scope) if scope.contains(ns))
+        names = sorted(
+            ns
+            for ns in found
+            if (prefix is None or ns[: len(prefix)] == prefix) and all(_suffix_ok(ns, c) for c in conditions)
+        )
+        if op.max_depth is not None:
+            names = sorted({ns[: op.max_depth] for ns in names})
+        return names[op.offset : op.offset + op.limit]
+
+    def _listed_scopes(self, *, with_shared: bool) -> list[Scope]:
+        """The scopes a listing above the user part covers: the run's user, or every user (and shared prefixes).
+
+        A run naming a user lists that user's namespaces only; outside a run (a script, an admin task, a
+        server's store API behind its own access rules) every user of the store is listed.
+        """
+        named = run_identity().user_id
+        if named is None and self.require_run_user:
+            msg = (
+                "Listing namespaces above the user part needs a run naming a user (require_run_user), and the "
+                "current call names none; pass prefix=('memories', user_id) inside a run for that user."
+            )
+            raise InvalidArgumentError(msg)
+        if named is not None:
+            users = [named]
+        else:
+            backend = self.memory.backend
+            if USER_LISTING not in backend.capabilities:
+                msg = (
+                    f"This memory's back end ({type(backend).__name__}) cannot list its users: pass "
+                    "prefix=('memories', user_id) to list one user's namespaces."
+                )
+                raise UnsupportedOperationError(msg)
+            users = sorted(u for u in backend.users() if not u.startswith(SYSTEM_PREFIX))
+        scopes = [self.namespaces.scope(self.namespaces.user_base(u)) for u in users]
+        if with_shared and named is None:
+            scopes += [self.namespaces.scope(s, prefix=True) for s in self.namespaces.shared]
+        return scopes
+
+    def _namespaces_of(self, scope: Scope) -> set[tuple[str, ...]]:
+        """Every namespace holding an item of the scope's user (or shared prefix)."""
         view = self._view(scope)
         found: set[tuple[str, ...]] = set()
         offset = 0
@@ -346,13 +407,7 @@ class SessionMemoryStore(BaseStore):
             found.update(self._item(d, scope).namespace for d in page)
             offset += len(page)
             if len(page) < _PAGE:
-                break
-        names = sorted(
-            ns for ns in found if scope.contains(ns) and all(_suffix_ok(ns, c) for c in op.match_conditions or ())
-        )
-        if op.max_depth is not None:
-            names = sorted({ns[: op.max_depth] for ns in names})
-        return names[op.offset : op.offset + op.limit]
+                return found
 
     def _item(self, doc: Document, scope: Scope) -> Item:
         meta = doc.metadata

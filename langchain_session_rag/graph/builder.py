@@ -41,7 +41,7 @@ def create_session_rag_graph(
     summary: SummaryBuffer | None = None,
     memory_k: int = 4,
     score_threshold: float | None = None,
-    background_writes: bool = True,
+    background_writes: bool | None = None,
     keep_prompt: bool = False,
     core_memory: bool = True,
     long_context: bool = False,
@@ -52,10 +52,17 @@ def create_session_rag_graph(
     ``build_prompt`` → ``call_model`` → ``summarise_and_store``. Every node has a sync and an async body.
     The memory, cache and budget serve many users: each call is scoped by ``context["user_id"]``.
 
-    With ``background_writes`` (the default) ``summarise_and_store`` hands the new exchange to the
-    memory's writer thread instead of waiting for the store: the turn ends at once, this process
-    retrieves the exchange on the next turn, and other processes see it milliseconds later
-    (``memory.flush()`` waits; a failed write is raised by the next turn's store). Pass ``False`` to wait.
+    ``background_writes``: with ``True`` ``summarise_and_store`` hands the new exchange to the memory's
+    writer thread instead of waiting for the store: the turn ends at once, this process retrieves the
+    exchange on the next turn, and other processes see it milliseconds later (``memory.flush()`` waits; a
+    failed write is raised by the next turn's store). ``False`` waits for the store. ``None`` (the default)
+    chooses: background writes on an embedded store (only this process reads it), write-through on a Chroma
+    server, so that a turn's exchange is visible to every worker of a deployment by the time its run ends.
+
+    The prompt budget defaults to the model's own context window when the model says it
+    (``LocalChatModel.n_ctx``, ``ChatOllama.num_ctx``, a model profile's ``max_input_tokens``; 8K otherwise); a
+    ``budget`` larger than that window is refused. A question too long for the budget is refused with
+    :class:`~langchain_session_rag.errors.QuestionTooLongError` before the run starts.
 
     With ``stream_mode="messages"`` clients receive the answer only (``call_model``'s tokens, or a cache
     hit): the prompt (instructions and retrieved memories) is kept as message dicts, which the stream does
@@ -96,6 +103,7 @@ def create_session_rag_graph(
         long_context=long_context,
     )
     graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
+    graph.budget = nodes.budget
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),
         (CACHE_LOOKUP, nodes.cache_lookup, nodes.acache_lookup),
@@ -123,7 +131,7 @@ def create_memory_agent_graph(
     budget: TokenBudget | None = None,
     window_turns: int = 6,
     memory_k: int = 4,
-    background_writes: bool = True,
+    background_writes: bool | None = None,
     keep_prompt: bool = False,
     core_memory: bool = True,
 ) -> StateGraph[SessionRAGState, SessionContext, Any, Any]:
@@ -163,6 +171,7 @@ def create_memory_agent_graph(
         core_memory=core_memory,
     )
     graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
+    graph.budget = nodes.budget
     run, arun = agent_node(agent)
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),

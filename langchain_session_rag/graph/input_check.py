@@ -20,9 +20,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
+from langchain_session_rag.graph.model_window import check_question
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
 from langchain_session_rag.graph.turn import check_turn
 from langchain_session_rag.identity import run_identity
+from langchain_session_rag.prompt.budget import TokenBudget
 
 
 def _input_messages(value: object) -> list[BaseMessage]:
@@ -35,14 +37,20 @@ def _input_messages(value: object) -> list[BaseMessage]:
     return [m for m in found if not isinstance(m, RemoveMessage)]
 
 
-def check_run_input(input: object, config: RunnableConfig | None, context: object) -> None:  # noqa: A002
+def check_run_input(
+    input: object,  # noqa: A002 - LangGraph's parameter name
+    config: RunnableConfig | None,
+    context: object,
+    budget: TokenBudget | None = None,
+) -> None:
     """Refuse a run's input before the run starts (see the module docstring).
 
     The run must name a fit ``user_id`` and ``session_id`` (in ``context`` or ``config["configurable"]``); when the
-    input is a state, its messages must end with a non-empty user turn. A resumed run (``None`` or a ``Command``
-    input) is checked for its ids only.
+    input is a state, its messages must end with a non-empty user turn that fits ``budget`` with the
+    instructions. A resumed run (``None`` or a ``Command`` input) is checked for its ids only.
 
     Raises:
+        QuestionTooLongError: The question does not fit ``budget`` (an ``InvalidRequestError``, HTTP 413).
         InvalidRequestError: Any of these mistakes (the one class of a graph's input).
         IdentityConflictError: The context and the configurable values name different users or sessions.
     """
@@ -53,7 +61,10 @@ def check_run_input(input: object, config: RunnableConfig | None, context: objec
     except InvalidArgumentError as exc:  # an unfit id: the input of a graph run is refused with the one class
         raise InvalidRequestError(str(exc)) from None
     if isinstance(input, Mapping):  # a new turn (a resumed run's input is None or a Command)
-        check_turn(_input_messages(input.get("messages") or []))
+        messages = _input_messages(input.get("messages") or [])
+        check_turn(messages)
+        if budget is not None:
+            check_question(budget, messages[-1].text)
     elif input is not None and not isinstance(input, Command):
         msg = (
             f"A graph run's input must be a state dict such as {{'messages': [('user', 'Hi')]}} (or None / a "
@@ -75,7 +86,7 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         **kwargs: Any,
     ) -> Iterator[Any]:
         """``CompiledStateGraph.stream``, after :func:`check_run_input` (raised at the call, not at the first step)."""
-        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"))
+        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"), self._budget)
         return super().stream(input, config, **kwargs)
 
     def astream(
@@ -85,12 +96,20 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
         """``CompiledStateGraph.astream``, after :func:`check_run_input` (raised at the call)."""
-        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"))
+        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"), self._budget)
         return super().astream(input, config, **kwargs)
+
+    @property
+    def _budget(self) -> TokenBudget | None:
+        """The prompt budget the graph's nodes use (its questions are checked against it before a run)."""
+        return getattr(self.builder, "budget", None)
 
 
 class CheckedStateGraph(StateGraph[SessionRAGState, SessionContext, Any, Any]):
     """The uncompiled graph the factories return: a ``StateGraph`` whose ``compile()`` checks each run's input."""
+
+    budget: TokenBudget | None = None
+    """The prompt budget of the graph's nodes (set by the factories)."""
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]:
         """``StateGraph.compile``; the compiled graph refuses a bad input before its run starts."""

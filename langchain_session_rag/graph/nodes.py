@@ -28,6 +28,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.graph import pinned as tiers
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
+from langchain_session_rag.graph.model_window import budget_for, check_question
 from langchain_session_rag.graph.names import (
     RETRIEVE_DOCUMENTS,
     RETRIEVE_MEMORIES,
@@ -64,8 +65,10 @@ class SessionRAGNodes:
     """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``."""
     llm_string: str = ""
     """The model configuration in the cache key; by default the model's class and its public settings."""
-    background_writes: bool = True
-    """Hand the new exchange to the memory's writer thread instead of waiting for the store."""
+    background_writes: bool | None = None
+    """Hand the new exchange to the memory's writer thread instead of waiting for the store. ``None``: when the
+    store is this process's alone (embedded); a store other processes read (a Chroma server) is written through,
+    so every process sees a turn's exchange by the time its run ends."""
     long_context: bool = False
     """Send the user's whole memory, in time order, when it fits the budget's ``memories`` allocation (the
     long-context shortcut); top-``memory_k`` retrieval otherwise. ``budget_report["memory_mode"]`` says which ran."""
@@ -76,10 +79,9 @@ class SessionRAGNodes:
     the turn, so checkpoints do not carry it."""
 
     def __post_init__(self) -> None:
-        """Check the settings; default budget: an 8K window."""
+        """Check the settings; default budget: the model's window (8K when the model does not say it)."""
         self._check()
-        if self.budget is None:
-            self.budget = TokenBudget(context_window=8192)
+        self.budget = budget_for(self.model, self.budget)
         if not self.llm_string and self.model is not None:
             self.llm_string = model_key(self.model)
         if self.cache is not None:  # forgetting memories deletes the answers derived from them; compact() covers it
@@ -122,6 +124,12 @@ class SessionRAGNodes:
         return self.cache
 
     @property
+    def _write_through(self) -> bool:
+        if self.background_writes is None:
+            return not self.memory.service.backend.single_process
+        return not self.background_writes
+
+    @property
     def _budget(self) -> TokenBudget:
         return cast("TokenBudget", self.budget)  # set by the validator
 
@@ -130,6 +138,7 @@ class SessionRAGNodes:
         """Refuse a turn that cannot be answered before any retrieval or model call."""
         check_turn(state.get("messages") or [])
         run_ids(runtime)
+        check_question(self._budget, asked_message(state).text)
         return {"llm_calls": 0, "memories": [], "documents": [], "cache": {"hit": False, "reason": "off"}}
 
     def load_core(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
@@ -388,7 +397,7 @@ class SessionRAGNodes:
         """
         (user, session), plan = run_ids(runtime), self._store_plan(state)
         self.memory.for_user(user).add_messages(
-            plan["exchange"], session_id=session, chunking="exchange", wait=not self.background_writes
+            plan["exchange"], session_id=session, chunking="exchange", wait=self._write_through
         )
         if plan["cache"] is not None and self.cache is not None:
             self._cache_for(user).update(**plan["cache"], metadata={SESSION_KEY: session})
@@ -401,7 +410,7 @@ class SessionRAGNodes:
         """Async :meth:`summarise_and_store`."""
         (user, session), plan = run_ids(runtime), self._store_plan(state)
         await self.memory.for_user(user).aadd_messages(
-            plan["exchange"], session_id=session, chunking="exchange", wait=not self.background_writes
+            plan["exchange"], session_id=session, chunking="exchange", wait=self._write_through
         )
         if plan["cache"] is not None and self.cache is not None:
             await self._cache_for(user).aupdate(**plan["cache"], metadata={SESSION_KEY: session})

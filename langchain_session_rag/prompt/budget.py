@@ -315,6 +315,37 @@ class TokenBudget(BaseModel):
         """Kept items from most to least important."""
         return [i for s in self.priorities for i in items[s] if i.kept]
 
+    def _instructions(self, system: str | None) -> str:
+        return f"{system if system is not None else self.system_prompt}\n\n{self.memory_instructions}"
+
+    def _fixed_cost(self, base: str, question: str, cache: dict[str, int]) -> int:
+        """Tokens of the parts never dropped (instructions, question, formatting); raises if over the limit."""
+        system_cost = self._cached(base, cache)
+        question_cost = self._cached(question, cache)
+        fixed = self.reply_priming + 2 * self.tokens_per_message + system_cost + question_cost
+        if fixed > self.limit:
+            msg = (
+                f"The instructions ({system_cost} tokens) and the question ({question_cost} tokens) need {fixed} "
+                f"tokens with formatting, over the prompt limit of {self.limit} (context_window "
+                f"{self.context_window} − reserve_for_answer {self.reserve_for_answer}). Shorten the question or "
+                "the instructions, or raise the window."
+            )
+            raise BudgetExceededError(msg)
+        return fixed
+
+    def check_question(self, question: str, *, system: str | None = None) -> int:
+        """The tokens the instructions and ``question`` need, checked before any retrieval or model call.
+
+        :meth:`assemble` with the same question and instructions fails exactly when this does.
+
+        Raises:
+            BudgetExceededError: The instructions and the question alone do not fit the prompt limit.
+            InvalidArgumentError: The question or the instructions are not text.
+        """
+        check_text("question", question)
+        check_text("system", system, optional=True)
+        return self._fixed_cost(self._instructions(system), question, {})
+
     def assemble(
         self,
         question: str,
@@ -359,23 +390,14 @@ class TokenBudget(BaseModel):
             for note in _notes(core_memory):
                 check_text("core_memory note", note)
         cache: dict[str, int] = {}
-        base = f"{system if system is not None else self.system_prompt}\n\n{self.memory_instructions}"
+        base = self._instructions(system)
         notes = [core_memory] if isinstance(core_memory, str) else list(core_memory or [])
         items = self._items(
             history, [n for n in notes if n], summary, memories, documents, cache, unconfirmed=unconfirmed_notes
         )
-        system_cost = self._cached(base, cache)
-        question_cost = self._cached(question, cache)
+        fixed = self._fixed_cost(base, question, cache)
+        system_cost, question_cost = cache[base], cache[question]
         framing = self._count(f"{CONTEXT_OPEN}\n{CONTEXT_INTRO}\n{CONTEXT_CLOSE}\n\n")
-        fixed = self.reply_priming + 2 * self.tokens_per_message + system_cost + question_cost
-        if fixed > self.limit:
-            msg = (
-                f"The instructions ({system_cost} tokens) and the question ({question_cost} tokens) need {fixed} "
-                f"tokens with formatting, over the prompt limit of {self.limit} (context_window "
-                f"{self.context_window} − reserve_for_answer {self.reserve_for_answer}). Shorten the question or "
-                "the instructions, or raise the window."
-            )
-            raise BudgetExceededError(msg)
         has_context = any(items["memories"]) or any(items["documents"])
         available = max(self.limit - fixed - (framing if has_context else 0), 0)
         sections: dict[str, SectionReport] = {name: SectionReport(allocation=None) for name in self.priorities}

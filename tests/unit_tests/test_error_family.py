@@ -161,7 +161,7 @@ CALLS: dict[str, Callable[[SessionVectorMemory, SemanticCache], object]] = {
     "store value that is not a dict": lambda m, _: SessionMemoryStore(m).batch(
         [PutOp(("memories", "alice"), "k", "text")]  # type: ignore[arg-type]
     ),
-    "store listing every user": lambda m, _: SessionMemoryStore(m).list_namespaces(),
+    "store listing with a wildcard": lambda m, _: SessionMemoryStore(m).list_namespaces(prefix=("memories", "*")),
     "core memory over its limit": lambda m, _: m.core.write("now", "word " * 400),
     "core memory unknown block": lambda m, _: m.core.read("secrets"),
     "core memory removing a missing line": lambda m, _: m.core.remove("now", "not there"),

@@ -145,10 +145,44 @@ def test_sub_namespaces_and_list_namespaces(store: SessionMemoryStore) -> None:
     assert store.list_namespaces(prefix=ALICE, suffix=("food",)) == [(*ALICE, "prefs", "food")]
     assert store.list_namespaces(prefix=ALICE, max_depth=3) == [(*ALICE, "prefs"), (*ALICE, "trips")]
     assert store.list_namespaces(prefix=ALICE, limit=1, offset=1) == [(*ALICE, "prefs", "food")]
-    with pytest.raises(InvalidArgumentError, match="naming a user"):
-        store.list_namespaces()
-    with pytest.raises(InvalidArgumentError, match="naming a user"):
+    with pytest.raises(InvalidArgumentError, match="no wildcard"):
         store.list_namespaces(prefix=("memories", "*"))
+
+
+def test_list_namespaces_above_the_user_part_lists_users_outside_a_run_and_the_runs_user_inside(
+    store: SessionMemoryStore, memory: SessionVectorMemory
+) -> None:
+    # The attack of issue 28: an admin view listing users got a 400 (list_namespaces(prefix=["memories"]) refused).
+    store.put((*ALICE, "prefs"), "k", {"content": "Alice likes tea."})
+    store.put(BOB, "k", {"content": "Bob likes coffee."})
+    memory.for_user("carol").add_note("Carol has no store items, only a note.")
+    store.put_shared(("policies",), "refunds", {"content": "Refunds within 30 days."})
+    users = [ALICE, BOB, ("memories", "carol")]
+    assert store.list_namespaces(prefix=("memories",), max_depth=2) == users
+    assert store.list_namespaces(prefix=("memories",)) == [(*ALICE, "prefs"), BOB, ("memories", "carol")]
+    assert store.list_namespaces(max_depth=2) == [*users, ("policies",)]
+    assert store.list_namespaces(prefix=("memories",), suffix=("prefs",)) == [(*ALICE, "prefs")]
+    assert store.list_namespaces(prefix=("memories",), max_depth=2, limit=1, offset=1) == [BOB]
+
+    # Inside a run, only the run's user: one user's tool or node never learns who else is stored.
+    def node(_state: dict[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+        assert runtime.store is not None
+        return {"seen": [list(ns) for ns in runtime.store.list_namespaces(prefix=("memories",))]}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(_Seen)
+    builder.add_node("node", node)
+    builder.add_edge(START, "node")
+    graph = builder.compile(store=store)
+    out = graph.invoke({"seen": []}, {"configurable": {"user_id": "bob"}})
+    assert out["seen"] == [list(BOB)]
+    # A store that requires a run's user refuses the whole-store listing outside a run.
+    strict = SessionMemoryStore(memory, require_run_user=True)
+    with pytest.raises(InvalidArgumentError, match="require_run_user"):
+        strict.list_namespaces(prefix=("memories",))
+
+
+class _Seen(TypedDict):
+    seen: list[list[str]]
 
 
 def test_namespaces_without_a_user_are_refused_unless_shared(

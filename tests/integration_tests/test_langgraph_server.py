@@ -1,0 +1,277 @@
+"""The LangGraph server recipe (examples/langgraph), end to end: ``langgraph dev`` driven by the LangGraph SDK.
+
+The server is the real one (``langgraph dev``, in-memory runtime) on a free loopback port, started with the very
+``langgraph.json`` the docs page shows, offline, in its own process group, and stopped by its PID. Three users
+hold tokens: alice, bob and the admin. Every cross-user attempt is made as the attack it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from tests.integration_tests.conftest import _free_port
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = Path("examples/langgraph/langgraph.json")
+"""The recipe, relative to the repository root (where the page says to run ``langgraph dev``)."""
+DOCS = REPO / "docs" / "deploy-langgraph.md"
+GRAPH = "session_rag"
+TOKENS = {
+    "alice": "alice-token-7c1e94f0a2b3",
+    "bob": "bob-token-55d0e6a1c9f47",
+    "admin": "admin-token-0b9a3e72d61c",
+}
+COMMAND = ["dev", "--no-browser", "--no-reload", "--host", "127.0.0.1", "--config", str(CONFIG)]
+
+
+def start_langgraph(folder: Path, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``langgraph dev`` with the recipe on a free loopback port (own process group); wait until it answers."""
+    # The server runs in a folder of its own (its in-memory runtime writes .langgraph_api/ there), which sees the
+    # repository's examples/ at the same relative path as the repository root does.
+    (folder / "examples").symlink_to(REPO / "examples", target_is_directory=True)
+    tokens = folder / "tokens.txt"
+    tokens.write_text("".join(f"{token} {user}\n" for user, token in TOKENS.items()), encoding="utf-8")
+    port = _free_port()
+    settings = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "SESSION_RAG_LANGGRAPH_TOKENS": str(tokens),
+        "SESSION_RAG_LANGGRAPH_ADMIN": "admin",
+        "SESSION_RAG_LANGGRAPH_STORE": str(folder / "store"),
+        **env,
+    }
+    settings.pop("LANGSMITH_API_KEY", None)
+    log = (folder / "server.log").open("ab")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "langgraph"), *COMMAND, "--port", str(port)],
+        cwd=folder,
+        env=settings,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    log.close()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(600):  # bounded: at most about 2 minutes of 0.2 s polls
+        try:
+            with urllib.request.urlopen(f"{url}/ok", timeout=1):
+                return proc, url
+        except OSError:  # noqa: PERF203 - polling until the server answers
+            if proc.poll() is not None:
+                break
+            time.sleep(0.2)
+    stop_langgraph(proc)
+    pytest.fail(f"langgraph dev did not start; see {folder / 'server.log'}")
+
+
+def stop_langgraph(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server's whole process group by its PID."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The recipe served with the echo stand-in model (answers with what the memory recalled)."""
+    proc, url = start_langgraph(tmp_path_factory.mktemp("langgraph"), SESSION_RAG_LANGGRAPH_MODEL="echo")
+    try:
+        yield url
+    finally:
+        stop_langgraph(proc)
+
+
+def client(url: str, user: str | None) -> SyncLangGraphClient:
+    headers = {"Authorization": f"Bearer {TOKENS[user]}"} if user else {}
+    return get_sync_client(url=url, headers=headers)
+
+
+def ask(c: SyncLangGraphClient, thread_id: str, text: str) -> str:
+    out = c.runs.wait(thread_id, GRAPH, input={"messages": [{"role": "user", "content": text}]})
+    assert isinstance(out, dict), out
+    return str(out["messages"][-1]["content"])
+
+
+def status(call: Any) -> int:
+    """The HTTP status a refused SDK call got (the call must be refused)."""
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        call()
+    return refused.value.response.status_code
+
+
+def test_the_docs_page_shows_the_recipe_the_tests_start() -> None:
+    page = DOCS.read_text(encoding="utf-8")
+    assert f"langgraph dev --config {CONFIG}" in page
+    shown = re.search(r"```json\n(.*?)```", page, re.DOTALL)
+    assert shown is not None, "the page shows langgraph.json"
+    assert json.loads(shown.group(1)) == json.loads((REPO / CONFIG).read_text(encoding="utf-8"))
+    for name in ["SESSION_RAG_LANGGRAPH_TOKENS", "SESSION_RAG_LANGGRAPH_ADMIN", "SESSION_RAG_LANGGRAPH_STORE"]:
+        assert name in page
+        assert name in (REPO / "examples" / "langgraph" / "graph.py").read_text(encoding="utf-8") + (
+            REPO / "examples" / "langgraph" / "auth.py"
+        ).read_text(encoding="utf-8")
+
+
+def test_a_fact_is_recalled_in_a_new_thread_of_its_user_streamed_and_never_by_another_user(server: str) -> None:
+    alice, bob = client(server, "alice"), client(server, "bob")
+    first = alice.threads.create()
+    assert first["metadata"]["owner"] == "alice"
+    parts = list(
+        alice.runs.stream(
+            first["thread_id"],
+            GRAPH,
+            input={"messages": [{"role": "user", "content": "My locker code is 4471."}]},
+            stream_mode=["messages", "values"],
+        )
+    )
+    events = {p.event for p in parts}
+    assert "error" not in events, [p.data for p in parts if p.event == "error"]
+    assert {"messages/partial", "values"} <= events
+    streamed = [p.data[0]["content"] for p in parts if p.event == "messages/partial"]
+    assert len(streamed) > 1  # the answer streamed, in several partial events
+    assert streamed[-1].startswith("Recalled")
+    final = [p.data for p in parts if p.event == "values"][-1]
+    assert final["messages"][-1]["content"] == streamed[-1]
+
+    # A new thread of alice: no history, so the fact can come only from her long-term memory.
+    answer = ask(alice, alice.threads.create()["thread_id"], "What is my locker code?")
+    assert "4471" in answer
+    # Bob asks the same in his own thread: none of alice's memories reach his prompt.
+    assert "4471" not in ask(bob, bob.threads.create()["thread_id"], "What is my locker code?")
+    # The session of a run without context is its thread (a new thread, a new session).
+    assert alice.runs.list(first["thread_id"])[0]["kwargs"]["context"]["session_id"] == first["thread_id"]
+
+
+def test_a_user_reads_and_writes_their_own_namespace(server: str) -> None:
+    alice = client(server, "alice")
+    alice.store.put_item(["memories", "alice", "prefs"], "drink", {"content": "Alice drinks green tea."})
+    item = alice.store.get_item(["memories", "alice", "prefs"], "drink")
+    assert item["value"] == {"content": "Alice drinks green tea."}
+    found = alice.store.search_items(["memories", "alice"], query="what does alice drink?", limit=3)["items"]
+    assert [i["key"] for i in found][:1] == ["drink"]
+    # A search above the users is narrowed to the caller's own namespaces.
+    assert {tuple(i["namespace"][:2]) for i in alice.store.search_items(["memories"], limit=50)["items"]} == {
+        ("memories", "alice")
+    }
+    alice.store.delete_item(["memories", "alice", "prefs"], "drink")
+    assert alice.store.get_item(["memories", "alice", "prefs"], "drink") is None
+
+
+def test_every_cross_user_attempt_is_refused_and_changes_nothing(server: str) -> None:
+    alice, bob = client(server, "alice"), client(server, "bob")
+    thread = alice.threads.create()["thread_id"]
+    ask(alice, thread, "My bank is Banco Azul.")
+    alice.store.put_item(["memories", "alice"], "secret", {"content": "Alice's PIN is 9071."})
+    before = alice.store.search_items(["memories", "alice"], limit=100)["items"]
+
+    # Another user's thread and its runs do not exist for bob.
+    assert status(lambda: bob.threads.get(thread)) == 404
+    assert status(lambda: bob.runs.list(thread)) == 404
+    assert status(lambda: bob.threads.get_state(thread)) in {403, 404}
+    assert status(lambda: ask(bob, thread, "What is my bank?")) == 404
+    assert thread not in {t["thread_id"] for t in bob.threads.search(limit=100)}
+    # Another user's namespace: every store operation refused.
+    ns = ["memories", "alice"]
+    assert status(lambda: bob.store.get_item(ns, "secret")) == 403
+    assert status(lambda: bob.store.search_items(ns, query="PIN")) == 403
+    assert status(lambda: bob.store.put_item(ns, "secret", {"content": "overwritten by bob"})) == 403
+    assert status(lambda: bob.store.delete_item(ns, "secret")) == 403
+    assert status(lambda: bob.store.list_namespaces(prefix=ns)) == 403
+    assert status(lambda: bob.store.put_item(["shared"], "k", {"content": "x"})) == 403
+    # A run that names alice, sent with bob's token, in any of the ways a client can name a user.
+    own = bob.threads.create()["thread_id"]
+    question = {"messages": [{"role": "user", "content": "What is my bank?"}]}
+    for claim in [
+        {"context": {"user_id": "alice"}},
+        {"context": {"langgraph_user_id": "alice"}},
+        {"config": {"configurable": {"user_id": "alice"}}},
+        {"config": {"configurable": {"langgraph_user_id": "alice"}}},
+    ]:
+        assert status(lambda claim=claim: bob.runs.wait(own, GRAPH, input=question, **claim)) == 403, claim
+    # Naming oneself is fine.
+    assert "Banco Azul" not in str(bob.runs.wait(own, GRAPH, input=question, context={"user_id": "bob"}))
+    # Nothing of alice's was read into bob's answers or changed.
+    assert alice.store.get_item(ns, "secret")["value"] == {"content": "Alice's PIN is 9071."}
+    assert alice.store.search_items(ns, limit=100)["items"] == before
+
+
+def test_requests_without_a_valid_token_are_refused(server: str) -> None:
+    for headers in [{}, {"Authorization": "Bearer not-a-token"}, {"Authorization": f"Basic {TOKENS['alice']}"}]:
+        with httpx.Client(base_url=server, headers=headers, timeout=30) as http:
+            assert http.post("/threads", json={}).status_code == 401
+            assert http.post("/store/items/search", json={"namespace_prefix": ["memories"]}).status_code == 401
+            assert http.post("/store/namespaces", json={"prefix": ["memories"]}).status_code == 401
+            assert http.get("/store/items", params={"namespace": "memories.alice", "key": "k"}).status_code == 401
+
+
+def test_the_admin_lists_every_user_and_a_user_lists_only_their_own(server: str) -> None:
+    alice, bob, admin = client(server, "alice"), client(server, "bob"), client(server, "admin")
+    alice.store.put_item(["memories", "alice", "trips"], "porto", {"content": "Alice visits Porto in May."})
+    bob.store.put_item(["memories", "bob"], "pet", {"content": "Bob has a dog."})
+    # The attack of issue 28: the admin view's listing was a 400 (the store refused a prefix without a user).
+    users = admin.store.list_namespaces(prefix=["memories"], max_depth=2)["namespaces"]
+    assert {("memories", "alice"), ("memories", "bob")} <= {tuple(n) for n in users}
+    everything = {tuple(n) for n in admin.store.list_namespaces(prefix=["memories"])["namespaces"]}
+    assert ("memories", "alice", "trips") in everything
+    assert ("memories", "bob") in everything
+    # A normal user asking the same gets their own namespaces only.
+    for name, c in [("alice", alice), ("bob", bob)]:
+        listed = {tuple(n) for n in c.store.list_namespaces(prefix=["memories"])["namespaces"]}
+        assert listed
+        assert all(n[:2] == ("memories", name) for n in listed), listed
+        assert {tuple(n) for n in c.store.list_namespaces()["namespaces"]} == listed
+
+
+@pytest.fixture(scope="module")
+def real_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The recipe with its defaults: the bundled local chat model (llama.cpp in process, offline)."""
+    proc, url = start_langgraph(tmp_path_factory.mktemp("langgraph-real"))
+    try:
+        yield url
+    finally:
+        stop_langgraph(proc)
+
+
+def test_the_default_local_model_streams_a_turn_through_the_server(real_model_server: str) -> None:
+    alice = client(real_model_server, "alice")
+    thread = alice.threads.create()["thread_id"]
+    parts = list(
+        alice.runs.stream(
+            thread,
+            GRAPH,
+            input={"messages": [{"role": "user", "content": "Hello! My name is Alice."}]},
+            stream_mode="messages-tuple",
+        )
+    )
+    assert "error" not in {p.event for p in parts}, [p.data for p in parts if p.event == "error"]
+    tokens = [p.data[0]["content"] for p in parts if p.event == "messages"]
+    assert len(tokens) > 1, "the local model's answer streams token by token"
+    answer = alice.threads.get_state(thread)["values"]["messages"][-1]
+    assert answer["type"] == "ai"
+    assert answer["content"].strip()
+    assert answer["content"] == "".join(tokens)
