@@ -28,8 +28,8 @@ Results: benchmarks/results/serve_load.json (the load average is recorded: times
 from __future__ import annotations
 
 import argparse
-import contextlib
 import asyncio
+import contextlib
 import json
 import os
 import signal
