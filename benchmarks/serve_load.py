@@ -391,7 +391,10 @@ def run_target(
 
         async def warm_then_measure() -> dict[str, Any]:
             await asyncio.gather(
-                *(send(f"user{u:03d}", "Hello, just warming up.") for u in range(max(8, 2 * args.workers)))
+                *(
+                    send(f"user{u:03d}", "Hello, just warming up.")
+                    for u in range(min(args.users, max(8, 2 * args.workers)))
+                )
             )
             before = _usage([*_tree(proc.pid), chroma_pid])
             result = await _drive(send, args.users, args.pairs)
