@@ -1,9 +1,10 @@
 """Load benchmark: many users chatting at once with a memory server, over a Chroma server, with a fake chat model.
 
 A Chroma server (``chroma run`` on a free loopback port, stopped by its PID) holds the memory. ``--users``
-concurrent users (default 50) each send ``--pairs`` pairs of turns: a new fact ("My locker code is 4471-17."),
-then at once, on a new connection (so that any worker may take it), the question for it; a pair whose answer does
-not contain the fact is a read-your-writes miss. The chat model is fake and instant: it answers with the user lines
+concurrent users (default 50) each send ``--pairs`` pairs of turns: a new fact ("My gym PIN is 4471-1."), then
+at once, on a new connection (so that any worker may take it), the question for it ("What is my gym PIN?"); a
+pair whose answer does not contain the fact is a read-your-writes miss (each pair asks about another thing, so one
+memory answers each question). The chat model is fake and instant: it answers with the user lines
 of the memories its prompt recalled (what the graph retrieved shows in the answer), so the numbers are the
 memory's and the server's, not a model's.
 
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import signal
@@ -223,8 +225,15 @@ def _usage(pids: list[int]) -> dict[int, dict[str, float]]:
 
 
 # ---------------------------------------------------------------- the load
-def _facts(users: int, pairs: int) -> dict[str, list[str]]:
-    return {f"user{u:03d}": [f"{4000 + 37 * u + 7 * p}-{p}" for p in range(pairs)] for u in range(users)}
+THINGS = ("locker code", "gym PIN", "bike lock combination", "parking spot number", "badge number", "flat number")
+"""One thing per pair: each question has exactly one memory that answers it (a miss is not a ranking tie)."""
+
+
+def _facts(users: int, pairs: int) -> dict[str, list[tuple[str, str]]]:
+    return {
+        f"user{u:03d}": [(THINGS[p % len(THINGS)], f"{4000 + 37 * u + 7 * p}-{p}") for p in range(pairs)]
+        for u in range(users)
+    }
 
 
 async def _drive(send: Any, users: int, pairs: int) -> dict[str, Any]:
@@ -234,12 +243,12 @@ async def _drive(send: Any, users: int, pairs: int) -> dict[str, Any]:
     cross = [0, 0]  # asks answered by another worker than the tell, of them missed
     known = [False]  # whether the server names its worker (x-worker-pid)
 
-    async def user(name: str, codes: list[str]) -> None:
-        for code in codes:
+    async def user(name: str, facts: list[tuple[str, str]]) -> None:
+        for thing, code in facts:
             t0 = time.perf_counter()
-            _, told_by = await send(name, f"My locker code is {code}.")
+            _, told_by = await send(name, f"My {thing} is {code}.")
             t1 = time.perf_counter()
-            answer, asked_by = await send(name, "What is my locker code?")
+            answer, asked_by = await send(name, f"What is my {thing}?")
             latencies.extend((t1 - t0, time.perf_counter() - t1))
             missed = code not in answer
             if missed:
@@ -250,7 +259,7 @@ async def _drive(send: Any, users: int, pairs: int) -> dict[str, Any]:
                 cross[1] += missed
 
     started = time.perf_counter()
-    await asyncio.gather(*(user(name, codes) for name, codes in _facts(users, pairs).items()))
+    await asyncio.gather(*(user(name, facts) for name, facts in _facts(users, pairs).items()))
     wall = time.perf_counter() - started
     ordered = sorted(latencies)
     return {
@@ -422,6 +431,30 @@ def run_target(
 
 
 # ---------------------------------------------------------------- the breakdown of one turn (one process)
+def _time_parts(parts: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """Each part ``repeats`` times, interleaved (every part sees the same machine): wall p50/p95 and CPU p50."""
+    samples: dict[str, list[float]] = {name: [] for name in parts}
+    cpu: dict[str, list[float]] = {name: [] for name in parts}
+    for call in parts.values():
+        for _ in range(5):
+            call()
+    for _ in range(repeats):
+        for name, call in parts.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            call()
+            cpu[name].append(time.process_time() - c0)
+            samples[name].append(time.perf_counter() - w0)
+    out: dict[str, Any] = {}
+    for name in parts:
+        ordered = sorted(samples[name])
+        out[name] = {
+            "p50_ms": round(statistics.median(ordered) * 1e3, 2),
+            "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1e3, 2),
+            "cpu_ms": round(statistics.median(cpu[name]) * 1e3, 2),
+        }
+    return out
+
+
 def breakdown(chroma: tuple[str, int], repeats: int) -> dict[str, Any]:
     from langchain_core.messages import HumanMessage  # noqa: PLC0415
     from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: PLC0415
@@ -452,36 +485,34 @@ def breakdown(chroma: tuple[str, int], repeats: int) -> dict[str, Any]:
         StateGraph(MessagesState).add_node("model", bare).add_edge(START, "model").add_edge("model", END).compile()
     )
     context = {"user_id": "breakdown-alice", "session_id": "timed"}
+    counter = itertools.count()
+    nodes: dict[str, list[float]] = {}
+
+    def streamed_turn() -> None:  # a new question each turn: a repeated exchange would not be written again
+        last = time.perf_counter()
+        turn = {"messages": [HumanMessage(f"{question} ({next(counter)})")]}
+        for update in graph.stream(turn, context=context, stream_mode="updates"):
+            now = time.perf_counter()
+            for node in update:
+                nodes.setdefault(node, []).append(now - last)
+            last = now
+
     parts = {
         "query_embedding": lambda: embeddings.embed_query(question),
         "exchange_embedding": lambda: embeddings.embed_documents([exchange]),
         "retrieval_with_query_embedding": lambda: alice.invoke(question),
         "awaited_write_with_embedding": lambda: alice.add_messages(
-            [{"role": "user", "content": question}, {"role": "assistant", "content": "Rack 13."}], session_id="writes"
+            [
+                {"role": "user", "content": f"{question} ({next(counter)})"},
+                {"role": "assistant", "content": "Rack 13."},
+            ],
+            session_id="writes",
         ),
-        "graph_turn": lambda: graph.invoke({"messages": [HumanMessage(question)]}, context=context),
+        "graph_turn": streamed_turn,
         "bare_graph_turn": lambda: one_node.invoke({"messages": [HumanMessage(question)]}),
     }
-    samples: dict[str, list[float]] = {name: [] for name in parts}
-    cpu: dict[str, list[float]] = {name: [] for name in parts}
-    for call in parts.values():
-        for _ in range(5):
-            call()
-    for _ in range(repeats):  # interleaved: every part sees the same machine
-        for name, call in parts.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            call()
-            cpu[name].append(time.process_time() - c0)
-            samples[name].append(time.perf_counter() - w0)
+    out = _time_parts(parts, repeats)
     memory.flush()
-    out: dict[str, Any] = {}
-    for name in parts:
-        ordered = sorted(samples[name])
-        out[name] = {
-            "p50_ms": round(statistics.median(ordered) * 1e3, 2),
-            "p95_ms": round(ordered[int(0.95 * (len(ordered) - 1))] * 1e3, 2),
-            "cpu_ms": round(statistics.median(cpu[name]) * 1e3, 2),
-        }
     floor = out["query_embedding"]["p50_ms"] + out["exchange_embedding"]["p50_ms"]
     added = out["graph_turn"]["p50_ms"] - out["bare_graph_turn"]["p50_ms"]
     out["embedding_floor_ms"] = round(floor, 2)
@@ -494,6 +525,7 @@ def breakdown(chroma: tuple[str, int], repeats: int) -> dict[str, Any]:
     out["added_p50_ms"] = round(added, 2)
     out["added_over_floor"] = round(added / floor, 2)
     out["graph_cpu_ms_per_turn"] = out["graph_turn"]["cpu_ms"]
+    out["graph_nodes_p50_ms"] = {node: round(statistics.median(times) * 1e3, 2) for node, times in nodes.items()}
     return out
 
 
