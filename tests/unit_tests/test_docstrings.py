@@ -17,7 +17,18 @@ import langchain_session_rag
 from langchain_session_rag import chunking, models
 from langchain_session_rag.memory import timewindow
 
-SUBPACKAGES = ["agents", "cache", "chunking", "evaluation", "graph", "importers", "memory", "models", "prompt"]
+SUBPACKAGES = [
+    "agents",
+    "cache",
+    "chunking",
+    "evaluation",
+    "graph",
+    "importers",
+    "memory",
+    "models",
+    "prompt",
+    "server",
+]
 PUBLIC = {
     id(obj): obj
     for module in [langchain_session_rag, *(importlib.import_module(f"langchain_session_rag.{s}") for s in SUBPACKAGES)]

@@ -58,6 +58,7 @@ SUBPACKAGES = {
                "get_default_embeddings", "ollama_models", "pick_chat_model", "tiktoken_counter"],
     "prompt": ["AssembledPrompt", "BudgetReport", "HistoryWindow", "SectionReport", "SummaryBuffer", "TokenBudget",
                "last_turns", "trim_turns"],
+    "server": ["Authenticator", "ServeSettings", "create_app", "read_token_file"],
 }  # fmt: skip
 
 

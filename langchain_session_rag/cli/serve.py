@@ -1,0 +1,171 @@
+"""``session-rag serve``: the OpenAI-compatible memory server (FastAPI on uvicorn; the ``serve`` extra).
+
+The command checks everything it can before serving (the users, the store, the worker count) and loads no model:
+each uvicorn worker builds its own app from the settings passed in the environment
+(:mod:`~langchain_session_rag.server.worker`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from langchain_session_rag.cli.app import cli
+from langchain_session_rag.cli.options import StoreOptions, default_store_path, err, store_options
+from langchain_session_rag.errors import MissingDependencyError
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
+LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
+"""Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def check_serve_installed() -> None:
+    """Refuse, with the install line, when FastAPI or uvicorn is missing.
+
+    Raises:
+        MissingDependencyError: The ``serve`` extra is not installed.
+    """
+    missing = [name for name in ("fastapi", "uvicorn") if not _importable(name)]
+    if missing:
+        msg = f"session-rag serve needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
+        raise MissingDependencyError(msg)
+
+
+def check_chat_model_spec(spec: str) -> None:
+    """Refuse a malformed ``--chat-model``, or a factory whose module cannot be found, without importing anything.
+
+    Raises:
+        click.BadParameter: The spec is not ``auto``, ``local``, ``ollama:NAME`` or ``module:factory`` with a module
+            on the path (exit 2: no worker starts, so none fails in a loop).
+    """
+    if spec in {"auto", "local"} or (spec.startswith("ollama:") and len(spec) > len("ollama:")):
+        return
+    module, sep, factory = spec.partition(":")
+    problem = (
+        None if sep and module and factory.isidentifier() else "expected auto, local, ollama:NAME or module:factory"
+    )
+    if problem is None:
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        problem = None if found is not None else f"no module {module!r} on the Python path"
+    if problem is not None:
+        msg = f"{problem}, got {spec!r}."
+        raise click.BadParameter(msg, param_hint="--chat-model")
+
+
+def check_workers(workers: int, options: StoreOptions) -> None:
+    """Refuse more than one worker on an embedded store, once, before anything starts (exit 2).
+
+    Raises:
+        click.UsageError: ``workers > 1`` without ``--server``.
+    """
+    if workers > 1 and options.server is None:
+        folder = options.path or default_store_path()
+        msg = (
+            f"--workers {workers} needs a Chroma server: the embedded store at {folder} is opened by one process at "
+            f"a time, so every worker but one would fail. Run `chroma run --path {folder} --host 127.0.0.1 --port "
+            f"8000` and then `session-rag serve --server 127.0.0.1:8000 --workers {workers} ...`, or serve with "
+            "--workers 1."
+        )
+        raise click.UsageError(msg)
+
+
+@cli.command()
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on (loopback: this machine only; a TLS proxy in front for others).")  # fmt: skip
+@click.option("--port", type=click.IntRange(1, 65535), default=8080, show_default=True, help="Port to listen on.")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes; more than 1 needs --server (a Chroma server).")  # fmt: skip
+@click.option("--token-file", type=click.Path(path_type=Path, dir_okay=False), envvar="SESSION_RAG_TOKEN_FILE",
+              help="Bearer tokens, one `TOKEN USER` a line, chmod 600 [env SESSION_RAG_TOKEN_FILE].")  # fmt: skip
+@click.option("--trusted-user-header", metavar="NAME",
+              help="Take the user from this header set by an authenticating proxy (e.g. X-Forwarded-User). "
+              "Anyone reaching the server directly can then be anyone: keep it behind the proxy.")  # fmt: skip
+@click.option("--chat-model", default="auto", show_default=True, envvar="SESSION_RAG_SERVE_CHAT_MODEL",
+              help="auto (Ollama if it answers, else SmolLM2 in process), local, ollama:NAME, or module:factory "
+              "(any LangChain chat model) [env SESSION_RAG_SERVE_CHAT_MODEL].")  # fmt: skip
+@click.option("--ollama-model", default="llama3.2", show_default=True, help="The Ollama model `auto` looks for.")
+@click.option("--context-window", type=click.IntRange(256, 1_000_000),
+              help="The chat model's window in tokens [default: 2048 SmolLM2, 4096 Ollama, 8192 other].")  # fmt: skip
+@click.option("--max-tokens", type=click.IntRange(16, 100_000), default=512, show_default=True,
+              help="Longest answer in tokens (at most half the window).")  # fmt: skip
+@click.option("--model-name", default="session-rag", show_default=True, help="The model id /v1/models lists.")
+@click.option("--max-body-bytes", type=click.IntRange(1024, 100_000_000), default=1_048_576, show_default=True,
+              help="Largest request body; larger ones get 413.")  # fmt: skip
+@click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=0.3, show_default=True,
+              help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
+@store_options
+def serve(
+    host: str,
+    port: int,
+    workers: int,
+    token_file: Path | None,
+    trusted_user_header: str | None,
+    chat_model: str,
+    ollama_model: str,
+    context_window: int | None,
+    max_tokens: int,
+    model_name: str,
+    max_body_bytes: int,
+    min_similarity: float,
+    **store: Any,
+) -> None:
+    """Serve an OpenAI-compatible chat API whose answers recall each user's past conversations.
+
+    \b
+    Point any OpenAI client or chat UI at http://HOST:PORT/v1 with a token from --token-file as its API key.
+    Endpoints: /v1/chat/completions, /v1/models, /v1/memory/{search,sessions,forget,export,core}, /healthz, /readyz.
+    """
+    check_serve_installed()
+    from langchain_session_rag.server.auth import Authenticator  # noqa: PLC0415
+    from langchain_session_rag.server.settings import ServeSettings  # noqa: PLC0415
+
+    options = StoreOptions.of(store)
+    check_workers(workers, options)
+    check_chat_model_spec(chat_model)
+    linger = os.environ.get(LINGER_ENV)
+    settings = ServeSettings(
+        path=str(options.path) if options.path else None,
+        server=options.server,
+        embeddings=options.embeddings,
+        ollama_host=options.ollama_host,
+        chat_model=chat_model,
+        ollama_model=ollama_model,
+        context_window=context_window,
+        max_tokens=max_tokens,
+        model_name=model_name,
+        token_file=str(token_file.resolve()) if token_file else None,
+        trusted_user_header=trusted_user_header,
+        max_body_bytes=max_body_bytes,
+        min_similarity=min_similarity,
+        write_linger=float(linger) if linger else None,
+    ).check()
+    Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once
+    if options.server is not None:
+        options.existing_client()  # a Chroma server that does not answer: refused here, not by every worker
+    if host not in LOOPBACK:
+        err.print(f"session-rag serve: listening on {host}, not loopback: use TLS in front (tokens travel in clear).")
+    if trusted_user_header and host not in LOOPBACK:
+        err.print(f"session-rag serve: WARNING: anyone reaching {host}:{port} can claim any user with "
+                  f"{trusted_user_header}; bind to loopback behind the proxy.")  # fmt: skip
+    os.environ.update(settings.to_env())
+    import uvicorn  # noqa: PLC0415
+
+    err.print(f"session-rag serve: http://{host}:{port}/v1 ({workers} worker(s), memory at {options.location})")
+    uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning")

@@ -1,0 +1,138 @@
+"""Who is asking: bearer tokens from a token file, or a user header set by a trusted proxy.
+
+Token file format (UTF-8 text; one user per line; blank lines and lines starting with ``#`` are skipped)::
+
+    # TOKEN                                   USER
+    3f9c2d7e8a1b4c5d6e7f8091a2b3c4d5          alice
+    b8e1f0c2d3a4958677e6d5c4b3a2f1e0          bob@example.com
+
+The token is the first field: at least 16 characters of ``A-Z a-z 0-9 . _ ~ + / = -`` (``openssl rand -hex 24``
+makes one); the user id is the rest of the line. A token may appear once. The file must not be readable or
+writable by other users (``chmod 600``): a world-readable token file is refused, as ssh refuses such a key.
+Tokens are kept as SHA-256 digests in memory.
+
+Trusted header (``--trusted-user-header X-Forwarded-User``): the user is whatever that header says. Anyone who
+can reach the server directly can claim to be anyone; use it only behind a proxy that authenticates users,
+sets the header and removes any copy a client sent, with the server bound to loopback (the default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from langchain_session_rag._checks import user_id_problem
+from langchain_session_rag.errors import FileAccessError, InvalidArgumentError
+
+MIN_TOKEN_CHARS = 16
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]+")
+_HEADER = re.compile(r"[A-Za-z0-9-]{1,64}")
+
+
+class Unauthenticated(Exception):  # noqa: N818 - an HTTP outcome (401), not a library error
+    """The request names no user the server knows (answered with 401)."""
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+def _line_error(path: Path, number: int, problem: str) -> InvalidArgumentError:
+    msg = (
+        f"{path}, line {number}: {problem} (a line is `TOKEN USER`; see the token file format in docs/deploy-serve.md)."
+    )
+    return InvalidArgumentError(msg)
+
+
+def read_token_file(path: str | Path) -> dict[bytes, str]:
+    """The users of a token file, by the SHA-256 digest of their token.
+
+    Raises:
+        FileAccessError: The file cannot be read, or other users may read or write it.
+        InvalidArgumentError: A malformed line, a short token, an unfit user id, a repeated token, or no users.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"Cannot read the token file {path}: {exc}."
+        raise FileAccessError(msg) from exc
+    if mode & (stat.S_IROTH | stat.S_IWOTH):
+        msg = f"The token file {path} is readable or writable by every user of this machine: run `chmod 600 {path}`."
+        raise FileAccessError(msg)
+    users: dict[bytes, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        token, _, user = line.partition(" ") if " " in line else line.partition("\t")
+        user = user.strip()
+        if not user:
+            raise _line_error(path, number, "no user after the token")
+        if not _TOKEN.fullmatch(token) or len(token) < MIN_TOKEN_CHARS:
+            rule = f"the token must be at least {MIN_TOKEN_CHARS} characters of A-Z a-z 0-9 . _ ~ + / = -"
+            raise _line_error(path, number, rule)
+        unfit = user_id_problem(user)
+        if unfit is not None:
+            raise _line_error(path, number, f"unfit user id ({unfit})")
+        digest = _digest(token)
+        if digest in users:
+            raise _line_error(path, number, "this token is already given to another line; each token names one user")
+        users[digest] = user
+    if not users:
+        msg = f"The token file {path} names no users: add a line `TOKEN USER` (e.g. `$(openssl rand -hex 24) alice`)."
+        raise InvalidArgumentError(msg)
+    return users
+
+
+@dataclass(frozen=True)
+class Authenticator:
+    """Turns a request's headers into its user: a bearer token, or the trusted proxy's header."""
+
+    tokens: dict[bytes, str] = field(default_factory=dict, repr=False)
+    trusted_header: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse a malformed header name, and an authenticator that knows no user."""
+        if self.trusted_header is not None and not _HEADER.fullmatch(self.trusted_header):
+            msg = f"--trusted-user-header must be a header name (letters, digits, '-'), got {self.trusted_header!r}."
+            raise InvalidArgumentError(msg)
+        if not self.tokens and self.trusted_header is None:
+            msg = "No users: give a token file or a trusted user header."
+            raise InvalidArgumentError(msg)
+
+    @classmethod
+    def from_token_file(cls, path: str | Path) -> Authenticator:
+        """The users of a token file (see the module docstring for its format)."""
+        return cls(tokens=read_token_file(path))
+
+    @classmethod
+    def from_settings(cls, token_file: str | None, trusted_header: str | None) -> Authenticator:
+        """The authenticator of ``--token-file`` or ``--trusted-user-header``."""
+        return cls(tokens=read_token_file(token_file) if token_file else {}, trusted_header=trusted_header)
+
+    def user_of(self, headers: dict[str, str]) -> str:
+        """The user of a request (``headers`` keyed in lower case).
+
+        Raises:
+            Unauthenticated: No credentials, or credentials naming no known user.
+        """
+        if self.trusted_header is not None:
+            user = headers.get(self.trusted_header.lower(), "").strip()
+            if not user or user_id_problem(user) is not None:
+                msg = f"No user: the {self.trusted_header} header (set by the proxy in front) is missing or unfit."
+                raise Unauthenticated(msg)
+            return user
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            msg = "No API key: send the header `Authorization: Bearer TOKEN` (the client's api_key)."
+            raise Unauthenticated(msg)
+        known = self.tokens.get(_digest(token.strip()))
+        if known is None:
+            msg = "Incorrect API key: this token is not in the server's token file."
+            raise Unauthenticated(msg)
+        return known

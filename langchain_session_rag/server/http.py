@@ -1,0 +1,108 @@
+"""The server's HTTP plumbing: reading a bounded JSON body, and answering every error in OpenAI's shape."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+
+from langchain_session_rag.server.auth import Unauthenticated
+from langchain_session_rag.server.schemas import ApiError
+
+if TYPE_CHECKING:
+    from starlette.responses import Response
+
+M = TypeVar("M", bound=BaseModel)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed ``limit`` bytes (never read whole).
+
+    Raises:
+        ApiError: 413 when the declared or the received length is over the limit.
+    """
+    declared = request.headers.get("content-length", "")
+    too_large = f"The request body is over the server's limit of {limit:,} bytes; send a shorter conversation."
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, too_large, code="request_too_large")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise ApiError(413, too_large, code="request_too_large")
+    return bytes(body)
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def parse_body(kind: type[M], body: bytes) -> M:
+    """``body`` as a ``kind``, or a 422 naming the first problem (malformed JSON, a missing or wrong field).
+
+    Raises:
+        ApiError: 422 with ``param`` naming the field.
+    """
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        msg = f"The request body is not valid JSON ({exc})."
+        raise ApiError(422, msg, code="invalid_json") from None
+    try:
+        return kind.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = _where(tuple(first.get("loc", ())))
+        msg = f"Invalid request: {where or 'body'}: {first.get('msg')} ({exc.error_count()} problem(s))."
+        raise ApiError(422, msg, code="invalid_request", param=where or None) from None
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    """An :class:`ApiError` as its response."""
+    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None  # noqa: PLR2004
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error in OpenAI's shape: ours, authentication, FastAPI's validation, routing, the unexpected."""
+
+    async def on_api_error(request: Request, exc: Exception) -> Response:
+        del request
+        return error_response(exc if isinstance(exc, ApiError) else ApiError(500, str(exc)))
+
+    async def on_unauthenticated(request: Request, exc: Exception) -> Response:
+        del request
+        return error_response(ApiError(401, str(exc), code="invalid_api_key"))
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        del request
+        errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+        first = errors[0] if errors else {}
+        where = _where(tuple(first.get("loc", ())))
+        msg = f"Invalid request: {where}: {first.get('msg', exc)}."
+        return error_response(ApiError(422, msg, code="invalid_request", param=where or None))
+
+    async def on_http(request: Request, exc: Exception) -> Response:
+        del request
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
+        return error_response(ApiError(status, str(detail), code="not_found" if status == 404 else None))  # noqa: PLR2004
+
+    async def on_unexpected(request: Request, exc: Exception) -> Response:
+        del request
+        msg = f"The server failed: {type(exc).__name__}: {exc}"
+        return error_response(ApiError(500, msg, code="server_error"))
+
+    app.add_exception_handler(ApiError, on_api_error)
+    app.add_exception_handler(Unauthenticated, on_unauthenticated)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(Exception, on_unexpected)

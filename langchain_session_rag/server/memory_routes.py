@@ -1,0 +1,168 @@
+"""The memory endpoints: search, sessions, forget (with a receipt), export, core memory; each user's own only.
+
+Every endpoint acts for the user the request's credentials name; there is no parameter naming a user, so no
+request can reach another user's memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.server.http import parse_body, read_body
+from langchain_session_rag.server.schemas import ApiError
+
+
+class ForgetRequest(BaseModel):
+    """``POST /v1/memory/forget``: what to forget (every criterion given must match), or ``all``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str | None = None
+    before: str | None = None
+    """An ISO 8601 time: chunks stamped earlier."""
+    ids: list[str] | None = Field(default=None, max_length=10_000)
+    all: bool = False
+    """Everything of this user, core memory included."""
+
+
+class CoreWrite(BaseModel):
+    """``PUT /v1/memory/core/{block}``: the block's new text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+
+
+def _when(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _refused(exc: SessionRAGError) -> ApiError:
+    return ApiError(422, str(exc), code=type(exc).__name__)
+
+
+def add_memory_routes(
+    app: FastAPI, memory: SessionVectorMemory, user_of: Callable[[Request], str], max_body_bytes: int
+) -> None:
+    """Add ``/v1/memory/...`` to ``app``; ``user_of`` names the request's user (or raises 401)."""
+
+    @app.get("/v1/memory/search")
+    async def search(
+        request: Request,
+        q: Annotated[str, Query(min_length=1, max_length=10_000)],
+        k: Annotated[int, Query(ge=1, le=50)] = 5,
+    ) -> dict[str, Any]:
+        mine = memory.for_user(user_of(request))
+        try:
+            docs = await mine.ainvoke(q, k=k)
+        except SessionRAGError as exc:
+            raise _refused(exc) from exc
+        data = [
+            {
+                "id": d.id,
+                "text": d.page_content,
+                "session_id": d.metadata.get("session_id"),
+                "timestamp": d.metadata.get("timestamp"),
+                "marker": d.metadata.get("marker"),
+                "similarity": d.metadata.get("similarity"),
+                "score": d.metadata.get("score"),
+            }
+            for d in docs
+        ]
+        return {"object": "list", "data": data}
+
+    @app.get("/v1/memory/sessions")
+    async def sessions(request: Request) -> dict[str, Any]:
+        mine = memory.for_user(user_of(request))
+        data = [
+            {
+                "session_id": s.session_id,
+                "started": _when(s.started),
+                "last_active": _when(s.last_active),
+                "chunks": s.chunks,
+                "messages": s.messages,
+                "title": s.title,
+            }
+            for s in await mine.alist_sessions()
+        ]
+        return {"object": "list", "data": data}
+
+    @app.post("/v1/memory/forget")
+    async def forget(request: Request) -> dict[str, Any]:
+        user = user_of(request)
+        asked = parse_body(ForgetRequest, await read_body(request, max_body_bytes))
+        return await forget_with_receipt(memory, user, asked)
+
+    @app.get("/v1/memory/export")
+    async def export(request: Request) -> Response:
+        mine = memory.for_user(user_of(request))
+        await memory.aflush()
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "export.jsonl"
+            count = await mine.aexport_jsonl(path)
+            text = path.read_bytes()
+        return Response(text, media_type="application/x-ndjson", headers={"X-Chunks": str(count)})
+
+    @app.get("/v1/memory/core")
+    async def core_get(request: Request) -> dict[str, Any]:
+        mine = memory.for_user(user_of(request))
+        blocks = await asyncio.to_thread(mine.core.blocks)
+        return {"object": "memory.core", "blocks": blocks, "limits": mine.core.limits}
+
+    @app.put("/v1/memory/core/{block}")
+    async def core_put(block: str, request: Request) -> dict[str, Any]:
+        mine = memory.for_user(user_of(request))
+        text = parse_body(CoreWrite, await read_body(request, max_body_bytes)).text
+        try:
+            version = await mine.core.awrite(block, text)
+        except SessionRAGError as exc:
+            raise _refused(exc) from exc
+        return {
+            "object": "memory.core_version",
+            "block": version.block,
+            "version": version.version,
+            "text": version.text,
+            "at": version.at.isoformat(),
+        }
+
+
+async def forget_with_receipt(memory: SessionVectorMemory, user: str, asked: ForgetRequest) -> dict[str, Any]:
+    """Forget what ``asked`` names of ``user``'s memory; the receipt says what went and what is left.
+
+    Raises:
+        ApiError: 422 for criteria the memory refuses (none given, a malformed time).
+    """
+    mine = memory.for_user(user)
+    await memory.aflush()  # a write still on its way must not come back after the forget
+    before = {s.session_id: s.chunks for s in await mine.alist_sessions()}
+    try:
+        if asked.all:
+            removed = await mine.aforget_all()
+        else:
+            removed = await mine.aforget(session_id=asked.session_id, before=asked.before, ids=asked.ids)
+    except SessionRAGError as exc:
+        raise _refused(exc) from exc
+    after = {s.session_id: s.chunks for s in await mine.alist_sessions()}
+    return {
+        "object": "memory.forget_receipt",
+        "user_id": user,
+        "criteria": asked.model_dump(exclude_none=True, exclude_defaults=True) or {"all": True},
+        "removed_chunks": removed,
+        "sessions_removed": sorted(set(before) - set(after)),
+        "sessions_changed": sorted(s for s in after if after[s] != before.get(s)),
+        "remaining_chunks": sum(after.values()),
+        "erased_from_files": False,
+        "note": "Removed from retrieval on every worker at once; the text leaves the store's files at the next "
+        "compaction (session-rag stats --compact).",
+    }

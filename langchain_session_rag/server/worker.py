@@ -1,0 +1,70 @@
+"""A ``session-rag serve`` worker: the app built from the settings the command left in the environment.
+
+uvicorn imports :func:`app_from_env` by name in each worker process (``--workers N`` starts them fresh), so each
+worker opens its own store connection and loads its own models; the command's own process loads none.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from fastapi import FastAPI
+
+from langchain_session_rag.cli.options import StoreOptions
+from langchain_session_rag.memory.runtime import RuntimeSettings
+from langchain_session_rag.server.app import create_app
+from langchain_session_rag.server.auth import Authenticator
+from langchain_session_rag.server.chat_models import choose_chat_model
+from langchain_session_rag.server.settings import ServeSettings
+
+_LOGGER = logging.getLogger("session_rag.serve")
+SERVER_USER = "session-rag-serve"
+"""The user the worker's memory object is opened for; every request acts for its own user (``for_user``)."""
+
+
+def build_app(settings: ServeSettings) -> FastAPI:
+    """Open the store, choose the chat model, read the users, and build the app."""
+    from langchain_session_rag.models.local_llm import ollama_models  # noqa: PLC0415
+
+    auth = Authenticator.from_settings(settings.token_file, settings.trusted_user_header)
+    served = choose_chat_model(settings)
+    from pathlib import Path  # noqa: PLC0415
+
+    options = StoreOptions(
+        path=Path(settings.path) if settings.path else None,
+        user=SERVER_USER,
+        server=settings.server,
+        embeddings=settings.embeddings,
+        ollama_host=settings.ollama_host,
+    )
+    runtime = (
+        RuntimeSettings() if settings.write_linger is None else RuntimeSettings(write_linger=settings.write_linger)
+    )
+    memory = options.memory(runtime=runtime)
+    memory.warm_up()
+
+    def ready() -> str | None:
+        if served.ollama is None:
+            return None
+        if ollama_models(settings.ollama_host, timeout=1.0) is None:
+            return f"{served.description} does not answer"
+        return None
+
+    print(f"session-rag serve: chat model {served.description}; memory at {options.location}", file=sys.stderr)  # noqa: T201
+    return create_app(
+        memory,
+        served.model,
+        auth=auth,
+        context_window=served.context_window,
+        max_tokens=settings.max_tokens,
+        model_name=settings.model_name,
+        max_body_bytes=settings.max_body_bytes,
+        min_similarity=settings.min_similarity,
+        ready=ready,
+    )
+
+
+def app_from_env() -> FastAPI:
+    """The uvicorn factory of ``session-rag serve`` (``langchain_session_rag.server.worker:app_from_env``)."""
+    return build_app(ServeSettings.from_env())

@@ -1,0 +1,129 @@
+"""Many workers over one Chroma server: a turn's exchange is visible to every worker by the time its response ends.
+
+Twenty users, interleaved: each tells a fact on one worker and asks for it at once on another. Distribution is
+forced by running four single-worker servers on four ports over the same Chroma server (what ``--workers 4``
+does, with the worker chosen by the test), then checked once more with one ``serve --workers 4``. The memory's
+write linger is set to 30 s, so an exchange that only reached the store by its background writer would be missed:
+the server must flush it before the response ends. Then each user forgets on a third worker and asks on a
+fourth: the forgotten fact never comes back.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.integration_tests.serve_support import ECHO, Server, write_tokens
+
+pytestmark = pytest.mark.slow
+
+USERS = [f"user{i:02d}" for i in range(20)]
+LINGER = {"SESSION_RAG_SERVE_WRITE_LINGER": "30"}
+
+
+def token(user: str) -> str:
+    return f"{user}-token-0123456789abcdef"
+
+
+def code(user: str) -> str:
+    return f"ZQ{user[-2:]}K{int(user[-2:]) * 37 % 100:02d}"
+
+
+def turn(base: str, user: str, text: str, *, stream: bool = False) -> tuple[str, float]:
+    """One question in a new conversation on the server at ``base``: the answer and the seconds it took."""
+    body = {"model": "session-rag", "stream": stream, "messages": [{"role": "user", "content": text}]}
+    headers = {"Authorization": f"Bearer {token(user)}", "Connection": "close"}  # a new connection every turn
+    started = time.perf_counter()
+    reply = httpx.post(f"{base}/v1/chat/completions", json=body, headers=headers, timeout=120)
+    took = time.perf_counter() - started
+    assert reply.status_code == 200, reply.text
+    if not stream:
+        return reply.json()["choices"][0]["message"]["content"], took
+    pieces = [line.removeprefix("data: ") for line in reply.text.splitlines() if line.startswith("data: ")]
+    assert pieces[-1] == "[DONE]"
+    chunks = [json.loads(p) for p in pieces[:-1]]
+    return "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"]), took
+
+
+def others(user: str, answer: str) -> list[str]:
+    return [u for u in USERS if u != user and code(u) in answer]
+
+
+def run_users(bases: list[str]) -> dict[str, object]:
+    """Tell, then ask on another worker, for every user at once (five at a time, interleaved); then forget and ask."""
+    latencies: list[float] = []
+
+    def tell_and_ask(index: int) -> tuple[bool, list[str]]:
+        user = USERS[index]
+        _, took = turn(bases[index % len(bases)], user, f"Remember: my locker code is {code(user)}.")
+        answer, took2 = turn(bases[(index + 1) % len(bases)], user, "What is my locker code?", stream=index % 2 == 0)
+        latencies.extend([took, took2])
+        return code(user) in answer, others(user, answer)
+
+    def forget_and_ask(index: int) -> tuple[bool, list[str]]:
+        user = USERS[index]
+        headers = {"Authorization": f"Bearer {token(user)}"}
+        receipt = httpx.post(f"{bases[(index + 2) % len(bases)]}/v1/memory/forget", json={"all": True}, headers=headers)
+        assert receipt.status_code == 200
+        assert receipt.json()["removed_chunks"] >= 2
+        asked_on = bases[(index + 3) % len(bases)]
+        answer, _ = turn(asked_on, user, "What is my locker code?")
+        found = httpx.get(f"{asked_on}/v1/memory/search", params={"q": "locker code"}, headers=headers).text
+        return code(user) in answer or code(user) in found, others(user, answer)
+
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        told = list(pool.map(tell_and_ask, range(len(USERS))))
+        forgotten = list(pool.map(forget_and_ask, range(len(USERS))))
+    ordered = sorted(latencies)
+    print(
+        f"\n{len(bases)} server(s): turn latency p50 {statistics.median(ordered) * 1000:.0f} ms, "
+        f"p95 {ordered[int(len(ordered) * 0.95) - 1] * 1000:.0f} ms over {len(ordered)} turns"
+    )
+    return {
+        "misses": [u for u, (hit, _) in zip(USERS, told, strict=True) if not hit],
+        "cross": {u: c for u, (_, c) in zip(USERS, told, strict=True) if c},
+        "cross_after_forget": {u: c for u, (_, c) in zip(USERS, forgotten, strict=True) if c},
+        "returned_after_forget": [u for u, (hit, _) in zip(USERS, forgotten, strict=True) if hit],
+    }
+
+
+@pytest.fixture
+def tokens(tmp_path: Path) -> Path:
+    return write_tokens(tmp_path / "tokens", {user: token(user) for user in USERS})
+
+
+@pytest.fixture
+def four_servers(tmp_path: Path, tokens: Path, chroma_server: tuple[str, int]) -> Iterator[list[str]]:
+    host, port = chroma_server
+    args = ("--token-file", str(tokens), "--server", f"{host}:{port}", "--chat-model", ECHO)
+    servers: list[Server] = []
+    try:
+        for index in range(4):
+            servers.append(Server(tmp_path / f"serve{index}.log", *args, **LINGER))  # noqa: PERF401 - one by one: stopped if the next fails
+        yield [s.base for s in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_four_workers_twenty_users_read_their_writes_and_forget_everywhere(four_servers: list[str]) -> None:
+    outcome = run_users(four_servers)
+    assert outcome == {"misses": [], "cross": {}, "cross_after_forget": {}, "returned_after_forget": []}
+
+
+def test_one_serve_with_four_uvicorn_workers(tmp_path: Path, tokens: Path, chroma_server: tuple[str, int]) -> None:
+    host, port = chroma_server
+    args = ("--token-file", str(tokens), "--server", f"{host}:{port}", "--chat-model", ECHO, "--workers", "4")
+    server = Server(tmp_path / "serve.log", *args, **LINGER)
+    try:
+        outcome = run_users([server.base])
+    finally:
+        server.stop()
+    assert outcome == {"misses": [], "cross": {}, "cross_after_forget": {}, "returned_after_forget": []}
