@@ -1,6 +1,6 @@
 """Load benchmark: many users chatting at once with a memory server, over a Chroma server, with a fake chat model.
 
-A Chroma server (``chroma run`` on a free loopback port, stopped by its PID) holds the memory. ``--users``
+A Chroma server (``chroma run`` on a free loopback port, stopped by its PID; a new one per target) holds the memory. ``--users``
 concurrent users (default 50) each send ``--pairs`` pairs of turns: a new fact ("My gym PIN is 4471-1."), then
 at once, on a new connection (so that any worker may take it), the question for it ("What is my gym PIN?"); a
 pair whose answer does not contain the fact is a read-your-writes miss (each pair asks about another thing, so one
@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -252,7 +253,7 @@ async def _drive(send: Any, users: int, pairs: int) -> dict[str, Any]:
             latencies.extend((t1 - t0, time.perf_counter() - t1))
             missed = code not in answer
             if missed:
-                misses.append(f"{name}:{code}")
+                misses.append(f"{name}:{code} -> {answer[:160]!r}")
             known[0] = known[0] or bool(asked_by)
             if told_by and asked_by and told_by != asked_by:
                 cross[0] += 1
@@ -529,6 +530,21 @@ def breakdown(chroma: tuple[str, int], repeats: int) -> dict[str, Any]:
     return out
 
 
+@contextlib.contextmanager
+def _chroma(folder: Path) -> Iterator[tuple[int, int]]:
+    """A Chroma server on a free loopback port in ``folder``: its port and PID; stopped by its PID."""
+    folder.mkdir(parents=True)
+    port = _free_port()
+    chroma = str(Path(sys.executable).parent / "chroma")
+    command = [chroma, "run", "--path", str(folder / "db"), "--host", "127.0.0.1", "--port", str(port)]
+    proc = _start(command, folder / "chroma.log", {"ANONYMIZED_TELEMETRY": "False"})
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/api/v2/heartbeat", proc, folder / "chroma.log")
+        yield port, proc.pid
+    finally:
+        _stop(proc)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="plain,inprocess", help=f"comma-separated: {', '.join(TARGETS)}")
@@ -550,39 +566,19 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        port = _free_port()
-        chroma = _start(
-            [
-                str(Path(sys.executable).parent / "chroma"),
-                "run",
-                "--path",
-                str(folder / "db"),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            folder / "chroma.log",
-            {"ANONYMIZED_TELEMETRY": "False"},
-        )
-        try:
-            _wait_http(f"http://127.0.0.1:{port}/api/v2/heartbeat", chroma, folder / "chroma.log")
-            if args.breakdown:
+        if args.breakdown:
+            with _chroma(folder / "breakdown") as (port, _):
                 report["breakdown"] = breakdown(("127.0.0.1", port), args.repeats)
-                print("breakdown", json.dumps(report["breakdown"]), flush=True)
-            for target in args.target.split(","):
+            print("breakdown", json.dumps(report["breakdown"]), flush=True)
+        for target in args.target.split(","):  # a new Chroma server each: no target reads another's memories
+            with _chroma(folder / target) as (port, pid):
                 try:
-                    report["targets"][target] = run_target(target, args, ("127.0.0.1", port), chroma.pid, folder)
+                    report["targets"][target] = run_target(target, args, ("127.0.0.1", port), pid, folder)
                 except (RuntimeError, ValueError, OSError) as exc:
-                    tail = (
-                        (folder / f"{target}.log").read_text(errors="replace")[-1500:]
-                        if (folder / f"{target}.log").exists()
-                        else ""
-                    )
+                    log = folder / f"{target}.log"
+                    tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
                     report["targets"][target] = {"error": str(exc), "log_tail": tail}
-                print(target, json.dumps(report["targets"][target]), flush=True)
-        finally:
-            _stop(chroma)
+            print(target, json.dumps(report["targets"][target]), flush=True)
     report["load_average_after"] = os.getloadavg()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
