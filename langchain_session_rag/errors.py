@@ -199,8 +199,10 @@ class ReadOnlyNamespaceError(InvalidRequestError):
 
 
 class QuestionTooLongError(InvalidRequestError, BudgetExceededError):
-    """A graph run's question that cannot fit the prompt budget with the instructions: the HTTP 413 of a server.
+    """A graph run's question that cannot fit the prompt budget with the instructions (an HTTP 413).
 
     Raised before the run starts (and again by the graph's first node), before any retrieval, model call or
     streamed token. An :class:`InvalidRequestError` (a graph input) and a :class:`BudgetExceededError`.
+    OpenAI-compatible servers answer it as OpenAI does, 400 ``context_length_exceeded`` (``session-rag serve``);
+    LangGraph's server reports it as the run's error.
     """

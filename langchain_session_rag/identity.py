@@ -60,6 +60,8 @@ def _fields(source: object, where: str) -> dict[str, object]:
     else:
         user, alias = getattr(source, "user_id", None), getattr(source, "langgraph_user_id", None)
         session = getattr(source, "session_id", None)
+    if user is not None and alias is not None:  # each must be fit before they are compared
+        user, alias = _checked(user, "user_id", where), _checked(alias, "user_id", f"{where} {USER_ALIAS}:")
     if user is not None and alias is not None and user != alias:
         msg = (
             f"The run's {where} names two different users: user_id={_shown(user)} and {USER_ALIAS}={_shown(alias)}. "
@@ -74,7 +76,7 @@ def _authenticated(configurable: Mapping[str, object]) -> str | None:
     value = configurable.get(AUTH_USER_KEY)
     if value is None or value == "":  # no auth, or the server's unauthenticated user
         return None
-    return _checked(value, "user_id", f"authenticated user ({AUTH_USER_KEY})")
+    return _checked(value, "user_id", f"authenticated user ({AUTH_USER_KEY}, set by LangGraph's server):")
 
 
 def _checked(value: object, key: str, where: str) -> str | None:

@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bash scripts/setup.sh test
-.venv/bin/ruff check langchain_session_rag tests benchmarks
-.venv/bin/ruff format --check langchain_session_rag tests benchmarks
+.venv/bin/ruff check langchain_session_rag tests benchmarks examples
+.venv/bin/ruff format --check langchain_session_rag tests benchmarks examples
 .venv/bin/mypy langchain_session_rag
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "$(mktemp -d)"  # not --quiet: mkdocs 1.6 then ignores --strict
 .venv/bin/python -m pytest -m "not slow" --durations=15 "$@" || test $? -eq 5

@@ -32,6 +32,8 @@ from pydantic import ConfigDict, Field
 from langchain_session_rag.errors import InvalidArgumentError, MissingDependencyError
 from langchain_session_rag.models._integrity import verify_file
 from langchain_session_rag.models._llama_server import INSTALL, LlamaServer, load
+from langchain_session_rag.models.gguf_tokens import token_counter
+from langchain_session_rag.models.tokens import DEFAULT_ENCODING, get_encoding
 
 _LOGGER = logging.getLogger(__name__)
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -146,6 +148,21 @@ class LocalChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "llama-cpp-local"
+
+    tokens_per_message: int = 6
+    """Tokens the chat template adds around each message (``<|im_start|>role`` ... ``<|im_end|>``), as counted
+    against llama.cpp's own prompt counts (an upper bound: 5 or 6)."""
+
+    def get_num_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as this model counts them: its own vocabulary, read from the GGUF file.
+
+        Exact for the bundled SmolLM2 (the same counts as llama.cpp's); a file whose tokenizer this package does
+        not know is counted with tiktoken's ``cl100k_base`` instead (an approximation).
+        """
+        counter = token_counter(checked_model_path(self.model_path))
+        if counter is None:
+            return len(get_encoding(DEFAULT_ENCODING).encode(text, disallowed_special=()))
+        return counter(text)
 
     @property
     def _llm(self) -> LlamaServer:

@@ -71,8 +71,10 @@ def create_app(
             assert reply.json()["choices"][0]["message"]["content"] == "Hello!"
     """
     from langchain_session_rag.graph import create_session_rag_graph  # noqa: PLC0415
+    from langchain_session_rag.graph.model_window import counting_of  # noqa: PLC0415
 
-    budget = TokenBudget(context_window=context_window, reserve_for_answer=max_tokens)
+    # counted as the model counts (LocalChatModel: its GGUF vocabulary), when it has its own counter
+    budget = TokenBudget(context_window=context_window, reserve_for_answer=max_tokens, **counting_of(model))
     graph = create_session_rag_graph(
         StampedChatModel(inner=model), memory, budget=budget, score_threshold=min_similarity
     ).compile()

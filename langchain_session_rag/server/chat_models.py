@@ -65,6 +65,7 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
         InvalidArgumentError: A malformed spec, a factory that fails to load or returns no chat model, or a
             ``max_tokens`` over half the window.
     """
+    from langchain_session_rag.graph.model_window import model_window  # noqa: PLC0415
     from langchain_session_rag.models.local_llm import LocalChatModel, ollama_base_url, pick_chat_model  # noqa: PLC0415
 
     spec, limit = settings.chat_model, settings.max_tokens
@@ -84,8 +85,10 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
         chat = ChatOllama(model=name, base_url=base, num_ctx=window, num_predict=limit)
         served = ServedModel(chat, window, f"{name} on Ollama at {base}", ollama=name)
     elif ":" in spec and all(part.strip() for part in spec.split(":", 1)):
-        window = settings.context_window or OTHER_WINDOW
-        served = ServedModel(_factory(spec), window, f"{spec} (configured)")
+        configured = _factory(spec)
+        known = model_window(configured)  # LocalChatModel.n_ctx, ChatOllama.num_ctx, a profile's input limit
+        window = settings.context_window or (known.window if known is not None else OTHER_WINDOW)
+        served = ServedModel(configured, window, f"{spec} (configured)")
     else:
         msg = f"--chat-model must be auto, local, ollama:NAME or module:factory, got {spec!r}."
         raise InvalidArgumentError(msg)

@@ -111,7 +111,7 @@ class TurnRunner:
         messages = graph_messages(request.messages, session_id)
         question = messages[-1].text
         try:
-            self.budget.assemble(question)
+            self.budget.check_question(question)
         except BudgetExceededError as exc:
             raise ApiError(400, str(exc), code="context_length_exceeded", param="messages") from None
         answer_id = message_id(session_id, len(request.messages), "assistant", "")

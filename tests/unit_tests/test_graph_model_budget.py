@@ -60,7 +60,9 @@ def test_budget_is_ollamas_num_ctx_when_set(memory: SessionVectorMemory) -> None
     assert (budget_of(graph).context_window, budget_of(graph).reserve_for_answer) == (4096, 300)
     bound = ChatOllama(model="llama3.2", num_ctx=4096).bind(stop=["\n"])
     assert model_window(bound) is not None, "a bound model is looked through"
-    assert budget_of(create_session_rag_graph(ChatOllama(model="llama3.2"), memory)).context_window == 8192
+    assert budget_of(create_session_rag_graph(ChatOllama(model="llama3.2"), memory)).context_window == 4096, (
+        "Ollama's own default window when num_ctx is not set"
+    )
 
 
 def test_budget_from_a_model_profile(memory: SessionVectorMemory) -> None:
@@ -148,3 +150,15 @@ def test_a_shared_store_is_written_through_by_default(tmp_path: Path) -> None:
     graph.invoke({"messages": [("user", "I like coffee")]}, context={**CTX, "session_id": "s2"})
     assert len(shared.backend.all_ids("alice")) == 1, "background_writes=True is still honoured"
     shared.flush()
+
+
+def test_the_local_models_budget_counts_with_its_own_vocabulary(memory: SessionVectorMemory) -> None:
+    """SmolLM2 splits every digit: 1,900 digits are ~700 tiktoken tokens but 1,900 of the model's (2,048 window)."""
+    model = LocalChatModel(n_ctx=2048, max_tokens=256)
+    assert model.get_num_tokens("4471") == 4
+    assert model.get_num_tokens("Hello world") == 2
+    graph = create_session_rag_graph(model, memory)
+    digits = "".join(str(i % 10) for i in range(1900))
+    assert TokenBudget(context_window=2048, reserve_for_answer=256).check_question(digits) < 1792, "tiktoken: fits"
+    with pytest.raises(QuestionTooLongError, match="1900 tokens"):
+        graph.compile().stream({"messages": [("user", digits)]}, context=CTX)
