@@ -13,7 +13,7 @@ import pytest
 
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, TopicSegmenter
 from langchain_session_rag.errors import EmbeddingModelMismatchError, FileAccessError, InvalidArgumentError
-from langchain_session_rag.models import onnx_encoder
+from langchain_session_rag.models import _int8_graph, _integrity, onnx_encoder
 from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL
 
 pytestmark = pytest.mark.slow  # the real model
@@ -159,12 +159,65 @@ def test_both_routes_share_the_calibrated_segmentation_threshold(real_embeddings
     assert TopicSegmenter(real_embeddings).threshold == TopicSegmenter(LocalEmbeddings(backend="torch")).threshold
 
 
-def test_unpacked_weights_give_the_same_vectors(real_embeddings: LocalEmbeddings) -> None:
-    texts = _sample_texts()
-    unpacked = LocalEmbeddings(unpack_weights=True)
-    assert np.allclose(unpacked.embed_documents(texts), real_embeddings.embed_documents(texts), atol=1e-5)
+def test_int8_products_stay_within_the_recall_check_of_the_float32_products(real_embeddings: LocalEmbeddings) -> None:
+    # Issue 28: the default multiplies in int8 (no widening of every weight in every pass); unpack_weights=True keeps
+    # 0.6's float32 products. The vectors differ (so the products really are int8), within the recall check.
+    texts = [*_sample_texts(), "", "ok", "Ünïcödé and emoji 🙂 survive", "word " * 400]
+    default = np.array(real_embeddings.embed_documents(texts))
+    unpacked = np.array(LocalEmbeddings(unpack_weights=True).embed_documents(texts))
+    cosines = (default * unpacked).sum(axis=1)
+    assert cosines.min() >= 0.995, f"lowest cosine {cosines.min():.4f} for {texts[int(cosines.argmin())]!r}"
+    assert not np.allclose(default, unpacked, atol=1e-5)
+    assert (default @ default.T).argsort(axis=1)[:, -2].tolist() == (unpacked @ unpacked.T).argsort(axis=1)[
+        :, -2
+    ].tolist()
     with pytest.raises(InvalidArgumentError, match="backend='onnx' only"):
         LocalEmbeddings(backend="torch", unpack_weights=True)
+
+
+def test_the_int8_graph_rewrites_every_product_and_keeps_the_tables_exact() -> None:
+    data = onnx_encoder.bundled_onnx_model().read_bytes()
+    derived, products = _int8_graph.int8_graph(data)
+    assert products == 36  # 6 layers x (query, key, value, output, 2 feed-forward)
+    assert _int8_graph.int8_graph(derived)[1] == 0  # nothing left to rewrite
+    with pytest.raises(_int8_graph.UnreadableGraphError):
+        _int8_graph.int8_graph(b"\x0f not a model")
+    # The embedding tables are gathered as int8 and widened after: the same rows, bit for bit.
+    ort = pytest.importorskip("onnxruntime")
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    old = ort.InferenceSession(data, options, disabled_optimizers=["ConstantFolding"])
+    new = ort.InferenceSession(derived, options)
+    ids = np.array([[101, 2054, 2106, 1045, 2360, 102]], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    cosine = float((_pooled(old.run(None, feed)[0]) * _pooled(new.run(None, feed)[0])).sum())
+    assert 0.995 <= cosine < 1.0 - 1e-9
+
+
+def _pooled(tokens: np.ndarray) -> np.ndarray:
+    vector = tokens[0].mean(axis=0)
+    return vector / np.linalg.norm(vector)
+
+
+def test_a_model_swapped_after_its_check_is_not_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The attack: a damaged copy whose verification record was forged (someone who can write the user's cache
+    # folder). The record passes; the int8 graph is derived only from bytes that match the pin, so it is refused.
+    monkeypatch.setenv("SESSION_RAG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(_integrity, "_VERIFIED", set())
+    damaged = tmp_path / "model.onnx"
+    shutil.copyfile(onnx_encoder.bundled_onnx_model(), damaged)
+    with damaged.open("r+b") as handle:  # one weight byte, deep in the file: onnxruntime would load it
+        handle.seek(damaged.stat().st_size // 2)
+        byte = handle.read(1)[0]
+        handle.seek(-1, 1)
+        handle.write(bytes([byte ^ 0x40]))
+    key = _integrity._key(damaged, onnx_encoder.BUNDLED_MODEL_SHA256)
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "verified-models.json").write_text(json.dumps([list(key)]), encoding="utf-8")
+    monkeypatch.setattr(onnx_encoder, "bundled_onnx_model", lambda: damaged)
+    monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
+    with pytest.raises(FileAccessError, match="pinned SHA-256"):
+        LocalEmbeddings().embed_query("hello")
 
 
 class _Recording:
