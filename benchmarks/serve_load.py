@@ -456,7 +456,9 @@ def _time_parts(parts: dict[str, Any], repeats: int) -> dict[str, Any]:
     return out
 
 
-def breakdown(chroma: tuple[str, int], repeats: int) -> dict[str, Any]:
+def breakdown(chroma: tuple[str, int] | None, repeats: int, folder: Path | None = None) -> dict[str, Any]:
+    """A turn's parts over a Chroma server (``chroma``: write-through) or an embedded store in ``folder``
+    (background writes, the graph's default there)."""
     from langchain_core.messages import HumanMessage  # noqa: PLC0415
     from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: PLC0415
 
@@ -464,7 +466,10 @@ def breakdown(chroma: tuple[str, int], repeats: int) -> dict[str, Any]:
     from langchain_session_rag.graph import create_session_rag_graph  # noqa: PLC0415
 
     embeddings = get_default_embeddings().warm_up()
-    memory = SessionVectorMemory.server(chroma[0], chroma[1], user_id="server")
+    if chroma is not None:
+        memory = SessionVectorMemory.server(chroma[0], chroma[1], user_id="server")
+    else:
+        memory = SessionVectorMemory.local(path=folder, user_id="server")
     alice = memory.for_user("breakdown-alice")
     for n in range(40):  # a history to retrieve from
         alice.add_messages(
@@ -570,6 +575,8 @@ def main() -> None:
             with _chroma(folder / "breakdown") as (port, _):
                 report["breakdown"] = breakdown(("127.0.0.1", port), args.repeats)
             print("breakdown", json.dumps(report["breakdown"]), flush=True)
+            report["breakdown_embedded"] = breakdown(None, args.repeats, folder / "breakdown-embedded")
+            print("breakdown_embedded", json.dumps(report["breakdown_embedded"]), flush=True)
         for target in args.target.split(","):  # a new Chroma server each: no target reads another's memories
             with _chroma(folder / target) as (port, pid):
                 try:
