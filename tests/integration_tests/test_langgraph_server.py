@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -355,11 +356,14 @@ def test_what_the_docs_page_says_of_copies_ttl_and_a_question_too_long(server: s
     ask(alice, thread, "My cat is called Miso.")
     # Copying another user's thread: 409 (the copy's id would collide with the source the caller cannot see).
     assert status(lambda: bob.threads.copy(thread)) == 409
+    assert status(lambda: bob.threads.copy(str(uuid.uuid4()))) == 409  # as for a thread that does not exist
     assert thread not in {t["thread_id"] for t in bob.threads.search(limit=100)}
     # A ttl: a 400 naming the reason, and nothing stored.
     ns = ["memories", "alice", "ttl"]
-    refused = status(lambda: alice.store.put_item(ns, "k", {"content": "Short-lived."}, ttl=1))
-    assert refused == 400
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.store.put_item(ns, "k", {"content": "Short-lived."}, ttl=1)
+    assert refused.value.response.status_code == 400
+    assert "ttl is not supported" in refused.value.response.text
     assert alice.store.get_item(ns, "k") is None
     # A question too long for the model's budget: runs.wait answers 200 with the error, a stream one error event;
     # nothing is checkpointed or streamed before it.
@@ -371,7 +375,7 @@ def test_what_the_docs_page_says_of_copies_ttl_and_a_question_too_long(server: s
     with pytest.raises(Exception, match="QuestionTooLongError"):  # the SDK's default: raise_error=True
         alice.runs.wait(fresh, GRAPH, input=huge)
     parts = list(alice.runs.stream(fresh, GRAPH, input=huge, stream_mode=["messages", "values"]))
-    assert [p.event for p in parts if p.event != "metadata"] == ["error"], [p.event for p in parts]
+    assert [p.event for p in parts] == ["metadata", "error"], [p.event for p in parts]
     assert parts[-1].data["error"] == "QuestionTooLongError"
     assert not alice.threads.get_state(fresh)["values"]
 
