@@ -345,6 +345,15 @@ def test_a_stateless_run_has_a_session_of_its_own(server: str) -> None:
     assert isinstance(out, dict), out
     assert "__error__" not in out, out
     assert out["messages"][-1]["content"].startswith("Recalled")
+    sessions: set[str] = set()
+    for _ in range(100):  # bounded: the exchange is written in the background, at most about 10 s of 0.1 s polls
+        found = alice.store.search_items(["memories", "alice"], query="tram stop", limit=20)["items"]
+        sessions = {str(i["value"].get("session_id")) for i in found if "Bolhao" in str(i["value"].get("content"))}
+        if sessions:
+            break
+        time.sleep(0.1)
+    assert len(sessions) == 1, sessions  # remembered, under a session of the run's own
+    assert re.fullmatch(r"stateless-[0-9a-f-]{36}", next(iter(sessions))), sessions  # stateless-<run id>
     parts = list(alice.runs.stream(None, GRAPH, input=question, stream_mode="values"))
     assert "error" not in {p.event for p in parts}, [p.data for p in parts if p.event == "error"]
     assert status(lambda: alice.runs.wait(None, GRAPH, input=question, context={"user_id": "bob"})) == 403
