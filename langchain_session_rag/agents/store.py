@@ -20,6 +20,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 from langgraph.store.base import (
+    NOT_PROVIDED,
     BaseStore,
     GetOp,
     Item,
@@ -46,13 +47,9 @@ from langchain_session_rag.stores.base import USER_LISTING
 from langchain_session_rag.stores.limits import check_depth, check_metadata_size
 
 _PAGE = 1_000
-_UNFILTERED: dict[str, Any] = {
-    "search_kwargs": {},
-    "source_type": None,
-    "session_ids": None,
-    "exclude_session_ids": None,
-    "score_threshold": None,
-}
+_UNFILTERED: dict[str, Any] = {"search_kwargs": {}} | dict.fromkeys(
+    ["source_type", "session_ids", "exclude_session_ids", "score_threshold"]
+)
 _OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
 
 
@@ -67,6 +64,14 @@ def _value_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
         if isinstance(value.get(name), str) and value[name].strip():
             return str(value[name])
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def _no_ttl(ttl: object) -> float | None:
+    """``None`` when no ttl is given (the ttl passed on); a ttl is refused before anything is stored."""
+    if ttl is not NOT_PROVIDED and ttl is not None:
+        msg = f"ttl={ttl!r}: this store keeps items until they are deleted; ttl is not supported (leave ttl unset)."
+        raise InvalidArgumentError(msg)
+    return None
 
 
 def _lookup(value: Mapping[str, Any], path: str) -> Any:
@@ -207,6 +212,14 @@ class SessionMemoryStore(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Async :meth:`batch` (in a worker thread, with the run's context)."""
         return await asyncio.to_thread(self.batch, list(ops))
+
+    def put(self, *args: Any, ttl: object = NOT_PROVIDED, **kwargs: Any) -> None:
+        """:meth:`BaseStore.put`; a ``ttl`` is refused (``InvalidArgumentError``): items stay until deleted."""
+        super().put(*args, ttl=_no_ttl(ttl), **kwargs)
+
+    async def aput(self, *args: Any, ttl: object = NOT_PROVIDED, **kwargs: Any) -> None:
+        """Async :meth:`put`."""
+        await super().aput(*args, ttl=_no_ttl(ttl), **kwargs)
 
     # -- the application's writes to shared namespaces ------------------------------------------------
     def put_shared(

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ def start_langgraph(folder: Path, **env: str) -> tuple[subprocess.Popen[bytes], 
     # repository's examples/ at the same relative path as the repository root does.
     (folder / "examples").symlink_to(REPO / "examples", target_is_directory=True)
     tokens = folder / "tokens.txt"
-    tokens.write_text("".join(f"{token} {user}\n" for user, token in TOKENS.items()), encoding="utf-8")
+    write_tokens(tokens)
     port = _free_port()
     settings = {
         **os.environ,
@@ -56,6 +57,7 @@ def start_langgraph(folder: Path, **env: str) -> tuple[subprocess.Popen[bytes], 
         "LANGCHAIN_TRACING_V2": "false",
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "PYTHONUNBUFFERED": "1",  # the log lines a test reads are in server.log when the response arrives
         "SESSION_RAG_LANGGRAPH_TOKENS": str(tokens),
         "SESSION_RAG_LANGGRAPH_ADMIN": "admin",
         "SESSION_RAG_LANGGRAPH_STORE": str(folder / "store"),
@@ -85,6 +87,12 @@ def start_langgraph(folder: Path, **env: str) -> tuple[subprocess.Popen[bytes], 
     pytest.fail(f"langgraph dev did not start; see {folder / 'server.log'}")
 
 
+def write_tokens(path: Path) -> None:
+    """The users' token file, readable and writable by its owner only (as the docs page makes it)."""
+    path.write_text("".join(f"{token} {user}\n" for user, token in TOKENS.items()), encoding="utf-8")
+    path.chmod(0o600)
+
+
 def stop_langgraph(proc: subprocess.Popen[bytes]) -> None:
     """Stop the server's whole process group by its PID."""
     if proc.poll() is None:
@@ -97,9 +105,15 @@ def stop_langgraph(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder the echo server runs in: its tokens.txt and server.log."""
+    return tmp_path_factory.mktemp("langgraph")
+
+
+@pytest.fixture(scope="module")
+def server(server_dir: Path) -> Iterator[str]:
     """The recipe served with the echo stand-in model (answers with what the memory recalled)."""
-    proc, url = start_langgraph(tmp_path_factory.mktemp("langgraph"), SESSION_RAG_LANGGRAPH_MODEL="echo")
+    proc, url = start_langgraph(server_dir, SESSION_RAG_LANGGRAPH_MODEL="echo")
     try:
         yield url
     finally:
@@ -245,6 +259,134 @@ def test_the_admin_lists_every_user_and_a_user_lists_only_their_own(server: str)
         assert listed
         assert all(n[:2] == ("memories", name) for n in listed), listed
         assert {tuple(n) for n in c.store.list_namespaces()["namespaces"]} == listed
+
+
+UNUSABLE = "The server's token file is unusable; see the server log."
+BROKEN_TOKEN_FILES = {
+    "a line without a user": b"alice-token-7c1e94f0a2b3\n",
+    "a user id with a dot (the store splits namespaces on dots)": b"alice-token-7c1e94f0a2b3 alice.smith\n",
+    "the same token twice": b"alice-token-7c1e94f0a2b3 alice\nalice-token-7c1e94f0a2b3 mallory\n",
+    "JSON": b'{"alice-token-7c1e94f0a2b3": "alice"}\n',
+    "not UTF-8": b"alice-token-7c1e94f0a2b3 \xff\xfe\n",
+    "empty": b"",
+}
+
+
+def test_a_broken_token_file_fails_closed_with_one_generic_sentence_and_one_log_line(
+    server: str, server_dir: Path
+) -> None:
+    tokens, log = server_dir / "tokens.txt", server_dir / "server.log"
+    start = log.stat().st_size
+    attempts: dict[str, bytes | int | None] = {**BROKEN_TOKEN_FILES, "group-readable (mode 640)": 0o640}
+    attempts["missing"] = None
+    try:
+        for name, broken in attempts.items():
+            write_tokens(tokens)
+            if broken is None:
+                tokens.unlink()
+            elif isinstance(broken, int):
+                tokens.chmod(broken)
+            else:
+                tokens.write_bytes(broken)
+            for user in ["alice", "admin"]:  # fails closed: nobody gets in, not even the admin
+                with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {TOKENS[user]}"}) as http:
+                    answer = http.post("/threads", json={})
+                assert answer.status_code == 503, (name, answer.text)
+                assert answer.json() == {"detail": UNUSABLE}, name  # no path, no user name, no parser error
+        write_tokens(tokens)
+        assert client(server, "alice").threads.create()["metadata"]["owner"] == "alice"  # fixed: served again
+    finally:
+        write_tokens(tokens)
+    with log.open("rb") as f:
+        f.seek(start)
+        logged = f.read().decode("utf-8", "replace")
+    assert "Traceback" not in logged
+    reasons = [line for line in logged.splitlines() if "until the token file is fixed" in line]
+    assert len(reasons) == len(attempts), reasons  # one line per broken state, not one per request
+    assert all(str(tokens) in line for line in reasons)  # the detail is in the log, with the file's path
+
+
+def test_crons_and_assistants_naming_another_user_are_refused_at_creation(server: str) -> None:
+    bob = client(server, "bob")
+    question = {"messages": [{"role": "user", "content": "What is my bank?"}]}
+    own = bob.threads.create()["thread_id"]
+    for claim in [
+        {"context": {"user_id": "alice"}},
+        {"context": {"langgraph_user_id": "alice"}},
+        {"config": {"configurable": {"user_id": "alice"}}},
+        {"config": {"configurable": {"langgraph_user_id": "alice"}}},
+    ]:
+        cron = lambda claim=claim: bob.crons.create(GRAPH, schedule="0 0 1 1 *", input=question, **claim)  # noqa: E731
+        assert status(cron) == 403, claim
+        on_thread = lambda claim=claim: bob.crons.create_for_thread(  # noqa: E731
+            own, GRAPH, schedule="0 0 1 1 *", input=question, **claim
+        )
+        assert status(on_thread) == 403, claim
+        assert status(lambda claim=claim: bob.assistants.create(GRAPH, **claim)) == 403, claim
+    assert bob.crons.search(limit=100) == []
+    # Naming oneself is fine; an update cannot make it name another user.
+    mine = bob.crons.create(GRAPH, schedule="0 0 1 1 *", input=question, context={"user_id": "bob"})
+    bob.crons.delete(mine["cron_id"])
+    assistant = bob.assistants.create(GRAPH, context={"user_id": "bob"})
+    assert assistant["metadata"]["owner"] == "bob"
+    assert status(lambda: bob.assistants.update(assistant["assistant_id"], context={"user_id": "alice"})) == 403
+    assert (
+        status(lambda: bob.assistants.update(assistant["assistant_id"], config={"configurable": {"user_id": "alice"}}))
+        == 403
+    )
+    assert bob.assistants.get(assistant["assistant_id"])["context"] == {"user_id": "bob"}
+    assert ask(bob, own, "Hello").startswith("Recalled")
+
+
+def test_a_stateless_run_has_a_session_of_its_own(server: str) -> None:
+    alice = client(server, "alice")
+    question = {"messages": [{"role": "user", "content": "My tram stop is Bolhao."}]}
+    out = alice.runs.wait(None, GRAPH, input=question)
+    assert isinstance(out, dict), out
+    assert "__error__" not in out, out
+    assert out["messages"][-1]["content"].startswith("Recalled")
+    sessions: set[str] = set()
+    for _ in range(100):  # bounded: the exchange is written in the background, at most about 10 s of 0.1 s polls
+        found = alice.store.search_items(["memories", "alice"], query="tram stop", limit=20)["items"]
+        sessions = {str(i["value"].get("session_id")) for i in found if "Bolhao" in str(i["value"].get("content"))}
+        if sessions:
+            break
+        time.sleep(0.1)
+    assert len(sessions) == 1, sessions  # remembered, under a session of the run's own
+    assert re.fullmatch(r"stateless-[0-9a-f-]{36}", next(iter(sessions))), sessions  # stateless-<run id>
+    parts = list(alice.runs.stream(None, GRAPH, input=question, stream_mode="values"))
+    assert "error" not in {p.event for p in parts}, [p.data for p in parts if p.event == "error"]
+    assert status(lambda: alice.runs.wait(None, GRAPH, input=question, context={"user_id": "bob"})) == 403
+
+
+def test_what_the_docs_page_says_of_copies_ttl_and_a_question_too_long(server: str) -> None:
+    alice, bob = client(server, "alice"), client(server, "bob")
+    thread = alice.threads.create()["thread_id"]
+    ask(alice, thread, "My cat is called Miso.")
+    # Copying another user's thread: 409 (the copy's id would collide with the source the caller cannot see).
+    assert status(lambda: bob.threads.copy(thread)) == 409
+    assert status(lambda: bob.threads.copy(str(uuid.uuid4()))) == 409  # as for a thread that does not exist
+    assert thread not in {t["thread_id"] for t in bob.threads.search(limit=100)}
+    # A ttl: a 400 naming the reason, and nothing stored.
+    ns = ["memories", "alice", "ttl"]
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        alice.store.put_item(ns, "k", {"content": "Short-lived."}, ttl=1)
+    assert refused.value.response.status_code == 400
+    assert "ttl is not supported" in refused.value.response.text
+    assert alice.store.get_item(ns, "k") is None
+    # A question too long for the model's budget: runs.wait answers 200 with the error, a stream one error event;
+    # nothing is checkpointed or streamed before it.
+    huge = {"messages": [{"role": "user", "content": "tea " * 60_000}]}
+    fresh = alice.threads.create()["thread_id"]
+    out = alice.runs.wait(fresh, GRAPH, input=huge, raise_error=False)
+    assert isinstance(out, dict), out
+    assert out["__error__"]["error"] == "QuestionTooLongError", out
+    with pytest.raises(Exception, match="QuestionTooLongError"):  # the SDK's default: raise_error=True
+        alice.runs.wait(fresh, GRAPH, input=huge)
+    parts = list(alice.runs.stream(fresh, GRAPH, input=huge, stream_mode=["messages", "values"]))
+    assert [p.event for p in parts] == ["metadata", "error"], [p.event for p in parts]
+    assert parts[-1].data["error"] == "QuestionTooLongError"
+    assert not alice.threads.get_state(fresh)["values"]
 
 
 @pytest.fixture(scope="module")

@@ -216,9 +216,14 @@ def test_a_custom_template(memory: SessionVectorMemory) -> None:
         store.put(("app", "carol"), "job", {"content": "x"})
 
 
-def test_ttl_and_bad_values_are_refused(store: SessionMemoryStore) -> None:
-    with pytest.raises(NotImplementedError):
+async def test_ttl_and_bad_values_are_refused(store: SessionMemoryStore) -> None:
+    # A ttl is a bad argument (a 400 through LangGraph's server), not a NotImplementedError (a 500 there).
+    with pytest.raises(InvalidArgumentError, match="ttl is not supported"):
         store.put(ALICE, "k", {"content": "x"}, ttl=5)
+    with pytest.raises(InvalidArgumentError, match="keeps items until they are deleted"):
+        await store.aput(ALICE, "k", {"content": "x"}, ttl=1)
+    store.put(ALICE, "kept", {"content": "x"}, ttl=None)  # no ttl, spelled as None: accepted
+    store.delete(ALICE, "kept")
     with pytest.raises(InvalidArgumentError, match="dict"):
         store.batch([PutOp(ALICE, "k", ["not", "a", "dict"])])  # type: ignore[arg-type]
     assert store.search(ALICE) == []
