@@ -61,8 +61,8 @@ def read_token_file(path: str | Path) -> dict[bytes, str]:
     except (OSError, UnicodeDecodeError) as exc:
         msg = f"Cannot read the token file {path}: {exc}."
         raise FileAccessError(msg) from exc
-    if mode & (stat.S_IROTH | stat.S_IWOTH):
-        msg = f"The token file {path} is readable or writable by every user of this machine: run `chmod 600 {path}`."
+    if mode & (stat.S_IRGRP | stat.S_IWGRP | stat.S_IROTH | stat.S_IWOTH):
+        msg = f"The token file {path} is readable or writable by other users of this machine: run `chmod 600 {path}`."
         raise FileAccessError(msg)
     users: dict[bytes, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):

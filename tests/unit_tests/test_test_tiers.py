@@ -21,7 +21,7 @@ ROOT = Path(__file__).parents[2]
 def test_the_slow_marker_is_registered_and_sockets_are_disabled_by_default(pytestconfig: pytest.Config) -> None:
     assert any(m.startswith("slow:") for m in pytestconfig.getini("markers"))
     assert {"--disable-socket", "--allow-unix-socket"} <= set(pytestconfig.getini("addopts"))
-    test_extra = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("\ntest = [", 1)[1].split("]", 1)[0]
+    test_extra = (ROOT / "pyproject.toml").read_text(encoding="utf-8").split("\ntest = [", 1)[1].split("\n]", 1)[0]
     assert '"pytest-socket' in test_extra
 
 
