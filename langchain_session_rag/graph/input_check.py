@@ -9,6 +9,7 @@ LangGraph: a refused run streams nothing, checkpoints nothing, and reads or writ
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
@@ -42,7 +43,7 @@ def check_run_input(
     config: RunnableConfig | None,
     context: object,
     budget: TokenBudget | None = None,
-) -> None:
+) -> str | None:
     """Refuse a run's input before the run starts (see the module docstring).
 
     The run must name a fit ``user_id`` and ``session_id`` (in ``context`` or ``config["configurable"]``); when the
@@ -53,6 +54,10 @@ def check_run_input(
         QuestionTooLongError: The question does not fit ``budget`` (an ``InvalidRequestError``, HTTP 413).
         InvalidRequestError: Any of these mistakes (the one class of a graph's input).
         IdentityConflictError: The context and the configurable values name different users or sessions.
+
+    Returns:
+        The question, when ``budget`` is ``None`` and the input is a new turn (for the caller to check against
+        the budget itself, e.g. off the event loop); ``None`` otherwise.
     """
     try:
         run_ids_of(run_identity(config, context=context))
@@ -63,14 +68,16 @@ def check_run_input(
     if isinstance(input, Mapping):  # a new turn (a resumed run's input is None or a Command)
         messages = _input_messages(input.get("messages") or [])
         check_turn(messages)
-        if budget is not None:
-            check_question(budget, messages[-1].text)
+        if budget is None:
+            return messages[-1].text
+        check_question(budget, messages[-1].text)
     elif input is not None and not isinstance(input, Command):
         msg = (
             f"A graph run's input must be a state dict such as {{'messages': [('user', 'Hi')]}} (or None / a "
             f"Command to resume a thread), got {type(input).__name__}."
         )
         raise InvalidRequestError(msg)
+    return None
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):
@@ -95,9 +102,30 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[Any]:
-        """``CompiledStateGraph.astream``, after :func:`check_run_input` (raised at the call)."""
-        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"), self._budget)
-        return super().astream(input, config, **kwargs)
+        """``CompiledStateGraph.astream``, after :func:`check_run_input`.
+
+        The ids and messages are checked at the call; the question's size is checked at the first iteration, in a
+        worker thread (a model's own tokenizer may read its file first, which must not block the event loop),
+        still before the run starts: nothing is streamed, checkpointed, retrieved or stored for a refused run.
+        """
+        merged = ensure_config(merge_configs(self.config, config))
+        question = check_run_input(input, merged, kwargs.get("context"))
+        budget = self._budget
+        if question is None or budget is None:
+            return super().astream(input, config, **kwargs)
+        return self._astream_checked(budget, question, input, config, **kwargs)
+
+    async def _astream_checked(
+        self,
+        budget: TokenBudget,
+        question: str,
+        input: Any,
+        config: RunnableConfig,
+        **kwargs: Any,  # noqa: A002
+    ) -> AsyncIterator[Any]:
+        await asyncio.to_thread(check_question, budget, question)
+        async for part in super().astream(input, config, **kwargs):
+            yield part
 
     @property
     def _budget(self) -> TokenBudget | None:

@@ -153,8 +153,10 @@ class SessionRAGNodes:
         return self.validate(state, runtime)
 
     async def aload_core(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
-        """Async :meth:`load_core` (the store read runs in a worker thread)."""
-        checked = self.validate(state, runtime)
+        """Async :meth:`load_core` (the checks and the store read run in a worker thread: counting a question
+        with a model's own tokenizer may read its file first).
+        """  # noqa: D205
+        checked = await asyncio.to_thread(self.validate, state, runtime)
         user = run_ids(runtime)[0]
         return {
             **checked,

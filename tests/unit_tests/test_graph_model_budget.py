@@ -18,7 +18,12 @@ from langchain_ollama import ChatOllama
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_session_rag import LocalChatModel, SessionVectorMemory, TokenBudget
-from langchain_session_rag.errors import BudgetExceededError, InvalidArgumentError, QuestionTooLongError
+from langchain_session_rag.errors import (
+    BudgetExceededError,
+    InvalidArgumentError,
+    InvalidRequestError,
+    QuestionTooLongError,
+)
 from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
 from langchain_session_rag.graph.model_window import model_window
 from langchain_session_rag.graph.nodes import SessionRAGNodes
@@ -98,8 +103,21 @@ async def test_a_question_too_long_is_refused_before_an_async_stream(memory: Ses
     graph = create_session_rag_graph(
         fake_model(), memory, budget=TokenBudget(context_window=1536, reserve_for_answer=512)
     ).compile()
+    saver = InMemorySaver()
+    graph = create_session_rag_graph(
+        fake_model(), memory, budget=TokenBudget(context_window=1536, reserve_for_answer=512)
+    ).compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "t"}}
+    streamed = graph.astream({"messages": [("user", "x " * 5000)]}, config, context=CTX)  # checked off the loop
+    parts: list[object] = []
     with pytest.raises(QuestionTooLongError):
-        graph.astream({"messages": [("user", "x " * 5000)]}, context=CTX)
+        parts.extend([part async for part in streamed])
+    assert parts == [], "nothing streamed for a refused question"
+    assert saver.get_tuple(config) is None, "nothing checkpointed"
+    with pytest.raises(QuestionTooLongError):
+        await graph.ainvoke({"messages": [("user", "x " * 5000)]}, config, context=CTX)
+    with pytest.raises(InvalidRequestError):  # the ids and the messages are still checked at the call
+        graph.astream({"messages": [("user", "x")]}, config, context={"user_id": "alice"})
 
 
 def test_the_first_node_checks_the_question_too(memory: SessionVectorMemory) -> None:
