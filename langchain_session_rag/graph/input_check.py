@@ -119,12 +119,12 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         self,
         budget: TokenBudget,
         question: str,
-        input: Any,
-        config: RunnableConfig,
-        **kwargs: Any,  # noqa: A002
+        run_input: Any,
+        config: RunnableConfig | None,
+        **kwargs: Any,
     ) -> AsyncIterator[Any]:
         await asyncio.to_thread(check_question, budget, question)
-        async for part in super().astream(input, config, **kwargs):
+        async for part in super().astream(run_input, config, **kwargs):
             yield part
 
     @property
