@@ -84,7 +84,7 @@ def create_app(
     started = int(time.time())
 
     def user_of(request: Request) -> str:
-        return auth.user_of({k.lower(): v for k, v in request.headers.items()})
+        return auth.user_of_pairs(request.headers.items())  # every copy: a repeated credential is refused
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:

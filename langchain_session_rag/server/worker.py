@@ -51,6 +51,8 @@ def build_app(settings: ServeSettings) -> FastAPI:
             return f"{served.description} does not answer"
         return None
 
+    if served.note is not None:
+        print(f"session-rag serve: {served.note}", file=sys.stderr)  # noqa: T201
     print(f"session-rag serve: chat model {served.description}; memory at {options.location}", file=sys.stderr)  # noqa: T201
     return create_app(
         memory,
