@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -133,5 +134,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Unauthenticated, on_unauthenticated)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
-    app.add_exception_handler(SessionRAGError, on_library_error)
+    for kind in (SessionRAGError, ConnectionError, httpx.TransportError):  # a store's connection lost: 503
+        app.add_exception_handler(kind, on_library_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_session_rag.errors import StoreLockedError, StoreUnavailableError, StoreWriteError
+from langchain_session_rag.stores.adapter import is_connection_error
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -59,8 +60,8 @@ RETRYABLE = (StoreUnavailableError, StoreLockedError, StoreWriteError)
 
 
 def unavailable(exc: Exception) -> ApiError | None:
-    """The 503 a retryable store error means (``None`` for any other error)."""
-    if not isinstance(exc, RETRYABLE):
+    """The 503 a retryable store error, or a connection error, means (``None`` for any other error)."""
+    if not isinstance(exc, RETRYABLE) and not is_connection_error(exc):  # a raw transport error of a store call too
         return None
     msg = f"The memory store is unavailable ({type(exc).__name__}: {exc}); nothing was changed: retry shortly."
     return ApiError(503, msg, code="store_unavailable")

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from chromadb.api.client import Client
 from chromadb.api.models.Collection import Collection
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
@@ -91,17 +93,21 @@ def test_forget_all_with_another_criterion_is_refused_and_nothing_changes(http: 
     assert "Alice likes tea." in str(before[1])
 
 
+@pytest.mark.parametrize("error", [ConnectionError, httpx.ConnectError])
 def test_a_store_that_does_not_answer_is_a_503_everywhere(
-    http: TestClient, model: CountingModel, monkeypatch: pytest.MonkeyPatch
+    http: TestClient, monkeypatch: pytest.MonkeyPatch, error: type[Exception]
 ) -> None:
-    assert chat(http, "My locker is number 41.").status_code == 200
+    """As a Chroma server that went down: its calls fail (chromadb's ConnectionError or httpx's, unwrapped when a
+    companion store such as core memory is opened for the first time in this worker)."""
 
     def down(*_args: object, **_kwargs: object) -> None:
-        msg = "Could not connect to a Chroma server. Are you sure it is running?"
-        raise ConnectionError(msg)
+        msg = "Could not connect to a Chroma server. Are you sure it is running? [Errno 111] Connection refused"
+        raise error(msg)
 
     for name in ("query", "get", "upsert", "add", "delete", "count", "update"):
         monkeypatch.setattr(Collection, name, down)
+    for name in ("get_or_create_collection", "get_collection", "create_collection"):
+        monkeypatch.setattr(Client, name, down)
     replies = {
         "chat": chat(http, "Which locker is mine?"),
         "chat streamed": chat(http, "Which locker is mine, again?", stream=True),
@@ -109,6 +115,9 @@ def test_a_store_that_does_not_answer_is_a_503_everywhere(
         "sessions": http.get("/v1/memory/sessions", headers=ALICE),
         "forget": http.post("/v1/memory/forget", json={"session_id": "s1"}, headers=ALICE),
         "export": http.get("/v1/memory/export", headers=ALICE),
+        "chat of a new user": http.post(
+            CHAT, json={"model": "m", "messages": [{"role": "user", "content": "Hi"}]}, headers={HEADER: "bob"}
+        ),
     }
     for what, reply in replies.items():
         assert reply.status_code == 503, (what, reply.text)
