@@ -86,6 +86,66 @@ def check_workers(workers: int, options: StoreOptions) -> None:
         raise click.UsageError(msg)
 
 
+def check_answer_room(chat_model: str, context_window: int | None, max_tokens: int) -> None:
+    """Refuse a ``--max-tokens`` over half the window, in the parent, when the window is known without a model.
+
+    The window is known when given, or when it is the route's default (``local``: 2,048, ``ollama:NAME``: 4,096;
+    ``auto``: refused only when too large for both); a factory's own window is checked by the workers.
+
+    Raises:
+        click.UsageError: ``max_tokens`` over half the window (exit 2: no worker starts).
+    """
+    from langchain_session_rag.server.chat_models import LOCAL_WINDOW, OLLAMA_WINDOW  # noqa: PLC0415
+
+    if context_window is not None:
+        window, which = context_window, f"--context-window {context_window}"
+    elif chat_model == "local":
+        window, which = LOCAL_WINDOW, f"SmolLM2's window of {LOCAL_WINDOW} tokens"
+    elif chat_model.startswith("ollama:"):
+        window, which = OLLAMA_WINDOW, f"the Ollama default window of {OLLAMA_WINDOW} tokens"
+    elif chat_model == "auto":
+        window = max(LOCAL_WINDOW, OLLAMA_WINDOW)
+        which = f"the window of either model auto may choose ({LOCAL_WINDOW} or {OLLAMA_WINDOW} tokens)"
+    else:
+        return
+    if max_tokens > window // 2:
+        msg = (
+            f"--max-tokens {max_tokens} is too large for {which}: the prompt needs room too, so --max-tokens can be "
+            f"at most {window // 2} (half the window); lower --max-tokens or raise --context-window."
+        )
+        raise click.UsageError(msg)
+
+
+def run_workers(host: str, port: int, workers: int) -> None:
+    """Serve with uvicorn; exit 3 when the worker, or any of several workers, fails to start.
+
+    ``uvicorn.run`` exits 3 for one worker that fails to start but returns normally when one of several does
+    (its supervisor then stops them all): this runs the same supervisor and looks at the workers' exit codes.
+
+    Raises:
+        click.exceptions.Exit: 3 when a worker failed to start (its error is printed above).
+    """
+    import uvicorn  # noqa: PLC0415
+    from uvicorn.config import STARTUP_FAILURE  # noqa: PLC0415
+    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
+
+    if workers == 1:
+        uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, log_level="warning")
+        return
+    config = uvicorn.Config(WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning")
+    sock = config.bind_socket()
+    supervisor = Multiprocess(config, sockets=[sock])
+    try:
+        supervisor.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    if any(process.exitcode == STARTUP_FAILURE for process in supervisor.processes):
+        err.print(f"session-rag serve: a worker failed to start (its error is above); all {workers} stopped.")
+        raise click.exceptions.Exit(STARTUP_FAILURE)
+
+
 @cli.command()
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (loopback: this machine only; a TLS proxy in front for others).")  # fmt: skip
@@ -139,6 +199,7 @@ def serve(
     options = StoreOptions.of(store)
     check_workers(workers, options)
     check_chat_model_spec(chat_model)
+    check_answer_room(chat_model, context_window, max_tokens)
     linger = os.environ.get(LINGER_ENV)
     settings = ServeSettings(
         path=str(options.path) if options.path else None,
@@ -165,7 +226,5 @@ def serve(
         err.print(f"session-rag serve: WARNING: anyone reaching {host}:{port} can claim any user with "
                   f"{trusted_user_header}; bind to loopback behind the proxy.")  # fmt: skip
     os.environ.update(settings.to_env())
-    import uvicorn  # noqa: PLC0415
-
     err.print(f"session-rag serve: http://{host}:{port}/v1 ({workers} worker(s), memory at {options.location})")
-    uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning")
+    run_workers(host, port, workers)

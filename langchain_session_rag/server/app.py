@@ -22,7 +22,7 @@ from langchain_session_rag.server.auth import Authenticator
 from langchain_session_rag.server.chat_models import StampedChatModel
 from langchain_session_rag.server.http import install_error_handlers, parse_body, read_body
 from langchain_session_rag.server.memory_routes import add_memory_routes
-from langchain_session_rag.server.schemas import ApiError, ChatRequest, chunk, completion, sse
+from langchain_session_rag.server.schemas import ApiError, ChatRequest, chunk, completion, sse, unavailable
 from langchain_session_rag.server.settings import DEFAULT_MAX_BODY_BYTES
 from langchain_session_rag.server.turns import SESSION_HEADER, Turn, TurnRunner, api_error
 
@@ -84,7 +84,7 @@ def create_app(
     started = int(time.time())
 
     def user_of(request: Request) -> str:
-        return auth.user_of({k.lower(): v for k, v in request.headers.items()})
+        return auth.user_of_pairs(request.headers.items())  # every copy: a repeated credential is refused
 
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
@@ -149,7 +149,7 @@ async def _stream_response(runner: TurnRunner, turn: Turn, body: ChatRequest, he
                 answer.append(piece)
                 yield chunk(rid, name, {"content": piece})
         except Exception as exc:  # noqa: BLE001 - after the 200: the error goes in the stream, as OpenAI does
-            error = api_error(exc) if isinstance(exc, SessionRAGError) else ApiError(500, str(exc))
+            error = api_error(exc) if isinstance(exc, SessionRAGError) else unavailable(exc) or ApiError(500, str(exc))
             yield sse(error.body())
             return
         yield chunk(rid, name, {}, "stop")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +115,28 @@ class Authenticator:
     def from_settings(cls, token_file: str | None, trusted_header: str | None) -> Authenticator:
         """The authenticator of ``--token-file`` or ``--trusted-user-header``."""
         return cls(tokens=read_token_file(token_file) if token_file else {}, trusted_header=trusted_header)
+
+    def user_of_pairs(self, pairs: Iterable[tuple[str, str]]) -> str:
+        """The user of a request given its headers as sent (name, value pairs, in order, repeats kept).
+
+        A credential header sent more than once is refused: a proxy that appends its copy after a client's
+        would otherwise let whichever copy a framework keeps decide the user.
+
+        Raises:
+            Unauthenticated: A repeated credential header, no credentials, or credentials naming no known user.
+        """
+        credential = (self.trusted_header or "authorization").lower()
+        headers: dict[str, str] = {}
+        copies = 0
+        for name, value in pairs:
+            key = name.lower()
+            copies += key == credential
+            headers[key] = value
+        if copies > 1:
+            shown = self.trusted_header or "Authorization"
+            msg = f"The {shown} header was sent {copies} times: send it once (the proxy must replace a client's copy)."
+            raise Unauthenticated(msg)
+        return self.user_of(headers)
 
     def user_of(self, headers: dict[str, str]) -> str:
         """The user of a request (``headers`` keyed in lower case).

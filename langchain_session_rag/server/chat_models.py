@@ -7,6 +7,8 @@ returning any LangChain chat model, e.g. ``myapp.models:make_chat``).
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import pkgutil
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
@@ -40,6 +42,8 @@ class ServedModel:
     description: str
     ollama: str | None = None
     """The Ollama model name when Ollama answers (``/readyz`` checks that it still does)."""
+    note: str | None = None
+    """Why ``auto`` did not choose Ollama (the worker prints it once): not reachable, or the model not served."""
 
 
 def _factory(spec: str) -> BaseChatModel:
@@ -69,10 +73,15 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
     from langchain_session_rag.models.local_llm import LocalChatModel, ollama_base_url, pick_chat_model  # noqa: PLC0415
 
     spec, limit = settings.chat_model, settings.max_tokens
+    note: str | None = None
     if spec == "auto":
         spec = f"ollama:{settings.ollama_model}"
-        if pick_chat_model(settings.ollama_model, host=settings.ollama_host).backend == "local":
+        choice = pick_chat_model(settings.ollama_model, host=settings.ollama_host)
+        if choice.backend == "local":
             spec = "local"
+            given = settings.ollama_host or os.environ.get("OLLAMA_HOST")
+            where = f"--ollama-host/OLLAMA_HOST={given}" if given else "OLLAMA_HOST unset (the default address)"
+            note = f"--chat-model auto: not using Ollama ({where}): {choice.fallback_reason}; serving SmolLM2 instead"
     if spec == "local":
         window = settings.context_window or LOCAL_WINDOW
         served = ServedModel(LocalChatModel(max_tokens=limit, n_ctx=window), window, "SmolLM2-135M in process")
@@ -92,6 +101,8 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
     else:
         msg = f"--chat-model must be auto, local, ollama:NAME or module:factory, got {spec!r}."
         raise InvalidArgumentError(msg)
+    if note is not None:
+        served = dataclasses.replace(served, note=note)
     if limit > served.context_window // 2:
         msg = (
             f"--max-tokens {limit} is too large for {served.description}: its window is {served.context_window} "

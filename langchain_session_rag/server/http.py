@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
+from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.server.auth import Unauthenticated
-from langchain_session_rag.server.schemas import ApiError
+from langchain_session_rag.server.schemas import ApiError, unavailable
 
 if TYPE_CHECKING:
     from starlette.responses import Response
@@ -45,8 +47,25 @@ def _where(loc: tuple[Any, ...]) -> str:
     return out
 
 
+def _lone_surrogate(data: Any, loc: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    r"""Where ``data`` holds a string that is not Unicode text (a lone UTF-16 surrogate such as ``\ud800``)."""
+    if isinstance(data, str):
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError:
+            return loc
+        return None
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        found = _lone_surrogate(key, loc) if isinstance(key, str) else None
+        found = found if found is not None else _lone_surrogate(value, (*loc, key))
+        if found is not None:
+            return found
+    return None
+
+
 def parse_body(kind: type[M], body: bytes) -> M:
-    """``body`` as a ``kind``, or a 422 naming the first problem (malformed JSON, a missing or wrong field).
+    """``body`` as a ``kind``, or a 422 naming the first problem (malformed JSON, text that is not Unicode, a field).
 
     Raises:
         ApiError: 422 with ``param`` naming the field.
@@ -56,6 +75,11 @@ def parse_body(kind: type[M], body: bytes) -> M:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         msg = f"The request body is not valid JSON ({exc})."
         raise ApiError(422, msg, code="invalid_json") from None
+    bad = _lone_surrogate(data)
+    if bad is not None:  # JSON allows "\\ud800"; no store, tokenizer or model takes it: refused before any of them
+        where = _where(bad) or "body"
+        msg = f"Invalid request: {where} is not valid Unicode text (a lone UTF-16 surrogate escape such as \\ud800)."
+        raise ApiError(422, msg, code="invalid_text", param=where)
     try:
         return kind.model_validate(data)
     except ValidationError as exc:
@@ -67,8 +91,7 @@ def parse_body(kind: type[M], body: bytes) -> M:
 
 def error_response(error: ApiError) -> JSONResponse:
     """An :class:`ApiError` as its response."""
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None  # noqa: PLR2004
-    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -96,6 +119,12 @@ def install_error_handlers(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
         return error_response(ApiError(status, str(detail), code="not_found" if status == 404 else None))  # noqa: PLR2004
 
+    async def on_library_error(request: Request, exc: Exception) -> Response:
+        del request  # a store error no route caught: still 503 (retryable), never a bare 500
+        retry = unavailable(exc)
+        msg = f"The server failed: {type(exc).__name__}: {exc}"
+        return error_response(retry or ApiError(500, msg, code="server_error"))
+
     async def on_unexpected(request: Request, exc: Exception) -> Response:
         del request
         msg = f"The server failed: {type(exc).__name__}: {exc}"
@@ -105,4 +134,6 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Unauthenticated, on_unauthenticated)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
+    for kind in (SessionRAGError, ConnectionError, httpx.TransportError):  # a store's connection lost: 503
+        app.add_exception_handler(kind, on_library_error)
     app.add_exception_handler(Exception, on_unexpected)

@@ -15,12 +15,12 @@ from typing import Annotated, Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.server.http import parse_body, read_body
-from langchain_session_rag.server.schemas import ApiError
+from langchain_session_rag.server.schemas import ApiError, unavailable
 
 
 class ForgetRequest(BaseModel):
@@ -33,7 +33,20 @@ class ForgetRequest(BaseModel):
     """An ISO 8601 time: chunks stamped earlier."""
     ids: list[str] | None = Field(default=None, max_length=10_000)
     all: bool = False
-    """Everything of this user, core memory included."""
+    """Everything of this user, core memory included; alone (with another criterion: refused, nothing forgotten)."""
+
+    @model_validator(mode="after")
+    def _all_alone(self) -> ForgetRequest:
+        given = {"session_id": self.session_id, "before": self.before, "ids": self.ids}
+        others = [name for name, value in given.items() if value is not None]
+        if self.all and others:
+            msg = (
+                f'"all": true forgets everything of this user, core memory included, so it cannot be combined with '
+                f'{", ".join(others)}: send {{"all": true}} alone, or drop it to forget only what the other '
+                "criteria match"
+            )
+            raise InvalidArgumentError(msg)  # a ValueError: pydantic reports it, the route answers 422
+        return self
 
 
 class CoreWrite(BaseModel):
@@ -49,7 +62,8 @@ def _when(value: datetime | None) -> str | None:
 
 
 def _refused(exc: SessionRAGError) -> ApiError:
-    return ApiError(422, str(exc), code=type(exc).__name__)
+    """422 for what the memory refuses; 503 for a store that did not answer (retryable, nothing changed)."""
+    return unavailable(exc) or ApiError(422, str(exc), code=type(exc).__name__)
 
 
 def add_memory_routes(

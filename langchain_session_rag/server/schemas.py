@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from langchain_session_rag.errors import StoreLockedError, StoreUnavailableError, StoreWriteError
+from langchain_session_rag.stores.adapter import is_connection_error
+
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "invalid_request_error",
@@ -21,8 +24,10 @@ ERROR_TYPES = {
     413: "invalid_request_error",
     422: "invalid_request_error",
     500: "server_error",
-    503: "server_error",
+    503: "service_unavailable",
 }
+RETRY_AFTER_SECONDS = 1
+"""``Retry-After`` of a 503: the store did not answer, was locked, or a write failed; nothing was changed."""
 
 
 class ApiError(Exception):
@@ -40,6 +45,26 @@ class ApiError(Exception):
         """The JSON body."""
         kind = ERROR_TYPES.get(self.status, "invalid_request_error")
         return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
+
+    def headers(self) -> dict[str, str] | None:
+        """The response headers the status calls for (``WWW-Authenticate`` on 401, ``Retry-After`` on 503)."""
+        if self.status == 401:  # noqa: PLR2004
+            return {"WWW-Authenticate": "Bearer"}
+        if self.status == 503:  # noqa: PLR2004
+            return {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        return None
+
+
+RETRYABLE = (StoreUnavailableError, StoreLockedError, StoreWriteError)
+"""Store errors that change nothing and may pass: answered 503 ``store_unavailable`` with ``Retry-After``."""
+
+
+def unavailable(exc: Exception) -> ApiError | None:
+    """The 503 a retryable store error, or a connection error, means (``None`` for any other error)."""
+    if not isinstance(exc, RETRYABLE) and not is_connection_error(exc):  # a raw transport error of a store call too
+        return None
+    msg = f"The memory store is unavailable ({type(exc).__name__}: {exc}); nothing was changed: retry shortly."
+    return ApiError(503, msg, code="store_unavailable")
 
 
 class TextPart(BaseModel):

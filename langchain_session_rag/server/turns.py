@@ -30,7 +30,7 @@ from langchain_session_rag.graph.names import BUILD_PROMPT, CALL_MODEL
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.server.chat_models import ANSWER_ID
-from langchain_session_rag.server.schemas import ApiError, ChatMessage, ChatRequest
+from langchain_session_rag.server.schemas import ApiError, ChatMessage, ChatRequest, unavailable
 
 SESSION_HEADER = "x-session-id"
 _ROLES = {"system": SystemMessage, "developer": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
@@ -104,16 +104,20 @@ class TurnRunner:
 
         Raises:
             ApiError: 422 for what cannot be answered; 400 ``context_length_exceeded`` for a question that does
-                not fit the model's window with the instructions.
+                not fit the model's window with the instructions and the client's system messages.
         """
         request.check()
         session_id = session_of(request, session_header)
         messages = graph_messages(request.messages, session_id)
         question = messages[-1].text
-        try:
-            self.budget.check_question(question)
+        client_system = "\n\n".join(m.text for m in messages[:-1] if isinstance(m, SystemMessage))
+        system = f"{self.budget.system_prompt}\n\n{client_system}" if client_system else None
+        try:  # the client's system messages are never dropped silently: counted with the instructions
+            self.budget.check_question(question, system=system)
         except BudgetExceededError as exc:
-            raise ApiError(400, str(exc), code="context_length_exceeded", param="messages") from None
+            what = "The system message(s) sent, the server's instructions and the question" if system else None
+            msg = f"{what} do not fit the model's window: {exc}" if what else str(exc)
+            raise ApiError(400, msg, code="context_length_exceeded", param="messages") from None
         answer_id = message_id(session_id, len(request.messages), "assistant", "")
         return Turn(
             user_id=user_id,
@@ -171,7 +175,10 @@ class TurnRunner:
 
 
 def api_error(exc: SessionRAGError) -> ApiError:
-    """A library error of a turn as the HTTP error it means (400 over budget, 422 unfit input, else 500)."""
+    """A library error of a turn as the HTTP error it means (503 store, 400 over budget, 422 unfit input, else 500)."""
+    retry = unavailable(exc)
+    if retry is not None:
+        return retry
     if isinstance(exc, BudgetExceededError):
         return ApiError(400, str(exc), code="context_length_exceeded", param="messages")
     if isinstance(exc, InvalidRequestError):

@@ -19,6 +19,8 @@ from langchain_session_rag.server.chat_models import choose_chat_model
 from langchain_session_rag.server.settings import ServeSettings
 
 _LOGGER = logging.getLogger("session_rag.serve")
+STARTUP_FAILURE = 3
+"""uvicorn's exit code for a worker that failed to start (``uvicorn.config.STARTUP_FAILURE``)."""
 SERVER_USER = "session-rag-serve"
 """The user the worker's memory object is opened for; every request acts for its own user (``for_user``)."""
 
@@ -51,6 +53,8 @@ def build_app(settings: ServeSettings) -> FastAPI:
             return f"{served.description} does not answer"
         return None
 
+    if served.note is not None:
+        print(f"session-rag serve: {served.note}", file=sys.stderr)  # noqa: T201
     print(f"session-rag serve: chat model {served.description}; memory at {options.location}", file=sys.stderr)  # noqa: T201
     return create_app(
         memory,
@@ -66,5 +70,14 @@ def build_app(settings: ServeSettings) -> FastAPI:
 
 
 def app_from_env() -> FastAPI:
-    """The uvicorn factory of ``session-rag serve`` (``langchain_session_rag.server.worker:app_from_env``)."""
-    return build_app(ServeSettings.from_env())
+    """The uvicorn factory of ``session-rag serve`` (``langchain_session_rag.server.worker:app_from_env``).
+
+    A worker that cannot build its app says why in one line and exits 3 (uvicorn's "failed to start"), whatever
+    the error: uvicorn then stops every worker and ``session-rag serve`` exits 3, instead of restarting a worker
+    that would fail the same way forever (uvicorn restarts a worker that exits with any other code).
+    """
+    try:
+        return build_app(ServeSettings.from_env())
+    except Exception as exc:  # noqa: BLE001 - any failure to build the app is a failure to start
+        print(f"session-rag serve: a worker cannot start: {type(exc).__name__}: {exc}", file=sys.stderr)  # noqa: T201
+        sys.exit(STARTUP_FAILURE)

@@ -77,6 +77,12 @@ def echo() -> BaseChatModel:
     return EchoMemoryModel()
 
 
+def broken() -> BaseChatModel:
+    """A ``--chat-model`` factory that fails in every worker (not at the command's checks)."""
+    msg = "this factory always fails"
+    raise RuntimeError(msg)
+
+
 def free_port() -> int:
     """A free loopback port."""
     with socket.socket() as s:

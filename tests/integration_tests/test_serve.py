@@ -18,7 +18,15 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from langchain_session_rag.cli.app import main
-from tests.integration_tests.serve_support import CALL_LOG_ENV, ECHO, Server, serve_command, serve_env, write_tokens
+from tests.integration_tests.serve_support import (
+    CALL_LOG_ENV,
+    ECHO,
+    Server,
+    free_port,
+    serve_command,
+    serve_env,
+    write_tokens,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -291,3 +299,31 @@ def test_an_embedded_store_with_two_workers_is_refused_once_at_start(tmp_path: P
     assert "--server" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "store").exists()  # refused before anything was opened
+
+
+def test_workers_that_all_fail_to_start_make_serve_exit_non_zero(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """With several workers uvicorn's supervisor stops when they fail to start, and used to exit 0."""
+    import os
+    import signal
+    import subprocess
+
+    tokens = write_tokens(tmp_path / "tokens", {"erin": "e" * 24})
+    host, port = chroma_server
+    command = serve_command(
+        *("--workers", "2", "--token-file", str(tokens), "--server", f"{host}:{port}", "--port", str(free_port())),
+        *("--chat-model", "tests.integration_tests.serve_support:broken"),
+    )
+    proc = subprocess.Popen(
+        command, env=serve_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
+    try:
+        said, _ = proc.communicate(timeout=180)  # bounded: a worker restarted forever would never end
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 3, said
+    assert "this factory always fails" in said
+    assert "failed to start" in said

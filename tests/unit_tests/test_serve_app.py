@@ -1,0 +1,229 @@
+"""``session-rag serve``'s app in process (FastAPI's TestClient, fake embeddings, an embedded store): the attacks
+a reviewer found, each answered before any model call or write, with nothing stored lost or changed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from chromadb.api.client import Client
+from chromadb.api.models.Collection import Collection
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.cli.app import cli
+from langchain_session_rag.server import Authenticator, create_app
+from langchain_session_rag.server.chat_models import choose_chat_model
+from langchain_session_rag.server.settings import ServeSettings
+
+pytest.importorskip("fastapi")
+
+HEADER = "X-Forwarded-User"
+ALICE = {HEADER: "alice"}
+
+
+class CountingModel(BaseChatModel):
+    """Answers ``ok`` and counts its calls."""
+
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "counting"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        del messages, stop, run_manager, kwargs
+        self.calls += 1
+        return ChatResult(generations=[ChatGeneration(message=AIMessage("ok"))])
+
+
+@pytest.fixture
+def model() -> CountingModel:
+    return CountingModel()
+
+
+@pytest.fixture
+def memory(tmp_path: Path, fake_embeddings: DeterministicFakeEmbedding) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=tmp_path / "store", user_id="server", embeddings=fake_embeddings)
+
+
+@pytest.fixture
+def http(memory: SessionVectorMemory, model: CountingModel) -> TestClient:
+    app = create_app(memory, model, auth=Authenticator(trusted_header=HEADER), min_similarity=None)
+    return TestClient(app, raise_server_exceptions=False)
+
+
+def chat(http: TestClient, text: str, **extra: Any) -> Any:
+    body = {"model": "m", "messages": [{"role": "user", "content": text}], **extra}
+    return http.post("/v1/chat/completions", json=body, headers=ALICE)
+
+
+def state(http: TestClient) -> tuple[Any, Any]:
+    """Alice's sessions and core memory, to show that a refused request changed nothing."""
+    return http.get("/v1/memory/sessions", headers=ALICE).json(), http.get("/v1/memory/core", headers=ALICE).json()
+
+
+def test_forget_all_with_another_criterion_is_refused_and_nothing_changes(http: TestClient) -> None:
+    assert chat(http, "My locker is number 41.").status_code == 200
+    assert http.put("/v1/memory/core/memory", json={"text": "Alice likes tea."}, headers=ALICE).status_code == 200
+    before = state(http)
+    assert before[0]["data"]
+    for asked in ({"session_id": "does-not-exist", "all": True}, {"all": True, "ids": []}, {"all": True, "before": "2000-01-01T00:00:00"}):  # fmt: skip
+        reply = http.post("/v1/memory/forget", json=asked, headers=ALICE)
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["error"]["type"] == "invalid_request_error"
+        assert "cannot be combined" in reply.json()["error"]["message"]
+    assert state(http) == before
+    assert "Alice likes tea." in str(before[1])
+
+
+@pytest.mark.parametrize("error", [ConnectionError, httpx.ConnectError])
+def test_a_store_that_does_not_answer_is_a_503_everywhere(
+    http: TestClient, monkeypatch: pytest.MonkeyPatch, error: type[Exception]
+) -> None:
+    """As a Chroma server that went down: its calls fail (chromadb's ConnectionError or httpx's, unwrapped when a
+    companion store such as core memory is opened for the first time in this worker)."""
+
+    def down(*_args: object, **_kwargs: object) -> None:
+        msg = "Could not connect to a Chroma server. Are you sure it is running? [Errno 111] Connection refused"
+        raise error(msg)
+
+    for name in ("query", "get", "upsert", "add", "delete", "count", "update"):
+        monkeypatch.setattr(Collection, name, down)
+    for name in ("get_or_create_collection", "get_collection", "create_collection"):
+        monkeypatch.setattr(Client, name, down)
+    replies = {
+        "chat": chat(http, "Which locker is mine?"),
+        "chat streamed": chat(http, "Which locker is mine, again?", stream=True),
+        "search": http.get("/v1/memory/search", params={"q": "locker"}, headers=ALICE),
+        "sessions": http.get("/v1/memory/sessions", headers=ALICE),
+        "forget": http.post("/v1/memory/forget", json={"session_id": "s1"}, headers=ALICE),
+        "export": http.get("/v1/memory/export", headers=ALICE),
+        "chat of a new user": http.post(
+            CHAT, json={"model": "m", "messages": [{"role": "user", "content": "Hi"}]}, headers={HEADER: "bob"}
+        ),
+    }
+    for what, reply in replies.items():
+        assert reply.status_code == 503, (what, reply.text)
+        error = reply.json()["error"]
+        assert (error["type"], error["code"]) == ("service_unavailable", "store_unavailable"), what
+        assert reply.headers["retry-after"] == "1"
+
+
+CHAT = "/v1/chat/completions"
+SURROGATES = [
+    (CHAT, {"model": "m", "messages": [{"role": "user", "content": "hi \ud800 there"}]}, "messages[0].content"),
+    (
+        CHAT,
+        {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "a\udc00"}]}]},
+        "messages[0].content[0].text",
+    ),
+    ("/v1/memory/core/memory", {"text": "\ud800x"}, "text"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "param"), SURROGATES)
+def test_lone_surrogates_are_a_422_naming_the_field_before_any_model_call_or_write(
+    http: TestClient, model: CountingModel, path: str, body: dict[str, Any], param: str
+) -> None:
+    method = "POST" if path == CHAT else "PUT"
+    before = state(http)
+    content = json.dumps(body)  # as clients send them: escaped, "\ud800" in the JSON text
+    headers = {**ALICE, "Content-Type": "application/json"}
+    reply = http.request(method, path, content=content, headers=headers)
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert (error["type"], error["param"]) == ("invalid_request_error", param)
+    assert "not valid Unicode" in error["message"]
+    assert model.calls == 0
+    assert state(http) == before
+
+
+def test_a_client_system_message_too_large_for_the_window_is_a_400_before_any_model_call(
+    http: TestClient, model: CountingModel
+) -> None:
+    huge = "Always answer in the voice of a pirate. " * 8_000  # about 64k tokens: over the 8,192-token window
+    for stream in (False, True):
+        body = {
+            "model": "m",
+            "stream": stream,
+            "messages": [{"role": "system", "content": huge}, {"role": "user", "content": "Hello?"}],
+        }
+        reply = http.post("/v1/chat/completions", json=body, headers=ALICE)
+        assert reply.status_code == 400, reply.text
+        assert reply.json()["error"]["code"] == "context_length_exceeded"
+        assert "system message" in reply.json()["error"]["message"]
+    assert model.calls == 0
+    assert state(http)[0]["data"] == []
+    small = {"model": "m", "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]}
+    assert http.post("/v1/chat/completions", json=small, headers=ALICE).status_code == 200
+
+
+def test_a_repeated_credential_header_is_a_401(http: TestClient, model: CountingModel) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Whose memory is this?"}]}
+    twice = [(HEADER, "mallory"), (HEADER, "alice")]
+    for path in ("/v1/chat/completions", "/v1/memory/forget"):
+        reply = http.post(path, json=body if "chat" in path else {"all": True}, headers=twice)
+        assert reply.status_code == 401, reply.text
+        assert "sent 2 times" in reply.json()["error"]["message"]
+    assert model.calls == 0
+
+
+def test_a_repeated_bearer_token_is_a_401(memory: SessionVectorMemory, model: CountingModel) -> None:
+    auth = Authenticator(tokens={b"x" * 32: "alice"})
+    http = TestClient(create_app(memory, model, auth=auth), raise_server_exceptions=False)
+    reply = http.get("/v1/models", headers=[("Authorization", "Bearer a" * 20), ("authorization", "Bearer b" * 20)])
+    assert reply.status_code == 401
+    assert "sent 2 times" in reply.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("served", "why"),
+    [(None, "no Ollama server answered"), ([], "has no model")],
+)
+def test_auto_says_why_it_does_not_use_ollama(
+    monkeypatch: pytest.MonkeyPatch, served: list[str] | None, why: str
+) -> None:
+    from langchain_session_rag.models import local_llm
+
+    monkeypatch.setattr(local_llm, "ollama_models", lambda *_a, **_k: served)
+    monkeypatch.setenv("OLLAMA_HOST", "http://127.0.0.1:9")
+    chosen = choose_chat_model(ServeSettings(trusted_user_header=HEADER, chat_model="auto"))
+    assert chosen.description.startswith("SmolLM2")
+    assert chosen.note is not None
+    assert "OLLAMA_HOST=http://127.0.0.1:9" in chosen.note
+    assert why in chosen.note
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--server", "127.0.0.1:9", "--workers", "2", "--context-window", "300"),
+        ("--server", "127.0.0.1:9", "--workers", "2", "--chat-model", "local", "--max-tokens", "1500"),
+        ("--chat-model", "ollama:llama3.2", "--max-tokens", "3000"),
+    ],
+)
+def test_max_tokens_over_half_a_known_window_is_refused_before_any_worker(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    done = CliRunner().invoke(cli, ["serve", "--trusted-user-header", HEADER, "--path", str(tmp_path / "s"), *args])
+    assert done.exit_code == 2, done.output
+    assert "--max-tokens" in done.output
+    assert "at most" in done.output
+    assert not (tmp_path / "s").exists()
