@@ -66,6 +66,7 @@ class ChromaBackend:
 
     embeds_itself = False
 
+    @_server_call  # opening reads the manifest: a server that does not answer is a StoreUnavailableError
     def __init__(
         self,
         client: ClientAPI,

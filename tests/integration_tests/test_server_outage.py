@@ -32,6 +32,8 @@ def test_a_server_that_goes_down_and_comes_back(tmp_path: Path) -> None:
             memory.add_messages([{"role": "user", "content": "Second note."}], session_id="s2")
         with pytest.raises(StoreUnavailableError):
             memory.count()
+        with pytest.raises(StoreUnavailableError):  # the core memory's store, first opened now
+            memory.core.render()
         proc, _ = start_chroma_server(tmp_path, port)
         assert memory.count() == 1
         memory.add_messages([{"role": "user", "content": "Second note."}], session_id="s2")
