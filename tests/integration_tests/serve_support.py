@@ -83,6 +83,17 @@ def broken() -> BaseChatModel:
     raise RuntimeError(msg)
 
 
+def stop_group(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """End a server started in its own process group (it and its children), by its id: TERM, then KILL."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 def free_port() -> int:
     """A free loopback port."""
     with socket.socket() as s:
@@ -144,10 +155,4 @@ class Server:
 
     def stop(self) -> None:
         """End the process group (uvicorn and its workers), by its id."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)

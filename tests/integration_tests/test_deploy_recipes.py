@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from openai import OpenAI
 
-from tests.integration_tests.serve_support import free_port
+from tests.integration_tests.serve_support import free_port, stop_group
 
 pytestmark = pytest.mark.slow
 
@@ -91,13 +90,7 @@ class Recipe:
         pytest.fail(f"recipe {name} did not start:\n{self.log.read_text(errors='replace')[-3000:]}")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc, timeout=30)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from tests.integration_tests.conftest import _free_port
+from tests.integration_tests.serve_support import stop_group
 
 pytestmark = pytest.mark.slow
 
@@ -95,13 +95,7 @@ def write_tokens(path: Path) -> None:
 
 def stop_langgraph(proc: subprocess.Popen[bytes]) -> None:
     """Stop the server's whole process group by its PID."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    stop_group(proc)
 
 
 @pytest.fixture(scope="module")
