@@ -27,9 +27,11 @@ Measures, per split and mode:
   ``small_talk``);
 - ``invented_outranks``: of the probes with an invented claim stored, the share where one ranks above the user's
   statement (a statement missing from the top 10 ranks below anything found);
-- ``correction_first``: of the probes after a correction, the share where the newest correction ranks first.
+- ``correction_first``: of the probes after a correction, the share where the newest correction ranks first;
+  ``stale_outranks_correction``: the share where an older statement of the fact ranks above the newest one.
 
-Takes about 3-5 minutes on 2 cores (about 2,500 exchanges embedded and stored, 4,500 queries).
+``recall@3_curve_clean`` holds recall@3 after 0 to 20 earlier asks; ``probes`` every probe's ranked ids.
+Takes about 4-5 minutes on 2 cores (about 3,900 exchanges embedded and stored, 7,000 queries).
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def probe(
     record["prefix_ok"] = deep[:GRAPH_K] == record["graph"]["ids"]
     record["expected_rank"] = rank(deep, {spec["expected"]})
     record["invented_rank"] = rank(deep, set(spec["invented"]))
+    record["stale_rank"] = rank(deep, set(spec["stale"]))
     return record
 
 
@@ -191,6 +194,7 @@ def rank_measures(records: list[dict[str, Any]]) -> dict[str, Any]:
         "invented_outranks": share([r["invented_rank"] < r["expected_rank"] for r in invented]),
         "invented_outranks_probes": len(invented),
         "correction_first_k10": share([r["expected_rank"] == 1 for r in corrected]),
+        "stale_outranks_correction": share([r["stale_rank"] < r["expected_rank"] for r in corrected]),
         "expected_missing_from_top10": share([r["expected_rank"] > DEEP_K for r in records]),
         "top4_is_prefix_of_top10": share([r["prefix_ok"] for r in records]),
     }

@@ -2,7 +2,9 @@
 
 Usage::
 
-    python benchmarks/long_use_data.py --out benchmarks/data/long_use.json
+    python benchmarks/long_use_data.py --out benchmarks/results/long_use_data.json
+
+The file (about 1 MB) is not committed: ``long_use.py`` generates the same data in memory unless given ``--data``.
 
 Each scenario is one user: a few facts told once (passwords, pets, addresses, schedules, preferences, people),
 asked again and again in later sessions while the assistant answers "Sorry, I'm not sure." or invents a value,
