@@ -56,7 +56,12 @@ HERE = Path(__file__).parent
 GRAPH_K, DEEP_K, TOP, CLI_FLOOR = 4, 10, 3, 0.3
 WINDOW_TURNS = 6  # the graph's default window: these turns of the session are in the prompt, not retrieved
 CHECKPOINTS = (0, 1, 5, 20)
-MODES = {"graph": None, "cli": CLI_FLOOR}
+MODES: dict[str, dict[str, Any]] = {
+    "graph": {"score_threshold": CLI_FLOOR},  # the graph's and the CLI's defaults: the 0.3 floor, the recall policy
+    "no_floor": {"score_threshold": None},  # the recall policy without a floor
+    "before": {"score_threshold": None, "recall_policy": None},  # 0.6.0's graph: no floor, ranked by score alone
+}
+DEEP = {"policy": {}, "before": {"recall_policy": None}}
 CATEGORIES = ("repeat", "stale", "invented", "other_fact", "small_talk")
 
 
@@ -129,24 +134,28 @@ def probe(
     }
     record["has_stale_or_invented"] = bool(spec["stale"] or spec["invented"])
     record["has_invented"] = bool(spec["invented"])
-    for mode, floor in MODES.items():
-        docs = mem.invoke(exchange["user"], k=GRAPH_K, score_threshold=floor, **options)
+    for mode, mode_options in MODES.items():
+        docs = mem.invoke(exchange["user"], k=GRAPH_K, **mode_options, **options)
         ids = [exchange_of(d) for d in docs]
         cats = [category(i, exchange["fact"], spec, exchanges) for i in ids]
+        marked = [bool(d.metadata.get("superseded_on")) or d.metadata.get("worth") == "claim" for d in docs]
         record[mode] = {
             "ids": ids,
             "hit3": "expected" in cats[:TOP],
             "hit4": "expected" in cats,
             "first": bool(cats) and cats[0] == "expected",
             "bad3": any(c in {"stale", "invented"} for c in cats[:TOP]),
+            "unmarked3": any(c in {"stale", "invented"} and not m for c, m in zip(cats[:TOP], marked, strict=False)),
             "noise3": Counter(c for c in cats[:TOP] if c != "expected"),
             "returned": len(ids),
         }
-    deep = [exchange_of(d) for d in mem.invoke(exchange["user"], k=DEEP_K, score_threshold=None, **options)]
-    record["prefix_ok"] = deep[:GRAPH_K] == record["graph"]["ids"]
-    record["expected_rank"] = rank(deep, {spec["expected"]})
-    record["invented_rank"] = rank(deep, set(spec["invented"]))
-    record["stale_rank"] = rank(deep, set(spec["stale"]))
+    for name, deep_options in DEEP.items():
+        found = mem.invoke(exchange["user"], k=DEEP_K, score_threshold=None, **deep_options, **options)
+        deep = [exchange_of(d) for d in found]
+        record[f"{name}_prefix_ok"] = deep[:GRAPH_K] == record["no_floor" if name == "policy" else "before"]["ids"]
+        record[f"{name}_expected_rank"] = rank(deep, {spec["expected"]})
+        record[f"{name}_invented_rank"] = rank(deep, set(spec["invented"]))
+        record[f"{name}_stale_rank"] = rank(deep, set(spec["stale"]))
     return record
 
 
@@ -173,6 +182,7 @@ def summarise(records: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     eligible = [r for r in records if r["has_stale_or_invented"]]
     out["stale_or_invented@3"] = share([r[mode]["bad3"] for r in eligible])
     out["stale_or_invented@3_probes"] = len(eligible)
+    out["unmarked_stale_or_invented@3"] = share([r[mode]["unmarked3"] for r in eligible])
     noise = Counter[str]()
     for r in records:
         noise.update(r[mode]["noise3"])
@@ -186,17 +196,18 @@ def summarise(records: list[dict[str, Any]], mode: str) -> dict[str, Any]:
     return out
 
 
-def rank_measures(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Measures from the k=10 ranking (no floor): invented above the user's statement; the prefix check."""
+def rank_measures(records: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """Measures from the k=10 ranking (no floor), with the policy or ``before`` it: invented above the user's
+    statement, stale above the newest correction; the prefix check."""
     invented = [r for r in records if r["has_invented"]]
     corrected = [r for r in records if r["corrected"]]
     return {
-        "invented_outranks": share([r["invented_rank"] < r["expected_rank"] for r in invented]),
+        "invented_outranks": share([r[f"{name}_invented_rank"] < r[f"{name}_expected_rank"] for r in invented]),
         "invented_outranks_probes": len(invented),
-        "correction_first_k10": share([r["expected_rank"] == 1 for r in corrected]),
-        "stale_outranks_correction": share([r["stale_rank"] < r["expected_rank"] for r in corrected]),
-        "expected_missing_from_top10": share([r["expected_rank"] > DEEP_K for r in records]),
-        "top4_is_prefix_of_top10": share([r["prefix_ok"] for r in records]),
+        "correction_first_k10": share([r[f"{name}_expected_rank"] == 1 for r in corrected]),
+        "stale_outranks_correction": share([r[f"{name}_stale_rank"] < r[f"{name}_expected_rank"] for r in corrected]),
+        "expected_missing_from_top10": share([r[f"{name}_expected_rank"] > DEEP_K for r in records]),
+        "top4_is_prefix_of_top10": share([r[f"{name}_prefix_ok"] for r in records]),
     }
 
 
@@ -210,7 +221,7 @@ def run_split(name: str, scenarios: list[dict[str, Any]], folder: Path) -> dict[
         "seconds": round(time.perf_counter() - started, 1),
         "scenarios": len(scenarios),
         "exchanges": sum(len(s["exchanges"]) for sc in scenarios for s in sc["sessions"]),
-        **rank_measures(records),
+        "ranks": {name: rank_measures(records, name) for name in DEEP},
         "modes": {mode: summarise(records, mode) for mode in MODES},
         "probes": [{**r, **{mode: r[mode]["ids"] for mode in MODES}} for r in records],
     }
@@ -219,18 +230,22 @@ def run_split(name: str, scenarios: list[dict[str, Any]], folder: Path) -> dict[
 def table(results: dict[str, Any]) -> str:
     """The printed summary: one row per split and mode."""
     head = (
-        "| split | mode | r@3 after 0 / 1 / 5 / 20 earlier asks (non-answers, uncorrected) | r@3 all probes | stale or invented in "
-        "top 3 | noise@3 (repeat/stale/invented/other/small talk) | invented outranks | correction first |"
+        "| split | mode | r@3 after 0 / 1 / 5 / 20 earlier asks (non-answers, uncorrected) | r@3 all probes | stale or "
+        "invented in top 3 (unmarked) | noise@3 (repeat/stale/invented/other/small talk) | invented outranks | "
+        "correction first | stale outranks correction |"
     )
-    rows = [head, "|" + "---|" * 8]
+    rows = [head, "|" + "---|" * 9]
     for split, result in results["splits"].items():
         for mode, m in result["modes"].items():
             curve = " / ".join(f"{m['recall@3_clean'][n]}" for n in CHECKPOINTS)
             kinds = "/".join(f"{m['noise@3_by_kind'][c]}" for c in CATEGORIES)
-            outranks = result["invented_outranks"] if mode == "graph" else "-"
+            ranks = result["ranks"]["before" if mode == "before" else "policy"]
+            outranks = ranks["invented_outranks"] if mode != "graph" else "-"
+            stale = ranks["stale_outranks_correction"] if mode != "graph" else "-"
             rows.append(
-                f"| {split} | {mode} | {curve} | {m['recall@3_overall']} | {m['stale_or_invented@3']} | "
-                f"{m['noise@3_mean']} ({kinds}) | {outranks} | {m['correction_first']} |"
+                f"| {split} | {mode} | {curve} | {m['recall@3_overall']} | {m['stale_or_invented@3']} "
+                f"({m['unmarked_stale_or_invented@3']}) | {m['noise@3_mean']} ({kinds}) | {outranks} | "
+                f"{m['correction_first']} | {stale} |"
             )
     return "\n".join(rows)
 

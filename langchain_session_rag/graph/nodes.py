@@ -29,10 +29,7 @@ from langchain_session_rag.errors import (
 from langchain_session_rag.graph import pinned as tiers
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
 from langchain_session_rag.graph.model_window import budget_for, check_question
-from langchain_session_rag.graph.names import (
-    RETRIEVE_DOCUMENTS,
-    RETRIEVE_MEMORIES,
-)
+from langchain_session_rag.graph.names import RETRIEVE_DOCUMENTS, RETRIEVE_MEMORIES
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import (
     asked_message,
@@ -40,6 +37,7 @@ from langchain_session_rag.graph.turn import (
     last_human_index,
     prompt_messages,
 )
+from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
@@ -62,7 +60,8 @@ class SessionRAGNodes:
     summary_min_tokens: int = 200
     memory_k: int = 4
     score_threshold: float | None = None
-    """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``."""
+    """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``, else
+    ``DEFAULT_SCORE_THRESHOLD`` (0.3, the CLI's); ``-1`` keeps every candidate."""
     llm_string: str = ""
     """The model configuration in the cache key; by default the model's class and its public settings."""
     background_writes: bool | None = None
@@ -248,7 +247,8 @@ class SessionRAGNodes:
         return [d for d in docs if not set(d.metadata.get("message_ids") or ["-"]) <= {m.id for m in state["messages"]}]
 
     def _options(self, memory: SessionVectorMemory, state: Any = None, *, whole: bool = True) -> dict[str, Any]:
-        threshold = memory.score_threshold if self.score_threshold is None else self.score_threshold
+        threshold = self.score_threshold if self.score_threshold is not None else memory.score_threshold
+        threshold = DEFAULT_SCORE_THRESHOLD if threshold is None else threshold
         options: dict[str, Any] = {"k": self.memory_k, "source_type": ["session", "note"], "score_threshold": threshold}
         if self.long_context and whole:
             options["all_if_fits"] = tiers.memory_allowance(self._budget)

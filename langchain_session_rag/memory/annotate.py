@@ -21,6 +21,7 @@ from typing import Any
 
 from langchain_session_rag.errors import InvalidMetadataError
 from langchain_session_rag.memory.lexical import tokenize
+from langchain_session_rag.memory.worth import assess
 from langchain_session_rag.stores.base import Record
 
 BASE_IMPORTANCE = 0.2
@@ -98,6 +99,7 @@ def annotate(records: Iterable[Record], scorer: Callable[[str], float] | None = 
         meta["importance"] = float(value)
         if "topics" not in meta:
             meta["topics"] = encode_topics(topics_of(record.text))
+        assess(meta, record.text)
 
 
 def decode_topics(value: object) -> list[str]:

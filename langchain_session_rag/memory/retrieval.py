@@ -17,6 +17,7 @@ from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionErro
 from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
 from langchain_session_rag.memory.lexical import stem
 from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
+from langchain_session_rag.memory.recall_policy import Candidate, RecallPolicy, arrange
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.timewindow import TimeWindow, time_boost, time_span, window_hits, window_option
 from langchain_session_rag.models.similarity import cosine
@@ -44,6 +45,7 @@ OPTIONS = frozenset(
         "exclude_message_ids",
         "time_window",
         "time_boost",
+        "recall_policy",
     }
 )
 """Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
@@ -74,6 +76,10 @@ class RetrievalQuery:
     time_window: TimeWindow | None = None
     """Chunks stamped in it are candidates and score ``+ time_boost`` (the options of the same names)."""
     time_boost: float = 0.5
+    policy: RecallPolicy | None = None
+    """How candidates are ordered by worth, repeats, corrections and speaker (``None``: by score alone)."""
+    text: str = ""
+    """The query text (the recall policy compares it with the candidates' words)."""
 
 
 def _ids(name: str, value: Any) -> list[str]:
@@ -179,7 +185,13 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     lexical = _unit("lexical_weight", opt.get("lexical_weight", 0.0))
     window, boost = window_option(opt.get("time_window"), opt.get("time_boost", 0.5), text=text, now=now)
     floor, prior = _importance(opt)
+    policy = opt.get("recall_policy")
+    if policy is not None and not isinstance(policy, RecallPolicy):
+        msg = f"recall_policy must be a RecallPolicy or None, got {type(policy).__name__}."
+        raise InvalidArgumentError(msg)
     return RetrievalQuery(
+        policy=policy,
+        text=text,
         all_if_fits=_allowance(opt.get("all_if_fits")),
         exclude_messages=_message_ids(opt.get("exclude_message_ids")),
         min_importance=floor,
@@ -314,7 +326,7 @@ def rank(
     """
     best = max(lexical.values(), default=0.0) if lexical else 0.0
     now = query.now.timestamp()
-    scored: list[tuple[float, str, Record, float, dict[str, Any]]] = []
+    scored: list[Candidate] = []
     for record, similarity in hits:
         meta = record.metadata
         if meta.get("user_id") != user_id:  # fail closed, whatever the store did
@@ -338,9 +350,12 @@ def rank(
             importance = float(meta.get("importance", BASE_IMPORTANCE))
             score *= (1 - query.importance_weight) + query.importance_weight * importance
         score = time_boost(score, epoch, query.time_window, query.time_boost, extra)
-        scored.append((score, record.id, record, similarity, extra))
-    scored.sort(key=lambda item: (-item[0], item[1]))
-    return [_document(record, similarity, extra, score) for score, _, record, similarity, extra in scored[: query.k]]
+        scored.append(Candidate(score, record, similarity, extra, epoch))
+    if query.policy is None:
+        ordered = sorted(scored, key=lambda c: (-c.score, c.id))
+    else:
+        ordered = arrange(scored, query.text, query.policy)
+    return [_document(c, with_reasons=query.policy is not None) for c in ordered[: query.k]]
 
 
 def stored_document(record: Record, *, with_marker: bool = False) -> Document:
@@ -358,9 +373,24 @@ def stored_document(record: Record, *, with_marker: bool = False) -> Document:
     return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
 
 
-def _document(record: Record, similarity: float, extra: dict[str, Any], score: float) -> Document:
-    doc = stored_document(record, with_marker=True)
-    doc.metadata.update({"similarity": similarity, **extra, "score": score})
+def marker_of(meta: dict[str, Any]) -> str:
+    """A retrieved chunk's marker with what the recall policy found: the assistant's claim, superseded, asked again."""
+    ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+    notes = {"claim": "said by the assistant", "question": "unanswered question"}
+    note = notes.get(str(meta.get("worth")), "")
+    if meta.get("superseded_on"):
+        note = f"superseded on {meta['superseded_on']}"
+    elif meta.get("asked_count"):
+        note = f"asked {meta['asked_count']} times without an answer" if meta.get("worth") == "question" else note
+    return marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"), note=note)
+
+
+def _document(c: Candidate, *, with_reasons: bool) -> Document:
+    doc = stored_document(c.record, with_marker=True)
+    doc.metadata.update({"similarity": c.similarity, **c.extra, "score": c.score})
+    if with_reasons:
+        doc.metadata["why"] = "; ".join([f"similarity {c.similarity:.2f}", *c.reasons])
+        doc.metadata["marker"] = marker_of(doc.metadata)
     return doc
 
 

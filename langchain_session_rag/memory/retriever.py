@@ -34,6 +34,7 @@ from langchain_session_rag.memory import admin, opening, writing
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.core_text import DEFAULT_CORE_LIMITS, AgentEdits, check_core_limits
 from langchain_session_rag.memory.ingest import Chunking
+from langchain_session_rag.memory.recall_policy import RecallPolicy
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.service import MemoryService, path_text
@@ -99,14 +100,12 @@ class SessionVectorMemory(BaseRetriever):
             assert memory.get_by_ids(ids)[0].id == ids[0]
             memory.flush()
 
-    Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``):
-    ``k``, ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until``, ``source_type``,
-    ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity), ``lexical_weight`` and
-    ``half_life_days`` with ``recency_weight``, ``time_window`` / ``time_boost`` (see ``time_aware``). ``since`` /
-    ``until`` also take phrases ("last tuesday", "two weeks ago"). The score is hybrid relevance, then recency decay::
-
-        relevance = (1 − lexical_weight) × similarity + lexical_weight × bm25 / best_bm25
-        score = relevance × ((1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days))
+    Retrieval options (constructor defaults, overridable per call as ``invoke(q, **options)``): ``k``,
+    ``session_ids`` / ``exclude_session_ids``, ``since`` / ``until`` (also phrases: "last tuesday"), ``source_type``,
+    ``filter`` (metadata equality), ``score_threshold`` (on raw cosine similarity), ``lexical_weight``,
+    ``half_life_days`` with ``recency_weight``, ``time_window`` / ``time_boost`` (see ``time_aware``),
+    ``recall_policy``. The score: ``relevance = (1 − lexical_weight) × similarity + lexical_weight × bm25 / best``,
+    times ``(1 − recency_weight) + recency_weight × 0.5 ** (age_days / half_life_days)``, then the recall policy.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -134,20 +133,22 @@ class SessionVectorMemory(BaseRetriever):
     When not given, an embedding model's ``default_lexical_weight`` attribute wins (``MultilingualEmbeddings``: 0,
     as BM25's word matching, tuned on English, let function words outrank meaning in German, Spanish, French)."""
     strip_speaker_names: bool = True
-    """Leave the names of the memory's frequent speakers (labels of at least a fifth of its conversation chunks)
-    out of the dense query, keeping them for BM25: "What books has Melanie read?" is embedded as "What books has
-    read?", so the small embedding model matches books, not the ``Melanie:`` label of every line
-    (see :mod:`~langchain_session_rag.memory.speakers`). ``False`` embeds the query as it is."""
+    """Leave the names of the memory's frequent speakers out of the dense query, keeping them for BM25 (see
+    :mod:`~langchain_session_rag.memory.speakers`). ``False`` embeds the query as it is."""
     score_threshold: float | None = None
     """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
+    recall_policy: RecallPolicy | None = Field(default_factory=RecallPolicy)
+    """How long use is ranked: by worth (a person's statement above the assistant's claim above an unanswered
+    question), repeats folded, corrections first (see :mod:`~langchain_session_rag.memory.recall_policy`).
+    ``None`` ranks by score alone."""
     half_life_days: float | None = Field(default=None, gt=0)
     """Recency decay half-life in days; ``None`` (default) turns decay off."""
     recency_weight: float = Field(default=0.5, ge=0, le=1)
     """Share of the score that decays with age (see :func:`~langchain_session_rag.memory.ranking.decayed_score`)."""
     session_ids: list[str] | None = None
-    """Restrict retrieval to these sessions."""
     exclude_session_ids: list[str] | None = None
-    """Never return memories of these sessions (e.g. the current one, already in the prompt)."""
+    """Never return memories of these sessions (e.g. the current one, already in the prompt); ``session_ids``
+    restricts retrieval to the sessions listed."""
     source_type: SourceType | list[SourceType] | None = None
     """Return only ``"session"`` memories, ``"document"`` chunks or ``"note"`` memories (saved with ``add_note``),
     or the types of a list."""
@@ -164,11 +165,8 @@ class SessionVectorMemory(BaseRetriever):
     """The longest message ``add_messages`` accepts, in characters: a longer one raises
     ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
     segmenter: TopicSegmenter | None = None
-    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, max_tokens=128)``: the threshold
-    calibrated for the model when there is one (the bundled all-MiniLM-L6-v2: 0.15), else boundaries at the deep
-    valleys of the session's own similarity profile, whatever the model's similarity scale; capped segments pack
-    better into prompt budgets."""
-
+    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, max_tokens=128)``, the threshold
+    calibrated for the model (all-MiniLM-L6-v2: 0.15), else the deep valleys of the session's similarity profile."""
     daily_log_dir: str | None = None
     """Append every new message to ``DIR/<user>/<YYYY-MM-DD>.md``, the raw, lossless tier (embedded stores only;
     see :mod:`~langchain_session_rag.memory.daily_log`)."""
@@ -373,6 +371,7 @@ class SessionVectorMemory(BaseRetriever):
             "lexical_weight": self.lexical_weight,
             "time_window": "auto" if self.time_aware else None,
             "time_boost": self.time_boost,
+            "recall_policy": self.recall_policy,
         }
         return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k, text=text)
 

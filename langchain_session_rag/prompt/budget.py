@@ -29,7 +29,7 @@ from langchain_session_rag.errors import BudgetExceededError, InvalidArgumentErr
 from langchain_session_rag.models.tokens import DEFAULT_ENCODING, TokenCounter, get_encoding
 from langchain_session_rag.prompt.history import split_turns
 from langchain_session_rag.prompt.quoting import quote_data, safe_marker
-from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, SectionReport
+from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, SectionReport, recalled_memory
 from langchain_session_rag.prompt.texts import (
     CONTEXT_CLOSE,
     CONTEXT_INTRO,
@@ -432,6 +432,7 @@ class TokenBudget(BaseModel):
             question=question_cost,
             overhead=total - used - system_cost - question_cost,
             sections=sections,
+            recalled=[recalled_memory(memories[i.rank]) for i in items["memories"] if i.kept],
         )
         return AssembledPrompt(messages=messages, report=report)
 

@@ -18,7 +18,7 @@ _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
 _FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800\u17b4\u17b5\u180b\u180c\u180d\u180f")
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
 _KEEP = frozenset("\n\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-_MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)\]|\[D: [^\[\]]{1,120}\]")
+_MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)(?:, [a-z0-9 -]{1,60})?\]|\[D: [^\[\]]{1,120}\]")
 _MAX_MARKER = 120
 _UNSAFE = str.maketrans({"[": "(", "]": ")", "<": "(", ">": ")"})
 _BARE = re.compile(r"[A-Za-z0-9_.:@/+=#~-]{1,128}")
@@ -113,12 +113,18 @@ def safe_marker(value: object) -> str:
     return f"[D: {inner}]"
 
 
-def marker(source_type: str, *, timestamp: datetime | None = None, name: str | None = None) -> str:
+def marker(
+    source_type: str, *, timestamp: datetime | None = None, name: str | None = None, note: str | None = None
+) -> str:
     """Return the citation marker of a chunk: ``[S: 2026-02-06]`` or ``[D: readme.md]``.
 
-    A document name is folded to one line without square or angle brackets, at most 120 characters.
+    A document name is folded to one line without square or angle brackets, at most 120 characters. A session
+    marker may carry a short note of lower-case words, digits and hyphens (``[S: 2026-02-06, said by the
+    assistant]``, ``[S: 2026-01-10, superseded on 2026-03-02]``).
     """
     if source_type == "document":
         clean = " ".join(str(name or "").split()).translate(_UNSAFE)[:120]
         return f"[D: {clean or 'document'}]"
-    return f"[S: {timestamp.date().isoformat() if timestamp else 'unknown date'}]"
+    day = timestamp.date().isoformat() if timestamp else "unknown date"
+    clean_note = re.sub(r"[^a-z0-9 -]", "", (note or "").lower())[:60].strip()
+    return f"[S: {day}, {clean_note}]" if clean_note else f"[S: {day}]"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 
@@ -18,6 +19,24 @@ class SectionReport:
     dropped_by_allocation: int = 0
     dropped_by_overflow: int = 0
     truncated: bool = False
+
+
+@dataclass
+class RecalledMemory:
+    """A memory the prompt kept, and why it is there."""
+
+    id: str | None
+    marker: str
+    why: str
+    """The recall policy's reasons (similarity, worth, repeats folded, superseded or superseding), or the score."""
+
+
+def recalled_memory(doc: Document) -> RecalledMemory:
+    """What the report says of a kept memory: its id, marker and reasons (``metadata["why"]``, else its score)."""
+    meta = doc.metadata
+    score = meta.get("score")
+    why = meta.get("why") or (f"score {score:.2f}" if isinstance(score, int | float) else "given by the caller")
+    return RecalledMemory(id=doc.id, marker=str(meta.get("marker") or ""), why=str(why))
 
 
 @dataclass
@@ -37,6 +56,8 @@ class BudgetReport:
     sections: dict[str, SectionReport] = field(default_factory=dict)
     memory_mode: str = "top_k"
     """How the memories were chosen: ``"top_k"`` (ranked retrieval) or ``"all"`` (the whole memory fitted)."""
+    recalled: list[RecalledMemory] = field(default_factory=list)
+    """The memories the prompt kept, best first, each with why it is there."""
 
     @property
     def headroom(self) -> int:

@@ -1,0 +1,169 @@
+"""What a stored chunk is worth in long use: who stated its information, read at ingest without a model call.
+
+A personal assistant's memory fills with its own traffic: the same question asked again and again, answered
+"Sorry, I'm not sure."; greetings and thanks; the model's own answers, right or invented. Each chunk is given a
+``worth`` when it is stored (and, for chunks stored before this existed, when it is read):
+
+========== ==================================================================================================
+worth      the chunk holds
+========== ==================================================================================================
+statement  information a person stated (a user's message that is not only a question, a request or a thanks;
+           in a conversation between named people, any of them)
+claim      information only the assistant gave: the user asked, the model answered (the user never stated it)
+question   a question or request without an answer: the user asked, the model had nothing ("I'm not sure")
+filler     acknowledgements, greetings and thanks on both sides
+========== ==================================================================================================
+
+A speaker is the model when its label is ``Assistant`` (a message without a ``name``); a named speaker is a person.
+Questions also record the words they ask about (``asks``, stemmed content words) so repeats can be recognised, and a
+statement that corrects an earlier one ("changed to", "actually", "no longer", "moved from X to Y") is flagged
+(``correction``). Nothing is dropped: the worth only changes how recall ranks (:mod:`.recall_policy`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from langchain_session_rag.memory.lexical import tokenize
+
+Worth = Literal["statement", "claim", "question", "filler"]
+WORTHS: tuple[Worth, ...] = ("statement", "claim", "question", "filler")
+MODEL_LABEL = "Assistant"
+"""The speaker label of the model's messages in chunk text (an assistant message without a ``name``)."""
+_NOT_SPEAKERS = frozenset({"System", "Tool"})
+_SPEAKER = re.compile(r"^([^:\n]{1,64}): ", re.MULTILINE)
+_SENTENCE = re.compile(r"[^.!?;\n]+[.!?;]*")
+_NON_ANSWER = re.compile(
+    r"\b(not (sure|certain)|(don'?t|do not|doesn'?t) (know|have|remember|recall|see)|no (idea|access|record|way"
+    r"|information)|(can'?t|cannot|couldn'?t|unable to|not able to) (find|see|access|recall|remember|tell|say|know)"
+    r"|i'?m afraid|no memory of|could you (tell|remind)|can you (tell|remind) me|not something i)\b",
+    re.IGNORECASE,
+)
+_FILLER_PHRASES = (
+    r"thanks?( you)?( so much| a lot)?( for (the|your) help\w*)?|thank you|ok(ay)?|all right|alright|sure|great|cool"
+    r"|nice|got it|noted|understood|perfect|awesome|yes|yeah|yep|no|nope|hi|hello|hey|good (morning|afternoon"
+    r"|evening|night)|bye|goodbye|see you|you'?re welcome|no problem|my pleasure|happy to help|glad to help"
+    r"|updated|saved|changed|done|will do|of course|(i'?ll|i will) (remember|keep|note|use)\b[^.!?]*"
+    r"|(i'?ve|i have) (noted|updated|saved|changed)\b[^.!?]*|(noted|saved|changed|updated) the change"
+    r"|what can i do for you( today)?|how can i help( you)?( today)?"
+)
+_FILLER = re.compile(rf"^(?:\W*(?:{_FILLER_PHRASES})\b)+\W*$", re.IGNORECASE)
+_QUESTION_START = re.compile(
+    r"^\W*(what|what'?s|where|where'?s|when|who|who'?s|whom|whose|which|why|how|is|are|am|was|were|do|does|did|can"
+    r"|could|would|will|should|shall|have|has|remind me|tell me|any idea|do you (know|remember)|please tell"
+    r"|recommend|suggest|give me|show me)\b",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"\b(chang(e|ed|es|ing) (it |that )?to|actually|no longer|not anymore|any ?more|moved (from|to|out)|switched"
+    r"|instead|renamed|rename|reset|correction|mistyped|i meant|from now on|updated?|is now|are now|now (is|are)"
+    r"|new (one|address|number|name|code|password)|not \w+ but)\b",
+    re.IGNORECASE,
+)
+
+
+_OWNED = re.compile(r"\b(?:my|our|the|your)\s+([a-z0-9'-]+)(?:\s+([a-z0-9'-]+))?", re.IGNORECASE)
+
+
+def subject_words(text: str) -> frozenset[str]:
+    """What a text is about, by its possessive phrases: "my sister's name" → sister, "the bike lock" → bike, lock.
+
+    Up to two content words right after each ``my`` / ``our`` / ``the`` / ``your`` (stemmed, stopping at a function
+    word: "my cat is called" → cat); empty when there is none ("I live at 12 Rosewood Lane").
+    """
+    found: set[str] = set()
+    for start in range(len(text)):
+        match = _OWNED.match(text, start)
+        if match is None or (start and text[start - 1].isalnum()):
+            continue
+        for word in (w for w in match.groups() if w):
+            words = tokenize(word.removesuffix("'s"))
+            if not words:
+                break
+            found.update(words)
+    return frozenset(found)
+
+
+_REQUEST_WORDS = frozenset(tokenize("again remind please tell know remember recall"))
+"""Words of a request, not of what it asks about ("Remind me of my wifi password again")."""
+
+
+def turns_of(text: str) -> list[tuple[str, str]]:
+    """A chunk's text as ``(speaker label, text)`` pairs; lines without a label continue the previous turn."""
+    starts = list(_SPEAKER.finditer(text))
+    if not starts:
+        return [("", text)]
+    turns = [("", text[: starts[0].start()])] if starts[0].start() else []
+    for n, match in enumerate(starts):
+        end = starts[n + 1].start() if n + 1 < len(starts) else len(text)
+        turns.append((match.group(1), text[match.end() : end]))
+    return turns
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip()]
+
+
+def is_question(sentence: str) -> bool:
+    """A question or a request for information ("What is ...?", "Remind me of ...", "Bike lock code, please?")."""
+    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
+
+
+def _informative(sentence: str, *, model: bool) -> bool:
+    """A sentence that carries information: not filler, not a question, and (for the model) not a non-answer."""
+    if _FILLER.match(sentence) or not tokenize(sentence):
+        return False
+    if model:
+        return not _NON_ANSWER.search(sentence) and not sentence.rstrip().endswith("?")
+    return not is_question(sentence)
+
+
+def classify(text: str) -> tuple[Worth, list[str], bool]:
+    """A chunk's worth, the words its questions ask about, and whether a person's statement in it is a correction."""
+    person_info = model_info = asked = False
+    asks: list[str] = []
+    correction = False
+    for label, turn in turns_of(text):
+        if label in _NOT_SPEAKERS:
+            continue
+        model = label == MODEL_LABEL
+        for sentence in _sentences(turn):
+            if _informative(sentence, model=model):
+                if model:
+                    model_info = True
+                else:
+                    person_info = True
+                    correction = correction or bool(_CORRECTION.search(sentence))
+            elif not model and is_question(sentence):
+                asked = True
+                asks.extend(w for w in tokenize(sentence) if w not in asks and w not in _REQUEST_WORDS)
+    if person_info:
+        return "statement", asks, correction
+    if model_info:
+        return "claim", asks, False
+    return ("question" if asked else "filler"), asks, False
+
+
+def encode_words(words: Iterable[str]) -> str:
+    """Words as stored: space-separated and padded (`` wifi password ``); empty when there are none."""
+    words = list(words)
+    return " " + " ".join(words) + " " if words else ""
+
+
+def assess(meta: dict[str, Any], text: str) -> None:
+    """Set ``worth`` (and ``asks``, ``correction``) on a session or note chunk that lacks them.
+
+    A note is the user's own text: a statement unless it only asks. A chunk carried over from an export keeps its
+    values. Documents and core memory are not assessed.
+    """
+    source = meta.get("source_type", "session")
+    if source not in {"session", "note"} or "worth" in meta:
+        return
+    worth, asks, correction = classify(text if source == "session" else f"Note: {text}")
+    meta["worth"] = worth
+    if asks:
+        meta["asks"] = encode_words(asks)
+    if correction:
+        meta["correction"] = True
