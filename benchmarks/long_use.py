@@ -11,8 +11,10 @@ model), fed as the graph feeds it: every exchange is stored after its turn with
 as ``background_writes=False``), timestamps in the message dicts; the first session is imported history, stored
 in one batch. Before an ask is stored, it is a probe, queried as the graph's ``retrieve_memories`` does
 (``k=4``, ``source_type=["session", "note"]``, the current session's turns excluded as the graph's window holds
-them) with the graph's default floor (none, ``graph``) and with the CLI's 0.3 (``cli``); a third query with
-``k=10`` ranks the evidence for the rank measures.
+them), in four modes: ``graph`` (the graph's and the CLI's defaults: the recall policy and the 0.2 floor),
+``floor_0.3`` (the CLI's floor before), ``no_floor`` (the policy alone) and ``before`` (0.6.0's graph: no floor,
+ranked by score alone, ``recall_policy=None``); queries with ``k=10`` (no floor; with the policy and without) rank
+the evidence for the rank measures.
 
 Measures, per split and mode:
 
@@ -21,7 +23,8 @@ Measures, per split and mode:
   corrected and asked with non-answers only (``clean``, the issue's measure), over facts asked with non-answers
   only (corrected or not) and over all probes;
 - ``stale_or_invented@3``: of the probes with a stale statement or a model-invented claim of their fact stored,
-  the share whose top 3 holds one;
+  the share whose top 3 holds one; ``unmarked_stale_or_invented@3``: one shown without its marker (a stale
+  statement not marked superseded, an invented claim not marked as said by the assistant);
 - ``noise@3``: chunks in the top 3 that are not the expected evidence (mean per probe), and what they are
   (``repeat``: earlier asks of the same fact with their non-answers; ``stale``; ``invented``; ``other_fact``;
   ``small_talk``);
@@ -50,14 +53,16 @@ from typing import Any
 from long_use_data import generate
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 from langchain_session_rag.stores.base import decode_message_ids
 
 HERE = Path(__file__).parent
-GRAPH_K, DEEP_K, TOP, CLI_FLOOR = 4, 10, 3, 0.3
+GRAPH_K, DEEP_K, TOP = 4, 10, 3
 WINDOW_TURNS = 6  # the graph's default window: these turns of the session are in the prompt, not retrieved
 CHECKPOINTS = (0, 1, 5, 20)
 MODES: dict[str, dict[str, Any]] = {
-    "graph": {"score_threshold": CLI_FLOOR},  # the graph's and the CLI's defaults: the 0.3 floor, the recall policy
+    "graph": {"score_threshold": DEFAULT_SCORE_THRESHOLD},  # the graph's and the CLI's defaults: floor and policy
+    "floor_0.3": {"score_threshold": 0.3},  # the CLI's floor before
     "no_floor": {"score_threshold": None},  # the recall policy without a floor
     "before": {"score_threshold": None, "recall_policy": None},  # 0.6.0's graph: no floor, ranked by score alone
 }

@@ -26,6 +26,7 @@ from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, err, out, printable, shorten, status, store_options
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.lexical import tokenize
+from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 from langchain_session_rag.stores.adapter import is_connection_error
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ class ChatSession:
     model: BaseChatModel
     context_window: int
     max_tokens: int
-    min_similarity: float | None = 0.3
+    min_similarity: float | None = DEFAULT_SCORE_THRESHOLD
     session_id: str = field(default_factory=new_session_id)
     describe: str = "the chat model"
     """The model and where it runs, in words (for messages)."""
@@ -265,7 +266,7 @@ def core_command(memory: SessionVectorMemory, arg: str) -> None:
 @click.option("--local", is_flag=True, help="Use the in-process SmolLM2-135M even if Ollama runs.")
 @click.option("--max-tokens", type=click.IntRange(16, 4096), default=256, show_default=True,
               help="Longest answer; at most half the model's window (local model 1024, Ollama 2048).")  # fmt: skip
-@click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=0.3, show_default=True,
+@click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=DEFAULT_SCORE_THRESHOLD, show_default=True,
               help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
 @store_options
 def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **store: Any) -> None:

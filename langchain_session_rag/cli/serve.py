@@ -18,6 +18,7 @@ import click
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, default_store_path, err, store_options
 from langchain_session_rag.errors import MissingDependencyError
+from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
@@ -168,7 +169,7 @@ def run_workers(host: str, port: int, workers: int) -> None:
 @click.option("--model-name", default="session-rag", show_default=True, help="The model id /v1/models lists.")
 @click.option("--max-body-bytes", type=click.IntRange(1024, 100_000_000), default=1_048_576, show_default=True,
               help="Largest request body; larger ones get 413.")  # fmt: skip
-@click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=0.3, show_default=True,
+@click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=DEFAULT_SCORE_THRESHOLD, show_default=True,
               help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
 @store_options
 def serve(

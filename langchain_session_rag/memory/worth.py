@@ -58,8 +58,8 @@ _QUESTION_START = re.compile(
 )
 _CORRECTION = re.compile(
     r"\b(chang(e|ed|es|ing) (it |that )?to|actually|no longer|not anymore|any ?more|moved (from|to|out)|switched"
-    r"|instead|renamed|rename|reset|correction|mistyped|i meant|from now on|updated?|is now|are now|now (is|are)"
-    r"|new (one|address|number|name|code|password)|not \w+ but)\b",
+    r"|instead|renamed|rename|reset|correction|mistyped|i meant|scratch that|from now on|now|updated?|new"
+    r"|it'?s been moved|we'?ve switched|not \w+ but|, not \w+)\b",
     re.IGNORECASE,
 )
 
@@ -100,6 +100,18 @@ def turns_of(text: str) -> list[tuple[str, str]]:
         end = starts[n + 1].start() if n + 1 < len(starts) else len(text)
         turns.append((match.group(1), text[match.end() : end]))
     return turns
+
+
+_ROLE_LABELS = frozenset({"", "User", MODEL_LABEL, *_NOT_SPEAKERS})
+
+
+def assessable(text: str, source: str = "session") -> bool:
+    """Whether a chunk is a user's traffic with an assistant (or a note): no named speaker in it.
+
+    Conversations between named people (a group chat, an imported dialogue) are left as they are: there, a question
+    is often the evidence, and a newer remark is not a correction of an older one.
+    """
+    return source == "note" or all(label in _ROLE_LABELS for label, _ in turns_of(text))
 
 
 def _sentences(text: str) -> list[str]:
@@ -156,12 +168,12 @@ def assess(meta: dict[str, Any], text: str) -> None:
     """Set ``worth`` (and ``asks``, ``correction``) on a session or note chunk that lacks them.
 
     A note is the user's own text: a statement unless it only asks. A chunk carried over from an export keeps its
-    values. Documents and core memory are not assessed.
+    values. Documents, core memory and conversations between named people (no assistant) are not assessed.
     """
     source = meta.get("source_type", "session")
-    if source not in {"session", "note"} or "worth" in meta:
+    if source not in {"session", "note"} or "worth" in meta or not assessable(text, source):
         return
-    worth, asks, correction = classify(text if source == "session" else f"Note: {text}")
+    worth, asks, correction = classify(text if source == "session" else f"User: {text}")
     meta["worth"] = worth
     if asks:
         meta["asks"] = encode_words(asks)

@@ -2,12 +2,13 @@
 
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import HistoryWindow, SummaryBuffer, last_turns, trim_turns
-from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, SectionReport
+from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport, RecalledMemory, SectionReport
 
 __all__ = [
     "AssembledPrompt",
     "BudgetReport",
     "HistoryWindow",
+    "RecalledMemory",
     "SectionReport",
     "SummaryBuffer",
     "TokenBudget",

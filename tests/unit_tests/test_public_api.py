@@ -52,11 +52,11 @@ SUBPACKAGES = {
               "purge_threads", "route_after_cache"],
     "importers": ["ImportReport", "ImportedConversation", "aimport_conversations", "import_conversations",
                   "read_conversations"],
-    "memory": ["Consolidation", "CoreMemory", "CoreVersion", "MemoryService", "RuntimeSettings", "SessionInfo", "SessionVectorMemory", "read_daily_logs",
+    "memory": ["Consolidation", "CoreMemory", "CoreVersion", "MemoryService", "RecallPolicy", "RuntimeSettings", "SessionInfo", "SessionVectorMemory", "read_daily_logs",
                "rebuild_from_daily_logs"],
     "models": ["LocalChatModel", "LocalEmbeddings", "MultilingualEmbeddings", "TokenCounter", "default_chat_model",
                "get_default_embeddings", "ollama_models", "pick_chat_model", "tiktoken_counter"],
-    "prompt": ["AssembledPrompt", "BudgetReport", "HistoryWindow", "SectionReport", "SummaryBuffer", "TokenBudget",
+    "prompt": ["AssembledPrompt", "BudgetReport", "HistoryWindow", "RecalledMemory", "SectionReport", "SummaryBuffer", "TokenBudget",
                "last_turns", "trim_turns"],
     "server": ["Authenticator", "ServeSettings", "create_app", "read_token_file"],
 }  # fmt: skip

@@ -138,3 +138,37 @@ def test_markers_say_what_the_policy_found_and_stay_safe() -> None:
     assert said == "[S: 2026-02-06, said by the assistant]"
     assert safe_marker(said) == said
     assert marker("session", timestamp=when, note="]\n[D: evil") == "[S: 2026-02-06, d evil]"
+
+
+def test_a_conversation_between_named_people_is_left_as_it_is() -> None:
+    """In a group chat or an imported dialogue a question is often the evidence; nothing is weighed or superseded."""
+    older = Record("a", "Caroline: I'm allergic to mustard.\nMelanie: Oh no!", {"source_type": "session"})
+    newer = Record("b", "Caroline: Actually, not mustard anymore.\nMelanie: Good.", {"source_type": "session"})
+    asked = Record("c", "Caroline: What did you paint?\nMelanie: Nothing yet.", {"source_type": "session"})
+    annotate([older, newer, asked])
+    assert all("worth" not in r.metadata for r in (older, newer, asked))
+    ordered = arrange(
+        [
+            Candidate(0.9, asked, 0.9, {}, DAY),
+            Candidate(0.8, older, 0.8, {}, DAY),
+            Candidate(0.5, newer, 0.5, {}, 9 * DAY),
+        ],
+        "What is Caroline allergic to?",
+        RecallPolicy(),
+    )
+    assert [c.id for c in ordered] == ["c", "a", "b"]
+    assert all("superseded_by" not in c.extra for c in ordered)
+
+
+def test_a_correction_naming_the_old_value_supersedes_it() -> None:
+    old = candidate(0, exchange("I'm allergic to mustard.", "Noted."), 0.8, 1)
+    new = candidate(1, exchange("Update from the allergist: it's shellfish, not mustard.", "Changed."), 0.5, 30)
+    assert arrange([old, new], "Which food allergy do I have?", RecallPolicy()) == [new, old]
+
+
+def test_a_stored_worth_of_a_foreign_type_is_read_from_the_text() -> None:
+    odd = candidate(0, exchange("What is my wifi password?", "I'm not sure."), 0.9, 1, worth=5, correction="yes")
+    fact = candidate(1, exchange("My wifi password is Tangerine-42.", "Noted."), 0.6, 1)
+    ordered = arrange([odd, fact], "What is my wifi password?", RecallPolicy())
+    assert ordered[0] is fact
+    assert odd.extra["worth"] == "question"
