@@ -259,7 +259,7 @@ def main() -> None:
     """Run the splits, write the JSON, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, help="a file written by long_use_data.py (default: generate it)")
-    parser.add_argument("--splits", nargs="+", default=["tune", "report"], choices=["tune", "report"])
+    parser.add_argument("--splits", nargs="+", default=["tune", "report"], choices=["tune", "report", "holdout"])
     parser.add_argument("--out", type=Path, default=HERE / "results" / "long_use.json")
     parser.add_argument("--folder", type=Path, help="where the stores go (default: a temporary folder)")
     parser.add_argument("--scenarios", type=int, help="only the first N scenarios of each split (a quick look)")

@@ -13,7 +13,10 @@ and several facts interleaved over about six months; the first session is import
 Every ask is a probe: it records the id of the newest correct user statement of its fact (the expected evidence),
 the ids of the stale statements and of the model-invented claims stored before it, and how many times the fact
 was asked before. The ``tune`` and ``report`` splits use different subjects, phrasings, non-answers and small
-talk, so that choosing parameters on one does not fit the other. Deterministic: the same seeds give the same file.
+talk, so that choosing parameters on one does not fit the other. The ``holdout`` split (seed 3) has its own
+subjects and texts again, written after the recall policy was designed, blind to it, and never used for tuning:
+its phrasings are looser (statements without "my", terse questions, corrections that only restate the new value).
+Deterministic: the same seeds give the same file.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-SEEDS = {"tune": 1, "report": 2}
+SEEDS = {"tune": 1, "report": 2, "holdout": 3}
 SCENARIOS_PER_SPLIT = 8
 ASKS_PER_FACT = 21  # the 21st ask has 20 earlier asks stored
 WRONG_RATE = 0.3
@@ -179,6 +182,100 @@ REPORT_SUBJECTS = (
     ),
 )
 
+# Written blind to the recall policy, after it was designed; never used to choose its parameters.
+HOLDOUT_SUBJECTS = (
+    Subject(
+        "locker_combination",
+        "password",
+        "Locker 14 at the pool opens with {v}.",
+        ("What's the combination for locker 14?", "locker code?", "How do I open my locker at the pool again?"),
+        (
+            "Locker 14 is {v} now.",
+            "They reset all the pool lockers over the holidays, so {old} won't work anymore; mine opens with {v}.",
+        ),
+        "Locker 14 opens with {v}.",
+        ("3-9-27", "12-4-33", "21-8-16", "5-30-11", "18-2-25", "7-14-39", "26-19-3"),
+    ),
+    Subject(
+        "hamster_name",
+        "pet",
+        "The kids named the hamster {v}.",
+        ("hamster's name?", "What did the kids call the hamster?", "Remind me, what's the hamster called?"),
+        ("The hamster's name is {v}.", "The kids changed their minds, so the hamster is {v} now instead of {old}."),
+        "Your hamster is called {v}.",
+        ("Nugget", "Peanut", "Custard", "Gizmo", "Basil", "Twix", "Marble"),
+    ),
+    Subject(
+        "cottage_address",
+        "address",
+        "The holiday cottage we rent every summer is at {v}.",
+        ("Where's the holiday cottage?", "cottage address?", "What address do I give the taxi for the cottage?"),
+        ("The cottage is at {v}.", "We've switched cottages: no more {old}, this year it's {v}."),
+        "The holiday cottage is at {v}.",
+        (
+            "3 Bay View",
+            "Gull Cottage, Harbour Steps",
+            "14 Tide Lane",
+            "2 Smugglers Row",
+            "The Old Forge, Church Walk",
+            "9 Headland Terrace",
+            "5 Lighthouse Road",
+        ),
+    ),
+    Subject(
+        "dentist_day",
+        "schedule",
+        "Dentist appointment: {v}, ten in the morning.",
+        ("When's the dentist?", "dentist, which day?", "Which day did I book the dentist for?"),
+        ("The dentist rang, it's been moved to {v}.", "Scratch that, the dentist is on {v}, not {old}."),
+        "Your dentist appointment is on {v}.",
+        (
+            "Tuesday the 3rd",
+            "Thursday the 12th",
+            "Monday the 16th",
+            "Friday the 20th",
+            "Wednesday the 25th",
+            "Tuesday the 31st",
+        ),
+    ),
+    Subject(
+        "tea_preference",
+        "preference",
+        "Tea for me is always {v}.",
+        ("How do I take my tea?", "tea, how do I have it?", "If you were making me a cup of tea, how would I want it?"),
+        ("From now on, tea {v} please.", "I've gone off having it {old}; these days I drink my tea {v}."),
+        "You take your tea {v}.",
+        (
+            "black, no sugar",
+            "with a splash of milk",
+            "with a slice of lemon",
+            "with honey",
+            "with oat milk and one sugar",
+            "green, nothing added",
+        ),
+    ),
+    Subject(
+        "landlord_name",
+        "person",
+        "Our landlord is {v}.",
+        ("Who's the landlord?", "What's our landlord called?", "landlord's name again?"),
+        ("The flat was sold; the new landlord is {v}.", "It's {v} who owns the flat."),
+        "Your landlord is {v}.",
+        ("Mr Okafor", "Brenda Walsh", "Kenji Sato", "Ms Duarte", "Alan Prescott", "Fatima Rahman", "Oliver Haines"),
+    ),
+    Subject(
+        "spare_key",
+        "person",
+        "We left the spare house key with {v}.",
+        ("Who has the spare key?", "spare key, who's got it?", "Where did we leave the spare house key?"),
+        ("We gave the spare key to {v} instead; {old} moved away.", "The spare key is with {v}."),
+        "You left the spare key with {v}.",
+        ("Mrs Pruitt", "Dev at number 6", "the Hendersons", "Marco upstairs", "Grandad", "Siobhan across the road"),
+    ),
+)
+
+SUBJECTS = {"tune": TUNE_SUBJECTS, "report": REPORT_SUBJECTS, "holdout": HOLDOUT_SUBJECTS}
+
 TEXTS: dict[str, dict[str, tuple[str, ...]]] = {
     "tune": {
         "non_answers": (
@@ -226,6 +323,30 @@ TEXTS: dict[str, dict[str, tuple[str, ...]]] = {
             ("How often should I water succulents?", "Every two to three weeks, when the soil is fully dry."),
             ("Good morning!", "Good morning! What can I do for you today?"),
             ("Tell me a fun fact.", "Octopuses have three hearts."),
+        ),
+    },
+    "holdout": {
+        "non_answers": (
+            "That's not something I have on record.",
+            "No idea, I'm afraid.",
+            "I couldn't tell you, sorry.",
+            "Nothing comes up for that on my side.",
+        ),
+        "acks": ("Okay, I've made a note of it.", "Sure, I'll hang on to that.", "Great, remembered."),
+        "correction_acks": ("Right, I'll go with that instead.", "Okay, swapped it over.", "Thanks, fixed on my end."),
+        "small_talk": (
+            ("Should I repot my monstera now or wait?", "Spring is best; that's when the roots grow fastest."),
+            ("How do I politely decline a wedding invitation?", "Thank them warmly, say you can't come, send a card."),
+            ("A dog down the street barked all night.", "That sounds exhausting; earplugs might help tonight."),
+            ("How do I get red wine out of a carpet?", "Blot it, then dab with cold water and a drop of dish soap."),
+            ("I want to try bouldering.", "Most climbing gyms run an intro session; rent shoes the first time."),
+            ("Any good sci-fi novel for a long flight?", "'Project Hail Mary' is gripping and easy to read."),
+            ("Is it too late to plant tulip bulbs in December?", "Not if the ground isn't frozen; they'll bloom late."),
+            ("My glasses keep fogging up in the cold.", "An anti-fog wipe helps, and so does a snug scarf."),
+            ("We're hosting a quiz night on Friday.", "Fun! Mix easy rounds with a picture round to keep it lively."),
+            ("How many cups is 250 grams of flour?", "Roughly two cups, depending on how you scoop it."),
+            ("I think I'm coming down with a cold.", "Rest and drink plenty; see a doctor if it lasts over a week."),
+            ("Mirrorless or DSLR for a first camera?", "Mirrorless: lighter, and most new lenses are made for it."),
         ),
     },
 }
@@ -326,7 +447,7 @@ def _exchange(fact: Fact, event: str, ex_id: str, texts: dict[str, Any], rng: ra
 
 def scenario(split: str, number: int, rng: random.Random) -> dict[str, Any]:
     """One user's months of traffic: sessions of fact events and small talk, the first one imported."""
-    subjects = TUNE_SUBJECTS if split == "tune" else REPORT_SUBJECTS
+    subjects = SUBJECTS[split]
     texts = TEXTS[split]
     user = f"{split}-user-{number}"
     kinds = list(FACT_KINDS)
