@@ -59,6 +59,10 @@ def create_session_rag_graph(
     chooses: background writes on an embedded store (only this process reads it), write-through on a Chroma
     server, so that a turn's exchange is visible to every worker of a deployment by the time its run ends.
 
+    ``score_threshold``: the least cosine similarity of a recalled memory; ``None`` (the default) uses the memory's
+    own ``score_threshold``, else 0.2 (``DEFAULT_SCORE_THRESHOLD``, calibrated for the bundled model); ``-1`` keeps
+    every memory. Memories are ranked by the memory's recall policy (see ``docs/long-use.md``).
+
     The prompt budget defaults to the model's own context window when the model says it
     (``LocalChatModel.n_ctx``, ``ChatOllama.num_ctx``, a model profile's ``max_input_tokens``; 8K otherwise); a
     ``budget`` larger than that window is refused. A question too long for the budget is refused with

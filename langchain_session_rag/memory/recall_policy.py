@@ -22,6 +22,7 @@ Every candidate kept says why in ``metadata["why"]`` (shown per memory in the gr
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -29,17 +30,22 @@ from typing import Any
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.memory.worth import (
+    ADDITION,
     MODEL_LABEL,
     WORTHS,
     Worth,
     assessable,
     classify,
-    subject_words,
+    subject_phrases,
     turns_of,
 )
 from langchain_session_rag.stores.base import Record
 
 _SEGMENT = "segment"
+_MAX_REORDERED = 300
+_CODE = re.compile(r"[=;{}()\[\]<>]|\b\w+_\w+\b")
+_CODE_SIGNS = 4
+"""Signs of code (``=``, ``;``, brackets, snake_case names) past which a text corrects nothing."""
 _REACH = 0.5
 """A statement that may be about a claim or question moves above it when it scores at least this share of it (or
 is similar enough to the query to be recalled on its own: ``DEFAULT_SCORE_THRESHOLD``)."""
@@ -107,7 +113,8 @@ class Candidate:
     asks: frozenset[str] = frozenset()
     correction: bool = False
     words: frozenset[str] = frozenset()
-    subject: frozenset[str] = frozenset()
+    subject: tuple[tuple[str, ...], ...] = ()
+    adds: bool = False
     reasons: list[str] = field(default_factory=list)
 
     @property
@@ -146,8 +153,14 @@ def assess_candidate(c: Candidate) -> None:
     model = " ".join(t for label, t in turns_of(c.text) if label == MODEL_LABEL)
     person = " ".join(t for label, t in turns_of(c.text) if label != MODEL_LABEL)
     said = model if c.worth == "claim" else person
-    c.words = frozenset(tokenize(said)) - (c.asks if c.worth != "claim" else frozenset())
-    c.subject = subject_words(said if c.worth != "question" else person)
+    c.words = _content(said) - (c.asks if c.worth != "claim" else frozenset())
+    c.subject = tuple(subject_phrases(said if c.worth != "question" else person))
+    c.adds = bool(ADDITION.search(said)) or len(_CODE.findall(said)) >= _CODE_SIGNS  # code states no fact
+
+
+def _content(text: str) -> frozenset[str]:
+    """Content words of a text: stemmed, no stop words, no one-letter pieces ("I'm" → nothing)."""
+    return frozenset(w for w in tokenize(text) if len(w) > 1 or w.isdigit())
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
@@ -163,20 +176,33 @@ def _day(epoch: float | None) -> str:
 
 
 def _differ(a: Candidate, b: Candidate) -> bool:
-    """Both name what they are about ("my cat", "my dog") and it differs."""
-    return bool(a.subject) and bool(b.subject) and not a.subject & b.subject
+    """Both name what they are about and it differs: "my cat" / "my dog", "my sister's birthday" / "my brother's"."""
+    heads_a, heads_b = {p[0] for p in a.subject}, {p[0] for p in b.subject}
+    return bool(heads_a) and bool(heads_b) and not heads_a & heads_b
+
+
+def _related(a: Candidate, b: Candidate) -> bool:
+    """One names what the other names ("the dog" / "our dog's name"; not "the wifi router" / "my wifi password")."""
+    return any(set(p) <= set(q) or set(q) <= set(p) for p in a.subject for q in b.subject)
 
 
 def _same_subject(older: Candidate, newer: Candidate, query: frozenset[str], policy: RecallPolicy) -> bool:
-    """Whether ``newer`` restates or corrects ``older``."""
-    if _differ(older, newer):
+    """Whether ``newer`` restates or corrects ``older``.
+
+    Never when the newer adds ("also", "too") or is code, or when they name different subjects. Yes when most of
+    their words are shared (the same sentence with a new value), or when the newer is a correction ("changed to",
+    "actually", "no longer", "now") that names the same subject, repeats a word of the older that the question does
+    not ask about ("not mustard", "moved from 12 Rosewood Lane"), or holds every word the older shares with the
+    question.
+    """
+    if newer.adds or _differ(older, newer):
         return False
-    if _overlap(older.words, newer.words) >= policy.subject_overlap:
+    shared = older.words & newer.words
+    if older.words and newer.words and len(shared) / max(len(older.words), len(newer.words)) >= policy.subject_overlap:
         return True
     asked = older.words & query
-    shared = len(older.words & newer.words)
     return newer.correction and (
-        bool(older.subject & newer.subject) or shared >= _NAMED or (bool(asked) and asked <= newer.words)
+        _related(older, newer) or bool(shared - query) or (bool(asked) and asked <= newer.words)
     )
 
 
@@ -189,7 +215,7 @@ def _about(statement: Candidate, other: Candidate, policy: RecallPolicy) -> bool
     if _differ(statement, other):
         return False
     if (
-        statement.subject & other.subject
+        _related(statement, other)
         or (other.asks and other.asks <= statement.words)
         or _overlap(statement.words, other.words) >= policy.subject_overlap
     ):
@@ -222,12 +248,18 @@ def _repeat(kept: Candidate, c: Candidate, policy: RecallPolicy) -> bool:
     return kept.worth == c.worth and bool(kept.words) and kept.words == c.words and kept.asks == c.asks
 
 
-def _move_above(ordered: list[Candidate], winner: Candidate, loser: Candidate) -> None:
-    """Put ``winner`` where ``loser`` is and ``loser`` right after it (when ``loser`` ranks higher)."""
+def _move_above(ordered: list[Candidate], winner: Candidate, loser: Candidate) -> bool:
+    """Put ``winner`` where ``loser`` is and ``loser`` right after it, when ``loser`` ranks higher; whether it moved."""
     i, j = ordered.index(loser), ordered.index(winner)
     if j > i:
         ordered.pop(j)
         ordered.insert(i, winner)
+    return j > i
+
+
+def _reason(c: Candidate, text: str) -> None:
+    if text not in c.reasons:
+        c.reasons.append(text)
 
 
 def _corrections(ordered: list[Candidate], query: frozenset[str], policy: RecallPolicy) -> None:
@@ -241,8 +273,8 @@ def _corrections(ordered: list[Candidate], query: frozenset[str], policy: Recall
         _move_above(ordered, newest, older)
         older.extra["superseded_by"] = newest.id
         older.extra["superseded_on"] = _day(newest.epoch)
-        older.reasons.append(f"superseded on {older.extra['superseded_on']}")
-        newest.reasons.append(f"newer than {_day(older.epoch)} on the same subject")
+        _reason(older, f"superseded on {older.extra['superseded_on']}")
+        _reason(newest, "the newest statement on its subject")
 
 
 def _user_first(ordered: list[Candidate], policy: RecallPolicy) -> None:
@@ -250,17 +282,18 @@ def _user_first(ordered: list[Candidate], policy: RecallPolicy) -> None:
     statements = [c for c in ordered if c.worth == "statement"]
     for other in [c for c in ordered if c.worth in {"claim", "question"}]:
         for statement in statements:
-            if ordered.index(statement) < ordered.index(other):
-                continue
             about = _about(statement, other, policy)
             near = statement.similarity >= DEFAULT_SCORE_THRESHOLD or statement.score >= _REACH * other.score
-            if about or (about is None and near):
-                _move_above(ordered, statement, other)
-                statement.reasons.append(f"a person's statement above {_LABELS[other.worth or 'claim']}")
+            if (about or (about is None and near)) and _move_above(ordered, statement, other):
+                _reason(statement, f"the user's statement above {_LABELS[other.worth or 'claim']}")
 
 
-def arrange(candidates: list[Candidate], query: str, policy: RecallPolicy) -> list[Candidate]:
-    """Order scored candidates by the policy (best first); folded repeats leave the list."""
+def arrange(candidates: list[Candidate], query: str, policy: RecallPolicy, *, k: int = 4) -> list[Candidate]:
+    """Order scored candidates by the policy (best first); folded repeats leave the list.
+
+    Corrections and the user-first rule reorder the best ``max(3 k, 30)`` candidates after folding (at most 300):
+    what could reach the top ``k``; the rest stay in score order behind them.
+    """
     for c in candidates:
         assess_candidate(c)
         weight = policy.weight(c.worth)
@@ -269,18 +302,19 @@ def arrange(candidates: list[Candidate], query: str, policy: RecallPolicy) -> li
             c.extra["worth"] = c.worth
             c.reasons.append(f"{_LABELS[c.worth]}, weight {weight:g}")
     ordered = sorted(candidates, key=lambda c: (-c.score, c.id))
-    words = frozenset(tokenize(query))
+    words = _content(query)
     if policy.fold_repeats:
         ordered = _fold(ordered, policy)
+    head, tail = ordered[: min(max(3 * k, 30), _MAX_REORDERED)], ordered[min(max(3 * k, 30), _MAX_REORDERED) :]
     if policy.newest_first:
-        _corrections(ordered, words, policy)
+        _corrections(head, words, policy)
     if policy.user_over_model:
-        _user_first(ordered, policy)
-    return ordered
+        _user_first(head, policy)
+    return head + tail
 
 
 _LABELS: dict[str, str] = {
-    "statement": "stated by a person",
+    "statement": "stated by the user",
     "claim": "the assistant's claim",
     "question": "an unanswered question",
     "filler": "small talk",

@@ -354,7 +354,7 @@ def rank(
     if query.policy is None:
         ordered = sorted(scored, key=lambda c: (-c.score, c.id))
     else:
-        ordered = arrange(scored, query.text, query.policy)
+        ordered = arrange(scored, query.text, query.policy, k=query.k)
     return [_document(c, with_reasons=query.policy is not None) for c in ordered[: query.k]]
 
 
@@ -373,6 +373,10 @@ def stored_document(record: Record, *, with_marker: bool = False) -> Document:
     return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
 
 
+POLICY_KEYS = frozenset({"superseded_by", "superseded_on", "asked_count", "last_asked", "folded", "why"})
+"""What the recall policy adds to a returned document (result keys: never stored)."""
+
+
 def marker_of(meta: dict[str, Any]) -> str:
     """A retrieved chunk's marker with what the recall policy found: the assistant's claim, superseded, asked again."""
     ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
@@ -387,6 +391,8 @@ def marker_of(meta: dict[str, Any]) -> str:
 
 def _document(c: Candidate, *, with_reasons: bool) -> Document:
     doc = stored_document(c.record, with_marker=True)
+    for key in POLICY_KEYS - c.extra.keys():  # only what the policy found here, never a stored value
+        doc.metadata.pop(key, None)
     doc.metadata.update({"similarity": c.similarity, **c.extra, "score": c.score})
     if with_reasons:
         doc.metadata["why"] = "; ".join([f"similarity {c.similarity:.2f}", *c.reasons])
@@ -403,6 +409,10 @@ def replica_search(
         held = only if only is not None else replica.ids()
         only = {i for i in held if passes(replica.record(i).metadata, q)}
     hits = replica.dense(vector, q.fetch, only=only)
+    if q.policy is not None:  # repeats of a question must not push every statement out of the candidates
+        told, known = replica.select({"worth": {"$in": ["statement", "claim"]}}), {r.id for r, _ in hits}
+        told = told & only if only is not None else told
+        hits += [h for h in replica.dense(vector, q.fetch, only=told) if h[0].id not in known]
     lexical: dict[str, float] | None = None
     if q.lexical_weight > 0:
         top = replica.lexical_top(query, q.fetch, only=only)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from langchain_session_rag.memory.retrieval import RetrievalQuery, chunk_epoch, passes, stored_document
+from langchain_session_rag.memory.retrieval import RetrievalQuery, chunk_epoch, marker_of, passes, stored_document
 from langchain_session_rag.stores.base import Record
 
 MARKER_TOKENS = 10
@@ -16,7 +16,8 @@ MARKER_TOKENS = 10
 def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) -> list[Document] | None:
     """The long-context shortcut: every matching chunk in time order when they fit ``q.all_if_fits``, else ``None``.
 
-    Each document is marked ``retrieval_mode="all"`` and carries no score (nothing was ranked).
+    Each document is marked ``retrieval_mode="all"`` and carries no score (nothing was ranked). With a recall
+    policy, the assistant's claims and unanswered questions say so in their markers, as in ranked retrieval.
     """
     if q.all_if_fits is None:
         return None
@@ -28,4 +29,7 @@ def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) 
     docs = [stored_document(record, with_marker=True) for record in mine]
     for doc in docs:
         doc.metadata["retrieval_mode"] = "all"
+        if q.policy is not None:
+            doc.metadata["marker"] = marker_of(doc.metadata)
+            doc.metadata["why"] = "the whole memory fits the prompt"
     return docs

@@ -38,7 +38,8 @@ _SENTENCE = re.compile(r"[^.!?;\n]+[.!?;]*")
 _NON_ANSWER = re.compile(
     r"\b(not (sure|certain)|(don'?t|do not|doesn'?t) (know|have|remember|recall|see)|no (idea|access|record|way"
     r"|information)|(can'?t|cannot|couldn'?t|unable to|not able to) (find|see|access|recall|remember|tell|say|know)"
-    r"|i'?m afraid|no memory of|could you (tell|remind)|can you (tell|remind) me|not something i)\b",
+    r"|i'?m afraid|no memory of|could you (tell|remind)|can you (tell|remind) me|not something i|no clue"
+    r"|(haven'?t|have not|never) (told|mentioned|given|said|shared))\b",
     re.IGNORECASE,
 )
 _FILLER_PHRASES = (
@@ -52,14 +53,22 @@ _FILLER_PHRASES = (
 _FILLER = re.compile(rf"^(?:\W*(?:{_FILLER_PHRASES})\b)+\W*$", re.IGNORECASE)
 _QUESTION_START = re.compile(
     r"^\W*(what|what'?s|where|where'?s|when|who|who'?s|whom|whose|which|why|how|is|are|am|was|were|do|does|did|can"
-    r"|could|would|will|should|shall|have|has|remind me|tell me|any idea|do you (know|remember)|please tell"
-    r"|recommend|suggest|give me|show me)\b",
+    r"|could|would|will|should|shall|have|has|any idea|do you (know|remember))\b",
     re.IGNORECASE,
 )
+_REQUEST = re.compile(r"^\W*(remind me|tell me|please tell|recommend|suggest|give me|show me)\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[,:;\u2014-]\s+")
+_COPULA = re.compile(r"\b(is|are|am|was|were|'s|'m|'re|live|lives|work|works|have|has|called|named)\b", re.IGNORECASE)
+_LETTERS = re.compile(r"[^\W\d_]{2,}")
+_IDEOGRAPHS = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_WORDS = 2
+"""Words a clause needs to state something, or a sentence in another script to count as one."""
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+ADDITION = re.compile(r"\b(also|too|as well|another|second|in addition)\b", re.IGNORECASE)
+"""A statement that adds ("I'm also allergic to penicillin") corrects nothing."""
 _CORRECTION = re.compile(
     r"\b(chang(e|ed|es|ing) (it |that )?to|actually|no longer|not anymore|any ?more|moved (from|to|out)|switched"
-    r"|instead|renamed|rename|reset|correction|mistyped|i meant|scratch that|from now on|now|updated?|new"
-    r"|it'?s been moved|we'?ve switched|not \w+ but|, not \w+)\b",
+    r"|instead|renamed|rename|reset|correction|mistyped|i meant|from now on|now|updated?|new|not \w+ but|, not \w+)\b",
     re.IGNORECASE,
 )
 
@@ -67,23 +76,32 @@ _CORRECTION = re.compile(
 _OWNED = re.compile(r"\b(?:my|our|the|your)\s+([a-z0-9'-]+)(?:\s+([a-z0-9'-]+))?", re.IGNORECASE)
 
 
-def subject_words(text: str) -> frozenset[str]:
-    """What a text is about, by its possessive phrases: "my sister's name" → sister, "the bike lock" → bike, lock.
+def subject_phrases(text: str) -> list[tuple[str, ...]]:
+    """What a text is about, by its possessive phrases: "my sister's birthday" → (sister, birthday).
 
     Up to two content words right after each ``my`` / ``our`` / ``the`` / ``your`` (stemmed, stopping at a function
-    word: "my cat is called" → cat); empty when there is none ("I live at 12 Rosewood Lane").
+    word: "my cat is called" → (cat,)); none in "I live at 12 Rosewood Lane".
     """
-    found: set[str] = set()
+    found: list[tuple[str, ...]] = []
+    text = text.translate(_APOSTROPHES)
     for start in range(len(text)):
         match = _OWNED.match(text, start)
         if match is None or (start and text[start - 1].isalnum()):
             continue
+        phrase: list[str] = []
         for word in (w for w in match.groups() if w):
             words = tokenize(word.removesuffix("'s"))
             if not words:
                 break
-            found.update(words)
-    return frozenset(found)
+            phrase.extend(words)
+        if phrase and tuple(phrase) not in found:
+            found.append(tuple(phrase))
+    return found
+
+
+def subject_words(text: str) -> frozenset[str]:
+    """The words of :func:`subject_phrases`."""
+    return frozenset(w for phrase in subject_phrases(text) for w in phrase)
 
 
 _REQUEST_WORDS = frozenset(tokenize("again remind please tell know remember recall"))
@@ -119,14 +137,33 @@ def _sentences(text: str) -> list[str]:
 
 
 def is_question(sentence: str) -> bool:
-    """A question or a request for information ("What is ...?", "Remind me of ...", "Bike lock code, please?")."""
-    return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
+    """A question or a request for information ("What is ...?", "Remind me of ...", "Bike lock code, please?").
+
+    Not a question: a sentence ending in "." or "!" that starts like one ("When I was young I lived in Porto."), and
+    a question that first states something ("My wifi password is Tangerine-42, can you remember it?").
+    """
+    text = sentence.rstrip()
+    if _REQUEST.match(text):
+        return not _states(_CLAUSE.split(text)[1:])
+    if text.endswith("?"):
+        return not _states(_CLAUSE.split(text)[:-1])
+    return bool(_QUESTION_START.match(text)) and not text.endswith((".", "!"))
+
+
+def _states(clauses: list[str]) -> bool:
+    """Whether one of the clauses states something ("my password is X, ...", "Remind me: X is Y")."""
+    return any(
+        _COPULA.search(c) and not _QUESTION_START.match(c) and not _REQUEST.match(c) and len(tokenize(c)) >= _WORDS
+        for c in clauses
+    )
 
 
 def _informative(sentence: str, *, model: bool) -> bool:
     """A sentence that carries information: not filler, not a question, and (for the model) not a non-answer."""
-    if _FILLER.match(sentence) or not tokenize(sentence):
+    if _FILLER.match(sentence):
         return False
+    if not tokenize(sentence) and len(_LETTERS.findall(sentence)) < _WORDS and not _IDEOGRAPHS.search(sentence):
+        return False  # no words (text in a script the word splitter does not read counts as words)
     if model:
         return not _NON_ANSWER.search(sentence) and not sentence.rstrip().endswith("?")
     return not is_question(sentence)
@@ -134,6 +171,7 @@ def _informative(sentence: str, *, model: bool) -> bool:
 
 def classify(text: str) -> tuple[Worth, list[str], bool]:
     """A chunk's worth, the words its questions ask about, and whether a person's statement in it is a correction."""
+    text = text.translate(_APOSTROPHES)
     person_info = model_info = asked = False
     asks: list[str] = []
     correction = False
@@ -147,7 +185,8 @@ def classify(text: str) -> tuple[Worth, list[str], bool]:
                     model_info = True
                 else:
                     person_info = True
-                    correction = correction or bool(_CORRECTION.search(sentence))
+                    cue = bool(_CORRECTION.search(sentence)) and not ADDITION.search(sentence)
+                    correction = correction or cue
             elif not model and is_question(sentence):
                 asked = True
                 asks.extend(w for w in tokenize(sentence) if w not in asks and w not in _REQUEST_WORDS)
@@ -174,7 +213,7 @@ def assess(meta: dict[str, Any], text: str) -> None:
     if source not in {"session", "note"} or "worth" in meta or not assessable(text, source):
         return
     worth, asks, correction = classify(text if source == "session" else f"User: {text}")
-    meta["worth"] = worth
+    meta["worth"] = "statement" if source == "note" else worth  # a note is what the user chose to keep
     if asks:
         meta["asks"] = encode_words(asks)
     if correction:

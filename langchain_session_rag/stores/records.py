@@ -52,7 +52,10 @@ RESERVED_KEYS = frozenset(
 )
 """Metadata keys the memory writes itself; user metadata may not use them."""
 
-RESULT_KEYS = frozenset({"score", "similarity", "lexical", "marker"})
+RESULT_KEYS = frozenset(
+    {"score", "similarity", "lexical", "marker", "why", "superseded_by", "superseded_on", "asked_count", "last_asked",
+     "folded"}
+)  # fmt: skip
 """Keys added to returned documents, never stored."""
 
 

@@ -95,3 +95,18 @@ def test_the_graph_has_a_similarity_floor_by_default(tmp_path: Path, real_embedd
     assert out["memories"] == []
     unfloored = create_session_rag_graph(model, memory, score_threshold=-1, background_writes=False).compile()
     assert turn(unfloored, "What is my cat called?", "s4")["memories"]
+
+
+def test_sixty_repeats_do_not_push_the_fact_out_of_the_candidates(tmp_path: Path, real_embeddings) -> None:
+    """More repeats than the search fetches (``fetch_k``): the statements are searched on their own as well."""
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=real_embeddings, fetch_k=20)
+    messages = [{"role": "user", "content": FACT, "id": "u0", "timestamp": "2026-01-01T09:00:00"},
+                {"role": "assistant", "content": "Noted.", "id": "a0"}]  # fmt: skip
+    memory.add_messages(messages, session_id="s0", chunking="exchange")
+    for n in range(1, 61):
+        asked = [{"role": "user", "content": ASK, "id": f"u{n}", "timestamp": f"2026-02-01T09:{n % 60:02d}:00"},
+                 {"role": "assistant", "content": "I don't have that information.", "id": f"a{n}"}]  # fmt: skip
+        memory.add_messages(asked, session_id=f"s{n}", chunking="exchange")
+    docs = memory.invoke(ASK, k=3)
+    assert FACT in docs[0].page_content
+    assert docs[1].metadata["asked_count"] >= 20  # the folded copies among the candidates

@@ -172,3 +172,54 @@ def test_a_stored_worth_of_a_foreign_type_is_read_from_the_text() -> None:
     ordered = arrange([odd, fact], "What is my wifi password?", RecallPolicy())
     assert ordered[0] is fact
     assert odd.extra["worth"] == "question"
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "query"),
+    [
+        (
+            "My sister's birthday is May 3.",
+            "Actually my brother's birthday is June 9.",
+            "When is my sister's birthday?",
+        ),
+        ("My home address is 12 Elm Row.", "My office address is now 3 Quay Street.", "What is my home address?"),
+        ("I'm allergic to peanuts.", "I'm also allergic to penicillin now.", "What am I allergic to?"),
+        ("I'm vegetarian.", "I'm 34 now.", "Am I vegetarian?"),
+        ("My wifi password is Tangerine-42.", "Now I updated the wifi router firmware.", "What is my wifi password?"),
+        (
+            "My wifi password is Tangerine-42.",
+            "New config: WIFI_PASSWORD = os.environ['WIFI_PASSWORD']; HOST = 'db'; PORT = 5432; USER = 'app'",
+            "What is my wifi password?",
+        ),
+    ],
+)
+def test_an_unrelated_newer_statement_supersedes_nothing(older: str, newer: str, query: str) -> None:
+    old = candidate(0, exchange(older, "Noted."), 0.8, 1)
+    new = candidate(1, exchange(newer, "Noted."), 0.5, 30)
+    ordered = arrange([old, new], query, RecallPolicy())
+    assert ordered[0] is old
+    assert "superseded_by" not in old.extra
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "My wifi password is Tangerine-42, can you remember it?",
+        "Remind me: the wifi password is Kiwi-3.",
+        "When I was young I used to live in Porto.",
+        "Мой кот Барсик.",
+    ],
+)
+def test_a_statement_is_not_taken_for_a_question(user: str) -> None:
+    assert classify(exchange(user, "Sure."))[0] == "statement"
+
+
+@pytest.mark.parametrize("answer", ["I don\u2019t know.", "You haven't told me that.", "No clue, sorry."])
+def test_non_answers_in_other_words_are_non_answers(answer: str) -> None:
+    assert classify(exchange("What is my wifi password?", answer))[0] == "question"
+
+
+def test_a_note_is_a_statement_even_when_it_starts_like_a_question() -> None:
+    note = Record("n", "What to buy for Tom's party: cake, candles.", {"source_type": "note"})
+    annotate([note])
+    assert note.metadata["worth"] == "statement"
