@@ -292,6 +292,8 @@ def selections(results: list[dict[str, Any]], defaults: dict[str, Any]) -> dict[
     if not any("tune" in r["splits"] for r in results):
         return {"note": "no tuning-split conversation in this data: nothing chosen", "package_defaults": defaults}
     swept = [r for r in results if r["strategy"]["unit"] != "default"]
+    if not any(r["strategy"]["unit"] == "topic" for r in swept):  # --only without a topic strategy
+        return {"note": "no topic strategy swept (--only): nothing chosen", "package_defaults": defaults}
     topic = select(swept, lambda s: s["unit"] == "topic")
     anything = select(swept, lambda _: True)
     default_config = {"unit": "topic", "threshold": defaults["threshold"], "comparison": defaults["comparison"],

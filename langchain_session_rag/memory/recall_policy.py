@@ -23,6 +23,7 @@ Every candidate kept says why in ``metadata["why"]`` (shown per memory in the gr
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -43,6 +44,8 @@ from langchain_session_rag.stores.base import Record
 
 _SEGMENT = "segment"
 _MAX_REORDERED = 300
+_PREFIX = 5
+"""Letters two words share at the start to count as one ("allergy" / "allergic", "password" / "passwords")."""
 _CODE = re.compile(r"[=;{}()\[\]<>]|\b\w+_\w+\b")
 _CODE_SIGNS = 4
 """Signs of code (``=``, ``;``, brackets, snake_case names) past which a text corrects nothing."""
@@ -176,14 +179,28 @@ def _day(epoch: float | None) -> str:
 
 
 def _differ(a: Candidate, b: Candidate) -> bool:
-    """Both name what they are about and it differs: "my cat" / "my dog", "my sister's birthday" / "my brother's"."""
-    heads_a, heads_b = {p[0] for p in a.subject}, {p[0] for p in b.subject}
-    return bool(heads_a) and bool(heads_b) and not heads_a & heads_b
+    """Both name what they are about and no word of it is shared: "my cat" / "my dog"."""
+    words_a = {w for p in a.subject for w in p}
+    words_b = {w for p in b.subject for w in p}
+    return bool(words_a) and bool(words_b) and not _common(words_a, words_b)
+
+
+def _common(a: Iterable[str], b: Iterable[str]) -> frozenset[str]:
+    """Words of ``a`` also in ``b``, or sharing their first five letters with one ("allergy" / "allergic")."""
+    prefixes = {w[:_PREFIX] for w in b if len(w) >= _PREFIX}
+    exact = set(b)
+    return frozenset(w for w in a if w in exact or (len(w) >= _PREFIX and w[:_PREFIX] in prefixes))
 
 
 def _related(a: Candidate, b: Candidate) -> bool:
-    """One names what the other names ("the dog" / "our dog's name"; not "the wifi router" / "my wifi password")."""
-    return any(set(p) <= set(q) or set(q) <= set(p) for p in a.subject for q in b.subject)
+    """One names what the other names: all words of a subject of one are subject words of the other.
+
+    "the dog" / "our dog's name", "my laptop password" / "the login password of my work laptop"; not "the wifi
+    router" / "my wifi password", not "my brother's birthday" / "my sister's birthday".
+    """
+    words_a = {w for p in a.subject for w in p}
+    words_b = {w for p in b.subject for w in p}
+    return any(set(p) <= words_b for p in a.subject) or any(set(q) <= words_a for q in b.subject)
 
 
 def _same_subject(older: Candidate, newer: Candidate, query: frozenset[str], policy: RecallPolicy) -> bool:
@@ -197,13 +214,11 @@ def _same_subject(older: Candidate, newer: Candidate, query: frozenset[str], pol
     """
     if newer.adds or _differ(older, newer):
         return False
-    shared = older.words & newer.words
+    shared = _common(older.words, newer.words)
     if older.words and newer.words and len(shared) / max(len(older.words), len(newer.words)) >= policy.subject_overlap:
         return True
-    asked = older.words & query
-    return newer.correction and (
-        _related(older, newer) or bool(shared - query) or (bool(asked) and asked <= newer.words)
-    )
+    asked = _common(older.words, query)
+    return newer.correction and (_related(older, newer) or bool(shared - asked) or (bool(asked) and asked <= shared))
 
 
 def _about(statement: Candidate, other: Candidate, policy: RecallPolicy) -> bool | None:
@@ -216,11 +231,11 @@ def _about(statement: Candidate, other: Candidate, policy: RecallPolicy) -> bool
         return False
     if (
         _related(statement, other)
-        or (other.asks and other.asks <= statement.words)
+        or (other.asks and _common(other.asks, statement.words) == other.asks)
         or _overlap(statement.words, other.words) >= policy.subject_overlap
     ):
         return True
-    return None if statement.words & (other.words | other.asks) else False
+    return None if _common(statement.words, other.words | other.asks) else False
 
 
 def _fold(ordered: list[Candidate], policy: RecallPolicy) -> list[Candidate]:

@@ -46,6 +46,7 @@ from langchain_session_rag.prompt.texts import (
     UNCONFIRMED_CLOSE,
     UNCONFIRMED_HEADER,
     UNCONFIRMED_OPEN,
+    context_intro,
 )
 
 Section = Literal["core_memory", "history", "summary", "memories", "documents"]
@@ -259,7 +260,7 @@ class TokenBudget(BaseModel):
         context = [i for s in ("memories", "documents") for i in items[s] if i.kept]
         if context:
             body = "".join("".join(i.pieces or []) for i in context)
-            question = f"{CONTEXT_OPEN}\n{CONTEXT_INTRO}{body}\n{CONTEXT_CLOSE}\n\n{question}"
+            question = f"{CONTEXT_OPEN}\n{context_intro(body)}{body}\n{CONTEXT_CLOSE}\n\n{question}"
         messages.append(HumanMessage(question))
         return messages
 

@@ -154,9 +154,13 @@ def test_recency_decay_prefers_newer_memories_and_is_off_by_default(make_memory:
     m.add_messages(old, session_id="old")
     m.add_messages(new, session_id="new")
     query = "which PostgreSQL version is staging on? 14"
-    plain = m.invoke(query, k=2, lexical_weight=0)
-    assert plain[0].metadata["session_id"] == "old", "without decay the closer wording wins"
-    decayed = m.invoke(query, k=2, half_life_days=30, recency_weight=1.0, now="2026-06-02T00:00:00", lexical_weight=0)
+    plain = m.invoke(query, k=2, lexical_weight=0, recall_policy=None)
+    assert plain[0].metadata["session_id"] == "old", "without decay (and without the recall policy) wording wins"
+    corrected = m.invoke(query, k=2, lexical_weight=0)  # the recall policy: the newer statement supersedes
+    assert [d.metadata["session_id"] for d in corrected] == ["new", "old"]
+    assert corrected[1].metadata["superseded_by"] == corrected[0].id
+    decayed = m.invoke(query, k=2, half_life_days=30, recency_weight=1.0, now="2026-06-02T00:00:00", lexical_weight=0,
+                       recall_policy=None)  # fmt: skip
     assert decayed[0].metadata["session_id"] == "new"
     top = decayed[0].metadata
     assert top["score"] == pytest.approx(top["similarity"] * 0.5 ** (1 / 30), rel=1e-6)

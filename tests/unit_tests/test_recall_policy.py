@@ -223,3 +223,21 @@ def test_a_note_is_a_statement_even_when_it_starts_like_a_question() -> None:
     note = Record("n", "What to buy for Tom's party: cake, candles.", {"source_type": "note"})
     annotate([note])
     assert note.metadata["worth"] == "statement"
+
+
+def test_a_correction_of_a_compound_subject_supersedes_it() -> None:
+    old = candidate(0, exchange("The login password of my work laptop is Violet-12.", "Noted."), 0.8, 1)
+    new = candidate(1, exchange("IT made me reset it: my laptop password is now Granite-83.", "Changed."), 0.5, 30)
+    assert arrange([old, new], "Laptop login again?", RecallPolicy()) == [new, old]
+
+
+def test_an_unanswered_question_ranks_below_the_statement_that_answers_it() -> None:
+    asked = candidate(0, exchange("Which food allergy do I have?", "I don't have that information."), 0.95, 9)
+    stated = candidate(1, exchange("I'm allergic to mustard.", "Noted."), 0.3, 1)
+    assert arrange([asked, stated], "Which food allergy do I have?", RecallPolicy())[0] is stated
+
+
+def test_a_correction_naming_part_of_a_compound_subject_supersedes_it_whatever_the_question() -> None:
+    old = candidate(0, exchange("The login password of my work laptop is Violet-12.", "Noted."), 0.8, 1)
+    new = candidate(1, exchange("IT made me reset it: my laptop password is now Granite-83.", "Changed."), 0.5, 30)
+    assert arrange([old, new], "What's my work laptop password?", RecallPolicy()) == [new, old]
