@@ -32,11 +32,12 @@ from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.memory.worth import (
     ADDITION,
-    MODEL_LABEL,
+    USER_LABEL,
     WORTHS,
     Worth,
     assessable,
     classify,
+    speakers_of,
     subject_phrases,
     turns_of,
 )
@@ -44,7 +45,10 @@ from langchain_session_rag.stores.base import Record
 
 _SEGMENT = "segment"
 _MAX_REORDERED = 300
+_VERBS = frozenset({"am", "im", "is", "are", "was", "were", "be", "been"})
 _PREFIX = 5
+_ENDING = 2
+_NAMING = frozenset({"nam"})
 """Letters two words share at the start to count as one ("allergy" / "allergic", "password" / "passwords")."""
 _CODE = re.compile(r"[=;{}()\[\]<>]|\b\w+_\w+\b")
 _CODE_SIGNS = 4
@@ -143,18 +147,21 @@ class Candidate:
 
 def assess_candidate(c: Candidate) -> None:
     """Read the chunk's worth, asked words and correction flag (stored at ingest, or from its text)."""
-    meta, source = c.meta, c.meta.get("source_type", "session")
-    if source not in {"session", "note"} or not assessable(c.text, str(source)):
+    meta, source = c.meta, str(c.meta.get("source_type", "session"))
+    text = c.text if source == "session" else f"{USER_LABEL}: {c.text}"
+    speakers = speakers_of(meta) if source == "session" else None
+    if source not in {"session", "note"} or not assessable(text, "session", speakers):
         return
     stored = meta.get("worth")
     if stored in WORTHS:
         c.worth, c.correction = stored, meta.get("correction") is True
         c.asks = frozenset(str(meta.get("asks") or "").split())
     else:  # stored before worth existed (or with a value this version does not know)
-        worth, asks, c.correction = classify(c.text if source == "session" else f"User: {c.text}")
-        c.worth, c.asks = worth, frozenset(asks)
-    model = " ".join(t for label, t in turns_of(c.text) if label == MODEL_LABEL)
-    person = " ".join(t for label, t in turns_of(c.text) if label != MODEL_LABEL)
+        worth, asks, c.correction = classify(text, speakers)
+        c.worth, c.asks = ("statement" if source == "note" else worth), frozenset(asks)
+    turns = turns_of(text, speakers)
+    model = " ".join(t for label, t in turns if label not in {USER_LABEL, ""})
+    person = " ".join(t for label, t in turns if label in {USER_LABEL, ""})
     said = model if c.worth == "claim" else person
     c.words = _content(said) - (c.asks if c.worth != "claim" else frozenset())
     c.subject = tuple(subject_phrases(said if c.worth != "question" else person))
@@ -163,7 +170,7 @@ def assess_candidate(c: Candidate) -> None:
 
 def _content(text: str) -> frozenset[str]:
     """Content words of a text: stemmed, no stop words, no one-letter pieces ("I'm" → nothing)."""
-    return frozenset(w for w in tokenize(text) if len(w) > 1 or w.isdigit())
+    return frozenset(w for w in tokenize(text) if (len(w) > 1 or w.isdigit()) and w not in _VERBS)
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
@@ -186,21 +193,39 @@ def _differ(a: Candidate, b: Candidate) -> bool:
 
 
 def _common(a: Iterable[str], b: Iterable[str]) -> frozenset[str]:
-    """Words of ``a`` also in ``b``, or sharing their first five letters with one ("allergy" / "allergic")."""
-    prefixes = {w[:_PREFIX] for w in b if len(w) >= _PREFIX}
+    """Words of ``a`` also in ``b``, or one word with another ending.
+
+    "allergy" / "allergic"; not "grandmother" / "grandfather", not "accountant" / "account": the shared start (five
+    letters or more) leaves at most two letters of either.
+    """
     exact = set(b)
-    return frozenset(w for w in a if w in exact or (len(w) >= _PREFIX and w[:_PREFIX] in prefixes))
+    return frozenset(w for w in a if w in exact or any(_one_word(w, v) for v in exact))
+
+
+def _one_word(a: str, b: str) -> bool:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n >= _PREFIX and len(a) - n <= _ENDING and len(b) - n <= _ENDING
 
 
 def _related(a: Candidate, b: Candidate) -> bool:
-    """One names what the other names: all words of a subject of one are subject words of the other.
+    """One names what the other names: two subjects end in the same word, and one's words are all the other's.
 
-    "the dog" / "our dog's name", "my laptop password" / "the login password of my work laptop"; not "the wifi
-    router" / "my wifi password", not "my brother's birthday" / "my sister's birthday".
+    "the dog" / "our dog", "my laptop password" / "the login password of my work laptop", "my sister's name" / "my
+    sister" (a trailing "name" is left out); not "my car" / "my car insurance", not "my brother's birthday" / "my
+    sister's birthday".
     """
-    words_a = {w for p in a.subject for w in p}
-    words_b = {w for p in b.subject for w in p}
-    return any(set(p) <= words_b for p in a.subject) or any(set(q) <= words_a for q in b.subject)
+    phrases_a, phrases_b = _heads(a), _heads(b)
+    words_a = {w for p in phrases_a for w in p}
+    words_b = {w for p in phrases_b for w in p}
+    return any(p[-1] == q[-1] and (set(p) <= words_b or set(q) <= words_a) for p in phrases_a for q in phrases_b)
+
+
+def _heads(c: Candidate) -> list[tuple[str, ...]]:
+    return [p[:-1] if len(p) > 1 and p[-1] in _NAMING else p for p in c.subject]
 
 
 def _same_subject(older: Candidate, newer: Candidate, query: frozenset[str], policy: RecallPolicy) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 from langchain_session_rag.memory.lexical import tokenize
+from langchain_session_rag.stores.base import decode_message_ids
 
 Worth = Literal["statement", "claim", "question", "filler"]
 WORTHS: tuple[Worth, ...] = ("statement", "claim", "question", "filler")
@@ -39,7 +40,8 @@ _NON_ANSWER = re.compile(
     r"\b(not (sure|certain)|(don'?t|do not|doesn'?t) (know|have|remember|recall|see)|no (idea|access|record|way"
     r"|information)|(can'?t|cannot|couldn'?t|unable to|not able to) (find|see|access|recall|remember|tell|say|know)"
     r"|i'?m afraid|no memory of|could you (tell|remind)|can you (tell|remind) me|not something i|no clue"
-    r"|(haven'?t|have not|never) (told|mentioned|given|said|shared))\b",
+    r"|(haven'?t|have not|never) (told|mentioned|given|said|shared)|not in my (memory|records|notes)"
+    r"|lack (that|the|this|any) information|(can'?t|cannot) help with that)\b",
     re.IGNORECASE,
 )
 _FILLER_PHRASES = (
@@ -57,10 +59,12 @@ _QUESTION_START = re.compile(
     re.IGNORECASE,
 )
 _REQUEST = re.compile(r"^\W*(remind me|tell me|please tell|recommend|suggest|give me|show me)\b", re.IGNORECASE)
-_CLAUSE = re.compile(r"[,:;\u2014-]\s+")
+_CLAUSE = re.compile(r"[,:;\u2014-]\s+|\s+that\s+")
 _COPULA = re.compile(r"\b(is|are|am|was|were|'s|'m|'re|live|lives|work|works|have|has|called|named)\b", re.IGNORECASE)
 _LETTERS = re.compile(r"[^\W\d_]{2,}")
 _IDEOGRAPHS = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_VALUE = re.compile(r"\d|(?<![.!?]\s)(?<!^)\b(?!I\b|I'[a-z]+\b)[A-Z][\w-]+")
+"""A value in a sentence: a digit, or a capitalised word that does not start it ("Luna", "Tangerine-42")."""
 _WORDS = 2
 """Words a clause needs to state something, or a sentence in another script to count as one."""
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
@@ -68,7 +72,8 @@ ADDITION = re.compile(r"\b(also|too|as well|another|second|in addition)\b", re.I
 """A statement that adds ("I'm also allergic to penicillin") corrects nothing."""
 _CORRECTION = re.compile(
     r"\b(chang(e|ed|es|ing) (it |that )?to|actually|no longer|not anymore|any ?more|moved (from|to|out)|switched"
-    r"|instead|renamed|rename|reset|correction|mistyped|i meant|from now on|now|updated?|new|not \w+ but|, not \w+)\b",
+    r"|instead|renamed|rename|reset|correction|mistyped|i meant|from now on|is now|are now|now (is|are)|not \w+ but"
+    r"|, not \w+|^\W*not \w+,)\b",
     re.IGNORECASE,
 )
 
@@ -108,9 +113,18 @@ _REQUEST_WORDS = frozenset(tokenize("again remind please tell know remember reca
 """Words of a request, not of what it asks about ("Remind me of my wifi password again")."""
 
 
-def turns_of(text: str) -> list[tuple[str, str]]:
-    """A chunk's text as ``(speaker label, text)`` pairs; lines without a label continue the previous turn."""
-    starts = list(_SPEAKER.finditer(text))
+_DEFAULT_LABELS = frozenset({"User", MODEL_LABEL, *_NOT_SPEAKERS})
+USER_LABEL = "User"
+
+
+def turns_of(text: str, speakers: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """A chunk's text as ``(speaker label, text)`` pairs.
+
+    A line starts a turn only with a label of the chunk's ``speakers`` (stored with it), else of the roles (``User``,
+    ``Assistant``): a reply's "Tip: ..." line continues the reply.
+    """
+    labels = set(speakers) if speakers is not None else _DEFAULT_LABELS
+    starts = [m for m in _SPEAKER.finditer(text) if m.group(1) in labels]
     if not starts:
         return [("", text)]
     turns = [("", text[: starts[0].start()])] if starts[0].start() else []
@@ -120,16 +134,14 @@ def turns_of(text: str) -> list[tuple[str, str]]:
     return turns
 
 
-_ROLE_LABELS = frozenset({"", "User", MODEL_LABEL, *_NOT_SPEAKERS})
-
-
-def assessable(text: str, source: str = "session") -> bool:
-    """Whether a chunk is a user's traffic with an assistant (or a note): no named speaker in it.
+def assessable(text: str, source: str = "session", speakers: Iterable[str] | None = None) -> bool:
+    """Whether a chunk is a user's traffic with an assistant (or a note): the user speaks without a name in it.
 
     Conversations between named people (a group chat, an imported dialogue) are left as they are: there, a question
-    is often the evidence, and a newer remark is not a correction of an older one.
+    is often the evidence, and a newer remark is not a correction of an older one. Whoever answers the unnamed user
+    (``Assistant``, or a named agent) is the model.
     """
-    return source == "note" or all(label in _ROLE_LABELS for label, _ in turns_of(text))
+    return source == "note" or any(label == USER_LABEL for label, _ in turns_of(text, speakers))
 
 
 def _sentences(text: str) -> list[str]:
@@ -143,10 +155,8 @@ def is_question(sentence: str) -> bool:
     a question that first states something ("My wifi password is Tangerine-42, can you remember it?").
     """
     text = sentence.rstrip()
-    if _REQUEST.match(text):
-        return not _states(_CLAUSE.split(text)[1:])
-    if text.endswith("?"):
-        return not _states(_CLAUSE.split(text)[:-1])
+    if _REQUEST.match(text) or text.endswith("?"):
+        return not _states(_CLAUSE.split(text))
     return bool(_QUESTION_START.match(text)) and not text.endswith((".", "!"))
 
 
@@ -169,29 +179,33 @@ def _informative(sentence: str, *, model: bool) -> bool:
     return not is_question(sentence)
 
 
-def classify(text: str) -> tuple[Worth, list[str], bool]:
-    """A chunk's worth, the words its questions ask about, and whether a person's statement in it is a correction."""
+def classify(text: str, speakers: Iterable[str] | None = None) -> tuple[Worth, list[str], bool]:
+    """A chunk's worth, the words its questions ask about, and whether the user's statement in it is a correction.
+
+    A turn that asks and adds a remark ("What's my wifi password? The guests are here now.") is a question unless the
+    remark states a value (a number, a name); a turn that asks corrects nothing.
+    """
     text = text.translate(_APOSTROPHES)
-    person_info = model_info = asked = False
+    person_info = model_info = asked = valued = False
     asks: list[str] = []
     correction = False
-    for label, turn in turns_of(text):
+    for label, turn in turns_of(text, speakers):
         if label in _NOT_SPEAKERS:
             continue
-        model = label == MODEL_LABEL
+        model = label not in {USER_LABEL, ""}
         for sentence in _sentences(turn):
             if _informative(sentence, model=model):
                 if model:
                     model_info = True
                 else:
-                    person_info = True
+                    person_info, valued = True, valued or bool(_VALUE.search(sentence))
                     cue = bool(_CORRECTION.search(sentence)) and not ADDITION.search(sentence)
                     correction = correction or cue
             elif not model and is_question(sentence):
                 asked = True
                 asks.extend(w for w in tokenize(sentence) if w not in asks and w not in _REQUEST_WORDS)
-    if person_info:
-        return "statement", asks, correction
+    if person_info and (valued or not asked):
+        return "statement", asks, correction and not asked
     if model_info:
         return "claim", asks, False
     return ("question" if asked else "filler"), asks, False
@@ -203,16 +217,21 @@ def encode_words(words: Iterable[str]) -> str:
     return " " + " ".join(words) + " " if words else ""
 
 
+def speakers_of(meta: dict[str, Any]) -> list[str] | None:
+    """The speaker labels stored with a chunk (``None`` for a chunk stored without them)."""
+    return decode_message_ids(meta["speakers"]) if meta.get("speakers") else None
+
+
 def assess(meta: dict[str, Any], text: str) -> None:
     """Set ``worth`` (and ``asks``, ``correction``) on a session or note chunk that lacks them.
 
     A note is the user's own text: a statement unless it only asks. A chunk carried over from an export keeps its
-    values. Documents, core memory and conversations between named people (no assistant) are not assessed.
+    values. Documents, core memory and conversations between named people (no unnamed user) are not assessed.
     """
-    source = meta.get("source_type", "session")
-    if source not in {"session", "note"} or "worth" in meta or not assessable(text, source):
+    source, speakers = meta.get("source_type", "session"), speakers_of(meta)
+    if source not in {"session", "note"} or "worth" in meta or not assessable(text, source, speakers):
         return
-    worth, asks, correction = classify(text if source == "session" else f"User: {text}")
+    worth, asks, correction = classify(text if source == "session" else f"User: {text}", speakers)
     meta["worth"] = "statement" if source == "note" else worth  # a note is what the user chose to keep
     if asks:
         meta["asks"] = encode_words(asks)

@@ -47,6 +47,9 @@ RESERVED_KEYS = frozenset(
         "segmentation",
         "boundary",
         "boundary_depth",
+        "worth",
+        "asks",
+        "correction",
         REVISION_KEY,
     }
 )
