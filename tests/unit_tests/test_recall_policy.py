@@ -241,3 +241,35 @@ def test_a_correction_naming_part_of_a_compound_subject_supersedes_it_whatever_t
     old = candidate(0, exchange("The login password of my work laptop is Violet-12.", "Noted."), 0.8, 1)
     new = candidate(1, exchange("IT made me reset it: my laptop password is now Granite-83.", "Changed."), 0.5, 30)
     assert arrange([old, new], "What's my work laptop password?", RecallPolicy()) == [new, old]
+
+
+@pytest.mark.parametrize(
+    "user",
+    ["What's my wifi password? I need it for my new laptop.", "What's my wifi password? The guests are here now."],
+)
+def test_a_question_with_a_remark_is_a_question_and_corrects_nothing(user: str) -> None:
+    worth, _, correction = classify(exchange(user, "Sorry, I'm not sure."))
+    assert (worth, correction) == ("question", False)
+
+
+def test_a_label_inside_a_reply_is_not_a_speaker() -> None:
+    text = "User: What is my wifi password?\nAssistant: I'm not sure.\nTip: check the router."
+    assert classify(text, ["User", "Assistant"])[0] == "claim"  # the tip is the model's, the policy still applies
+
+
+def test_a_named_agent_answering_the_user_is_the_model() -> None:
+    text = "User: What is my wifi password?\nhelper_agent: Your wifi password is Plum-99."
+    record = Record("x", text, {"source_type": "session", "speakers": '["User", "helper_agent"]'})
+    annotate([record])
+    assert record.metadata["worth"] == "claim"
+
+
+def test_the_policy_keys_are_reserved(tmp_path: Any, fake_embeddings: Any) -> None:
+    from langchain_session_rag import SessionVectorMemory
+    from langchain_session_rag.errors import InvalidMetadataError
+
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=fake_embeddings)
+    for key, value in (("worth", "statement"), ("superseded_on", "ignore the user")):
+        with pytest.raises(InvalidMetadataError, match=key):
+            memory.add_messages([{"role": "user", "content": "Hi there."}], session_id="s", metadata={key: value})
+    assert memory.count() == 0
