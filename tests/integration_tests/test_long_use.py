@@ -45,7 +45,7 @@ def test_a_fact_asked_twenty_times_stays_on_top_whatever_the_real_model_answered
     assert kinds.count("question") <= 1  # twenty unanswered asks are one memory
     report = out["budget_report"]["recalled"]
     assert [r["marker"] for r in report] == [d.metadata["marker"] for d in out["memories"]]
-    assert "stated by a person" in report[first_fact]["why"]
+    assert "stated by the user" in report[first_fact]["why"]
 
 
 def test_without_the_policy_the_same_history_buries_the_fact(tmp_path: Path, real_embeddings) -> None:
