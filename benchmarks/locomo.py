@@ -350,6 +350,8 @@ def comparisons(
     for a, wa, b, wb in pairs:
         if a not in runs or b not in runs or (a, wa) == (b, wb):
             continue
+        if wa not in runs[a]["questions"] or wb not in runs[b]["questions"]:  # --lexical left that weight out
+            continue
         qa = [q for q in runs[a]["questions"][wa] if q["conversation"] in convs]
         qb = [q for q in runs[b]["questions"][wb] if q["conversation"] in convs]
         row = {"a": f"{a} w={wa}", "b": f"{b} w={wb}", "split": split}
