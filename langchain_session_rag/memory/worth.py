@@ -182,29 +182,29 @@ def _informative(sentence: str, *, model: bool) -> bool:
 def classify(text: str, speakers: Iterable[str] | None = None) -> tuple[Worth, list[str], bool]:
     """A chunk's worth, the words its questions ask about, and whether the user's statement in it is a correction.
 
-    A turn that asks and adds a remark ("What's my wifi password? The guests are here now.") is a question unless the
-    remark states a value (a number, a name); a turn that asks corrects nothing.
+    What the user says before a question informs; a remark after it ("What's my wifi password? The guests are here
+    now.") only when it states a value (a number, a name). A chunk that asks corrects nothing.
     """
     text = text.translate(_APOSTROPHES)
-    person_info = model_info = asked = valued = False
+    person_info = model_info = asked = False
     asks: list[str] = []
     correction = False
     for label, turn in turns_of(text, speakers):
         if label in _NOT_SPEAKERS:
             continue
-        model = label not in {USER_LABEL, ""}
+        model, asking = label not in {USER_LABEL, ""}, False
         for sentence in _sentences(turn):
             if _informative(sentence, model=model):
                 if model:
                     model_info = True
-                else:
-                    person_info, valued = True, valued or bool(_VALUE.search(sentence))
+                elif not asking or _VALUE.search(sentence):  # after a question, only a stated value informs
+                    person_info = True
                     cue = bool(_CORRECTION.search(sentence)) and not ADDITION.search(sentence)
                     correction = correction or cue
             elif not model and is_question(sentence):
-                asked = True
+                asked = asking = True
                 asks.extend(w for w in tokenize(sentence) if w not in asks and w not in _REQUEST_WORDS)
-    if person_info and (valued or not asked):
+    if person_info:
         return "statement", asks, correction and not asked
     if model_info:
         return "claim", asks, False

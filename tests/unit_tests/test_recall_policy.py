@@ -273,3 +273,8 @@ def test_the_policy_keys_are_reserved(tmp_path: Any, fake_embeddings: Any) -> No
         with pytest.raises(InvalidMetadataError, match=key):
             memory.add_messages([{"role": "user", "content": "Hi there."}], session_id="s", metadata={key: value})
     assert memory.count() == 0
+
+
+def test_what_the_user_says_before_a_question_informs() -> None:
+    user = "I'm starting a new analytics service for our shop. Which database should I use?"
+    assert classify(exchange(user, "PostgreSQL is a good first choice."))[0] == "statement"
