@@ -11,7 +11,7 @@ model), fed as the graph feeds it: every exchange is stored after its turn with
 as ``background_writes=False``), timestamps in the message dicts; the first session is imported history, stored
 in one batch. Before an ask is stored, it is a probe, queried as the graph's ``retrieve_memories`` does
 (``k=4``, ``source_type=["session", "note"]``, the current session's turns excluded as the graph's window holds
-them), in four modes: ``graph`` (the graph's and the CLI's defaults: the recall policy and the 0.2 floor),
+them), in four modes: ``graph`` (the graph's and the CLI's defaults: the recall policy and the 0.1 floor),
 ``floor_0.3`` (the CLI's floor before), ``no_floor`` (the policy alone) and ``before`` (0.6.0's graph: no floor,
 ranked by score alone, ``recall_policy=None``); queries with ``k=10`` (no floor; with the policy and without) rank
 the evidence for the rank measures.

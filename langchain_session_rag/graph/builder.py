@@ -60,7 +60,7 @@ def create_session_rag_graph(
     server, so that a turn's exchange is visible to every worker of a deployment by the time its run ends.
 
     ``score_threshold``: the least cosine similarity of a recalled memory; ``None`` (the default) uses the memory's
-    own ``score_threshold``, else 0.2 (``DEFAULT_SCORE_THRESHOLD``, calibrated for the bundled model); ``-1`` keeps
+    own ``score_threshold``, else 0.1 (``DEFAULT_SCORE_THRESHOLD``, calibrated for the bundled model); ``-1`` keeps
     every memory. Memories are ranked by the memory's recall policy (see ``docs/long-use.md``).
 
     The prompt budget defaults to the model's own context window when the model says it

@@ -61,7 +61,7 @@ class SessionRAGNodes:
     memory_k: int = 4
     score_threshold: float | None = None
     """Minimum cosine similarity of a retrieved memory; ``None`` uses the memory's own ``score_threshold``, else
-    ``DEFAULT_SCORE_THRESHOLD`` (0.3, the CLI's); ``-1`` keeps every candidate."""
+    ``DEFAULT_SCORE_THRESHOLD`` (0.1, as the CLI); ``-1`` keeps every candidate."""
     llm_string: str = ""
     """The model configuration in the cache key; by default the model's class and its public settings."""
     background_writes: bool | None = None
