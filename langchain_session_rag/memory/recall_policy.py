@@ -43,7 +43,8 @@ from langchain_session_rag.memory.worth import (
 )
 from langchain_session_rag.stores.base import Record
 
-_SEGMENT = "segment"
+_TOPIC = "topic"
+"""The ``chunking`` of a topic segment (``"exchange"`` for a single exchange)."""
 _MAX_REORDERED = 300
 _VERBS = frozenset({"am", "im", "is", "are", "was", "were", "be", "been"})
 _PREFIX = 5
@@ -144,7 +145,7 @@ class Candidate:
     @property
     def single(self) -> bool:
         """A single exchange or a note (topic segments hold many turns: no subject of their own)."""
-        return self.meta.get("kind") != _SEGMENT
+        return self.meta.get("chunking") != _TOPIC
 
 
 def assess_candidate(c: Candidate) -> None:

@@ -71,7 +71,7 @@ DAY = 86_400.0
 
 
 def candidate(n: int, text: str, score: float, day: float, **meta: Any) -> Candidate:
-    record = Record(f"c{n}", text, {"source_type": "session", "kind": "exchange", **meta})
+    record = Record(f"c{n}", text, {"source_type": "session", "chunking": "exchange", **meta})
     return Candidate(score, record, score, {}, day * DAY)
 
 
@@ -278,3 +278,11 @@ def test_the_policy_keys_are_reserved(tmp_path: Any, fake_embeddings: Any) -> No
 def test_what_the_user_says_before_a_question_informs() -> None:
     user = "I'm starting a new analytics service for our shop. Which database should I use?"
     assert classify(exchange(user, "PostgreSQL is a good first choice."))[0] == "statement"
+
+
+def test_a_topic_segment_is_never_superseded() -> None:
+    old = candidate(0, exchange("My wifi password is Tangerine-42.", "Noted."), 0.8, 1, chunking="topic")
+    new = candidate(1, exchange("The wifi password changed to Plum-7.", "Updated."), 0.5, 30)
+    ordered = arrange([old, new], "What is my wifi password?", RecallPolicy())
+    assert ordered == [old, new]
+    assert "superseded_by" not in old.extra
