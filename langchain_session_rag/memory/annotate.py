@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain_session_rag.errors import InvalidMetadataError
-from langchain_session_rag.memory.lexical import tokenize
+from langchain_session_rag.memory.lexical import padded, tokenize
 from langchain_session_rag.memory.worth import assess
 from langchain_session_rag.stores.base import Record
 
@@ -74,11 +74,6 @@ def topics_of(text: str, limit: int = 3) -> list[str]:
     return sorted(counts, key=lambda w: (-counts[w], first[w]))[:limit]
 
 
-def encode_topics(topics: Iterable[str]) -> str:
-    """Topics as stored: space-separated and padded (`` api deploy ``), so a topic matches as `` api ``."""
-    return " " + " ".join(topics) + " " if topics else ""
-
-
 def annotate(records: Iterable[Record], scorer: Callable[[str], float] | None = None) -> None:
     """Set ``importance`` and ``topics`` on records that lack them (an imported chunk keeps its own).
 
@@ -98,7 +93,7 @@ def annotate(records: Iterable[Record], scorer: Callable[[str], float] | None = 
             raise InvalidMetadataError(msg)
         meta["importance"] = float(value)
         if "topics" not in meta:
-            meta["topics"] = encode_topics(topics_of(record.text))
+            meta["topics"] = padded(topics_of(record.text))
         assess(meta, record.text)
 
 

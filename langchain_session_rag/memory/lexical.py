@@ -58,6 +58,12 @@ def stem(word: str) -> str:
     return word
 
 
+def padded(words: Iterable[str]) -> str:
+    """Words as stored in metadata: space-separated and padded (`` api deploy ``), so a word matches as `` api ``."""
+    listed = list(words)
+    return " " + " ".join(listed) + " " if listed else ""
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-case words and numbers, without stop words, stemmed with :func:`stem`."""
     return [stem(word) for word in _WORD.findall(text.lower()) if word not in _STOP]

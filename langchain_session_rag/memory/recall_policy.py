@@ -35,11 +35,11 @@ from langchain_session_rag.memory.worth import (
     USER_LABEL,
     WORTHS,
     Worth,
-    assessable,
     classify,
     speakers_of,
     subject_phrases,
     turns_of,
+    user_speaks,
 )
 from langchain_session_rag.stores.base import Record
 
@@ -153,7 +153,8 @@ def assess_candidate(c: Candidate) -> None:
     meta, source = c.meta, str(c.meta.get("source_type", "session"))
     text = c.text if source == "session" else f"{USER_LABEL}: {c.text}"
     speakers = speakers_of(meta) if source == "session" else None
-    if source not in {"session", "note"} or not assessable(text, "session", speakers):
+    turns = turns_of(text, speakers)
+    if source not in {"session", "note"} or not user_speaks(turns):
         return
     stored = meta.get("worth")
     if stored in WORTHS:
@@ -162,7 +163,6 @@ def assess_candidate(c: Candidate) -> None:
     else:  # stored before worth existed (or with a value this version does not know)
         worth, asks, c.correction = classify(text, speakers)
         c.worth, c.asks = ("statement" if source == "note" else worth), frozenset(asks)
-    turns = turns_of(text, speakers)
     model = " ".join(t for label, t in turns if label not in {USER_LABEL, ""})
     person = " ".join(t for label, t in turns if label in {USER_LABEL, ""})
     said = model if c.worth == "claim" else person

@@ -390,7 +390,7 @@ def marker_of(meta: dict[str, Any]) -> str:
 
 
 def _document(c: Candidate, *, with_reasons: bool) -> Document:
-    doc = stored_document(c.record, with_marker=True)
+    doc = stored_document(c.record, with_marker=not with_reasons)  # the policy's marker is set below
     for key in POLICY_KEYS - c.extra.keys():  # only what the policy found here, never a stored value
         doc.metadata.pop(key, None)
     doc.metadata.update({"similarity": c.similarity, **c.extra, "score": c.score})

@@ -26,7 +26,7 @@ def whole_memory(records: Sequence[Record], q: RetrievalQuery, *, user_id: str) 
     if not mine or cost > q.all_if_fits:
         return None
     mine.sort(key=lambda r: (chunk_epoch(r.metadata) or 0.0, int(r.metadata.get("chunk_index") or 0), r.id))
-    docs = [stored_document(record, with_marker=True) for record in mine]
+    docs = [stored_document(record, with_marker=q.policy is None) for record in mine]  # else marker_of, below
     for doc in docs:
         doc.metadata["retrieval_mode"] = "all"
         if q.policy is not None:

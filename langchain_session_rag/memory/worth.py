@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from langchain_session_rag.memory.lexical import tokenize
+from langchain_session_rag.memory.lexical import padded, tokenize
 from langchain_session_rag.stores.base import decode_message_ids
 
 Worth = Literal["statement", "claim", "question", "filler"]
@@ -104,11 +104,6 @@ def subject_phrases(text: str) -> list[tuple[str, ...]]:
     return found
 
 
-def subject_words(text: str) -> frozenset[str]:
-    """The words of :func:`subject_phrases`."""
-    return frozenset(w for phrase in subject_phrases(text) for w in phrase)
-
-
 _REQUEST_WORDS = frozenset(tokenize("again remind please tell know remember recall"))
 """Words of a request, not of what it asks about ("Remind me of my wifi password again")."""
 
@@ -141,7 +136,12 @@ def assessable(text: str, source: str = "session", speakers: Iterable[str] | Non
     is often the evidence, and a newer remark is not a correction of an older one. Whoever answers the unnamed user
     (``Assistant``, or a named agent) is the model.
     """
-    return source == "note" or any(label == USER_LABEL for label, _ in turns_of(text, speakers))
+    return source == "note" or user_speaks(turns_of(text, speakers))
+
+
+def user_speaks(turns: Iterable[tuple[str, str]]) -> bool:
+    """Whether the unnamed user speaks in these turns (:func:`turns_of`)."""
+    return any(label == USER_LABEL for label, _ in turns)
 
 
 def _sentences(text: str) -> list[str]:
@@ -211,12 +211,6 @@ def classify(text: str, speakers: Iterable[str] | None = None) -> tuple[Worth, l
     return ("question" if asked else "filler"), asks, False
 
 
-def encode_words(words: Iterable[str]) -> str:
-    """Words as stored: space-separated and padded (`` wifi password ``); empty when there are none."""
-    words = list(words)
-    return " " + " ".join(words) + " " if words else ""
-
-
 def speakers_of(meta: dict[str, Any]) -> list[str] | None:
     """The speaker labels stored with a chunk (``None`` for a chunk stored without them)."""
     return decode_message_ids(meta["speakers"]) if meta.get("speakers") else None
@@ -234,6 +228,6 @@ def assess(meta: dict[str, Any], text: str) -> None:
     worth, asks, correction = classify(text if source == "session" else f"User: {text}", speakers)
     meta["worth"] = "statement" if source == "note" else worth  # a note is what the user chose to keep
     if asks:
-        meta["asks"] = encode_words(asks)
+        meta["asks"] = padded(asks)
     if correction:
         meta["correction"] = True
