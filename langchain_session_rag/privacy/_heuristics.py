@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import math
 import re
@@ -64,7 +65,9 @@ _SYMBOLS = re.compile(r"[^A-Za-z\s]")
 
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+")
-_DATA_URI = re.compile(r"data:[\w/+.-]*(?:;[\w=.-]+)*;base64,[A-Za-z0-9+/=\s]*", re.IGNORECASE)
+_DATA_URI = re.compile(
+    r"data:[\w/+.-]*(?:;[\w=.-]+)*;base64,[A-Za-z0-9+/=]*(?:\r?\n[A-Za-z0-9+/=]{16,})*", re.IGNORECASE
+)
 _SECRET_PARAM = re.compile(
     r"[?&#;](?:[\w.-]*(?:token|key|secret|sig|signature|password|passwd|pwd|auth|credential|session)[\w.-]*)=$",
     re.IGNORECASE,
@@ -201,6 +204,16 @@ def _entropy_floor(length: int, margin: float) -> float:
     return min(4.5, math.log2(length) - margin)
 
 
+def _inside(spans: list[tuple[int, int]], start: int, end: int) -> tuple[int, int] | None:
+    """The span of ``spans`` (sorted, not nested) that overlaps ``[start, end)``, if any."""
+    index = bisect.bisect_right(spans, (end, -1)) - 1
+    while index >= 0 and spans[index][1] > start:
+        if spans[index][0] < end:
+            return spans[index]
+        index -= 1
+    return None
+
+
 def _looks_random(token: str, raw: str, *, context: bool) -> bool:
     """Whether a base64-alphabet string (``raw``, with its padding) passes the entropy and shape rules."""
     base64_entropy, hex_entropy = _entropy()
@@ -227,14 +240,15 @@ def find_high_entropy(text: str) -> list[Span]:
     tokens = list(_TOKEN.finditer(text))
     if not tokens:
         return []
-    excluded = _excluded_spans(text)
+    excluded = sorted(_excluded_spans(text))
     urls = [match.span() for match in _URL.finditer(text)]
     found = []
     for match in tokens:
         start, end = match.span()
-        if any(low <= start < high or low < end <= high for low, high in excluded):
+        if _inside(excluded, start, end):
             continue
-        in_url = next((low for low, high in urls if low <= start < high), None)
+        url = _inside(urls, start, start + 1)
+        in_url = None if url is None else url[0]
         if in_url is not None and not _SECRET_PARAM.search(text, in_url, start):
             continue  # a URL's path or an ordinary query parameter
         token = match.group().rstrip("=")

@@ -124,6 +124,11 @@ def test_look_alikes_are_left_alone(text: str) -> None:
     assert redact_secrets(text) == RedactedText(text, ())
 
 
+def test_a_secret_after_a_data_uri_in_the_same_message_is_still_found() -> None:
+    text = f"logo: data:image/png;base64,{PNG} and the api token is Zk39sLqP0aXv7TnR2wYb5cHdQ8"
+    assert [s.value for s in find_secrets(text)] == ["Zk39sLqP0aXv7TnR2wYb5cHdQ8"]
+
+
 @pytest.mark.parametrize("value", [None, b"AKIAZ7Q3K5M2P4R6T8W2", 42, ["text"]])
 def test_text_that_is_not_a_str_is_a_type_error_naming_the_type(value: object) -> None:
     with pytest.raises(TypeError, match=type(value).__name__) as caught:
