@@ -15,6 +15,7 @@ __all__ = [
     "DuplicateMessageIdError",
     "EmbeddingModelMismatchError",
     "EmptyConversationError",
+    "EncryptionKeyError",
     "FileAccessError",
     "IdentityConflictError",
     "ImportFormatError",
@@ -103,6 +104,13 @@ class EmbeddingModelMismatchError(SessionRAGError, RuntimeError):
     """The store was written by a different embedding model than the one in use.
 
     Vectors of different models are incompatible: similarity between them is noise.
+    """
+
+
+class EncryptionKeyError(SessionRAGError, RuntimeError):
+    """A master key that is malformed, missing for an encrypted store, or not the key the store was encrypted with.
+
+    Nothing is written when it is raised: a wrong key never re-encrypts or overwrites what is stored.
     """
 
 

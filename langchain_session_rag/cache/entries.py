@@ -13,9 +13,11 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
 from langchain_session_rag._checks import check_documents
+from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.questions import normalise_question
 from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
+from langchain_session_rag.privacy.redaction import find_secrets
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import user_metadata
 
@@ -94,6 +96,29 @@ def check_question(question: object, standalone: object) -> None:
         if (value is not None or name == "question") and not isinstance(value, str):
             msg = f"{name} must be a string, got {type(value).__name__}."
             raise InvalidArgumentError(msg)
+
+
+def cache_key(
+    question: str, history: Sequence[str], standalone: str | None, max_chars: int, *, secrets: bool = False
+) -> tuple[str | None, str]:
+    """The question to look up or store (``standalone`` when given), or ``None`` with the reason it must not be.
+
+    With ``secrets``, a question holding a secret (a key, a token, a card number) is never cached: a placeholder
+    in its place would make one user's keys look alike, and the secret must not reach the store.
+    """
+    check_question(question, standalone)
+    q = standalone or question
+    if len(q) > max_chars:
+        return None, "too_long"
+    if not any(ch.isalnum() for ch in q):
+        return None, "no_text"
+    if secrets and find_secrets(q):
+        return None, "secret"
+    if questions.is_volatile(q):
+        return None, "volatile"
+    if standalone is None and questions.is_context_dependent(question, history):
+        return None, "context_dependent"
+    return q, ""
 
 
 def check_text_options(llm_string: object, knowledge_version: object) -> None:

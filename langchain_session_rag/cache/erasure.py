@@ -14,11 +14,12 @@ import json
 from typing import TYPE_CHECKING
 
 from langchain_session_rag.cache.scope import USER_SCOPE_PREFIX
+from langchain_session_rag.stores.encrypted import EncryptedBackend
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.erasure import Forgotten
-    from langchain_session_rag.stores.base import Record
-    from langchain_session_rag.stores.chroma import ChromaBackend
+    from langchain_session_rag.privacy.keyring import ShredReceipt
+    from langchain_session_rag.stores.base import MemoryBackend, Record
 
 SESSION_KEY = "memory_session"
 """Entry metadata naming the memory session an answer was given in (forgetting that session deletes it)."""
@@ -48,7 +49,7 @@ def derived_from(record: Record, forgotten: Forgotten) -> bool:
 class CacheTier:
     """The cache's store seen by the memory it is linked to (see :func:`~langchain_session_rag.memory.erasure`)."""
 
-    def __init__(self, backend: ChromaBackend) -> None:
+    def __init__(self, backend: MemoryBackend) -> None:
         """Wrap the cache's store."""
         self.backend = backend
 
@@ -66,6 +67,12 @@ class CacheTier:
         if doomed:
             self.backend.delete(scope, doomed)
         return len(doomed)
+
+    def shred(self, user_id: str) -> list[ShredReceipt]:
+        """Destroy the data key of the user's entries (an encrypted cache); nothing when it is not encrypted."""
+        if isinstance(self.backend, EncryptedBackend):
+            return [self.backend.keyring.shred(USER_SCOPE_PREFIX + user_id)]
+        return []
 
     def compact(self) -> int:
         """Rebuild the cache's collections from its live entries and vacuum an embedded cache's folder."""

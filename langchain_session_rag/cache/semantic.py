@@ -34,8 +34,8 @@ from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
     MAX_ANSWER_CHARS,
+    cache_key,
     check_client,
-    check_question,
     check_sources,
     check_text_options,
     check_update,
@@ -54,9 +54,12 @@ from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.erasure import link_tier
 from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
+from langchain_session_rag.privacy.keyring import KeySource
+from langchain_session_rag.privacy.redaction import redact_secrets
 from langchain_session_rag.stores.adapter import open_chroma_client
-from langchain_session_rag.stores.base import Record
+from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.chroma import ChromaBackend
+from langchain_session_rag.stores.encrypted import open_encrypted
 
 
 class SemanticCache(BaseModel):
@@ -113,7 +116,13 @@ class SemanticCache(BaseModel):
     they are now. Entries stored with ``sources=`` whose sources changed or were deleted miss as
     ``stale_version`` and are deleted. :meth:`link_memory` installs one that reads the linked memory."""
 
-    _backend: ChromaBackend = PrivateAttr()
+    encryption_key: KeySource | None = Field(default=None, repr=False)
+    """Encrypts the cache at rest, as ``SessionVectorMemory``'s (keys in ``keyring_dir``, default ``PATH.keys``)."""
+    keyring_dir: str | None = None
+    redact_secrets: bool = False
+    """A question holding a secret is neither looked up nor stored (miss ``secret``); answers are redacted."""
+
+    _backend: MemoryBackend = PrivateAttr()
     _tier: CacheTier = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
@@ -133,7 +142,8 @@ class SemanticCache(BaseModel):
         check_client(self.chroma_client)
         if self.embeddings is None:
             self.embeddings = get_default_embeddings()
-        self._backend = ChromaBackend(self.chroma_client, name=self.collection_name)
+        plain = ChromaBackend(self.chroma_client, name=self.collection_name)
+        self._backend = open_encrypted(plain, self.encryption_key, self.keyring_dir)
         self._tier = CacheTier(self._backend)
         self._backend.check_model(embedding_model_id(self.embeddings), None)
         return self
@@ -182,17 +192,7 @@ class SemanticCache(BaseModel):
     # -- pure parts ------------------------------------------------------------------------------
     def _key(self, question: str, history: Sequence[str], standalone: str | None) -> tuple[str | None, str]:
         """The question to use, or ``None`` with the reason it must not be cached."""
-        check_question(question, standalone)
-        q = standalone or question
-        if len(q) > self.max_question_chars:
-            return None, "too_long"
-        if not any(ch.isalnum() for ch in q):
-            return None, "no_text"
-        if questions.is_volatile(q):
-            return None, "volatile"
-        if standalone is None and questions.is_context_dependent(question, history):
-            return None, "context_dependent"
-        return q, ""
+        return cache_key(question, history, standalone, self.max_question_chars, secrets=self.redact_secrets)
 
     def _memo_key(self, question: str) -> str:
         """The in-process memo of a question's vector is per scope: one user cannot time another's questions."""
@@ -340,6 +340,7 @@ class SemanticCache(BaseModel):
     ) -> Record | None:
         """The record to store, or ``None`` (counted) when the question must not be cached."""
         extra = check_update(answer, ttl, llm_string, version, metadata)
+        answer = redact_secrets(answer).text if self.redact_secrets else answer
         check_sources(sources)
         too_big = oversized(answer, self.llm_string if llm_string is None else llm_string, self.max_answer_chars)
         q = self._skip(question, history, standalone, too_big)

@@ -1,7 +1,19 @@
 """The ``session-rag`` command line: chat with memory, import chat exports, search, forget, export, stats, eval."""
 
-from langchain_session_rag.cli import chat, demo, evaluate, serve, store_commands
+from langchain_session_rag.cli import chat, demo, evaluate, keys, serve, store_commands
 from langchain_session_rag.cli.app import cli, main, run
 from langchain_session_rag.cli.demo import load_sample, run_demo
 
-__all__ = ["chat", "cli", "demo", "evaluate", "load_sample", "main", "run", "run_demo", "serve", "store_commands"]
+__all__ = [
+    "chat",
+    "cli",
+    "demo",
+    "evaluate",
+    "keys",
+    "load_sample",
+    "main",
+    "run",
+    "run_demo",
+    "serve",
+    "store_commands",
+]

@@ -105,6 +105,27 @@ def store_options(func: F) -> F:
             envvar="OLLAMA_HOST",
             help="Ollama server [env OLLAMA_HOST; default http://localhost:11434].",
         ),
+        click.option(
+            "--key-file",
+            type=click.Path(path_type=Path, dir_okay=False),
+            envvar="SESSION_RAG_KEY_FILE",
+            help="Encrypt the store with the master key in this file [env SESSION_RAG_KEY_FILE, or the key itself "
+            "in SESSION_RAG_MASTER_KEY; `session-rag keys new` makes one].",
+        ),
+        click.option(
+            "--keyring",
+            type=click.Path(path_type=Path, file_okay=False),
+            envvar="SESSION_RAG_KEYRING",
+            help="Folder of the users' wrapped data keys [env SESSION_RAG_KEYRING; default: PATH.keys beside the "
+            "store; required with --server].",
+        ),
+        click.option(
+            "--keep-secrets",
+            is_flag=True,
+            envvar="SESSION_RAG_KEEP_SECRETS",
+            help="Store API keys, tokens, passwords and card numbers as typed (by default they are replaced by "
+            "[secret:KIND] before storing).",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -139,12 +160,15 @@ class StoreOptions:
     server: tuple[str, int] | None = None
     embeddings: str | None = None
     ollama_host: str | None = None
+    key_file: Path | None = None
+    keyring: Path | None = None
+    keep_secrets: bool = False
     _memory: SessionVectorMemory | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, kwargs: dict[str, Any]) -> StoreOptions:
         """Take the store options out of a command's keyword arguments."""
-        keys = ("path", "user", "server", "embeddings", "ollama_host")
+        keys = ("path", "user", "server", "embeddings", "ollama_host", "key_file", "keyring", "keep_secrets")
         return cls(**{k: kwargs.pop(k) for k in keys})
 
     @property
@@ -235,8 +259,17 @@ class StoreOptions:
             user_id=user,
             embeddings=self._embeddings(spec, embeds=embeds),
             collection_name=COLLECTION,
-            **settings,
+            **{**self.privacy, **settings},
         )
+
+    @property
+    def privacy(self) -> dict[str, Any]:
+        """The memory's encryption and redaction settings (the key from ``--key-file`` or the environment)."""
+        return {
+            "encryption_key": self.key_file,
+            "keyring_dir": str(self.keyring) if self.keyring is not None else None,
+            "redact_secrets": not self.keep_secrets,
+        }
 
     def _embeddings(self, spec: str | None, *, embeds: bool) -> Embeddings | None:
         if spec is None or spec == "local":

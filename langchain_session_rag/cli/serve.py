@@ -217,6 +217,9 @@ def serve(
         max_body_bytes=max_body_bytes,
         min_similarity=min_similarity,
         write_linger=float(linger) if linger else None,
+        key_file=str(options.key_file.resolve()) if options.key_file else None,
+        keyring=str(options.keyring.resolve()) if options.keyring else None,
+        keep_secrets=options.keep_secrets,
     ).check()
     Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once
     if options.server is not None:

@@ -259,14 +259,22 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
              refused="Nothing was forgotten.")  # fmt: skip
     memory = options.memory(embeds=False, create=False)
     _check_sessions(memory, session_ids)
+    keys: tuple[str, ...] = ()
+    removed: int
     if everything:
-        removed = memory.forget_all()
+        receipt = memory.forget_all()
+        removed, keys = int(receipt), receipt.key_ids
     elif session_ids:
         removed = sum(memory.forget(session_id=s, before=before) for s in session_ids)
     else:
         removed = memory.forget(before=before)
     core = ", core memory included" if everything else ""
     out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}{core}.")
+    if keys:
+        out.print(
+            f"Destroyed the user's data key(s) {', '.join(keys)}: every earlier copy of their data (free pages, "
+            "the write-ahead log, backups, exports) is unreadable from now on."
+        )
     if options.server is not None:  # rebuilding a server's collections under other clients loses their writes
         out.print(
             "On a Chroma server the forgotten text stays in the server's files until a compaction when no other "
@@ -427,5 +435,12 @@ def reembed(yes: bool, **store: Any) -> None:
     _confirm(f"Re-embed every chunk of {options.location} with {model}?", yes=yes, command="reembed",
              refused="Nothing was re-embedded.")  # fmt: skip
     with status(f"Re-embedding {options.location} with {model} …"):
-        count = SessionVectorMemory.reembed(client, embeddings=target, collection_name=COLLECTION)
+        privacy = options.privacy
+        count = SessionVectorMemory.reembed(
+            client,
+            embeddings=target,
+            collection_name=COLLECTION,
+            encryption_key=privacy["encryption_key"],
+            keyring_dir=privacy["keyring_dir"],
+        )
     out.print(f"Re-embedded {count} chunks: {recorded or 'no model'} → {model}.")

@@ -10,7 +10,7 @@ from langchain_session_rag.graph.builder import (
     create_session_rag_graph,
     end_session,
 )
-from langchain_session_rag.graph.checkpoints import apurge_threads, purge_threads
+from langchain_session_rag.graph.checkpoints import apurge_threads, encrypted_serde, purge_threads
 from langchain_session_rag.graph.names import Node
 from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
 from langchain_session_rag.graph.runnables import agent_node, graph_node
@@ -45,6 +45,7 @@ __all__ = [
     "apurge_threads",
     "create_memory_agent_graph",
     "create_session_rag_graph",
+    "encrypted_serde",
     "end_session",
     "graph_node",
     "purge_threads",

@@ -108,6 +108,7 @@ def create_session_rag_graph(
     )
     graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
     graph.budget = nodes.budget
+    graph.redact = memory.redact_secrets
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),
         (CACHE_LOOKUP, nodes.cache_lookup, nodes.acache_lookup),
@@ -176,6 +177,7 @@ def create_memory_agent_graph(
     )
     graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
     graph.budget = nodes.budget
+    graph.redact = memory.redact_secrets
     run, arun = agent_node(agent)
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),

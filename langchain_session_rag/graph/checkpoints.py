@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.base import CipherProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 
-from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.errors import EncryptionKeyError, InvalidArgumentError
+from langchain_session_rag.privacy.keyring import MASTER_KEY_ENV, KeySource, checkpoint_key, master_key_from
 
 
 def _check(checkpointer: object, thread_ids: object) -> list[str]:
@@ -104,3 +110,55 @@ async def apurge_threads(
                 await cursor.fetchall()  # a PRAGMA's row: read and closed, or VACUUM finds a statement running
                 await cursor.close()
     return len(threads)
+
+
+class _AesGcm(CipherProtocol):
+    """AES-256-GCM (``cryptography``) under a key derived from the master key, for LangGraph's serializer."""
+
+    name = "aes-256-gcm"
+
+    def __init__(self, master: bytes) -> None:
+        self._cipher = AESGCM(checkpoint_key(master))
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+        nonce = secrets.token_bytes(12)
+        return self.name, nonce + self._cipher.encrypt(nonce, plaintext, None)
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+        if ciphername != self.name:
+            msg = f"A checkpoint was encrypted with {ciphername!r}, not {self.name!r}."
+            raise EncryptionKeyError(msg)
+        try:
+            return self._cipher.decrypt(ciphertext[:12], ciphertext[12:], None)
+        except InvalidTag:
+            msg = "A checkpoint does not open with this master key (another key, or altered)."
+            raise EncryptionKeyError(msg) from None
+
+
+def encrypted_serde(encryption_key: KeySource | None = None) -> EncryptedSerializer:
+    """A LangGraph serializer that encrypts every checkpoint (AES-256-GCM), for ``SqliteSaver(conn, serde=...)``.
+
+    The key is derived from the master key (``encryption_key``, else ``SESSION_RAG_MASTER_KEY``). A checkpoint holds
+    a turn's question, retrieved memories and prompt; encrypted, the checkpointer's file holds none of them in clear.
+    The key is the application's, not a user's (a serializer does not know whose thread it writes): forgetting a
+    user still needs :func:`purge_threads` for their threads.
+
+    Example:
+        .. code-block:: python
+
+            import sqlite3, tempfile
+            from langgraph.checkpoint.sqlite import SqliteSaver
+            from langchain_session_rag.graph import encrypted_serde
+            from langchain_session_rag.privacy import generate_master_key
+
+            conn = sqlite3.connect(tempfile.mktemp(suffix=".sqlite"), check_same_thread=False)
+            saver = SqliteSaver(conn, serde=encrypted_serde(generate_master_key()))
+
+    Raises:
+        EncryptionKeyError: No key given nor in the environment, or a malformed one.
+    """
+    master = master_key_from(encryption_key)
+    if master is None:
+        msg = f"encrypted_serde needs the master key: pass encryption_key= or set {MASTER_KEY_ENV}."
+        raise EncryptionKeyError(msg)
+    return EncryptedSerializer(_AesGcm(master))

@@ -25,6 +25,7 @@ from langchain_session_rag.graph.model_window import check_question
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
 from langchain_session_rag.graph.turn import check_turn
 from langchain_session_rag.identity import run_identity
+from langchain_session_rag.privacy.redaction import redact_secrets
 from langchain_session_rag.prompt.budget import TokenBudget
 
 
@@ -80,6 +81,25 @@ def check_run_input(
     return None
 
 
+def redact_input(run_input: Any) -> Any:
+    """A run's input with every secret in its messages' text replaced by ``[secret:KIND]`` (the same message ids).
+
+    The secret then reaches no checkpoint, prompt, cache, memory or log: the model sees the placeholder.
+    """
+    if not isinstance(run_input, Mapping) or not run_input.get("messages"):
+        return run_input
+    raw = run_input["messages"]
+    messages = convert_to_messages(raw if isinstance(raw, list | tuple) else [raw])  # checked before
+    changed = False
+    out: list[BaseMessage] = []
+    for message in messages:
+        if isinstance(message.content, str) and (found := redact_secrets(message.content)).redacted:
+            message = message.model_copy(update={"content": found.text})  # noqa: PLW2901
+            changed = True
+        out.append(message)
+    return {**run_input, "messages": out} if changed else run_input
+
+
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):
     """A compiled session-RAG graph whose runs check their input before they start (see :func:`check_run_input`).
 
@@ -94,7 +114,7 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
     ) -> Iterator[Any]:
         """``CompiledStateGraph.stream``, after :func:`check_run_input` (raised at the call, not at the first step)."""
         check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"), self._budget)
-        return super().stream(input, config, **kwargs)
+        return super().stream(self._redacted(input), config, **kwargs)
 
     def astream(
         self,
@@ -110,6 +130,7 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         """
         merged = ensure_config(merge_configs(self.config, config))
         question = check_run_input(input, merged, kwargs.get("context"))
+        input = self._redacted(input)  # noqa: A001 - LangGraph's parameter name
         budget = self._budget
         if question is None or budget is None:
             return super().astream(input, config, **kwargs)
@@ -127,6 +148,10 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         async for part in super().astream(run_input, config, **kwargs):
             yield part
 
+    def _redacted(self, run_input: Any) -> Any:
+        """The input with secrets replaced in its messages, when the graph redacts them (see ``redact_input``)."""
+        return redact_input(run_input) if getattr(self.builder, "redact", False) else run_input
+
     @property
     def _budget(self) -> TokenBudget | None:
         """The prompt budget the graph's nodes use (its questions are checked against it before a run)."""
@@ -138,6 +163,8 @@ class CheckedStateGraph(StateGraph[SessionRAGState, SessionContext, Any, Any]):
 
     budget: TokenBudget | None = None
     """The prompt budget of the graph's nodes (set by the factories)."""
+    redact: bool = False
+    """Replace secrets in the input messages before the run starts (the memory's ``redact_secrets``)."""
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]:
         """``StateGraph.compile``; the compiled graph refuses a bad input before its run starts."""

@@ -4,6 +4,7 @@ from langchain_session_rag.memory.consolidation import Consolidation
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.core_text import CoreVersion
 from langchain_session_rag.memory.daily_log import read_daily_logs, rebuild_from_daily_logs
+from langchain_session_rag.memory.erasure import ErasureReceipt
 from langchain_session_rag.memory.listing import SessionInfo
 from langchain_session_rag.memory.recall_policy import RecallPolicy
 from langchain_session_rag.memory.retriever import SessionVectorMemory
@@ -14,6 +15,7 @@ __all__ = [
     "Consolidation",
     "CoreMemory",
     "CoreVersion",
+    "ErasureReceipt",
     "MemoryService",
     "RecallPolicy",
     "RuntimeSettings",

@@ -17,7 +17,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_session_rag._checks import check_path, check_session_id
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.identity import acting_user
-from langchain_session_rag.memory.erasure import LinkableCache
+from langchain_session_rag.memory.erasure import ErasureReceipt, LinkableCache
 from langchain_session_rag.memory.listing import (
     SessionInfo,
     check_page,
@@ -29,8 +29,10 @@ from langchain_session_rag.memory.listing import (
 from langchain_session_rag.memory.scoped import UserStore
 from langchain_session_rag.memory.service import reembed_store
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
+from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.chroma import ChromaBackend
+from langchain_session_rag.stores.encrypted import open_encrypted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -87,7 +89,7 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
     record = note_record(
         user_id=store.user_id,
         model_id=self.model_id,
-        text=text,
+        text=self.service.redacted(text) if isinstance(text, str) else text,
         key=key,
         session_id=session_id,
         timestamp=timestamp,
@@ -228,15 +230,18 @@ async def aforget(
     return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
 
 
-def forget_all(self: SessionVectorMemory) -> int:
+def forget_all(self: SessionVectorMemory) -> ErasureReceipt:
     """Delete every memory of this user (and only this user), core memory included; return how many chunks.
 
-    The user's daily log folder is deleted and linked caches delete all of the user's entries.
+    The user's daily log folder is deleted and linked caches delete all of the user's entries. On an encrypted
+    store the user's data keys are destroyed first (crypto-shredding): every earlier copy of the user's data is
+    unreadable at once. The count returned is an :class:`~langchain_session_rag.memory.erasure.ErasureReceipt`
+    (an ``int``) that also names the destroyed keys.
     """
     return self.service.forget_all(acting(self))
 
 
-async def aforget_all(self: SessionVectorMemory) -> int:
+async def aforget_all(self: SessionVectorMemory) -> ErasureReceipt:
     """Async :meth:`forget_all`."""
     return await asyncio.to_thread(self.forget_all)
 
@@ -316,6 +321,8 @@ def reembed(  # noqa: D417 - bound as a method of the memory: self is the memory
     embeddings: Embeddings,
     collection_name: str = "session_memory",
     embedding_model_id: str | None = None,
+    encryption_key: KeySource | None = None,
+    keyring_dir: str | None = None,
 ) -> int:
     """Re-embed a whole store (every user) with a new model, from its stored texts.
 
@@ -324,10 +331,13 @@ def reembed(  # noqa: D417 - bound as a method of the memory: self is the memory
         embeddings: The new embedding model.
         collection_name: The store name.
         embedding_model_id: The identity to record; derived from ``embeddings`` when not given.
+        encryption_key: An encrypted store's master key (else ``SESSION_RAG_MASTER_KEY``): texts are decrypted for
+            the new model and the new vectors rotated, as the memory does.
+        keyring_dir: An encrypted store's keyring folder (default: beside an embedded store).
 
     Returns:
         The number of chunks re-embedded.
     """
     client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
-    backend = ChromaBackend(client, name=collection_name)
+    backend = open_encrypted(ChromaBackend(client, name=collection_name), encryption_key, keyring_dir)
     return reembed_store(backend, embeddings, embedding_model_id or model_id_of(embeddings))

@@ -6,6 +6,10 @@ again; an edited message is logged again, with its new text. A person can read a
 is a heading, a one-line JSON comment (session, id, role, name, timestamp) and its text in a code fence longer than
 any backtick run inside it, so :func:`read_daily_logs` gives back every message exactly, and
 :func:`rebuild_from_daily_logs` re-ingests them into a fresh store.
+
+On an encrypted store each entry is one line of ciphertext under the user's data key (the day heading stays):
+the files are read through :func:`read_daily_logs` with the store's keyring, and forgetting the user destroys
+the key, so an earlier copy of a day file is unreadable too.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from typing import TYPE_CHECKING, Any
 from langchain_session_rag._checks import one_line
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.chunking.messages import Turn
-from langchain_session_rag.errors import FileAccessError, InvalidMessageError
+from langchain_session_rag.errors import EncryptionKeyError, FileAccessError, InvalidMessageError
+from langchain_session_rag.privacy.sealing import SEALED_PREFIX, UserCipher, is_sealed
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
+    from langchain_session_rag.privacy.keyring import Keyring
+
+LOG_FIELD = "daily-log"
 
 _META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
 _FENCE = re.compile(r"^(`{3,})text$")
@@ -74,13 +82,44 @@ def _entry(m: LoggedMessage, clock: str) -> str:
     )
 
 
-def render_entries(messages: Sequence[LoggedMessage]) -> str:
+def _sealed(entry: str, cipher: UserCipher | None) -> str:
+    """An entry as the file holds it: as it is, or sealed on one line."""
+    return entry if cipher is None else cipher.seal(entry, LOG_FIELD) + "\n"
+
+
+def render_entries(messages: Sequence[LoggedMessage], cipher: UserCipher | None = None) -> str:
     """Logged messages written back as a day file's entries (what a rewrite after forgetting keeps)."""
-    return "".join(_entry(m, m.timestamp[11:19] or "00:00:00") for m in messages)
+    return "".join(_sealed(_entry(m, m.timestamp[11:19] or "00:00:00"), cipher) for m in messages)
+
+
+def opened_text(text: str, cipher: UserCipher | None, where: str) -> str:
+    """A day file's text with its sealed entries decrypted (an entry whose key was destroyed is left out).
+
+    Raises:
+        EncryptionKeyError: The file holds sealed entries and no ``cipher`` was given.
+    """
+    if SEALED_PREFIX not in text:
+        return text
+    if cipher is None:
+        msg = f"{where} is encrypted: read it with the store's keyring (read_daily_logs(folder, keyring=...))."
+        raise EncryptionKeyError(msg)
+    lines: list[str] = []
+    for line in text.split("\n"):
+        if not is_sealed(line):
+            lines.append(line)
+        elif (entry := cipher.open(line, LOG_FIELD)) is not None:
+            lines.append(entry[:-1])  # the entry's last newline is the line break
+    return "\n".join(lines)
 
 
 def append_daily_log(
-    folder: str | Path, user_id: str, session_id: str, turns: Sequence[Turn], *, default: datetime | None = None
+    folder: str | Path,
+    user_id: str,
+    session_id: str,
+    turns: Sequence[Turn],
+    *,
+    default: datetime | None = None,
+    cipher: UserCipher | None = None,
 ) -> int:
     """Append ``turns`` to the user's day files; return how many.
 
@@ -96,7 +135,7 @@ def append_daily_log(
         stamp = turn.timestamp or last or when_missing
         last = stamp
         logged = LoggedMessage(user_id, session_id, turn.id, turn.role, turn.text, turn.name, stamp.isoformat())
-        entry = _entry(logged, stamp.strftime("%H:%M:%S"))
+        entry = _sealed(_entry(logged, stamp.strftime("%H:%M:%S")), cipher)
         by_day.setdefault(stamp.date().isoformat(), []).append(entry)
     user_dir = Path(folder) / user_folder(user_id)
     try:
@@ -114,9 +153,10 @@ def append_daily_log(
     return len(turns)
 
 
-def _parse(path: Path, user_id: str) -> Iterator[LoggedMessage]:
+def _parse(path: Path, user_id: str, cipher: UserCipher | None) -> Iterator[LoggedMessage]:
     with path.open(encoding="utf-8", newline="") as handle:  # no newline translation: "\r\n" comes back exactly
-        yield from parse_daily_log_text(handle.read(), where=str(path), user_id=user_id)
+        text = opened_text(handle.read(), cipher, str(path))
+    yield from parse_daily_log_text(text, where=str(path), user_id=user_id)
 
 
 def parse_daily_log_text(text: str, *, where: str, user_id: str) -> list[LoggedMessage]:
@@ -167,12 +207,15 @@ def is_daily_log(text: str) -> bool:
     return any(_META.match(line) for line in text.split("\n"))
 
 
-def read_daily_logs(folder: str | Path) -> Iterator[LoggedMessage]:
+def read_daily_logs(folder: str | Path, *, keyring: Keyring | None = None) -> Iterator[LoggedMessage]:
     """Every logged message of every user, day by day, in the order they were logged.
+
+    ``keyring`` opens the day files of an encrypted store (``memory.backend.keyring``).
 
     Raises:
         FileAccessError: The folder cannot be read.
         InvalidMessageError: A file that is not a daily log (a broken fence).
+        EncryptionKeyError: An encrypted day file and no ``keyring``.
     """
     root = Path(folder)
     if not root.is_dir():
@@ -180,8 +223,9 @@ def read_daily_logs(folder: str | Path) -> Iterator[LoggedMessage]:
         raise FileAccessError(msg)
     for user_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         user_id = urllib.parse.unquote(user_dir.name)
+        cipher = UserCipher(keyring, user_id) if keyring is not None else None
         for path in sorted(user_dir.glob("*.md")):
-            yield from _parse(path, user_id)
+            yield from _parse(path, user_id, cipher)
 
 
 def rebuild_from_daily_logs(
@@ -193,7 +237,8 @@ def rebuild_from_daily_logs(
     re-ingested per user. Use a fresh store: messages already stored are skipped by their ids anyway.
     """
     sessions: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
-    for message in read_daily_logs(folder):  # an edited message: its last text, in its first place
+    keyring = memory.service.keyring
+    for message in read_daily_logs(folder, keyring=keyring):  # an edited message: its last text, in its first place
         sessions.setdefault((message.user_id, message.session_id), {})[message.id] = message.as_message()
     counts: dict[str, int] = {}
     for (user_id, session_id), by_id in sessions.items():

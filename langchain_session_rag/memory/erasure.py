@@ -28,10 +28,13 @@ from langchain_session_rag.errors import FileAccessError
 from langchain_session_rag.memory.daily_log import (
     LOG_LOCK,
     LoggedMessage,
+    opened_text,
     parse_daily_log_text,
     render_entries,
     user_folder,
 )
+from langchain_session_rag.privacy.keyring import ShredReceipt
+from langchain_session_rag.privacy.sealing import UserCipher
 from langchain_session_rag.stores.base import Record, decode_message_ids
 
 
@@ -110,7 +113,10 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _rewrite_logs(
-    folder: str | os.PathLike[str], user_id: str, change: Callable[[LoggedMessage], LoggedMessage | None]
+    folder: str | os.PathLike[str],
+    user_id: str,
+    change: Callable[[LoggedMessage], LoggedMessage | None],
+    cipher: UserCipher | None,
 ) -> int:
     """Rewrite the user's day files through ``change`` (a message, its replacement, or ``None`` to drop it).
 
@@ -125,14 +131,14 @@ def _rewrite_logs(
         with LOG_LOCK:
             for path in sorted(user_dir.glob("*.md")):
                 with path.open(encoding="utf-8", newline="") as handle:  # "\r" in a message stays
-                    text = handle.read()
+                    text = opened_text(handle.read(), cipher, str(path))
                 messages = parse_daily_log_text(text, where=str(path), user_id=user_id)
                 kept = [m for m in (change(m) for m in messages) if m is not None]
                 if kept == messages:
                     continue
                 changed += len(messages) - len(kept) + sum(1 for m in kept if m not in messages)
                 if kept:
-                    _write_atomically(path, f"# {path.stem}\n\n{render_entries(kept)}")
+                    _write_atomically(path, f"# {path.stem}\n\n{render_entries(kept, cipher)}")
                 else:
                     path.unlink()
                     _sync_folder(user_dir)
@@ -142,7 +148,9 @@ def _rewrite_logs(
     return changed
 
 
-def erase_logs(folder: str | os.PathLike[str], user_id: str, forgotten: Forgotten) -> int:
+def erase_logs(
+    folder: str | os.PathLike[str], user_id: str, forgotten: Forgotten, cipher: UserCipher | None = None
+) -> int:
     """Rewrite the user's day files without the forgotten messages; return how many log entries were removed.
 
     A day file left with no message is deleted. Each file is replaced atomically, so a crash leaves either the
@@ -152,10 +160,16 @@ def erase_logs(folder: str | os.PathLike[str], user_id: str, forgotten: Forgotte
         FileAccessError: A file cannot be read or written.
         InvalidMessageError: A day file is not a daily log (a broken fence): nothing of it is changed.
     """
-    return _rewrite_logs(folder, user_id, lambda m: None if forgotten.covers(m) else m)
+    return _rewrite_logs(folder, user_id, lambda m: None if forgotten.covers(m) else m, cipher)
 
 
-def replace_logged(folder: str | os.PathLike[str], user_id: str, session_id: str, turns: Sequence[Turn]) -> set[str]:
+def replace_logged(
+    folder: str | os.PathLike[str],
+    user_id: str,
+    session_id: str,
+    turns: Sequence[Turn],
+    cipher: UserCipher | None = None,
+) -> set[str]:
     """Rewrite the logged entries of edited messages in place (new text, same place and time); return their ids.
 
     An edit replaces what the log holds, so the text it replaced is not kept in any file.
@@ -174,7 +188,7 @@ def replace_logged(folder: str | os.PathLike[str], user_id: str, session_id: str
         replaced.add(turn.id)
         return dataclasses.replace(message, role=turn.role, text=turn.text, name=turn.name)
 
-    _rewrite_logs(folder, user_id, change)
+    _rewrite_logs(folder, user_id, change, cipher)
     return replaced
 
 
@@ -199,6 +213,49 @@ def erase_user_logs(folder: str | os.PathLike[str], user_id: str) -> bool:
     return True
 
 
+class ErasureReceipt(int):
+    """What ``forget_all`` destroyed. It is the number of chunks removed (an ``int``, as before), and says more.
+
+    With encryption on, ``key_ids`` are the user's data keys destroyed first (the key file overwritten and
+    unlinked): every ciphertext of the user, in the store's free pages and write-ahead log, in backups and
+    exports taken earlier, was unreadable from that moment, before any record was deleted.
+    """
+
+    user_id: str
+    key_ids: tuple[str, ...]
+    """The destroyed data keys (empty when the store is not encrypted, or the user had none)."""
+    key_files: tuple[str, ...]
+    """The key files overwritten and unlinked (the memory's keyring, and linked caches' keyrings)."""
+    cache_entries: int
+    """Entries linked caches deleted."""
+    daily_logs_deleted: bool
+    destroyed_at: str
+    """When (UTC, ISO 8601)."""
+
+    def __new__(cls, chunks: int, **details: Any) -> ErasureReceipt:  # noqa: D102, PYI034
+        receipt = super().__new__(cls, chunks)
+        for name, value in details.items():
+            object.__setattr__(receipt, name, value)
+        return receipt
+
+    @property
+    def chunks(self) -> int:
+        """Chunks removed."""
+        return int(self)
+
+    def __str__(self) -> str:
+        """The number of chunks, as an ``int`` prints."""
+        return str(int(self))
+
+    def __repr__(self) -> str:
+        """The receipt's fields."""
+        return (
+            f"ErasureReceipt(chunks={int(self)}, user_id={self.user_id!r}, key_ids={self.key_ids!r}, "
+            f"cache_entries={self.cache_entries}, daily_logs_deleted={self.daily_logs_deleted}, "
+            f"destroyed_at={self.destroyed_at!r})"
+        )
+
+
 @runtime_checkable
 class DerivedTier(Protocol):
     """Something derived from a store's memories that forgetting must reach (a semantic cache)."""
@@ -214,6 +271,15 @@ class DerivedTier(Protocol):
 
     def compact(self) -> int:
         """Erase deleted entries from the tier's files."""
+        ...
+
+
+@runtime_checkable
+class ShreddingTier(Protocol):
+    """A derived tier that encrypts per user: forgetting a user destroys its key for the user too."""
+
+    def shred(self, user_id: str) -> list[ShredReceipt]:
+        """Destroy the tier's data keys of ``user_id``."""
         ...
 
 

@@ -8,6 +8,7 @@ The pure preparation shared by the sync and async methods of
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,6 +20,7 @@ from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike, Turn, normalize_messages
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.chunk_index import SessionChunks, place
+from langchain_session_rag.privacy.redaction import redact_secrets
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import session_record, user_metadata
 
@@ -79,6 +81,8 @@ class SessionPlanner:
     chunker: ExchangeChunker
     max_message_chars: int | None = None
     """Longest message accepted (``MessageTooLargeError`` above it)."""
+    redact: bool = False
+    """Replace secrets in messages by ``[secret:KIND]`` before anything is chunked, embedded or stored."""
 
     def exchange_records(self, chunks: Sequence[Chunk], session_id: str, extra: dict[str, Any]) -> list[Record]:
         """Records of exchange chunks (``chunk_index`` still unset; ``exchange_count`` from the chunker)."""
@@ -113,6 +117,8 @@ class SessionPlanner:
             raise InvalidArgumentError(msg)
         extra = user_metadata(metadata)
         turns = normalize_messages(messages, session_id=session_id, max_chars=self.max_message_chars)
+        if self.redact:
+            turns = [dataclasses.replace(t, text=redact_secrets(t.text).text) for t in turns]
         now = utcnow()
         exchanges = self.exchange_records(self.chunker.chunk(turns, default_timestamp=now), session_id, extra)
         batch_ids = {t.id for t in turns}

@@ -8,7 +8,7 @@ constructor path (``model_post_init``), never by a field validator.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.embeddings import Embeddings
 
@@ -17,11 +17,29 @@ from langchain_session_rag.memory.service import MemoryService, WriteSettings, o
 from langchain_session_rag.memory.settings import preferred_lexical_weight, segmenter_for
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
+from langchain_session_rag.stores.encrypted import open_encrypted
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
 M = TypeVar("M", bound="SessionVectorMemory")
+
+
+def query_defaults(memory: SessionVectorMemory) -> dict[str, Any]:
+    """The memory's retrieval options, as a call's options default to them."""
+    return {
+        "k": memory.k,
+        "session_ids": memory.session_ids,
+        "exclude_session_ids": memory.exclude_session_ids,
+        "source_type": memory.source_type,
+        "score_threshold": memory.score_threshold,
+        "half_life_days": memory.half_life_days,
+        "recency_weight": memory.recency_weight,
+        "lexical_weight": memory.lexical_weight,
+        "time_window": "auto" if memory.time_aware else None,
+        "time_boost": memory.time_boost,
+        "recall_policy": memory.recall_policy,
+    }
 
 
 def write_settings(memory: SessionVectorMemory) -> WriteSettings:
@@ -30,7 +48,12 @@ def write_settings(memory: SessionVectorMemory) -> WriteSettings:
     if segmenter is None:  # only before open_service completed the settings
         segmenter = segmenter_for(memory.embeddings or get_default_embeddings(), memory.chunker, None)
     return WriteSettings(
-        memory.chunker, segmenter, memory.max_message_chars, memory.importance_scorer, memory.daily_log_dir
+        memory.chunker,
+        segmenter,
+        memory.max_message_chars,
+        memory.importance_scorer,
+        memory.daily_log_dir,
+        memory.redact_secrets,
     )
 
 
@@ -48,6 +71,7 @@ def open_service(memory: SessionVectorMemory) -> MemoryService:
         collection_name=memory.collection_name,
         shards=memory.shards,
     )
+    backend = open_encrypted(backend, memory.encryption_key, memory.keyring_dir)
     if memory.embeddings is None and memory.vectorstore is not None:
         memory.embeddings = memory.vectorstore.embeddings
     if memory.embeddings is None:

@@ -13,6 +13,7 @@ from typing import Any
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.errors import (
+    EncryptionKeyError,
     FileAccessError,
     IdentityConflictError,
     InvalidArgumentError,
@@ -22,6 +23,7 @@ from langchain_session_rag.errors import (
     MessageTooLargeError,
 )
 from langchain_session_rag.memory.reading import iter_lines, load_json
+from langchain_session_rag.privacy.sealing import UserCipher, is_sealed
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.limits import (
     MAX_NAME_CHARS,
@@ -38,8 +40,14 @@ _NAMES = ("session_id", "note_key", "source_name")
 """Names stored in an exported chunk's metadata, bounded as when they are first written."""
 
 
-def write_jsonl(records: list[Record], path: str | os.PathLike[str]) -> int:
-    """Write records, one JSON object a line: ``id``, ``text``, ``metadata``, ``embedding``, ``embedding_model``."""
+EXPORT_FIELD = "export"
+
+
+def write_jsonl(records: list[Record], path: str | os.PathLike[str], *, cipher: UserCipher | None = None) -> int:
+    """Write records, one JSON object a line: ``id``, ``text``, ``metadata``, ``embedding``, ``embedding_model``.
+
+    With ``cipher`` (an encrypted store) each line is that JSON sealed under the user's data key.
+    """
     ordered = sorted(
         records,
         key=lambda r: (str(r.metadata.get("session_id")), float(r.metadata.get("timestamp_epoch", 0)), r.id),
@@ -59,7 +67,8 @@ def write_jsonl(records: list[Record], path: str | os.PathLike[str]) -> int:
                 "embedding": r.embedding,
                 "embedding_model": meta.get("embedding_model"),
             }
-            fh.write(json.dumps(line, ensure_ascii=False) + "\n")
+            text = json.dumps(line, ensure_ascii=False)
+            fh.write((cipher.seal(text, EXPORT_FIELD) if cipher is not None else text) + "\n")
     return len(ordered)
 
 
@@ -167,6 +176,24 @@ def _lines(path: str | os.PathLike[str], max_bytes: int | None) -> list[str]:
         raise InvalidMessageError(msg) from exc
 
 
+def _opened(raw: str, cipher: UserCipher | None, path: object, lineno: int) -> str:
+    """A line of an export, decrypted when it is sealed.
+
+    Raises:
+        EncryptionKeyError: A sealed line and no key to open it (another store's export, or a forgotten user's).
+    """
+    if not is_sealed(raw.strip()):
+        return raw
+    opened = cipher.open(raw.strip(), EXPORT_FIELD) if cipher is not None else None
+    if opened is None:
+        msg = (
+            f"{path}:{lineno} is encrypted, and this store holds no key that opens it (an export of another "
+            "encrypted store, or of a user who was forgotten: their key was destroyed). Nothing was imported."
+        )
+        raise EncryptionKeyError(msg)
+    return opened
+
+
 def read_jsonl(
     path: str | os.PathLike[str],
     *,
@@ -175,6 +202,7 @@ def read_jsonl(
     max_chars: int | None = None,
     max_bytes: int | None = None,
     reassign: bool = False,
+    cipher: UserCipher | None = None,
 ) -> list[Record]:
     """Read and validate a whole export for ``user_id``; vectors are kept only if ``model_id`` wrote them.
 
@@ -200,7 +228,7 @@ def read_jsonl(
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
-        item = load_json(raw, f"{path}:{lineno}", _invalid_json(path, lineno))
+        item = load_json(_opened(raw, cipher, path, lineno), f"{path}:{lineno}", _invalid_json(path, lineno))
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")
         _check_owner(item["metadata"], user_id, path, lineno, reassign=reassign)

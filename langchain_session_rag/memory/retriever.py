@@ -39,6 +39,7 @@ from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.service import MemoryService, path_text
 from langchain_session_rag.memory.settings import SourceType, check_query, check_user_id
+from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 
@@ -202,6 +203,14 @@ class SessionVectorMemory(BaseRetriever):
     then refused. When ``False`` (default), a run naming another user than ``user_id`` is refused with
     ``IdentityConflictError``: a user override is never silently ignored."""
 
+    encryption_key: KeySource | None = Field(default=None, repr=False)
+    """Encrypts the store at rest with per-user keys: the master key (base64 or hex text of 32 bytes, a key
+    file's ``Path``, or a callable returning the key); ``None`` reads ``SESSION_RAG_MASTER_KEY``, and without either
+    nothing is encrypted. See docs/privacy.md."""
+    keyring_dir: str | None = None
+    """The folder of the users' wrapped data keys; by default ``PATH.keys`` beside an embedded store."""
+    redact_secrets: bool = False
+    """Replace secrets (cloud keys, tokens, passwords, card numbers, IBANs) by ``[secret:KIND]`` before storing."""
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     """Process-side knobs of this memory: replica cache bounds, the write linger, background writes (see
     :class:`~langchain_session_rag.memory.runtime.RuntimeSettings`; the defaults are the usual behaviour)."""
@@ -213,7 +222,7 @@ class SessionVectorMemory(BaseRetriever):
     def _check_core_limits(cls, value: Any) -> Any:
         return check_core_limits(value)
 
-    @field_validator("daily_log_dir", mode="before")
+    @field_validator("daily_log_dir", "keyring_dir", mode="before")
     @classmethod
     def _path_text(cls, value: object) -> object:
         return path_text(value)
@@ -360,19 +369,7 @@ class SessionVectorMemory(BaseRetriever):
         return await super(SessionVectorMemory, target).ainvoke(input, config, **kwargs)
 
     def _query(self, options: dict[str, Any], text: str = "") -> RetrievalQuery:
-        defaults = {
-            "k": self.k,
-            "session_ids": self.session_ids,
-            "exclude_session_ids": self.exclude_session_ids,
-            "source_type": self.source_type,
-            "score_threshold": self.score_threshold,
-            "half_life_days": self.half_life_days,
-            "recency_weight": self.recency_weight,
-            "lexical_weight": self.lexical_weight,
-            "time_window": "auto" if self.time_aware else None,
-            "time_boost": self.time_boost,
-            "recall_policy": self.recall_policy,
-        }
+        defaults = opening.query_defaults(self)
         return build_query({**self.search_kwargs, **options}, defaults, fetch_k=self.fetch_k, text=text)
 
     def _get_relevant_documents(

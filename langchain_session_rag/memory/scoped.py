@@ -170,7 +170,9 @@ class UserStore:
         chunks = SessionChunks(self.backend, self.user_id, replica)
         return Writers(
             chunks=chunks,
-            plan=SessionPlanner(chunks, service.model_id, writing.chunker, writing.max_message_chars),
+            plan=SessionPlanner(
+                chunks, service.model_id, writing.chunker, writing.max_message_chars, redact=writing.redact_secrets
+            ),
             topics=TopicRecords(chunks, service.model_id),
             commit=Committer(
                 self.backend,
@@ -312,7 +314,8 @@ class UserStore:
     def export_jsonl(self, path: str | os.PathLike[str]) -> int:
         """Write the user's chunks to a JSON Lines file; return how many."""
         self.flush()
-        return write_jsonl(self.backend.get(self.user_id, {}, with_embeddings=True), path)
+        records = self.backend.get(self.user_id, {}, with_embeddings=True)
+        return write_jsonl(records, path, cipher=self.service.cipher(self.user_id))
 
     def import_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
         """Import an export file into the user's memory (validated whole first); return how many were added.
@@ -325,6 +328,7 @@ class UserStore:
             model_id=self.service.model_id,
             reassign=reassign,
             max_chars=self.service.writing.max_message_chars,
+            cipher=self.service.cipher(self.user_id),
         )
         sizes = {len(r.embedding) for r in records if r.embedding is not None}
         if sizes:  # vectors kept as written: they must be the model's size, or the store is unusable afterwards

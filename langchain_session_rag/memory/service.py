@@ -13,6 +13,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -24,11 +25,22 @@ from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
 from langchain_session_rag.memory.core_text import AgentEdits
-from langchain_session_rag.memory.erasure import Forgotten, erase_logs, erase_user_logs, linked_tiers
+from langchain_session_rag.memory.erasure import (
+    ErasureReceipt,
+    Forgotten,
+    ShreddingTier,
+    erase_logs,
+    erase_user_logs,
+    linked_tiers,
+)
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
+from langchain_session_rag.privacy.keyring import Keyring
+from langchain_session_rag.privacy.redaction import redact_secrets
+from langchain_session_rag.privacy.sealing import UserCipher
 from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
+from langchain_session_rag.stores.encrypted import EncryptedBackend
 from langchain_session_rag.stores.vectorstore import backend_for
 
 
@@ -63,6 +75,7 @@ class WriteSettings:
     max_message_chars: int
     scorer: Callable[[str], float] | None = None
     daily_log_dir: str | None = None
+    redact_secrets: bool = False
 
     def same_as(self, other: WriteSettings) -> bool:
         """Whether both hold the same objects and values (models compared by identity: cheap on every call)."""
@@ -70,7 +83,8 @@ class WriteSettings:
             self.chunker is other.chunker
             and self.segmenter is other.segmenter
             and self.scorer is other.scorer
-            and (self.max_message_chars, self.daily_log_dir) == (other.max_message_chars, other.daily_log_dir)
+            and (self.max_message_chars, self.daily_log_dir, self.redact_secrets)
+            == (other.max_message_chars, other.daily_log_dir, other.redact_secrets)
         )
 
 
@@ -145,6 +159,21 @@ class MemoryService:
         companion = self.backend.companion("core")
         return CoreMemory(companion, user_id, limits=limits, count=self.writing.chunker.count, agent_edits=agent_edits)
 
+    def redacted(self, text: str) -> str:
+        """``text`` with its secrets replaced by ``[secret:KIND]`` when the memory redacts them (else as it is)."""
+        return redact_secrets(text).text if self.writing.redact_secrets else text
+
+    # -- encryption -----------------------------------------------------------------------------------
+    @property
+    def keyring(self) -> Keyring | None:
+        """The keyring of an encrypted store (``None`` when the store is not encrypted)."""
+        return self.backend.keyring if isinstance(self.backend, EncryptedBackend) else None
+
+    def cipher(self, user_id: str) -> UserCipher | None:
+        """Seals the user's texts kept outside the store (day files, exports) when the store is encrypted."""
+        keyring = self.keyring
+        return UserCipher(keyring, user_id) if keyring is not None else None
+
     # -- forgetting, every tier ----------------------------------------------------------------------
     def forget(
         self,
@@ -165,21 +194,34 @@ class MemoryService:
         for tier in linked_tiers(self.backend.process_key):
             tier.forget_derived(user_id, gone)
         if self.writing.daily_log_dir is not None:
-            erase_logs(self.writing.daily_log_dir, user_id, gone)
+            erase_logs(self.writing.daily_log_dir, user_id, gone, self.cipher(user_id))
         return len(removed)
 
-    def forget_all(self, user_id: str) -> int:
-        """Delete every chunk of the user, the core memory, linked cache entries and daily logs."""
+    def forget_all(self, user_id: str) -> ErasureReceipt:
+        """Destroy the user's data keys, then delete the user's chunks, core memory, cache entries, daily logs.
+
+        The keys go first (an encrypted store): whatever the deletions after it leave, nothing of it opens.
+        """
+        shredded = [self.keyring.shred(user_id)] if self.keyring is not None else []
         removed = self.user(user_id).forget_all()
         if CORE_MEMORY in self.backend.capabilities:
             core = self.backend.companion("core")
             core.purge(user_id)  # the core memory and its history go too (not counted)
             forget_cached(core.process_key, user_id)
+        cached = 0
         for tier in linked_tiers(self.backend.process_key):
-            tier.forget_derived(user_id, None)
-        if self.writing.daily_log_dir is not None:
-            erase_user_logs(self.writing.daily_log_dir, user_id)
-        return removed
+            shredded.extend(tier.shred(user_id) if isinstance(tier, ShreddingTier) else [])
+            cached += tier.forget_derived(user_id, None)
+        logs = self.writing.daily_log_dir is not None and erase_user_logs(self.writing.daily_log_dir, user_id)
+        return ErasureReceipt(
+            removed,
+            user_id=user_id,
+            key_ids=tuple(k for r in shredded for k in r.key_ids),
+            key_files=tuple(r.key_file for r in shredded if r.key_file),
+            cache_entries=cached,
+            daily_logs_deleted=logs,
+            destroyed_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
 
     def compact(self) -> int:
         """Erase forgotten records from the linked caches, the stores beside this one, then this store."""

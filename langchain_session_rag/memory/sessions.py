@@ -83,14 +83,15 @@ def _log(service: MemoryService, user_id: str, batch: Batch, session_id: str) ->
     folder = service.writing.daily_log_dir
     if folder is None:
         return
+    cipher = service.cipher(user_id)
     covered = {m for r in batch.records for m in decode_message_ids(r.metadata.get("message_ids"))}
     turns = [t for t in batch.turns if t.id in covered]  # new messages the store now holds
     edits = set(batch.edits)
     if any(t.id in edits for t in turns):  # an edit rewrites the logged entry in place: the old text goes
-        replaced = replace_logged(folder, user_id, session_id, [t for t in turns if t.id in edits])
+        replaced = replace_logged(folder, user_id, session_id, [t for t in turns if t.id in edits], cipher)
         turns = [t for t in turns if t.id not in replaced]
     if turns:
-        append_daily_log(folder, user_id, session_id, turns, default=batch.default_timestamp)
+        append_daily_log(folder, user_id, session_id, turns, default=batch.default_timestamp, cipher=cipher)
 
 
 def consolidate(service: MemoryService, user_id: str, session_id: str) -> Consolidation:
@@ -134,6 +135,8 @@ def similarity_profile(service: MemoryService, user_id: str, session_id: str) ->
 def _document_records(
     service: MemoryService, user_id: str, documents: Sequence[Document], session_id: str
 ) -> tuple[list[str], list[Record]]:
+    if service.writing.redact_secrets:
+        documents = [Document(service.redacted(d.page_content), metadata=d.metadata, id=d.id) for d in documents]
     return document_records(
         documents,
         session_id,

@@ -160,9 +160,12 @@ async def forget_with_receipt(memory: SessionVectorMemory, user: str, asked: For
     mine = memory.for_user(user)
     await memory.aflush()  # a write still on its way must not come back after the forget
     before = {s.session_id: s.chunks for s in await mine.alist_sessions()}
+    keys: tuple[str, ...] = ()
+    removed: int
     try:
         if asked.all:
-            removed = await mine.aforget_all()
+            receipt = await mine.aforget_all()
+            removed, keys = int(receipt), receipt.key_ids
         else:
             removed = await mine.aforget(session_id=asked.session_id, before=asked.before, ids=asked.ids)
     except SessionRAGError as exc:
@@ -176,6 +179,7 @@ async def forget_with_receipt(memory: SessionVectorMemory, user: str, asked: For
         "sessions_removed": sorted(set(before) - set(after)),
         "sessions_changed": sorted(s for s in after if after[s] != before.get(s)),
         "remaining_chunks": sum(after.values()),
+        "keys_destroyed": list(keys),
         "erased_from_files": False,
         "note": "Removed from retrieval on every worker at once; the text leaves the store's files at the next "
         "compaction (session-rag stats --compact).",

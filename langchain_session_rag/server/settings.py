@@ -51,6 +51,12 @@ class ServeSettings(BaseModel):
     """Largest request body in bytes; larger ones get 413."""
     min_similarity: float = Field(default=0.3, ge=-1.0, le=1.0)
     """Recall only memories at least this similar to the question (cosine)."""
+    key_file: str | None = None
+    """The master key's file (encryption at rest); else ``SESSION_RAG_MASTER_KEY`` in the environment, else none."""
+    keyring: str | None = None
+    """The folder of the users' wrapped data keys (default: beside the store)."""
+    keep_secrets: bool = False
+    """Store secrets as typed; by default they are replaced by ``[secret:KIND]`` before anything is stored."""
     write_linger: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """The memory's ``RuntimeSettings.write_linger`` (``None``: its default); a test sets it high to show that a
     turn's write is flushed before its response ends, whatever the linger."""

@@ -39,6 +39,9 @@ def build_app(settings: ServeSettings) -> FastAPI:
         server=settings.server,
         embeddings=settings.embeddings,
         ollama_host=settings.ollama_host,
+        key_file=Path(settings.key_file) if settings.key_file else None,
+        keyring=Path(settings.keyring) if settings.keyring else None,
+        keep_secrets=settings.keep_secrets,
     )
     runtime = (
         RuntimeSettings() if settings.write_linger is None else RuntimeSettings(write_linger=settings.write_linger)

@@ -22,6 +22,7 @@ PACKAGE = Path(langchain_session_rag.__file__).parent
 LAYERS: list[set[str]] = [
     {"errors", "_time", "_checks", "_fork", "_faults", "identity"},
     {"models"},
+    {"privacy"},
     {"stores"},
     {"chunking"},
     {"prompt"},

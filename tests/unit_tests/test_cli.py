@@ -25,6 +25,7 @@ COMMANDS = [
     "forget",
     "import",
     "ingest",
+    "keys",
     "reembed",
     "search",
     "sessions",

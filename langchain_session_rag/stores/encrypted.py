@@ -1,0 +1,422 @@
+"""Encryption at rest for any memory back end: texts and content metadata sealed per user, vectors rotated.
+
+:class:`EncryptedBackend` wraps a :class:`~langchain_session_rag.stores.base.MemoryBackend`. What it writes:
+
+- the record's text, sealed (``srag1:KEY_ID:...``, AES-256-GCM under the user's data key);
+- every string metadata value except the structural ones in :data:`PLAIN_KEYS`, sealed together in ``sealed``,
+  and in its own key a blind index (a keyed digest), so equality filters (``session_id``, ``source_name``, a
+  caller's tags) still run in the store; a range filter on such a key raises ``UnsupportedOperationError``;
+- numbers and booleans (timestamps, counts, importance) as they are, and the vector turned by the user's secret
+  rotation (see :mod:`langchain_session_rag.privacy.sealing` for what vectors leak and what this buys).
+
+Reads decrypt, so the memory above (its replica included) sees plain records; a record whose key was destroyed
+(its user forgotten) is dropped from what a read returns. Records stored before encryption was turned on are
+returned as they are until re-encrypted (``session-rag keys encrypt``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from langchain_session_rag.errors import EncryptionKeyError, InvalidArgumentError, UnsupportedOperationError
+from langchain_session_rag.privacy.keyring import (
+    MASTER_KEY_ENV,
+    DataKey,
+    Keyring,
+    KeySource,
+    master_fingerprint,
+    master_key_from,
+)
+from langchain_session_rag.privacy.sealing import blind, is_sealed, key_id_of, rotate, seal, unrotate, unseal
+from langchain_session_rag.stores.base import (
+    CORE_MEMORY,
+    REVISION_KEY,
+    Capability,
+    CompanionBackend,
+    MemoryBackend,
+    Record,
+    RecordPage,
+    Where,
+)
+from langchain_session_rag.stores.chroma import ChromaBackend
+
+logger = logging.getLogger(__name__)
+
+CIPHER = "aes-256-gcm"
+SEALED_KEY = "sealed"
+"""Metadata key of a record's sealed metadata values (a JSON object, encrypted)."""
+PLAIN_KEYS = frozenset(
+    {"user_id", REVISION_KEY, "source_type", "chunking", "embedding_model", "segmentation", "worth", "llm_key",
+     "source_digest", "timestamp"}
+)  # fmt: skip
+"""String metadata kept readable: scoping, structure and hashes, no user content (``timestamp``: the epoch twin is
+stored as a number anyway)."""
+_EQUALITY = ("$eq", "$ne", "$in", "$nin")
+_TEXT = "text"
+_META = "metadata"
+
+
+class EncryptedBackend:
+    """A back end whose records are encrypted per user with keys from a :class:`Keyring` (see the module doc)."""
+
+    def __init__(self, inner: MemoryBackend, keyring: Keyring, *, rotate_vectors: bool = True) -> None:
+        """Wrap ``inner``; ``rotate_vectors=False`` stores vectors as the model gave them.
+
+        Raises:
+            UnsupportedOperationError: ``inner`` embeds texts itself (it would embed ciphertext).
+        """
+        if inner.embeds_itself:
+            msg = (
+                f"{type(inner).__name__} embeds texts itself: encrypted, it would embed ciphertext. Use a Chroma "
+                "store (SessionVectorMemory.local/server) or a vector store given an embedding model."
+            )
+            raise UnsupportedOperationError(msg)
+        self.inner = inner
+        self.keyring = keyring
+        self.rotate_vectors = rotate_vectors
+        self.embeds_itself = False
+
+    # -- delegated ---------------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> frozenset[Capability]:
+        """The wrapped store's capabilities."""
+        return self.inner.capabilities
+
+    @property
+    def single_process(self) -> bool:
+        """As the wrapped store."""
+        return self.inner.single_process
+
+    @property
+    def process_key(self) -> str:
+        """The wrapped store's key, marked: a plain and an encrypted view never share in-process state."""
+        return f"{self.inner.process_key}|encrypted"
+
+    def check_model(self, model_id: str, dimension: int | None) -> None:
+        """As the wrapped store."""
+        self.inner.check_model(model_id, dimension)
+
+    def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """As the wrapped store."""
+        return self.inner.existing_ids(user_id, ids)
+
+    def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """As the wrapped store."""
+        return self.inner.foreign_ids(user_id, ids)
+
+    def delete(self, user_id: str, ids: Sequence[str]) -> None:
+        """As the wrapped store."""
+        self.inner.delete(user_id, ids)
+
+    def all_ids(self, user_id: str) -> list[str]:
+        """As the wrapped store."""
+        return self.inner.all_ids(user_id)
+
+    def change_log(self, user_id: str) -> set[str] | None:
+        """As the wrapped store."""
+        return self.inner.change_log(user_id)
+
+    def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:
+        """As the wrapped store."""
+        return self.inner.changed_ids(user_id, entries)
+
+    def listing(self, user_id: str) -> dict[str, str]:
+        """As the wrapped store (fingerprints are revisions: nothing sealed is read)."""
+        return self.inner.listing(user_id)
+
+    def purge(self, user_id: str) -> int:
+        """As the wrapped store."""
+        return self.inner.purge(user_id)
+
+    def compact(self) -> int:
+        """As the wrapped store (it copies ciphertext as it is)."""
+        return self.inner.compact()
+
+    def users(self) -> dict[str, int]:
+        """As the wrapped store."""
+        return self.inner.users()
+
+    def stores_beside(self) -> Sequence[MemoryBackend]:
+        """As the wrapped store."""
+        return self.inner.stores_beside()
+
+    def companion(self, suffix: str) -> EncryptedCompanion:
+        """The wrapped store's companion, encrypted with the same keyring."""
+        return EncryptedCompanion(self.inner.companion(suffix), self.keyring, rotate_vectors=self.rotate_vectors)
+
+    def rotate_master_key(self, new_master: bytes) -> int:
+        """Wrap every data key under ``new_master`` and record its fingerprint; return how many users' keys.
+
+        The data itself is not touched (its data keys are unchanged): a rotation takes a moment at any size.
+        """
+        changed = self.keyring.rewrap(new_master)
+        if isinstance(self.inner, ChromaBackend):
+            self.inner.update_manifest({ENCRYPTION_MARK: f"{CIPHER}:{self.keyring.fingerprint}"})
+        return changed
+
+    def reencrypt(self, user_id: str) -> int:
+        """Re-encrypt every record of the user (and their companion records) under a new data key; destroy the old.
+
+        Records stored before encryption was turned on are encrypted too. Returns how many records were rewritten.
+        Run it with no writer of the user at work: a record written meanwhile under the old key would be lost with it.
+        """
+        stores: list[EncryptedBackend] = [self]
+        if CORE_MEMORY in self.capabilities:
+            stores.append(self.companion("core"))
+        plain = [(store, store.get(user_id, {}, with_embeddings=True)) for store in stores]
+        self.keyring.add_key(user_id)
+        for store, records in plain:
+            for start in range(0, len(records), 500):
+                store.add(user_id, records[start : start + 500])
+        self.keyring.drop_old(user_id)
+        return sum(len(records) for _, records in plain)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def sealed(self, user_id: str, records: Sequence[Record]) -> list[Record]:
+        """Copies of ``records`` as they are stored: text and content metadata sealed, vectors rotated."""
+        key = self.keyring.current(user_id)
+        out = []
+        for record in records:
+            meta: dict[str, Any] = {}
+            hidden: dict[str, str] = {}
+            for name, value in record.metadata.items():
+                if isinstance(value, str) and name not in PLAIN_KEYS:
+                    hidden[name] = value
+                    meta[name] = blind(key, name, value)
+                else:
+                    meta[name] = value
+            if hidden:
+                meta[SEALED_KEY] = seal(key, json.dumps(hidden, sort_keys=True), _META)
+            vector = record.embedding
+            if vector is not None and self.rotate_vectors:
+                vector = rotate(key, vector)
+            out.append(Record(record.id, seal(key, record.text, _TEXT), meta, vector))
+        return out
+
+    def add(self, user_id: str, records: Sequence[Record]) -> None:
+        """Store records of one user, encrypted."""
+        stored = self.sealed(user_id, records)
+        self.inner.add(user_id, stored)
+        _copy_revisions(stored, records)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _key(self, user_id: str, value: str) -> DataKey | None:
+        return self.keyring.find(user_id, key_id_of(value))
+
+    def opened(self, user_id: str, record: Record) -> Record | None:
+        """The plain record of a stored one (its vector turned back); ``None`` when its data key was destroyed."""
+        text, meta, vector = record.text, dict(record.metadata), record.embedding
+        try:
+            if is_sealed(text):
+                key = self._key(user_id, text)
+                if key is None:
+                    return None
+                text = unseal(key, text, _TEXT)
+                if vector is not None and self.rotate_vectors:
+                    vector = unrotate(key, np.asarray(vector, dtype=np.float64)).tolist()
+            hidden = meta.pop(SEALED_KEY, None)
+            if is_sealed(hidden):
+                key = self._key(user_id, hidden)
+                if key is None:
+                    return None
+                meta.update(json.loads(unseal(key, hidden, _META)))
+        except EncryptionKeyError as exc:
+            logger.warning("Record %s of a user was dropped from a read: %s", record.id, exc)
+            return None
+        return Record(record.id, text, meta, vector)
+
+    def _plain_records(self, user_id: str, records: Sequence[Record]) -> list[Record]:
+        return [opened for record in records if (opened := self.opened(user_id, record)) is not None]
+
+    def _page(self, user_id: str, page: RecordPage) -> RecordPage:
+        """A page decrypted; its vectors (one array) turned back row by row with each record's own key."""
+        records = [Record(r.id, r.text, r.metadata) for r in page.records]
+        rows = [(n, self.opened(user_id, r)) for n, r in enumerate(records)]
+        kept = [(n, r) for n, r in rows if r is not None]
+        vectors = page.vectors
+        if vectors is None or not len(vectors):
+            return RecordPage([r for _, r in kept], vectors)
+        vectors = vectors[[n for n, _ in kept]]
+        if self.rotate_vectors:
+            ids = [key_id_of(page.records[n].text) if is_sealed(page.records[n].text) else "" for n, _ in kept]
+            for key_id in set(ids) - {""}:
+                key = self.keyring.find(user_id, key_id)
+                rows_of_key = [i for i, k in enumerate(ids) if k == key_id]
+                if key is not None:
+                    vectors[rows_of_key] = unrotate(key, vectors[rows_of_key])
+        return RecordPage([r for _, r in kept], vectors)
+
+    def where(self, user_id: str, where: Where) -> Where:
+        """``where`` as the store holds the values: sealed keys' values as blind indexes.
+
+        Raises:
+            UnsupportedOperationError: A range condition on a text value of a sealed key.
+        """
+        keys = self.keyring.keys(user_id)
+        if not keys or not where:
+            return where
+        key = keys[-1]
+        out: Where = {}
+        for name, cond in where.items():
+            if name in PLAIN_KEYS or name.startswith("$"):
+                out[name] = cond
+            elif isinstance(cond, dict):
+                out[name] = {op: _blinded(key, name, op, arg) for op, arg in cond.items()}
+            else:
+                out[name] = blind(key, name, cond) if isinstance(cond, str) else cond
+        return out
+
+    def query(
+        self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where
+    ) -> list[tuple[Record, float]]:
+        """Nearest records of the user (the query vector turned by the user's rotation), decrypted."""
+        keys = self.keyring.keys(user_id)
+        if vector is not None and self.rotate_vectors and keys:
+            vector = rotate(keys[-1], vector)
+        hits = self.inner.query(user_id, query, vector, k, self.where(user_id, where))
+        out = []
+        for record, score in hits:
+            opened = self.opened(user_id, record)
+            if opened is not None:
+                out.append((opened, score))
+        return out
+
+    def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
+        """Every record of the user matching ``where``, decrypted."""
+        records = self.inner.get(user_id, self.where(user_id, where), with_embeddings=with_embeddings)
+        return self._plain_records(user_id, records)
+
+    def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
+        """The user's records among ``ids``, decrypted."""
+        return self._plain_records(user_id, self.inner.fetch(user_id, ids, with_embeddings=with_embeddings))
+
+    def pages(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> Iterator[RecordPage]:
+        """The user's records among ``ids`` in pages, decrypted (a dropped record's vector row goes with it)."""
+        for page in self.inner.pages(user_id, ids, with_embeddings=with_embeddings):
+            yield self._page(user_id, page)
+
+    def reembed(self, embed: Callable[[list[str]], list[list[float]]], model_id: str) -> int:
+        """Re-embed every record with a new model: texts decrypted for the model, the new vectors rotated."""
+        owners = {k.key_id: k for k in self.keyring.every_key()}
+
+        def plain_embed(texts: list[str]) -> list[list[float]]:
+            keys = [owners.get(key_id_of(t)) if is_sealed(t) else None for t in texts]
+            plain = [unseal(k, t, _TEXT) if k is not None else t for k, t in zip(keys, texts, strict=True)]
+            vectors = embed(plain)
+            if not self.rotate_vectors:
+                return vectors
+            current = {k.owner: self.keyring.keys(k.owner)[-1] for k in keys if k is not None}
+            return [rotate(current[k.owner], v) if k else v for k, v in zip(keys, vectors, strict=True)]
+
+        return self.inner.reembed(plain_embed, model_id)
+
+
+class EncryptedCompanion(EncryptedBackend):
+    """An encrypted companion store (the core memory's)."""
+
+    inner: CompanionBackend
+
+    def __init__(self, inner: CompanionBackend, keyring: Keyring, *, rotate_vectors: bool = True) -> None:
+        """Wrap the companion ``inner``."""
+        super().__init__(inner, keyring, rotate_vectors=rotate_vectors)
+
+    def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
+        """Store records whose ids are new, encrypted."""
+        stored = self.sealed(user_id, records)
+        self.inner.insert_new(user_id, stored)
+        _copy_revisions(stored, records)
+
+
+def _copy_revisions(stored: Sequence[Record], records: Sequence[Record]) -> None:
+    """The store stamps the copies it was given; the caller's records get the same revisions."""
+    for copy, record in zip(stored, records, strict=True):
+        revision = copy.metadata.get(REVISION_KEY)
+        if revision is not None:
+            record.metadata[REVISION_KEY] = revision
+
+
+def _blinded(key: DataKey, name: str, op: str, arg: Any) -> Any:
+    if op in _EQUALITY:
+        if isinstance(arg, list | tuple):
+            return [blind(key, name, a) if isinstance(a, str) else a for a in arg]
+        return blind(key, name, arg) if isinstance(arg, str) else arg
+    if isinstance(arg, str):
+        msg = (
+            f"The filter {{{name!r}: {{{op!r}: {arg!r}}}}} compares text, which an encrypted store holds sealed: "
+            "only equality conditions ($eq, $ne, $in, $nin) run on sealed keys."
+        )
+        raise UnsupportedOperationError(msg)
+    return arg
+
+
+ENCRYPTION_MARK = "encryption"
+"""Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
+_KEYRINGS: dict[tuple[str, str], Keyring] = {}
+_KEYRINGS_LOCK = threading.Lock()
+
+
+def default_keyring_dir(backend: MemoryBackend) -> str | None:
+    """``FOLDER.keys`` beside an embedded Chroma store's folder (outside it: a copy of the store carries no key)."""
+    folder = backend.persist_directory if isinstance(backend, ChromaBackend) else None
+    return f"{os.path.realpath(folder).rstrip(os.sep)}.keys" if folder else None
+
+
+def keyring_for(folder: str | os.PathLike[str], master: bytes) -> Keyring:
+    """The process's keyring of ``folder`` under ``master`` (one per folder and key: keys are cached in it)."""
+    where = os.path.realpath(folder)
+    with _KEYRINGS_LOCK:
+        ring = _KEYRINGS.get((where, master_fingerprint(master)))
+        if ring is None:
+            ring = Keyring(where, master)
+            _KEYRINGS[(where, ring.fingerprint)] = ring
+        return ring
+
+
+def open_encrypted(
+    backend: MemoryBackend, key: KeySource | None, keyring_dir: str | os.PathLike[str] | None
+) -> MemoryBackend:
+    """``backend`` encrypted with the master key ``key`` (else ``SESSION_RAG_MASTER_KEY``); as it is without one.
+
+    A Chroma store records that it is encrypted (and the master key's fingerprint) in its manifest on first use;
+    opened later without the key, or with another, it refuses before anything is read or written.
+
+    Raises:
+        EncryptionKeyError: A malformed key; an encrypted store opened without its key or with another key.
+        InvalidArgumentError: No ``keyring_dir`` for a store that is not an embedded Chroma folder.
+    """
+    master = master_key_from(key)
+    chroma = backend if isinstance(backend, ChromaBackend) else None
+    mark = str(chroma.manifest.get(ENCRYPTION_MARK) or "") if chroma is not None else ""
+    if master is None:
+        if mark:
+            msg = (
+                f"The store {chroma.name if chroma else ''!r} is encrypted: pass encryption_key= (or set "
+                f"{MASTER_KEY_ENV}) with its master key (fingerprint {mark.rsplit(':', 1)[-1]})."
+            )
+            raise EncryptionKeyError(msg)
+        return backend
+    fingerprint = master_fingerprint(master)
+    if mark and mark != f"{CIPHER}:{fingerprint}":
+        msg = (
+            f"The store is encrypted with another master key (fingerprint {mark.rsplit(':', 1)[-1]}, given "
+            f"{fingerprint}). Nothing was read or written: pass the key it was encrypted with."
+        )
+        raise EncryptionKeyError(msg)
+    folder = keyring_dir if keyring_dir is not None else default_keyring_dir(backend)
+    if folder is None:
+        msg = (
+            "An encrypted store on a server needs keyring_dir=: a folder every process using the store can read "
+            "(its users' wrapped data keys live there, apart from the store)."
+        )
+        raise InvalidArgumentError(msg)
+    ring = keyring_for(folder, master)
+    if chroma is not None and not mark:
+        chroma.update_manifest({ENCRYPTION_MARK: f"{CIPHER}:{fingerprint}"})
+    return EncryptedBackend(backend, ring)

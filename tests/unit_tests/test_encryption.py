@@ -1,0 +1,271 @@
+"""Encryption at rest, as attacks: byte scans of every file the package wrote, wrong keys, moved ciphertexts,
+crypto-shredding of earlier copies (a backup of the store, an export) by ``forget_all``."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from langchain_session_rag import SemanticCache, SessionVectorMemory
+from langchain_session_rag.errors import EncryptionKeyError, UnsupportedOperationError
+from langchain_session_rag.graph import create_session_rag_graph, encrypted_serde
+from langchain_session_rag.memory import read_daily_logs
+from langchain_session_rag.privacy import MASTER_KEY_ENV, Keyring, generate_master_key
+from langchain_session_rag.privacy.keyring import master_key_from
+from langchain_session_rag.privacy.sealing import seal, unseal
+from langchain_session_rag.stores.encrypted import EncryptedBackend
+
+MARKS = ["ZQXSECRET8841", "PLUMSESSION0042", "HELIXNOTE5521", "CORECANARY7713", "CACHEANSWER3391", "DOCNAME6603"]
+
+
+def scan(folders: list[Path], needle: str) -> list[str]:
+    """Every file under the folders whose bytes hold the needle (case-insensitively, also as UTF-16)."""
+    wants = [needle.lower().encode(), needle.lower().encode("utf-16-le")]
+    return [
+        str(f)
+        for folder in folders
+        for f in folder.rglob("*")
+        if f.is_file() and any(w in f.read_bytes().lower() for w in wants)
+    ]
+
+
+def memory_of(path: Path, key: Any, embeddings: Any, **kwargs: Any) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=path, user_id="alice", embeddings=embeddings, encryption_key=key, **kwargs)
+
+
+@pytest.fixture
+def key() -> str:
+    return generate_master_key()
+
+
+# -- keys ------------------------------------------------------------------------------------------
+def test_a_master_key_is_taken_in_every_documented_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw = bytes(range(32))
+    key_file = tmp_path / "master.key"
+    key_file.write_text(base64.b64encode(raw).decode() + "\n")
+    forms: list[Any] = [raw, raw.hex(), base64.urlsafe_b64encode(raw).decode(), key_file, raw.hex]
+    assert all(master_key_from(form) == raw for form in forms)
+    monkeypatch.setenv(MASTER_KEY_ENV, raw.hex())
+    assert master_key_from(None) == raw
+    monkeypatch.delenv(MASTER_KEY_ENV)
+    assert master_key_from(None) is None
+    for bad in ("short", b"\x00" * 31, tmp_path / "missing.key", 42):
+        with pytest.raises(EncryptionKeyError):
+            master_key_from(bad)
+
+
+def test_a_wrong_master_key_is_refused_and_nothing_stored_changes(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory.add_messages([{"role": "user", "content": f"My code is {MARKS[0]}."}], session_id="s1")
+    memory.flush()
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    with pytest.raises(EncryptionKeyError, match="another master key"):
+        memory_of(tmp_path / "m", generate_master_key(), fake_embeddings)
+    with pytest.raises(EncryptionKeyError, match="is encrypted"):
+        SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=fake_embeddings)
+    with pytest.raises(EncryptionKeyError, match="does not open the keyring"):  # the keyring itself checks the key
+        Keyring(tmp_path / "m.keys", master_key_from(generate_master_key()) or b"")
+    after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    assert after == before
+    again = memory_of(tmp_path / "m", key, fake_embeddings)
+    assert MARKS[0] in again.list_memories()[0].page_content
+
+
+def test_a_sealed_value_moved_to_another_user_or_field_does_not_open(tmp_path: Path, key: str) -> None:
+    ring = Keyring(tmp_path / "keys", master_key_from(key) or b"")
+    alice, bob = ring.current("alice"), ring.current("bob")
+    sealed = seal(alice, "Alice's secret", "text")
+    assert unseal(alice, sealed, "text") == "Alice's secret"
+    with pytest.raises(EncryptionKeyError):
+        unseal(alice, sealed, "metadata")
+    with pytest.raises(EncryptionKeyError):
+        unseal(bob, sealed, "text")
+    forged = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
+    with pytest.raises(EncryptionKeyError):
+        unseal(alice, forged, "text")
+
+
+# -- the store --------------------------------------------------------------------------------------
+def test_filters_sessions_and_search_work_on_sealed_values(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    plain = SessionVectorMemory.local(path=tmp_path / "p", user_id="alice", embeddings=fake_embeddings)
+    sealed = memory_of(tmp_path / "e", key, fake_embeddings)
+    for memory in (plain, sealed):
+        for n in range(6):
+            memory.add_messages(
+                [
+                    {"role": "user", "content": f"Fact {n}: the locker {n} is blue."},
+                    {"role": "assistant", "content": "Ok."},
+                ],
+                session_id=f"trip-{n % 2}",
+                metadata={"project": f"p{n % 3}"},
+            )
+        memory.flush()
+    assert isinstance(sealed.backend, EncryptedBackend)
+    for options in (
+        {},
+        {"session_ids": ["trip-1"]},
+        {"filter": {"project": "p2"}},
+        {"exclude_session_ids": ["trip-0"]},
+    ):
+        want = [d.page_content for d in plain.invoke("which locker is blue?", k=4, **options)]
+        got = [d.page_content for d in sealed.invoke("which locker is blue?", k=4, **options)]
+        assert got == want, options  # the rotation keeps cosine similarity: the same ranking
+    assert sorted(s.session_id for s in sealed.list_sessions()) == ["trip-0", "trip-1"]
+    stored = sealed.backend.inner.get("alice", {})  # what the store holds
+    assert all(r.text.startswith("srag1:") for r in stored)
+    assert all(str(r.metadata["session_id"]).startswith("bi:") for r in stored)
+    with pytest.raises(UnsupportedOperationError, match="equality"):  # a search in the store itself (no replica)
+        sealed.backend.get("alice", {"project": {"$gte": "p1"}})
+    assert sealed.forget(session_id="trip-0") == 3
+    assert {d.metadata["session_id"] for d in sealed.list_memories()} == {"trip-1"}
+
+
+def test_master_key_rotation_rewraps_every_key_and_the_old_key_stops_working(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory.add_messages([{"role": "user", "content": f"Code {MARKS[0]}"}], session_id="s1")
+    memory.for_user("bob").add_messages([{"role": "user", "content": "Bob's note"}], session_id="s1")
+    memory.flush()
+    assert isinstance(memory.backend, EncryptedBackend)
+    new = generate_master_key()
+    assert memory.backend.rotate_master_key(master_key_from(new) or b"") == 2
+    with pytest.raises(EncryptionKeyError):
+        memory_of(tmp_path / "m", key, fake_embeddings)
+    reopened = memory_of(tmp_path / "m", new, fake_embeddings)
+    assert MARKS[0] in reopened.list_memories()[0].page_content
+
+
+class Recording(DeterministicFakeEmbedding):
+    """Fake vectors (plumbing only) of another model, recording the texts it was given."""
+
+    model_id: str = "recording-fake"
+    seen: list[str] = []  # noqa: RUF012 - one instance per test
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.seen.extend(texts)
+        return super().embed_documents(texts)
+
+
+def test_reembedding_an_encrypted_store_gives_the_model_plain_text_and_keeps_search(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory.add_messages([{"role": "user", "content": f"The code is {MARKS[0]}."}], session_id="s1")
+    memory.flush()
+    model = Recording(size=16, seen=[])
+    assert SessionVectorMemory.reembed(tmp_path / "m", embeddings=model, encryption_key=key) == 1
+    assert model.seen == [f"User: The code is {MARKS[0]}."]
+    after = memory_of(tmp_path / "m", key, model)
+    assert MARKS[0] in after.invoke(f"The code is {MARKS[0]}.")[0].page_content
+    assert scan([tmp_path], MARKS[0]) == []
+
+
+def test_reencryption_renews_the_data_key_and_destroys_the_old_one(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory.add_messages([{"role": "user", "content": f"Code {MARKS[0]}"}], session_id="s1")
+    memory.core.write("memory", f"Likes {MARKS[3]}.")
+    memory.flush()
+    backend = memory.backend
+    assert isinstance(backend, EncryptedBackend)
+    old = backend.keyring.keys("alice")[-1].key_id
+    shutil.copytree(tmp_path / "m", tmp_path / "backup")
+    assert backend.reencrypt("alice") >= 2  # the chunk and the core memory's records
+    assert [k.key_id for k in backend.keyring.keys("alice")] != [old]
+    assert len(backend.keyring.keys("alice")) == 1
+    fresh = memory_of(tmp_path / "m", key, fake_embeddings)
+    assert MARKS[0] in fresh.list_memories()[0].page_content
+    assert MARKS[3] in fresh.core.read("memory")
+    stale = memory_of(tmp_path / "backup", key, fake_embeddings, keyring_dir=f"{tmp_path / 'm'}.keys")
+    assert stale.list_memories() == []  # the backup's ciphertexts were under the destroyed key
+
+
+# -- everything the package writes, scanned; forget_all shreds ---------------------------------------
+def write_everything(tmp_path: Path, key: str | None, embeddings: Any) -> tuple[SessionVectorMemory, SemanticCache]:
+    """A memory (daily logs, core memory, a note, a document), a cache, a graph turn checkpointed, an export."""
+    store, logs, cache_dir = tmp_path / "m", tmp_path / "logs", tmp_path / "c"
+    (tmp_path / "x").mkdir()
+    (tmp_path / "cp").mkdir()
+    memory = SessionVectorMemory.local(
+        path=store, user_id="alice", embeddings=embeddings, encryption_key=key, daily_log_dir=logs
+    )
+    cache = SemanticCache.local(path=cache_dir, user_id="alice", embeddings=embeddings, encryption_key=key)
+    model = GenericFakeChatModel(messages=iter([AIMessage(f"Your locker code is {MARKS[0]}.")] * 3))
+    with SqliteSaver.from_conn_string(str(tmp_path / "cp" / "checkpoints.sqlite")) as saver:
+        if key is not None:
+            saver.serde = encrypted_serde(key)
+        app = create_session_rag_graph(model, memory, cache=cache, background_writes=False).compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t1"}}
+        app.invoke({"messages": [HumanMessage(f"Remember my locker code {MARKS[0]}, what is it?")]}, config,
+                   context={"user_id": "alice", "session_id": MARKS[1]})  # fmt: skip
+        with saver.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    memory.add_note(f"Favourite editor: {MARKS[2]}")
+    memory.core.write("memory", f"Prefers {MARKS[3]} tea.")
+    cache.update("What is the capital of Freedonia?", f"Its capital is {MARKS[4]}.")
+    memory.add_documents([Document(f"The handbook says {MARKS[0]} twice.", metadata={"name": f"{MARKS[5]}.md"})])
+    memory.for_user("bob").add_messages([{"role": "user", "content": "Bob keeps KEEPSAKE4412."}], session_id="b1")
+    memory.flush()
+    assert memory.export_jsonl(tmp_path / "x" / "alice.jsonl") > 0
+    return memory, cache
+
+
+def test_the_scan_finds_every_marker_when_encryption_is_off(tmp_path: Path, real_embeddings: Any) -> None:
+    write_everything(tmp_path, None, real_embeddings)
+    for mark in MARKS:
+        assert scan([tmp_path], mark), mark
+
+
+def test_no_tier_holds_plaintext_and_forget_all_makes_earlier_copies_unreadable(
+    tmp_path: Path, key: str, real_embeddings: Any
+) -> None:
+    memory, cache = write_everything(tmp_path, key, real_embeddings)
+    store, logs = tmp_path / "m", tmp_path / "logs"
+    for mark in [*MARKS, "KEEPSAKE4412"]:
+        assert scan([tmp_path], mark) == [], mark
+    # everything still reads back through the keys
+    assert any(MARKS[2] in d.page_content for d in memory.list_memories())
+    assert MARKS[3] in memory.core.read("memory")
+    logged = [m.text for m in read_daily_logs(logs, keyring=memory.service.keyring)]
+    assert logged[0].startswith("Remember my locker")
+    assert cache.lookup("What is the capital of Freedonia?") == f"Its capital is {MARKS[4]}."
+    cache.link_memory(memory)
+
+    backup = tmp_path / "backup"
+    shutil.copytree(store, backup)  # a backup of the store taken before the forget
+    receipt = memory.forget_all()
+    assert int(receipt) > 0
+    assert receipt.key_ids
+    assert len(receipt.key_files) == 2  # the memory's key and the linked cache's
+    assert not any(Path(f).exists() for f in receipt.key_files)
+    assert cache.lookup("What is the capital of Freedonia?") is None
+    # the export taken earlier: unreadable, nothing imported
+    fresh = SessionVectorMemory.local(path=tmp_path / "n", user_id="alice", embeddings=real_embeddings, encryption_key=key,
+                                      keyring_dir=f"{store}.keys")  # fmt: skip
+    with pytest.raises(EncryptionKeyError, match="forgotten"):
+        fresh.import_jsonl(tmp_path / "x" / "alice.jsonl")
+    assert fresh.count() == 0
+    # the backup, opened with the master key and the keyring: alice's records hold ciphertext no key opens
+    restored = memory_of(backup, key, real_embeddings, keyring_dir=f"{store}.keys")
+    assert isinstance(restored.backend, EncryptedBackend)
+    raw = restored.backend.inner.get("alice", {})
+    assert raw
+    assert all(r.text.startswith("srag1:") for r in raw)
+    assert restored.list_memories() == []
+    assert restored.core.read("memory") == ""
+    assert "KEEPSAKE4412" in restored.for_user("bob").list_memories()[0].page_content
