@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import random
 import statistics
 import sys
 import tempfile
@@ -58,6 +59,13 @@ def folder_size(*folders: Path) -> int:
     return sum(f.stat().st_size for folder in folders if folder.exists() for f in folder.rglob("*") if f.is_file())
 
 
+def shuffled(memories: dict[str, SessionVectorMemory], seed: int) -> list[str]:
+    """The modes in a random order of their own for each step (no mode always first, or always after another)."""
+    order = list(memories)
+    random.Random(seed).shuffle(order)
+    return order
+
+
 def timed(call: Callable[[], Any]) -> float:
     start = time.perf_counter()
     call()
@@ -88,8 +96,7 @@ def ingest_pass(
     """Store every session in every memory, modes interleaved; seconds per session by mode."""
     times: dict[str, list[float]] = {mode: [] for mode in memories}
     for n, (session_id, messages) in enumerate(sessions):
-        order = list(memories) if n % 2 == 0 else list(reversed(memories))
-        for mode in order:
+        for mode in shuffled(memories, n):
             memory = memories[mode]
             call = functools.partial(memory.add_messages, messages, session_id=session_id)
             times[mode].append(timed(call))
@@ -102,16 +109,16 @@ def query_pass(memories: dict[str, SessionVectorMemory], questions: list[str]) -
         memory.invoke(questions[-1])
     times: dict[str, list[float]] = {mode: [] for mode in memories}
     for n, question in enumerate(questions):
-        order = list(memories) if n % 2 == 0 else list(reversed(memories))
-        for mode in order:
+        for mode in shuffled(memories, n):
             times[mode].append(timed(functools.partial(memories[mode].invoke, question)))
     return times
 
 
 def cold_pass(memories: dict[str, SessionVectorMemory], question: str, repeats: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {mode: [] for mode in memories}
-    for _ in range(repeats):
-        for mode, memory in memories.items():
+    for n in range(repeats):
+        for mode in shuffled(memories, n):
+            memory = memories[mode]
             reset_replicas(memory.backend)
             times[mode].append(timed(lambda m=memory: m.invoke(question)))
     return times
@@ -134,9 +141,10 @@ def main() -> None:
     add_data_argument(parser)
     parser.add_argument("--repeats", type=int, default=5, help="Cold starts measured per mode.")
     parser.add_argument("--queries", type=int, default=200, help="Questions asked per mode (LoCoMo's own).")
+    parser.add_argument("--conversations", type=int, default=3, help="LoCoMo conversations stored (from the first).")
     args = parser.parse_args()
     path = data_path(args.data)
-    conversations = load(path)
+    conversations = load(path)[: args.conversations]
     sessions = [(f"{c.sample_id}-{s.session_id}", s.messages) for c in conversations for s in c.sessions]
     questions = [q.question for c in conversations for q in c.questions][: args.queries]
     messages = [m["content"] for _, ms in sessions for m in ms]

@@ -27,17 +27,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from secrets_data import generate
 
-from langchain_session_rag.privacy import FoundSecret, redact_secrets
+from langchain_session_rag.privacy import FoundSecret, find_secrets, redact_secrets
 
 HERE = Path(__file__).parent
 TIMING_ROUNDS = 20
@@ -165,31 +167,44 @@ def table(results: dict[str, Any]) -> str:
             f"{c['no_secret']['mean_us']} ({c['no_secret']['p95_us']}) | "
             f"{c['with_secret']['mean_us']} ({c['with_secret']['p95_us']}) |"
         )
-    rows += [
-        "",
-        "| kind | " + " | ".join(f"{s} recall (kind correct, partial)" for s in splits) + " |",
-        "|" + "---|" * (len(splits) + 1),
-    ]
-    kinds = sorted({k for r in results["splits"].values() for k in r["per_kind"]})
-    for kind in kinds:
-        cells = []
-        for split in splits:
-            k = results["splits"][split]["per_kind"].get(kind)
-            cells.append(f"{k['recall']} ({k['kind_correct']}, {k['partial']}) n={k['secrets']}" if k else "-")
-        rows.append(f"| {kind} | " + " | ".join(cells) + " |")
-    rows += [
-        "",
-        "| look-alike | " + " | ".join(f"{s} flagged" for s in splits) + " |",
-        "|" + "---|" * (len(splits) + 1),
-    ]
-    categories = sorted({c for r in results["splits"].values() for c in r["false_positives"]})
-    for category in categories:
-        cells = []
-        for split in splits:
-            c = results["splits"][split]["false_positives"].get(category)
-            cells.append(f"{c['flagged']}/{c['messages']}" if c else "-")
-        rows.append(f"| {category} | " + " | ".join(cells) + " |")
+    per_kind = {split: results["splits"][split]["per_kind"] for split in splits}
+    kinds = sorted({k for found in per_kind.values() for k in found})
+
+    def kind_cell(split: str, kind: str) -> str:
+        k = per_kind[split].get(kind)
+        return f"{k['recall']} ({k['kind_correct']}, {k['partial']}) n={k['secrets']}" if k else "-"
+
+    rows += by_split(f"| kind | {' | '.join(f'{s} recall (kind correct, partial)' for s in splits)} |", splits, kinds,
+                     kind_cell)  # fmt: skip
+    flagged = {split: results["splits"][split]["false_positives"] for split in splits}
+    categories = sorted({c for found in flagged.values() for c in found})
+
+    def category_cell(split: str, category: str) -> str:
+        c = flagged[split].get(category)
+        return f"{c['flagged']}/{c['messages']}" if c else "-"
+
+    rows += by_split(
+        f"| look-alike | {' | '.join(f'{s} flagged' for s in splits)} |", splits, categories, category_cell
+    )
     return "\n".join(rows)
+
+
+def by_split(header: str, splits: list[str], keys: list[str], cell: Callable[[str, str], str]) -> list[str]:
+    """A Markdown table (after a blank line): one row per key, one column per split."""
+    rows = ["", header, "|" + "---|" * (len(splits) + 1)]
+    return rows + [f"| {key} | " + " | ".join(cell(split, key) for split in splits) + " |" for key in keys]
+
+
+def flagged_in_conversations(path: Path) -> dict[str, Any]:
+    """What is found in LoCoMo's turns and questions: real conversations that hold no secret (every find is false)."""
+    from locomo_data import load  # noqa: PLC0415 - only with --locomo
+
+    conversations = load(path)
+    texts = [m["content"] for c in conversations for s in c.sessions for m in s.messages]
+    texts += [q.question for c in conversations for q in c.questions]
+    found = [(t, sorted({f.kind for f in find_secrets(t)})) for t in texts]
+    hits = [(t, kinds) for t, kinds in found if kinds]
+    return {"messages": len(texts), "flagged": len(hits), "examples": hits[:20]}
 
 
 def main() -> None:
@@ -199,6 +214,12 @@ def main() -> None:
     parser.add_argument("--splits", nargs="+", default=["tune", "holdout"], choices=["tune", "holdout"])
     parser.add_argument("--out", type=Path, default=HERE / "results" / "redaction.json")
     parser.add_argument("--errors", action="store_true", help="print every miss and false positive")
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        default=os.environ.get("LOCOMO_PATH"),
+        help="also count what is flagged in real conversations without secrets: a LoCoMo file [env LOCOMO_PATH]",
+    )
     args = parser.parse_args()
     data = json.loads(args.data.read_text()) if args.data else generate(tuple(args.splits))
     began = time.perf_counter()
@@ -215,9 +236,16 @@ def main() -> None:
         began = time.perf_counter()
         results["splits"][split] = run_split(data["splits"][split], args.errors)
         print(f"{split}: {time.perf_counter() - began:.1f} s", file=sys.stderr)
+    if args.locomo:
+        results["real_conversations"] = flagged_in_conversations(args.locomo)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
+    if args.locomo:
+        real = results["real_conversations"]
+        print(f"\nreal conversations ({args.locomo}): {real['flagged']} of {real['messages']} messages flagged")
+        for text, kinds in real["examples"]:
+            print(f"  {kinds}: {text[:120]!r}")
     print(f"wrote {args.out}")
 
 

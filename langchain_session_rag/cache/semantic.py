@@ -59,7 +59,7 @@ from langchain_session_rag.privacy.redaction import redact_secrets
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.chroma import ChromaBackend
-from langchain_session_rag.stores.encrypted import open_encrypted
+from langchain_session_rag.stores.encryption import open_encrypted
 
 
 class SemanticCache(BaseModel):

@@ -68,7 +68,10 @@ def _validation_text(exc: BaseException) -> str | None:
     errors = getattr(exc, "errors", None)
     if type(exc).__name__ != "ValidationError" or not callable(errors):
         return None
-    parts = [f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg')}" for e in errors()]
+    parts = []
+    for e in errors():
+        where, problem = ".".join(str(x) for x in e.get("loc", ())), str(e.get("msg")).removeprefix("Value error, ")
+        parts.append(f"{where}: {problem}" if where else problem)
     return "; ".join(parts)
 
 

@@ -74,12 +74,12 @@ def reencrypt(**store: Any) -> None:
 
     Memories stored before encryption was turned on are encrypted too.
     """
-    from langchain_session_rag.memory.scoped import reset_replicas  # noqa: PLC0415
-
     options = StoreOptions.of(store)
-    memory, backend = _encrypted(options)
-    memory.flush()
+    memory, _ = _encrypted(options)
     with status(f"Re-encrypting the memories of {memory.user_id!r} …"):
-        count = backend.reencrypt(memory.user_id)
-    reset_replicas(backend)
+        count = memory.service.reencrypt(memory.user_id)
     out.print(f"Re-encrypted {count} record(s) of {memory.user_id!r} under a new data key; the old key is destroyed.")
+    out.print(
+        "Exports taken before are unreadable now (their key is gone); memories stored before encryption was turned "
+        "on leave the store's files at the next `session-rag stats --compact`."
+    )

@@ -272,8 +272,8 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}{core}.")
     if keys:
         out.print(
-            f"Destroyed the user's data key(s) {', '.join(keys)}: every earlier copy of their data (free pages, "
-            "the write-ahead log, backups, exports) is unreadable from now on."
+            f"Destroyed the user's data key(s) {', '.join(keys)}: every earlier copy of their data in this store "
+            "(free pages, the write-ahead log, backups, exports) is unreadable from now on."
         )
     if options.server is not None:  # rebuilding a server's collections under other clients loses their writes
         out.print(
@@ -322,9 +322,14 @@ def _check_sessions(memory: Any, session_ids: tuple[str, ...]) -> None:
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False, writable=True, path_type=Path))
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--plaintext", is_flag=True, help="From an encrypted store, write readable lines (else each is sealed).")
 @store_options
-def export(file: Path, force: bool, **store: Any) -> None:
-    """Write the user's memories (texts, metadata, vectors) to FILE as JSON Lines."""
+def export(file: Path, force: bool, plaintext: bool, **store: Any) -> None:
+    """Write the user's memories (texts, metadata, vectors) to FILE as JSON Lines.
+
+    From an encrypted store every line is sealed under the user's data key, readable by an import into the same
+    store only, and by nothing once the user is forgotten; --plaintext writes readable lines.
+    """
     if file.exists() and not force:
         msg = f"{file} exists; pass --force to replace it."
         raise click.UsageError(msg)
@@ -334,7 +339,7 @@ def export(file: Path, force: bool, **store: Any) -> None:
         msg = f"{file} is inside the store's own folder {folder}; write the export elsewhere."
         raise click.UsageError(msg)
     memory = options.memory(embeds=False, create=False)
-    count = memory.export_jsonl(file)
+    count = memory.export_jsonl(file, encrypt=False if plaintext else None)
     out.print(printable(f"Exported {count} chunk(s) of user {memory.user_id!r} to {file} (core memory: not included)."))
 
 
@@ -435,12 +440,6 @@ def reembed(yes: bool, **store: Any) -> None:
     _confirm(f"Re-embed every chunk of {options.location} with {model}?", yes=yes, command="reembed",
              refused="Nothing was re-embedded.")  # fmt: skip
     with status(f"Re-embedding {options.location} with {model} …"):
-        privacy = options.privacy
-        count = SessionVectorMemory.reembed(
-            client,
-            embeddings=target,
-            collection_name=COLLECTION,
-            encryption_key=privacy["encryption_key"],
-            keyring_dir=privacy["keyring_dir"],
-        )
+        keys = {k: v for k, v in options.privacy.items() if k != "redact_secrets"}
+        count = SessionVectorMemory.reembed(client, embeddings=target, collection_name=COLLECTION, **keys)
     out.print(f"Re-embedded {count} chunks: {recorded or 'no model'} → {model}.")

@@ -117,31 +117,36 @@ class _AesGcm(CipherProtocol):
 
     name = "aes-256-gcm"
 
-    def __init__(self, master: bytes) -> None:
-        self._cipher = AESGCM(checkpoint_key(master))
+    def __init__(self, masters: Sequence[bytes]) -> None:
+        self._ciphers = [AESGCM(checkpoint_key(master)) for master in masters]
 
     def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
         nonce = secrets.token_bytes(12)
-        return self.name, nonce + self._cipher.encrypt(nonce, plaintext, None)
+        return self.name, nonce + self._ciphers[0].encrypt(nonce, plaintext, None)
 
     def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
         if ciphername != self.name:
             msg = f"A checkpoint was encrypted with {ciphername!r}, not {self.name!r}."
             raise EncryptionKeyError(msg)
-        try:
-            return self._cipher.decrypt(ciphertext[:12], ciphertext[12:], None)
-        except InvalidTag:
-            msg = "A checkpoint does not open with this master key (another key, or altered)."
-            raise EncryptionKeyError(msg) from None
+        for cipher in self._ciphers:  # the current key, then the keys it replaced
+            with contextlib.suppress(InvalidTag):
+                return cipher.decrypt(ciphertext[:12], ciphertext[12:], None)
+        msg = "A checkpoint does not open with the master key (nor previous_keys): another key, or altered."
+        raise EncryptionKeyError(msg)
 
 
-def encrypted_serde(encryption_key: KeySource | None = None) -> EncryptedSerializer:
+def encrypted_serde(
+    encryption_key: KeySource | None = None, *, previous_keys: Sequence[KeySource] = ()
+) -> EncryptedSerializer:
     """A LangGraph serializer that encrypts every checkpoint (AES-256-GCM), for ``SqliteSaver(conn, serde=...)``.
 
     The key is derived from the master key (``encryption_key``, else ``SESSION_RAG_MASTER_KEY``). A checkpoint holds
     a turn's question, retrieved memories and prompt; encrypted, the checkpointer's file holds none of them in clear.
     The key is the application's, not a user's (a serializer does not know whose thread it writes): forgetting a
-    user still needs :func:`purge_threads` for their threads.
+    user still needs :func:`purge_threads` for their threads. After a master-key rotation pass the old key in
+    ``previous_keys``: checkpoints written under it still open (new ones use the new key). Checkpoint *metadata*
+    (the run's config values, LangGraph's step counters) is not serialized through ``serde`` and stays in clear:
+    keep content out of ``configurable`` and run metadata.
 
     Example:
         .. code-block:: python
@@ -161,4 +166,5 @@ def encrypted_serde(encryption_key: KeySource | None = None) -> EncryptedSeriali
     if master is None:
         msg = f"encrypted_serde needs the master key: pass encryption_key= or set {MASTER_KEY_ENV}."
         raise EncryptionKeyError(msg)
-    return EncryptedSerializer(_AesGcm(master))
+    older = [m for m in (master_key_from(k) for k in previous_keys) if m is not None]
+    return EncryptedSerializer(_AesGcm([master, *older]))

@@ -93,11 +93,30 @@ def redact_input(run_input: Any) -> Any:
     changed = False
     out: list[BaseMessage] = []
     for message in messages:
-        if isinstance(message.content, str) and (found := redact_secrets(message.content)).redacted:
-            message = message.model_copy(update={"content": found.text})  # noqa: PLW2901
+        content = _redacted_content(message.content)
+        if content is not None:
+            message = message.model_copy(update={"content": content})  # noqa: PLW2901
             changed = True
         out.append(message)
     return {**run_input, "messages": out} if changed else run_input
+
+
+def _redacted_content(content: Any) -> Any:
+    """A message's content with its secrets replaced (text, and the text parts of a list); ``None``: none found."""
+    if isinstance(content, str):
+        found = redact_secrets(content)
+        return found.text if found.redacted else None
+    if not isinstance(content, list):
+        return None
+    parts, changed = [], False
+    for part in content:
+        text = part if isinstance(part, str) else part.get("text") if isinstance(part, dict) else None
+        redacted = redact_secrets(text) if isinstance(text, str) else None
+        if redacted is not None and redacted.redacted:
+            part = redacted.text if isinstance(part, str) else {**part, "text": redacted.text}  # noqa: PLW2901
+            changed = True
+        parts.append(part)
+    return parts if changed else None
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):

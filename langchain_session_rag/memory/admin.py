@@ -32,7 +32,7 @@ from langchain_session_rag.models.embeddings import embedding_model_id as model_
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.chroma import ChromaBackend
-from langchain_session_rag.stores.encrypted import open_encrypted
+from langchain_session_rag.stores.encryption import open_encrypted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -93,7 +93,7 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
         key=key,
         session_id=session_id,
         timestamp=timestamp,
-        metadata=metadata,
+        metadata=self.service.redacted_metadata(metadata),
         count=self.chunker.count,
         max_chars=self.max_message_chars,
     )
@@ -278,18 +278,20 @@ def count(self: SessionVectorMemory) -> int:
 
 
 # -- portability -----------------------------------------------------------------------------
-def export_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str]) -> int:
+def export_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, encrypt: bool | None = None) -> int:
     """Write every chunk of this user to a JSON Lines file; return how many were written.
 
     Each line holds ``id``, ``text``, ``metadata`` (``message_ids`` as a list), ``embedding``
-    and ``embedding_model``.
+    and ``embedding_model``. From an encrypted store each line is sealed under the user's data key (an export
+    taken before ``forget_all`` is unreadable after it); ``encrypt=False`` writes the plain lines (to hand the
+    user their data, or to move it to a store with another keyring).
     """
-    return user_store(self).export_jsonl(check_path("path", path))
+    return user_store(self).export_jsonl(check_path("path", path), encrypt=encrypt)
 
 
-async def aexport_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str]) -> int:
+async def aexport_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, encrypt: bool | None = None) -> int:
     """Async :meth:`export_jsonl`."""
-    return await asyncio.to_thread(self.export_jsonl, path)
+    return await asyncio.to_thread(self.export_jsonl, path, encrypt=encrypt)
 
 
 def import_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, reassign: bool = False) -> int:

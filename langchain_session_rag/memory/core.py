@@ -104,17 +104,20 @@ class CoreMemory:
         limits: Mapping[str, int] | None = None,
         count: Callable[[str], int],
         agent_edits: AgentEdits = "approve",
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         """Serve ``user_id``'s blocks from ``backend`` (a store's core collection); ``count`` counts tokens.
 
         ``agent_edits`` is the policy for a model's edits: ``"approve"`` (proposals, pinned once confirmed),
         ``"unconfirmed"`` (the same, and shown in prompts as unconfirmed notes) or ``"pin"`` (applied at once).
+        ``redact`` rewrites every block text before it is stored (the memory's ``redact_secrets``).
         """
         self.backend = backend
         self.user_id = user_id
         self.limits = dict(check_core_limits(DEFAULT_CORE_LIMITS if limits is None else limits))
         self.count = count
         self.agent_edits = check_agent_edits(agent_edits)
+        self.redact = redact
 
     # -- reading ---------------------------------------------------------------------------------
     def check_block(self, block: str) -> str:
@@ -235,6 +238,7 @@ class CoreMemory:
                     time.sleep(random.uniform(0, _BACKOFF * attempt))  # noqa: S311 - jitter, not security
                 head = self._current().get(block)
                 text = normal(change(head.text if head is not None else ""))
+                text = self.redact(text) if self.redact is not None else text
                 tokens = self.count(text)
                 if tokens > self.limits[block]:
                     msg = (

@@ -63,6 +63,8 @@ def propose(
         InvalidArgumentError: An unknown block or action, a line that is not in the block, a text that is not a
             string.
     """
+    if core.redact is not None and isinstance(text, str):  # a proposal is stored too: its secrets never are
+        text = core.redact(text)
     change = change_for(action, core.check_block(block), text, old)
     result = normal(change(core.read(block)))
     tokens = core.count(result)

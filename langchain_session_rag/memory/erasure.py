@@ -117,6 +117,8 @@ def _rewrite_logs(
     user_id: str,
     change: Callable[[LoggedMessage], LoggedMessage | None],
     cipher: UserCipher | None,
+    *,
+    rewrite: bool = False,
 ) -> int:
     """Rewrite the user's day files through ``change`` (a message, its replacement, or ``None`` to drop it).
 
@@ -134,7 +136,7 @@ def _rewrite_logs(
                     text = opened_text(handle.read(), cipher, str(path))
                 messages = parse_daily_log_text(text, where=str(path), user_id=user_id)
                 kept = [m for m in (change(m) for m in messages) if m is not None]
-                if kept == messages:
+                if kept == messages and not rewrite:
                     continue
                 changed += len(messages) - len(kept) + sum(1 for m in kept if m not in messages)
                 if kept:
@@ -190,6 +192,15 @@ def replace_logged(
 
     _rewrite_logs(folder, user_id, change, cipher)
     return replaced
+
+
+def reseal_logs(folder: str | os.PathLike[str], user_id: str, cipher: UserCipher) -> None:
+    """Rewrite every day file of the user under the user's current data key (after a new key was made).
+
+    Raises:
+        FileAccessError: A file cannot be read or written.
+    """
+    _rewrite_logs(folder, user_id, lambda m: m, cipher, rewrite=True)
 
 
 def erase_user_logs(folder: str | os.PathLike[str], user_id: str) -> bool:

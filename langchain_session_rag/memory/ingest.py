@@ -116,6 +116,8 @@ class SessionPlanner:
             msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."
             raise InvalidArgumentError(msg)
         extra = user_metadata(metadata)
+        if self.redact:
+            extra = {k: redact_secrets(v).text if isinstance(v, str) else v for k, v in extra.items()}
         turns = normalize_messages(messages, session_id=session_id, max_chars=self.max_message_chars)
         if self.redact:
             turns = [dataclasses.replace(t, text=redact_secrets(t.text).text) for t in turns]

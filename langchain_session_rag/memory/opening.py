@@ -17,7 +17,7 @@ from langchain_session_rag.memory.service import MemoryService, WriteSettings, o
 from langchain_session_rag.memory.settings import preferred_lexical_weight, segmenter_for
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
-from langchain_session_rag.stores.encrypted import open_encrypted
+from langchain_session_rag.stores.encryption import open_encrypted
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory

@@ -187,8 +187,9 @@ def _opened(raw: str, cipher: UserCipher | None, path: object, lineno: int) -> s
     opened = cipher.open(raw.strip(), EXPORT_FIELD) if cipher is not None else None
     if opened is None:
         msg = (
-            f"{path}:{lineno} is encrypted, and this store holds no key that opens it (an export of another "
-            "encrypted store, or of a user who was forgotten: their key was destroyed). Nothing was imported."
+            f"{path}:{lineno} is encrypted under a data key this keyring does not hold: destroyed since (the user "
+            "was forgotten, or their key renewed by `keys reencrypt`), or another store's keyring. Nothing was "
+            "imported."
         )
         raise EncryptionKeyError(msg)
     return opened

@@ -38,6 +38,7 @@ from langchain_session_rag.memory.topics import TopicRecords
 from langchain_session_rag.memory.whole import whole_memory
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where
+from langchain_session_rag.stores.encrypted import EncryptedBackend
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.service import MemoryService
@@ -223,6 +224,8 @@ class UserStore:
         """
         if vector is not None:
             self.backend.check_model(self.service.model_id, len(vector))
+        if isinstance(self.backend, EncryptedBackend):  # a filter the store cannot run is refused in the replica too
+            self.backend.where(self.user_id, q.where)
         replica = self.replica()
         if q.all_if_fits is not None:
             if replica is not None:
@@ -311,11 +314,15 @@ class UserStore:
         self.flush()
         return len(self.backend.all_ids(self.user_id))
 
-    def export_jsonl(self, path: str | os.PathLike[str]) -> int:
-        """Write the user's chunks to a JSON Lines file; return how many."""
+    def export_jsonl(self, path: str | os.PathLike[str], *, encrypt: bool | None = None) -> int:
+        """Write the user's chunks to a JSON Lines file; return how many.
+
+        On an encrypted store each line is sealed, unless ``encrypt`` is ``False``.
+        """
         self.flush()
         records = self.backend.get(self.user_id, {}, with_embeddings=True)
-        return write_jsonl(records, path, cipher=self.service.cipher(self.user_id))
+        cipher = self.service.cipher(self.user_id) if encrypt is not False else None
+        return write_jsonl(records, path, cipher=cipher)
 
     def import_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
         """Import an export file into the user's memory (validated whole first); return how many were added.
@@ -330,6 +337,12 @@ class UserStore:
             max_chars=self.service.writing.max_message_chars,
             cipher=self.service.cipher(self.user_id),
         )
+        if self.service.writing.redact_secrets:  # an import is stored like any write: a redacted text is re-embedded
+            for record in records:
+                text = self.service.redacted(record.text)
+                if text != record.text:
+                    record.text, record.embedding = text, None
+                record.metadata = self.service.redacted_metadata(record.metadata) or {}
         sizes = {len(r.embedding) for r in records if r.embedding is not None}
         if sizes:  # vectors kept as written: they must be the model's size, or the store is unusable afterwards
             size = len(self.service.embeddings.embed_query("dimension check"))

@@ -10,6 +10,7 @@ business: the service serves whichever user it is told).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from langchain_session_rag.memory.erasure import (
     erase_logs,
     erase_user_logs,
     linked_tiers,
+    reseal_logs,
 )
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
@@ -157,11 +159,24 @@ class MemoryService:
             )
             raise UnsupportedOperationError(msg)
         companion = self.backend.companion("core")
-        return CoreMemory(companion, user_id, limits=limits, count=self.writing.chunker.count, agent_edits=agent_edits)
+        return CoreMemory(
+            companion,
+            user_id,
+            limits=limits,
+            count=self.writing.chunker.count,
+            agent_edits=agent_edits,
+            redact=self.redacted if self.writing.redact_secrets else None,
+        )
 
     def redacted(self, text: str) -> str:
         """``text`` with its secrets replaced by ``[secret:KIND]`` when the memory redacts them (else as it is)."""
         return redact_secrets(text).text if self.writing.redact_secrets else text
+
+    def redacted_metadata(self, metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+        """``metadata`` with secrets replaced in its text values (a document's ``source`` URL with a password)."""
+        if not metadata or not self.writing.redact_secrets:
+            return metadata
+        return {k: self.redacted(v) if isinstance(v, str) else v for k, v in metadata.items()}
 
     # -- encryption -----------------------------------------------------------------------------------
     @property
@@ -173,6 +188,23 @@ class MemoryService:
         """Seals the user's texts kept outside the store (day files, exports) when the store is encrypted."""
         keyring = self.keyring
         return UserCipher(keyring, user_id) if keyring is not None else None
+
+    def reencrypt(self, user_id: str) -> int:
+        """Renew the user's data key: records, core memory and day files rewritten under a new key, the old destroyed.
+
+        Raises:
+            UnsupportedOperationError: The store is not encrypted.
+        """
+        if not isinstance(self.backend, EncryptedBackend):
+            msg = "The store is not encrypted: open it with its master key (encryption_key=) to re-encrypt it."
+            raise UnsupportedOperationError(msg)
+        self.flush()
+        folder, cipher = self.writing.daily_log_dir, self.cipher(user_id)
+        reseal = None if folder is None or cipher is None else functools.partial(reseal_logs, folder, user_id, cipher)
+        try:
+            return self.backend.reencrypt(user_id, also=reseal)
+        finally:
+            reset_replicas(self.backend)
 
     # -- forgetting, every tier ----------------------------------------------------------------------
     def forget(

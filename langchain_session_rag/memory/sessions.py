@@ -136,7 +136,10 @@ def _document_records(
     service: MemoryService, user_id: str, documents: Sequence[Document], session_id: str
 ) -> tuple[list[str], list[Record]]:
     if service.writing.redact_secrets:
-        documents = [Document(service.redacted(d.page_content), metadata=d.metadata, id=d.id) for d in documents]
+        documents = [
+            Document(service.redacted(d.page_content), metadata=service.redacted_metadata(d.metadata) or {}, id=d.id)
+            for d in documents
+        ]
     return document_records(
         documents,
         session_id,

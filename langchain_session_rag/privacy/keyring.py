@@ -188,18 +188,24 @@ class Keyring:
     a backup holding a user's key file can decrypt that user's data with the master key even after forgetting.
     """
 
-    def __init__(self, folder: str | os.PathLike[str], master: bytes) -> None:
-        """Open (or create) the keyring in ``folder`` under ``master``.
+    def __init__(self, folder: str | os.PathLike[str], master: bytes, *, create: bool = True) -> None:
+        """Open the keyring in ``folder`` under ``master`` (with ``create``, a new one when there is none).
 
         Raises:
-            EncryptionKeyError: ``master`` is not the key the keyring was created with (nothing is written).
+            EncryptionKeyError: ``master`` is not the key the keyring was created with, or there is no keyring and
+                ``create`` is off (nothing is written either way).
             FileAccessError: The folder cannot be created or read.
         """
         self.folder = Path(folder)
         self._master = AESGCM(_derive(master, "wrap"))
         self._check_id = master_fingerprint(master)
-        self._keys: dict[str, list[DataKey]] = {}
+        self._keys: dict[str, tuple[tuple[int, int, int], list[DataKey]]] = {}
         self._lock = threading.Lock()
+        self.keyring_id = ""
+        """A random id of this keyring, recorded by the stores it serves (a store opened with another refuses)."""
+        if not create and not (self.folder / "master.json").exists():
+            msg = f"There is no keyring in {str(self.folder)!r}."
+            raise EncryptionKeyError(msg)
         try:
             (self.folder / "users").mkdir(parents=True, exist_ok=True)
             self._check_master()
@@ -212,22 +218,31 @@ class Keyring:
         """A non-secret id of the master key (which key opened this keyring)."""
         return self._check_id
 
+    def check(self) -> None:
+        """Check the master key against the keyring's check value (made on first use); read the keyring's id.
+
+        Raises:
+            EncryptionKeyError: The key does not open the keyring (another key, or one rotated since).
+        """
+        self._check_master()
+
     def _check_master(self) -> None:
+        """See :meth:`check`."""
         path = self.folder / "master.json"
         if not path.exists():
-            nonce = secrets.token_bytes(_NONCE)
-            body = {"version": 1, "check": _b64(nonce + self._master.encrypt(nonce, _CHECK, None))}
-            _write_atomic(path, json.dumps(body).encode(), exclusive=True)
+            _write_atomic(path, _check_file(self._master, secrets.token_hex(8)), exclusive=True)
         body = json.loads(path.read_text(encoding="utf-8"))
         raw = _unb64(body["check"])
         try:
             self._master.decrypt(raw[:_NONCE], raw[_NONCE:], None)
         except InvalidTag:
             msg = (
-                f"The master key does not open the keyring in {str(self.folder)!r}: it was created with another key. "
-                "Nothing was read or written. Pass the key the store was encrypted with (SESSION_RAG_MASTER_KEY)."
+                f"The master key does not open the keyring in {str(self.folder)!r}: it was created with another key "
+                "(or the key was rotated since this process opened it). Nothing was read or written. Pass the key "
+                "the store was encrypted with (encryption_key=, SESSION_RAG_MASTER_KEY, or --key-file)."
             )
             raise EncryptionKeyError(msg) from None
+        self.keyring_id = str(body.get("id", ""))
 
     def _path(self, user_id: str) -> Path:
         return self.folder / "users" / _file_name(user_id)
@@ -243,16 +258,24 @@ class Keyring:
         return _write_atomic(self._path(user_id), _key_file(self._master, user_id, keys), exclusive=exclusive)
 
     def keys(self, user_id: str) -> list[DataKey]:
-        """The user's data keys, the current (newest) last; empty when the user has none (never written, shredded)."""
+        """The user's data keys, the current (newest) last; empty when the user has none (never written, shredded).
+
+        The key file is looked at on every call (one ``stat``): keys another process renewed, destroyed or
+        re-wrapped are read again, never served from this process's memory.
+        """
+        path = self._path(user_id)
         with self._lock:
-            cached = self._keys.get(user_id)
-            if cached is not None and self._path(user_id).exists():
-                return cached
-            keys = self._read(user_id) or []
-            if keys:
-                self._keys[user_id] = keys
-            else:
+            try:
+                info = path.stat()
+            except FileNotFoundError:
                 self._keys.pop(user_id, None)
+                return []
+            signature = (info.st_ino, info.st_mtime_ns, info.st_size)
+            cached = self._keys.get(user_id)
+            if cached is not None and cached[0] == signature:
+                return cached[1]
+            keys = self._read(user_id) or []
+            self._keys[user_id] = (signature, keys)
             return keys
 
     def current(self, user_id: str) -> DataKey:
@@ -262,8 +285,8 @@ class Keyring:
             return keys[-1]
         fresh = DataKey(secrets.token_hex(8), user_id, secrets.token_bytes(KEY_BYTES))
         with self._lock:
-            if not self._store(user_id, [fresh], exclusive=True):  # another process created one first
-                self._keys.pop(user_id, None)
+            self._check_master()  # another process may have rotated the master key: never wrap under a stale one
+            self._store(user_id, [fresh], exclusive=True)  # another process may have created one first: it wins
         return self.keys(user_id)[-1]
 
     def find(self, user_id: str, key_id: str) -> DataKey | None:
@@ -275,8 +298,8 @@ class Keyring:
         fresh = DataKey(secrets.token_hex(8), user_id, secrets.token_bytes(KEY_BYTES))
         keys = [*self.keys(user_id), fresh]
         with self._lock:
+            self._check_master()
             self._store(user_id, keys, exclusive=False)
-            self._keys[user_id] = keys
         return fresh
 
     def drop_old(self, user_id: str) -> list[str]:
@@ -286,7 +309,6 @@ class Keyring:
             return []
         with self._lock:
             self._store(user_id, keys[-1:], exclusive=False)
-            self._keys[user_id] = keys[-1:]
         return [k.key_id for k in keys[:-1]]
 
     def every_key(self) -> list[DataKey]:
@@ -348,11 +370,17 @@ class Keyring:
                     keys = [_unwrap(newer, owner, entry) for entry in body["keys"]]
                 _write_atomic(path, _key_file(newer, owner, keys))
                 changed += 1
-            nonce = secrets.token_bytes(_NONCE)
-            check = {"version": 1, "check": _b64(nonce + newer.encrypt(nonce, _CHECK, None))}
-            _write_atomic(self.folder / "master.json", json.dumps(check).encode())
+            _write_atomic(self.folder / "master.json", _check_file(newer, self.keyring_id))
             self._master, self._check_id, self._keys = newer, master_fingerprint(new_master), {}
         return changed
+
+
+def _check_file(master: AESGCM, keyring_id: str) -> bytes:
+    """The keyring's ``master.json``: its id, and a value only the master key opens."""
+    nonce = secrets.token_bytes(_NONCE)
+    return json.dumps(
+        {"version": 1, "id": keyring_id, "check": _b64(nonce + master.encrypt(nonce, _CHECK, None))}
+    ).encode()
 
 
 def _unwrap(master: AESGCM, user_id: str, entry: dict[str, str]) -> DataKey:

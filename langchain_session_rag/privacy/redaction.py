@@ -21,6 +21,7 @@ checksums, order numbers), are measured by ``benchmarks/redaction.py``.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -147,15 +148,21 @@ def find_secrets(text: str) -> list[FoundSecret]:
     if not candidates:
         return []
     placeholders = [match.span() for match in PLACEHOLDER.finditer(text)]
+    taken: list[tuple[int, int]] = []  # the chosen spans, sorted and disjoint (bisected: linear in long texts)
     chosen: list[tuple[int, int, str]] = []
     for start, end, kind in sorted(candidates, key=lambda c: (_RANK.get(c[2], 1), c[0] - c[1], c[0])):
-        if any(start < high and low < end for low, high in placeholders):
+        if _overlaps(placeholders, start, end) or _overlaps(taken, start, end):
             continue
-        if any(start < high and low < end for low, high, _ in chosen):
-            continue
+        bisect.insort(taken, (start, end))
         aws = kind == "high-entropy" and _aws_secret(text, start, end)
         chosen.append((start, end, "aws-secret-key" if aws else kind))
     return [FoundSecret(kind, start, end, text[start:end]) for start, end, kind in sorted(chosen)]
+
+
+def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether ``[start, end)`` overlaps one of ``spans`` (sorted, disjoint)."""
+    at = bisect.bisect_left(spans, (start, start))
+    return (at > 0 and spans[at - 1][1] > start) or (at < len(spans) and spans[at][0] < end)
 
 
 def redact_secrets(text: str) -> RedactedText:

@@ -65,11 +65,11 @@ def unseal(key: DataKey, value: str, field: str) -> str:
     """
     from cryptography.exceptions import InvalidTag  # noqa: PLC0415 - cheap, and only on this path
 
-    raw = base64.b64decode(value.rsplit(":", 1)[1])
     aad = f"{key.owner}\x1f{field}".encode()
     try:
+        raw = base64.b64decode(value.rsplit(":", 1)[1], validate=True)
         return key.cipher.decrypt(raw[:_NONCE], raw[_NONCE:], aad).decode("utf-8", "surrogatepass")
-    except InvalidTag:
+    except (InvalidTag, ValueError):  # binascii.Error is a ValueError: a damaged value
         msg = f"A sealed {field!r} value does not open with its user's data key {key.key_id!r} (altered or moved)."
         raise EncryptionKeyError(msg) from None
 
@@ -96,6 +96,8 @@ def rotate(key: DataKey, vector: list[float]) -> list[float]:
 def unrotate(key: DataKey, vectors: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Undo :func:`rotate` on rows of ``vectors`` (the stored vectors, read back for the in-process replica)."""
     matrix = _rotation(key.rotation_seed, vectors.shape[-1])
+    if vectors.dtype == np.float32:  # the replica's float32 pages: one single-precision product
+        return vectors @ matrix.T.astype(np.float32)
     return (vectors.astype(np.float64) @ matrix.T).astype(vectors.dtype)
 
 

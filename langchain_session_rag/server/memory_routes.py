@@ -124,7 +124,7 @@ def add_memory_routes(
         await memory.aflush()
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "export.jsonl"
-            count = await mine.aexport_jsonl(path)
+            count = await mine.aexport_jsonl(path, encrypt=False)  # the user's own data, to the user: readable
             text = path.read_bytes()
         return Response(text, media_type="application/x-ndjson", headers={"X-Chunks": str(count)})
 
@@ -181,6 +181,12 @@ async def forget_with_receipt(memory: SessionVectorMemory, user: str, asked: For
         "remaining_chunks": sum(after.values()),
         "keys_destroyed": list(keys),
         "erased_from_files": False,
-        "note": "Removed from retrieval on every worker at once; the text leaves the store's files at the next "
-        "compaction (session-rag stats --compact).",
+        "note": (
+            "Removed from retrieval on every worker at once. The user's data key was destroyed: every copy of their "
+            "encrypted data (free pages, backups, exports) is unreadable now; the ciphertext leaves the store's "
+            "files at the next compaction (session-rag stats --compact)."
+            if keys
+            else "Removed from retrieval on every worker at once; the text leaves the store's files at the next "
+            "compaction (session-rag stats --compact)."
+        ),
     }

@@ -18,21 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from langchain_session_rag.errors import EncryptionKeyError, InvalidArgumentError, UnsupportedOperationError
+from langchain_session_rag.errors import EncryptionKeyError, UnsupportedOperationError
 from langchain_session_rag.privacy.keyring import (
-    MASTER_KEY_ENV,
     DataKey,
     Keyring,
-    KeySource,
-    master_fingerprint,
-    master_key_from,
 )
 from langchain_session_rag.privacy.sealing import blind, is_sealed, key_id_of, rotate, seal, unrotate, unseal
 from langchain_session_rag.stores.base import (
@@ -45,7 +39,6 @@ from langchain_session_rag.stores.base import (
     RecordPage,
     Where,
 )
-from langchain_session_rag.stores.chroma import ChromaBackend
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +51,6 @@ PLAIN_KEYS = frozenset(
 )  # fmt: skip
 """String metadata kept readable: scoping, structure and hashes, no user content (``timestamp``: the epoch twin is
 stored as a number anyway)."""
-_EQUALITY = ("$eq", "$ne", "$in", "$nin")
 _TEXT = "text"
 _META = "metadata"
 
@@ -154,18 +146,17 @@ class EncryptedBackend:
     def rotate_master_key(self, new_master: bytes) -> int:
         """Wrap every data key under ``new_master`` and record its fingerprint; return how many users' keys.
 
-        The data itself is not touched (its data keys are unchanged): a rotation takes a moment at any size.
+        The data itself is not touched (its data keys are unchanged): a rotation takes a moment at any size. Every
+        store sharing this keyring (a cache given the same ``keyring_dir``) opens with the new key from then on.
         """
-        changed = self.keyring.rewrap(new_master)
-        if isinstance(self.inner, ChromaBackend):
-            self.inner.update_manifest({ENCRYPTION_MARK: f"{CIPHER}:{self.keyring.fingerprint}"})
-        return changed
+        return self.keyring.rewrap(new_master)
 
-    def reencrypt(self, user_id: str) -> int:
+    def reencrypt(self, user_id: str, *, also: Callable[[], object] | None = None) -> int:
         """Re-encrypt every record of the user (and their companion records) under a new data key; destroy the old.
 
-        Records stored before encryption was turned on are encrypted too. Returns how many records were rewritten.
-        Run it with no writer of the user at work: a record written meanwhile under the old key would be lost with it.
+        Records stored before encryption was turned on are encrypted too. ``also`` runs while both keys are held (the
+        memory re-seals the user's day files there). Returns how many records were rewritten. Run it with no writer
+        of the user at work: a record written meanwhile under the old key would be lost with it.
         """
         stores: list[EncryptedBackend] = [self]
         if CORE_MEMORY in self.capabilities:
@@ -175,6 +166,8 @@ class EncryptedBackend:
         for store, records in plain:
             for start in range(0, len(records), 500):
                 store.add(user_id, records[start : start + 500])
+        if also is not None:
+            also()
         self.keyring.drop_old(user_id)
         return sum(len(records) for _, records in plain)
 
@@ -268,9 +261,11 @@ class EncryptedBackend:
             if name in PLAIN_KEYS or name.startswith("$"):
                 out[name] = cond
             elif isinstance(cond, dict):
-                out[name] = {op: _blinded(key, name, op, arg) for op, arg in cond.items()}
+                out[name] = dict(_blinded(key, name, op, arg) for op, arg in cond.items())
+            elif isinstance(cond, str):
+                out[name] = {"$in": [cond, blind(key, name, cond)]}
             else:
-                out[name] = blind(key, name, cond) if isinstance(cond, str) else cond
+                out[name] = cond
         return out
 
     def query(
@@ -342,81 +337,21 @@ def _copy_revisions(stored: Sequence[Record], records: Sequence[Record]) -> None
             record.metadata[REVISION_KEY] = revision
 
 
-def _blinded(key: DataKey, name: str, op: str, arg: Any) -> Any:
-    if op in _EQUALITY:
-        if isinstance(arg, list | tuple):
-            return [blind(key, name, a) if isinstance(a, str) else a for a in arg]
-        return blind(key, name, arg) if isinstance(arg, str) else arg
-    if isinstance(arg, str):
+_WIDER = {"$eq": "$in", "$ne": "$nin", "$in": "$in", "$nin": "$nin"}
+
+
+def _blinded(key: DataKey, name: str, op: str, arg: Any) -> tuple[str, Any]:
+    """A condition on a sealed key as the store can test it: the value itself, or its blind index.
+
+    Records stored before encryption was turned on hold the value itself; encrypted records, its blind index.
+    """
+    if op in _WIDER:
+        values = list(arg) if isinstance(arg, list | tuple) else [arg]
+        return _WIDER[op], [*values, *(blind(key, name, v) for v in values if isinstance(v, str))]
+    if any(isinstance(v, str) for v in (arg if isinstance(arg, list | tuple) else [arg])):
         msg = (
             f"The filter {{{name!r}: {{{op!r}: {arg!r}}}}} compares text, which an encrypted store holds sealed: "
             "only equality conditions ($eq, $ne, $in, $nin) run on sealed keys."
         )
         raise UnsupportedOperationError(msg)
-    return arg
-
-
-ENCRYPTION_MARK = "encryption"
-"""Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
-_KEYRINGS: dict[tuple[str, str], Keyring] = {}
-_KEYRINGS_LOCK = threading.Lock()
-
-
-def default_keyring_dir(backend: MemoryBackend) -> str | None:
-    """``FOLDER.keys`` beside an embedded Chroma store's folder (outside it: a copy of the store carries no key)."""
-    folder = backend.persist_directory if isinstance(backend, ChromaBackend) else None
-    return f"{os.path.realpath(folder).rstrip(os.sep)}.keys" if folder else None
-
-
-def keyring_for(folder: str | os.PathLike[str], master: bytes) -> Keyring:
-    """The process's keyring of ``folder`` under ``master`` (one per folder and key: keys are cached in it)."""
-    where = os.path.realpath(folder)
-    with _KEYRINGS_LOCK:
-        ring = _KEYRINGS.get((where, master_fingerprint(master)))
-        if ring is None:
-            ring = Keyring(where, master)
-            _KEYRINGS[(where, ring.fingerprint)] = ring
-        return ring
-
-
-def open_encrypted(
-    backend: MemoryBackend, key: KeySource | None, keyring_dir: str | os.PathLike[str] | None
-) -> MemoryBackend:
-    """``backend`` encrypted with the master key ``key`` (else ``SESSION_RAG_MASTER_KEY``); as it is without one.
-
-    A Chroma store records that it is encrypted (and the master key's fingerprint) in its manifest on first use;
-    opened later without the key, or with another, it refuses before anything is read or written.
-
-    Raises:
-        EncryptionKeyError: A malformed key; an encrypted store opened without its key or with another key.
-        InvalidArgumentError: No ``keyring_dir`` for a store that is not an embedded Chroma folder.
-    """
-    master = master_key_from(key)
-    chroma = backend if isinstance(backend, ChromaBackend) else None
-    mark = str(chroma.manifest.get(ENCRYPTION_MARK) or "") if chroma is not None else ""
-    if master is None:
-        if mark:
-            msg = (
-                f"The store {chroma.name if chroma else ''!r} is encrypted: pass encryption_key= (or set "
-                f"{MASTER_KEY_ENV}) with its master key (fingerprint {mark.rsplit(':', 1)[-1]})."
-            )
-            raise EncryptionKeyError(msg)
-        return backend
-    fingerprint = master_fingerprint(master)
-    if mark and mark != f"{CIPHER}:{fingerprint}":
-        msg = (
-            f"The store is encrypted with another master key (fingerprint {mark.rsplit(':', 1)[-1]}, given "
-            f"{fingerprint}). Nothing was read or written: pass the key it was encrypted with."
-        )
-        raise EncryptionKeyError(msg)
-    folder = keyring_dir if keyring_dir is not None else default_keyring_dir(backend)
-    if folder is None:
-        msg = (
-            "An encrypted store on a server needs keyring_dir=: a folder every process using the store can read "
-            "(its users' wrapped data keys live there, apart from the store)."
-        )
-        raise InvalidArgumentError(msg)
-    ring = keyring_for(folder, master)
-    if chroma is not None and not mark:
-        chroma.update_manifest({ENCRYPTION_MARK: f"{CIPHER}:{fingerprint}"})
-    return EncryptedBackend(backend, ring)
+    return op, arg

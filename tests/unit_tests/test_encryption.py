@@ -70,7 +70,7 @@ def test_a_wrong_master_key_is_refused_and_nothing_stored_changes(
     memory.add_messages([{"role": "user", "content": f"My code is {MARKS[0]}."}], session_id="s1")
     memory.flush()
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    with pytest.raises(EncryptionKeyError, match="another master key"):
+    with pytest.raises(EncryptionKeyError, match="another key"):
         memory_of(tmp_path / "m", generate_master_key(), fake_embeddings)
     with pytest.raises(EncryptionKeyError, match="is encrypted"):
         SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=fake_embeddings)
@@ -92,8 +92,9 @@ def test_a_sealed_value_moved_to_another_user_or_field_does_not_open(tmp_path: P
     with pytest.raises(EncryptionKeyError):
         unseal(bob, sealed, "text")
     forged = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
-    with pytest.raises(EncryptionKeyError):
-        unseal(alice, forged, "text")
+    for damaged in (forged, sealed[:-3], sealed + "!"):  # altered, cut short, not base64
+        with pytest.raises(EncryptionKeyError):
+            unseal(alice, damaged, "text")
 
 
 # -- the store --------------------------------------------------------------------------------------
@@ -127,8 +128,10 @@ def test_filters_sessions_and_search_work_on_sealed_values(
     stored = sealed.backend.inner.get("alice", {})  # what the store holds
     assert all(r.text.startswith("srag1:") for r in stored)
     assert all(str(r.metadata["session_id"]).startswith("bi:") for r in stored)
-    with pytest.raises(UnsupportedOperationError, match="equality"):  # a search in the store itself (no replica)
+    with pytest.raises(UnsupportedOperationError, match="equality"):  # in the store's own index
         sealed.backend.get("alice", {"project": {"$gte": "p1"}})
+    with pytest.raises(UnsupportedOperationError, match="equality"):  # and in the replica alike
+        sealed.invoke("locker", filter={"project": {"$gte": "p1"}})
     assert sealed.forget(session_id="trip-0") == 3
     assert {d.metadata["session_id"] for d in sealed.list_memories()} == {"trip-1"}
 
@@ -177,7 +180,7 @@ def test_reembedding_an_encrypted_store_gives_the_model_plain_text_and_keeps_sea
 def test_reencryption_renews_the_data_key_and_destroys_the_old_one(
     tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
 ) -> None:
-    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory = memory_of(tmp_path / "m", key, fake_embeddings, daily_log_dir=tmp_path / "logs")
     memory.add_messages([{"role": "user", "content": f"Code {MARKS[0]}"}], session_id="s1")
     memory.core.write("memory", f"Likes {MARKS[3]}.")
     memory.flush()
@@ -185,7 +188,9 @@ def test_reencryption_renews_the_data_key_and_destroys_the_old_one(
     assert isinstance(backend, EncryptedBackend)
     old = backend.keyring.keys("alice")[-1].key_id
     shutil.copytree(tmp_path / "m", tmp_path / "backup")
-    assert backend.reencrypt("alice") >= 2  # the chunk and the core memory's records
+    assert memory.service.reencrypt("alice") >= 2  # the chunk and the core memory's records
+    logged = read_daily_logs(tmp_path / "logs", keyring=backend.keyring)
+    assert [m.text for m in logged] == [f"Code {MARKS[0]}"]  # the day file re-sealed under the new key
     assert [k.key_id for k in backend.keyring.keys("alice")] != [old]
     assert len(backend.keyring.keys("alice")) == 1
     fresh = memory_of(tmp_path / "m", key, fake_embeddings)
@@ -257,7 +262,7 @@ def test_no_tier_holds_plaintext_and_forget_all_makes_earlier_copies_unreadable(
     # the export taken earlier: unreadable, nothing imported
     fresh = SessionVectorMemory.local(path=tmp_path / "n", user_id="alice", embeddings=real_embeddings, encryption_key=key,
                                       keyring_dir=f"{store}.keys")  # fmt: skip
-    with pytest.raises(EncryptionKeyError, match="forgotten"):
+    with pytest.raises(EncryptionKeyError, match="destroyed since"):
         fresh.import_jsonl(tmp_path / "x" / "alice.jsonl")
     assert fresh.count() == 0
     # the backup, opened with the master key and the keyring: alice's records hold ciphertext no key opens
@@ -269,3 +274,66 @@ def test_no_tier_holds_plaintext_and_forget_all_makes_earlier_copies_unreadable(
     assert restored.list_memories() == []
     assert restored.core.read("memory") == ""
     assert "KEEPSAKE4412" in restored.for_user("bob").list_memories()[0].page_content
+
+
+def test_a_plain_store_opened_with_a_key_keeps_its_old_records_reachable_and_reencrypt_seals_them(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    plain = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=fake_embeddings)
+    plain.add_messages([{"role": "user", "content": f"Old {MARKS[0]}"}], session_id="old", metadata={"tag": "t1"})
+    plain.flush()
+    sealed = memory_of(tmp_path / "m", key, fake_embeddings)
+    sealed.add_messages([{"role": "user", "content": f"New {MARKS[1]}"}], session_id="new", metadata={"tag": "t1"})
+    sealed.flush()
+    assert [d.metadata["session_id"] for d in sealed.list_memories(session_id="old")] == ["old"]
+    assert len(sealed.backend.get("alice", {"tag": "t1"})) == 2  # the store's own filter: plain and sealed alike
+    assert isinstance(sealed.backend, EncryptedBackend)
+    assert sealed.backend.reencrypt("alice") == 2
+    assert all(r.text.startswith("srag1:") for r in sealed.backend.inner.get("alice", {}))
+    assert sealed.forget(session_id="old") == 1
+    assert [d.metadata["session_id"] for d in sealed.list_memories()] == ["new"]
+
+
+def test_a_store_moved_without_its_keyring_or_given_another_refuses_instead_of_looking_empty(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory.add_messages([{"role": "user", "content": f"Code {MARKS[0]}"}], session_id="s1")
+    memory.flush()
+    shutil.copytree(tmp_path / "m", tmp_path / "moved")
+    with pytest.raises(EncryptionKeyError, match="keyring"):
+        memory_of(tmp_path / "moved", key, fake_embeddings)
+    assert not Path(f"{tmp_path / 'moved'}.keys").exists()  # nothing created
+    other = memory_of(tmp_path / "x", key, fake_embeddings)  # another store, its own keyring
+    other.add_messages([{"role": "user", "content": "x"}], session_id="s1")
+    with pytest.raises(EncryptionKeyError, match="not this store's"):
+        memory_of(tmp_path / "moved", key, fake_embeddings, keyring_dir=f"{tmp_path / 'x'}.keys")
+    shutil.copytree(f"{tmp_path / 'm'}.keys", f"{tmp_path / 'moved'}.keys")
+    assert MARKS[0] in memory_of(tmp_path / "moved", key, fake_embeddings).list_memories()[0].page_content
+
+
+def test_a_key_renewed_or_destroyed_by_another_process_is_never_served_from_memory(
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    folder, master = tmp_path / "keys", master_key_from(key) or b""
+    ours, theirs = Keyring(folder, master), Keyring(folder, master)  # two processes' keyrings over one folder
+    first = ours.current("alice")
+    theirs.add_key("alice")
+    theirs.drop_old("alice")
+    assert ours.find("alice", first.key_id) is None
+    assert ours.current("alice").key_id != first.key_id
+    theirs.shred("alice")
+    assert ours.keys("alice") == []
+    theirs.rewrap(master_key_from(generate_master_key()) or b"")
+    with pytest.raises(EncryptionKeyError):
+        ours.current("carol")  # never wraps a new key under the rotated-away master key
+
+
+def test_checkpoints_written_under_a_rotated_master_key_open_with_previous_keys(key: str) -> None:
+    state = {"messages": [f"Remember {MARKS[0]}"]}
+    typed = encrypted_serde(key).dumps_typed(state)
+    assert MARKS[0].encode() not in typed[1]
+    new = generate_master_key()
+    assert encrypted_serde(new, previous_keys=[key]).loads_typed(typed) == state
+    with pytest.raises(EncryptionKeyError):
+        encrypted_serde(new).loads_typed(typed)

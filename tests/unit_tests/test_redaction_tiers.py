@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -48,14 +49,14 @@ def test_a_pasted_key_reaches_no_tier_and_no_later_prompt(tmp_path: Path) -> Non
     memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=embeddings,
                                        daily_log_dir=tmp_path / "logs", redact_secrets=True)  # fmt: skip
     cache = SemanticCache.local(path=tmp_path / "c", user_id="alice", embeddings=embeddings, redact_secrets=True)
-    model = Prompts(responses=["Rotate it now.", "You use boto3.", "Noted."], prompts=[])
+    model = Prompts(responses=["Rotate it now.", "You use boto3.", "Noted.", "Done."], prompts=[])
     with SqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite")) as saver:
         app = create_session_rag_graph(model, memory, cache=cache, background_writes=False).compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "t1"}}
         context = {"user_id": "alice", "session_id": "s1"}
         for question in (f"Why does boto3 refuse my key {AWS_KEY}?", "Which library do I use?",
-                         f"Card {CARD} expires 09/29, note it."):  # fmt: skip
-            app.invoke({"messages": [HumanMessage(question)]}, config, context=context)
+                         [{"type": "text", "text": f"Card {CARD} expires 09/29, note it."}]):  # fmt: skip
+            app.invoke({"messages": [HumanMessage(question)]}, config, context=context)  # a text, then content parts
         with saver.cursor() as cursor:
             cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         state = app.get_state(config).values
@@ -78,3 +79,24 @@ def test_redaction_is_off_by_default_in_the_library(tmp_path: Path) -> None:
     )
     memory.add_messages([{"role": "user", "content": f"My key is {AWS_KEY}."}], session_id="s1")
     assert AWS_KEY in memory.list_memories()[0].page_content
+
+
+def test_every_write_path_redacts_core_memory_metadata_documents_and_imports(tmp_path: Path) -> None:
+    embeddings = Recording(size=16, seen=[])
+    plain = SessionVectorMemory.local(path=tmp_path / "p", user_id="alice", embeddings=embeddings)
+    plain.add_messages([{"role": "user", "content": f"Key {AWS_KEY}"}], session_id="s0")
+    plain.export_jsonl(tmp_path / "plain.jsonl")
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=embeddings, redact_secrets=True)
+    memory.core.write("memory", f"AWS key {AWS_KEY}")
+    memory.core.propose("append", "memory", f"Card {CARD}")
+    memory.add_messages([{"role": "user", "content": "Deploy notes"}], session_id="s1", metadata={"token": AWS_KEY})
+    memory.add_note("Staging", metadata={"where": f"key {AWS_KEY}"})
+    memory.add_documents([Document("Runbook", metadata={"source": "https://bob:Sup3rS3cretPw@intranet/runbook.md"})])
+    assert memory.import_jsonl(tmp_path / "plain.jsonl") == 1
+    memory.flush()
+    for secret in (AWS_KEY, CARD, "Sup3rS3cretPw"):
+        assert scan([tmp_path / "m"], secret) == [], secret
+    assert "[secret:aws-access-key]" in memory.core.read("memory")
+    assert "[secret:card-number]" in memory.core.pending()[0].text
+    imported = [d for d in memory.list_memories() if d.metadata["session_id"] == "s0"]
+    assert imported[0].page_content == "User: Key [secret:aws-access-key]"
