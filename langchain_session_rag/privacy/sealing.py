@@ -93,6 +93,12 @@ def rotate(key: DataKey, vector: list[float]) -> list[float]:
     return (np.asarray(vector, dtype=np.float64) @ matrix).tolist()  # type: ignore[no-any-return]
 
 
+def rotate_rows(key: DataKey, vectors: list[list[float]]) -> list[list[float]]:
+    """:func:`rotate` of many vectors of one dimension at once."""
+    rows = np.asarray(vectors, dtype=np.float64)
+    return (rows @ _rotation(key.rotation_seed, rows.shape[-1])).tolist()  # type: ignore[no-any-return]
+
+
 def unrotate(key: DataKey, vectors: npt.NDArray[Any]) -> npt.NDArray[Any]:
     """Undo :func:`rotate` on rows of ``vectors`` (the stored vectors, read back for the in-process replica)."""
     matrix = _rotation(key.rotation_seed, vectors.shape[-1])

@@ -28,7 +28,16 @@ from langchain_session_rag.privacy.keyring import (
     DataKey,
     Keyring,
 )
-from langchain_session_rag.privacy.sealing import blind, is_sealed, key_id_of, rotate, seal, unrotate, unseal
+from langchain_session_rag.privacy.sealing import (
+    blind,
+    is_sealed,
+    key_id_of,
+    rotate,
+    rotate_rows,
+    seal,
+    unrotate,
+    unseal,
+)
 from langchain_session_rag.stores.base import (
     CORE_MEMORY,
     REVISION_KEY,
@@ -187,10 +196,12 @@ class EncryptedBackend:
                     meta[name] = value
             if hidden:
                 meta[SEALED_KEY] = seal(key, json.dumps(hidden, sort_keys=True), _META)
-            vector = record.embedding
-            if vector is not None and self.rotate_vectors:
-                vector = rotate(key, vector)
-            out.append(Record(record.id, seal(key, record.text, _TEXT), meta, vector))
+            out.append(Record(record.id, seal(key, record.text, _TEXT), meta, record.embedding))
+        rows = [n for n, r in enumerate(out) if r.embedding is not None]
+        if rows and self.rotate_vectors:  # one product for the batch
+            turned = rotate_rows(key, [out[n].embedding or [] for n in rows])
+            for n, vector in zip(rows, turned, strict=True):
+                out[n].embedding = vector
         return out
 
     def add(self, user_id: str, records: Sequence[Record]) -> None:
@@ -200,15 +211,17 @@ class EncryptedBackend:
         _copy_revisions(stored, records)
 
     # -- reading -----------------------------------------------------------------------------------
-    def _key(self, user_id: str, value: str) -> DataKey | None:
-        return self.keyring.find(user_id, key_id_of(value))
+    def _keys(self, user_id: str) -> dict[str, DataKey]:
+        """The user's keys by id, read once for a whole read (one look at the key file, not one per record)."""
+        return {k.key_id: k for k in self.keyring.keys(user_id)}
 
-    def opened(self, user_id: str, record: Record) -> Record | None:
+    def opened(self, user_id: str, record: Record, keys: dict[str, DataKey] | None = None) -> Record | None:
         """The plain record of a stored one (its vector turned back); ``None`` when its data key was destroyed."""
+        keys = self._keys(user_id) if keys is None else keys
         text, meta, vector = record.text, dict(record.metadata), record.embedding
         try:
             if is_sealed(text):
-                key = self._key(user_id, text)
+                key = keys.get(key_id_of(text))
                 if key is None:
                     return None
                 text = unseal(key, text, _TEXT)
@@ -216,7 +229,7 @@ class EncryptedBackend:
                     vector = unrotate(key, np.asarray(vector, dtype=np.float64)).tolist()
             hidden = meta.pop(SEALED_KEY, None)
             if is_sealed(hidden):
-                key = self._key(user_id, hidden)
+                key = keys.get(key_id_of(hidden))
                 if key is None:
                     return None
                 meta.update(json.loads(unseal(key, hidden, _META)))
@@ -226,12 +239,14 @@ class EncryptedBackend:
         return Record(record.id, text, meta, vector)
 
     def _plain_records(self, user_id: str, records: Sequence[Record]) -> list[Record]:
-        return [opened for record in records if (opened := self.opened(user_id, record)) is not None]
+        keys = self._keys(user_id)
+        return [opened for record in records if (opened := self.opened(user_id, record, keys)) is not None]
 
     def _page(self, user_id: str, page: RecordPage) -> RecordPage:
         """A page decrypted; its vectors (one array) turned back row by row with each record's own key."""
         records = [Record(r.id, r.text, r.metadata) for r in page.records]
-        rows = [(n, self.opened(user_id, r)) for n, r in enumerate(records)]
+        keys = self._keys(user_id)
+        rows = [(n, self.opened(user_id, r, keys)) for n, r in enumerate(records)]
         kept = [(n, r) for n, r in rows if r is not None]
         vectors = page.vectors
         if vectors is None or not len(vectors):
@@ -240,19 +255,19 @@ class EncryptedBackend:
         if self.rotate_vectors:
             ids = [key_id_of(page.records[n].text) if is_sealed(page.records[n].text) else "" for n, _ in kept]
             for key_id in set(ids) - {""}:
-                key = self.keyring.find(user_id, key_id)
+                key = keys.get(key_id)
                 rows_of_key = [i for i, k in enumerate(ids) if k == key_id]
                 if key is not None:
                     vectors[rows_of_key] = unrotate(key, vectors[rows_of_key])
         return RecordPage([r for _, r in kept], vectors)
 
-    def where(self, user_id: str, where: Where) -> Where:
+    def where(self, user_id: str, where: Where, listed: list[DataKey] | None = None) -> Where:
         """``where`` as the store holds the values: sealed keys' values as blind indexes.
 
         Raises:
             UnsupportedOperationError: A range condition on a text value of a sealed key.
         """
-        keys = self.keyring.keys(user_id)
+        keys = self.keyring.keys(user_id) if listed is None else listed
         if not keys or not where:
             return where
         key = keys[-1]
@@ -272,13 +287,14 @@ class EncryptedBackend:
         self, user_id: str, query: str, vector: list[float] | None, k: int, where: Where
     ) -> list[tuple[Record, float]]:
         """Nearest records of the user (the query vector turned by the user's rotation), decrypted."""
-        keys = self.keyring.keys(user_id)
-        if vector is not None and self.rotate_vectors and keys:
-            vector = rotate(keys[-1], vector)
-        hits = self.inner.query(user_id, query, vector, k, self.where(user_id, where))
+        listed = self.keyring.keys(user_id)
+        if vector is not None and self.rotate_vectors and listed:
+            vector = rotate(listed[-1], vector)
+        hits = self.inner.query(user_id, query, vector, k, self.where(user_id, where, listed))
+        keys = {key.key_id: key for key in listed}
         out = []
         for record, score in hits:
-            opened = self.opened(user_id, record)
+            opened = self.opened(user_id, record, keys)
             if opened is not None:
                 out.append((opened, score))
         return out
