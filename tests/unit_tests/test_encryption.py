@@ -47,6 +47,15 @@ def key() -> str:
     return generate_master_key()
 
 
+@pytest.fixture
+def stored(tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding) -> SessionVectorMemory:
+    """An encrypted memory in ``tmp_path / "m"`` holding one message with the first marker."""
+    memory = memory_of(tmp_path / "m", key, fake_embeddings)
+    memory.add_messages([{"role": "user", "content": f"The code is {MARKS[0]}."}], session_id="s1")
+    memory.flush()
+    return memory
+
+
 # -- keys ------------------------------------------------------------------------------------------
 def test_a_master_key_is_taken_in_every_documented_form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     raw = bytes(range(32))
@@ -64,11 +73,8 @@ def test_a_master_key_is_taken_in_every_documented_form(tmp_path: Path, monkeypa
 
 
 def test_a_wrong_master_key_is_refused_and_nothing_stored_changes(
-    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding, stored: SessionVectorMemory
 ) -> None:
-    memory = memory_of(tmp_path / "m", key, fake_embeddings)
-    memory.add_messages([{"role": "user", "content": f"My code is {MARKS[0]}."}], session_id="s1")
-    memory.flush()
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     with pytest.raises(EncryptionKeyError, match="another key"):
         memory_of(tmp_path / "m", generate_master_key(), fake_embeddings)
@@ -137,10 +143,9 @@ def test_filters_sessions_and_search_work_on_sealed_values(
 
 
 def test_master_key_rotation_rewraps_every_key_and_the_old_key_stops_working(
-    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding, stored: SessionVectorMemory
 ) -> None:
-    memory = memory_of(tmp_path / "m", key, fake_embeddings)
-    memory.add_messages([{"role": "user", "content": f"Code {MARKS[0]}"}], session_id="s1")
+    memory = stored
     memory.for_user("bob").add_messages([{"role": "user", "content": "Bob's note"}], session_id="s1")
     memory.flush()
     assert isinstance(memory.backend, EncryptedBackend)
@@ -153,7 +158,7 @@ def test_master_key_rotation_rewraps_every_key_and_the_old_key_stops_working(
 
 
 class Recording(DeterministicFakeEmbedding):
-    """Fake vectors (plumbing only) of another model, recording the texts it was given."""
+    """Fake vectors (plumbing only) of another model, recording every text it embeds."""
 
     model_id: str = "recording-fake"
     seen: list[str] = []  # noqa: RUF012 - one instance per test
@@ -162,13 +167,14 @@ class Recording(DeterministicFakeEmbedding):
         self.seen.extend(texts)
         return super().embed_documents(texts)
 
+    def embed_query(self, text: str) -> list[float]:
+        self.seen.append(text)
+        return super().embed_query(text)
+
 
 def test_reembedding_an_encrypted_store_gives_the_model_plain_text_and_keeps_search(
-    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+    tmp_path: Path, key: str, stored: SessionVectorMemory
 ) -> None:
-    memory = memory_of(tmp_path / "m", key, fake_embeddings)
-    memory.add_messages([{"role": "user", "content": f"The code is {MARKS[0]}."}], session_id="s1")
-    memory.flush()
     model = Recording(size=16, seen=[])
     assert SessionVectorMemory.reembed(tmp_path / "m", embeddings=model, encryption_key=key) == 1
     assert model.seen == [f"User: The code is {MARKS[0]}."]
@@ -295,11 +301,8 @@ def test_a_plain_store_opened_with_a_key_keeps_its_old_records_reachable_and_ree
 
 
 def test_a_store_moved_without_its_keyring_or_given_another_refuses_instead_of_looking_empty(
-    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding
+    tmp_path: Path, key: str, fake_embeddings: DeterministicFakeEmbedding, stored: SessionVectorMemory
 ) -> None:
-    memory = memory_of(tmp_path / "m", key, fake_embeddings)
-    memory.add_messages([{"role": "user", "content": f"Code {MARKS[0]}"}], session_id="s1")
-    memory.flush()
     shutil.copytree(tmp_path / "m", tmp_path / "moved")
     with pytest.raises(EncryptionKeyError, match="keyring"):
         memory_of(tmp_path / "moved", key, fake_embeddings)

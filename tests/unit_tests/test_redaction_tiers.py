@@ -14,24 +14,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_session_rag import SemanticCache, SessionVectorMemory
 from langchain_session_rag.graph import create_session_rag_graph
-from tests.unit_tests.test_encryption import scan
+from tests.unit_tests.test_encryption import Recording, scan
 
 AWS_KEY = "AKIAZ7QKXW4RTV2MNB3L"
 CARD = "4111 1111 1111 1111"
-
-
-class Recording(DeterministicFakeEmbedding):
-    """Fake vectors (plumbing only) that record every text they embed."""
-
-    seen: list[str] = []  # noqa: RUF012 - one instance per test
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        self.seen.extend(texts)
-        return super().embed_documents(texts)
-
-    def embed_query(self, text: str) -> list[float]:
-        self.seen.append(text)
-        return super().embed_query(text)
 
 
 class Prompts(FakeListChatModel):
