@@ -195,6 +195,21 @@ def by_split(header: str, splits: list[str], keys: list[str], cell: Callable[[st
     return rows + [f"| {key} | " + " | ".join(cell(split, key) for split in splits) + " |" for key in keys]
 
 
+REPEATED_UNITS = ("sk-", "-p", "eyJ", "password: ", "github_pat_", "xoxb-1-", "aA1", "Ab1+", "a.", "4111 ", "://", "//")
+"""Pieces a hostile message repeats to make a regular expression backtrack (each once caused quadratic time)."""
+
+
+def worst_case(size: int = 1_000_000) -> dict[str, float]:
+    """Seconds ``redact_secrets`` takes on a ``size``-character message made of one repeated piece, per piece."""
+    out = {}
+    for unit in REPEATED_UNITS:
+        text = unit * (size // len(unit)) + "T3BlbkFJ/:_authToken=x"
+        began = time.perf_counter()
+        redact_secrets(text)
+        out[unit] = round(time.perf_counter() - began, 3)
+    return out
+
+
 def flagged_in_conversations(path: Path) -> dict[str, Any]:
     """What is found in LoCoMo's turns and questions: real conversations that hold no secret (every find is false)."""
     from locomo_data import load  # noqa: PLC0415 - only with --locomo
@@ -238,9 +253,12 @@ def main() -> None:
         print(f"{split}: {time.perf_counter() - began:.1f} s", file=sys.stderr)
     if args.locomo:
         results["real_conversations"] = flagged_in_conversations(args.locomo)
+    results["worst_case_seconds_1mb"] = worst_case()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
+    slowest = max(results["worst_case_seconds_1mb"].items(), key=lambda item: item[1])
+    print(f"\nworst case, a 1 MB message of one repeated piece: {slowest[1]} s ({slowest[0]!r})")
     if args.locomo:
         real = results["real_conversations"]
         print(f"\nreal conversations ({args.locomo}): {real['flagged']} of {real['messages']} messages flagged")

@@ -118,7 +118,7 @@ class SemanticCache(BaseModel):
 
     encryption_key: KeySource | None = Field(default=None, repr=False)
     """Encrypts the cache at rest, as ``SessionVectorMemory``'s (keys in ``keyring_dir``, default ``PATH.keys``)."""
-    keyring_dir: str | None = None
+    keyring_dir: str | os.PathLike[str] | None = None
     redact_secrets: bool = False
     """A question holding a secret is neither looked up nor stored (miss ``secret``); answers are redacted."""
 

@@ -272,8 +272,8 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     out.print(f"Forgot {removed} chunk(s): {what} user {memory.user_id!r}{core}.")
     if keys:
         out.print(
-            f"Destroyed the user's data key(s) {', '.join(keys)}: every earlier copy of their data in this store "
-            "(free pages, the write-ahead log, backups, exports) is unreadable from now on."
+            f"Destroyed the user's data key(s) {', '.join(keys)}: every earlier copy of their data from this store "
+            "(free pages, the write-ahead log, backups, encrypted exports) is unreadable from now on."
         )
     if options.server is not None:  # rebuilding a server's collections under other clients loses their writes
         out.print(

@@ -25,7 +25,7 @@ from langchain_session_rag.graph.model_window import check_question
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
 from langchain_session_rag.graph.turn import check_turn
 from langchain_session_rag.identity import run_identity
-from langchain_session_rag.privacy.redaction import redact_secrets
+from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
 from langchain_session_rag.prompt.budget import TokenBudget
 
 
@@ -102,21 +102,17 @@ def redact_input(run_input: Any) -> Any:
 
 
 def _redacted_content(content: Any) -> Any:
-    """A message's content with its secrets replaced (text, and the text parts of a list); ``None``: none found."""
+    """A message's content with its secrets replaced; ``None`` when nothing was found.
+
+    Its text, or every string inside its parts (a tool result's nested text, an image URL with a password).
+    """
     if isinstance(content, str):
         found = redact_secrets(content)
         return found.text if found.redacted else None
     if not isinstance(content, list):
         return None
-    parts, changed = [], False
-    for part in content:
-        text = part if isinstance(part, str) else part.get("text") if isinstance(part, dict) else None
-        redacted = redact_secrets(text) if isinstance(text, str) else None
-        if redacted is not None and redacted.redacted:
-            part = redacted.text if isinstance(part, str) else {**part, "text": redacted.text}  # noqa: PLW2901
-            changed = True
-        parts.append(part)
-    return parts if changed else None
+    redacted = redact_nested(content)
+    return redacted if redacted != content else None
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):

@@ -20,7 +20,7 @@ from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike, Turn, normalize_messages
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.chunk_index import SessionChunks, place
-from langchain_session_rag.privacy.redaction import redact_secrets
+from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import session_record, user_metadata
 
@@ -117,7 +117,7 @@ class SessionPlanner:
             raise InvalidArgumentError(msg)
         extra = user_metadata(metadata)
         if self.redact:
-            extra = {k: redact_secrets(v).text if isinstance(v, str) else v for k, v in extra.items()}
+            extra = {k: redact_nested(v) for k, v in extra.items()}
         turns = normalize_messages(messages, session_id=session_id, max_chars=self.max_message_chars)
         if self.redact:
             turns = [dataclasses.replace(t, text=redact_secrets(t.text).text) for t in turns]

@@ -38,7 +38,7 @@ from langchain_session_rag.memory.erasure import (
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
 from langchain_session_rag.privacy.keyring import Keyring
-from langchain_session_rag.privacy.redaction import redact_secrets
+from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
 from langchain_session_rag.privacy.sealing import UserCipher
 from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
@@ -176,7 +176,7 @@ class MemoryService:
         """``metadata`` with secrets replaced in its text values (a document's ``source`` URL with a password)."""
         if not metadata or not self.writing.redact_secrets:
             return metadata
-        return {k: self.redacted(v) if isinstance(v, str) else v for k, v in metadata.items()}
+        return {k: redact_nested(v) for k, v in metadata.items()}
 
     # -- encryption -----------------------------------------------------------------------------------
     @property

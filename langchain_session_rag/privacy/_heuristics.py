@@ -64,7 +64,7 @@ _TRAILING = ".,;:?!)]}"
 _SYMBOLS = re.compile(r"[^A-Za-z\s]")
 
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{16,}={0,2}(?![A-Za-z0-9+/=_\-])")
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+")
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s<>\"'`]+|\bwww\.[^\s<>\"'`]+")  # schemes are short
 _DATA_URI = re.compile(
     r"data:[\w/+.-]*(?:;[\w=.-]+)*;base64,[A-Za-z0-9+/=]*(?:\r?\n[A-Za-z0-9+/=]{16,})*", re.IGNORECASE
 )

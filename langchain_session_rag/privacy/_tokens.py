@@ -56,6 +56,9 @@ _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----"
 _PEM_BODY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*|=[A-Za-z0-9+/]{4})?[ \t]*\r?$")
 _PUTTY_END = re.compile(r"Private-MAC: [0-9a-fA-F]+")
 _PEM_WINDOW = 20_000
+_NPM = re.compile(
+    r"(?:^|(?<=[\s\"'=]))//[^\s]{1,256}?/:_authToken=\s*((npm_[A-Za-z0-9]+)|([A-Fa-f0-9-]{36}))", re.MULTILINE
+)
 
 
 @functools.cache
@@ -72,7 +75,6 @@ def _patterns() -> tuple[tuple[re.Pattern[str], int, str], ...]:
     from detect_secrets.plugins.gitlab_token import GitLabTokenDetector  # noqa: PLC0415
     from detect_secrets.plugins.jwt import JwtTokenDetector  # noqa: PLC0415
     from detect_secrets.plugins.mailchimp import MailchimpDetector  # noqa: PLC0415
-    from detect_secrets.plugins.npm import NpmDetector  # noqa: PLC0415
     from detect_secrets.plugins.openai import OpenAIDetector  # noqa: PLC0415
     from detect_secrets.plugins.pypi_token import PypiTokenDetector  # noqa: PLC0415
     from detect_secrets.plugins.sendgrid import SendGridDetector  # noqa: PLC0415
@@ -94,7 +96,7 @@ def _patterns() -> tuple[tuple[re.Pattern[str], int, str], ...]:
         *((pattern, 0, "pypi-token") for pattern in pypi),
         *((pattern, 0, "gitlab-token") for pattern in GitLabTokenDetector.denylist),
         (BasicAuthDetector.denylist[0], 1, "password"),  # the password between "user:" and "@"
-        (NpmDetector.denylist[0], 1, "npm-token"),  # the token after _authToken=
+        (_NPM, 1, "npm-token"),  # the token after _authToken= (the plugin's pattern, its ``.+`` bounded)
     ]
     for plugin, kind in (
         (GitHubTokenDetector, "github-token"),
@@ -110,7 +112,13 @@ def _patterns() -> tuple[tuple[re.Pattern[str], int, str], ...]:
     ):
         compiled.extend((pattern, 0, kind) for pattern in plugin.denylist)
     compiled.extend((pattern, 0, kind) for pattern, kind in _OWN_PATTERNS)
-    return tuple(compiled)
+    # A token starts where a run of token characters starts: without this, "sk-sk-sk-..." or "eyJeyJ..." would
+    # make each repetition a start that scans the rest of the run (quadratic time in a long paste).
+    return tuple((_at_run_start(pattern) if group == 0 else pattern, group, kind) for pattern, group, kind in compiled)
+
+
+def _at_run_start(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9_-])(?:{pattern.pattern})", pattern.flags)
 
 
 @functools.cache

@@ -231,8 +231,12 @@ class Keyring:
         path = self.folder / "master.json"
         if not path.exists():
             _write_atomic(path, _check_file(self._master, secrets.token_hex(8)), exclusive=True)
-        body = json.loads(path.read_text(encoding="utf-8"))
-        raw = _unb64(body["check"])
+        try:
+            body = json.loads(path.read_text(encoding="utf-8"))
+            raw = _unb64(body["check"])
+        except (ValueError, KeyError, TypeError) as exc:
+            msg = f"The keyring's {str(path)!r} is damaged ({type(exc).__name__}); restore it from its backup."
+            raise EncryptionKeyError(msg) from exc
         try:
             self._master.decrypt(raw[:_NONCE], raw[_NONCE:], None)
         except InvalidTag:
@@ -248,11 +252,15 @@ class Keyring:
         return self.folder / "users" / _file_name(user_id)
 
     def _read(self, user_id: str) -> list[DataKey] | None:
+        path = self._path(user_id)
         try:
-            body = json.loads(self._path(user_id).read_text(encoding="utf-8"))
+            body = json.loads(path.read_text(encoding="utf-8"))
+            return [_unwrap(self._master, user_id, entry) for entry in body["keys"]]
         except FileNotFoundError:
             return None
-        return [_unwrap(self._master, user_id, entry) for entry in body["keys"]]
+        except (ValueError, KeyError, TypeError) as exc:  # cut short, edited by hand: not the file this package wrote
+            msg = f"The key file {str(path)!r} is damaged ({type(exc).__name__}); restore it from its backup."
+            raise EncryptionKeyError(msg) from exc
 
     def _store(self, user_id: str, keys: list[DataKey], *, exclusive: bool) -> bool:
         return _write_atomic(self._path(user_id), _key_file(self._master, user_id, keys), exclusive=exclusive)
@@ -308,6 +316,7 @@ class Keyring:
         if len(keys) < 2:  # noqa: PLR2004
             return []
         with self._lock:
+            self._check_master()
             self._store(user_id, keys[-1:], exclusive=False)
         return [k.key_id for k in keys[:-1]]
 
@@ -389,7 +398,10 @@ def _unwrap(master: AESGCM, user_id: str, entry: dict[str, str]) -> DataKey:
     try:
         secret = master.decrypt(raw[:_NONCE], raw[_NONCE:], aad)
     except InvalidTag:
-        msg = f"The master key does not open the data key {entry['id']!r} of this keyring (a wrong key?)."
+        msg = (
+            f"The master key does not open the data key {entry['id']!r} of this keyring: a wrong key, or one rotated "
+            "since this process opened it (reopen with the current key)."
+        )
         raise EncryptionKeyError(msg) from None
     return DataKey(entry["id"], user_id, secret)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.privacy._heuristics import (
@@ -163,6 +164,17 @@ def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
     """Whether ``[start, end)`` overlaps one of ``spans`` (sorted, disjoint)."""
     at = bisect.bisect_left(spans, (start, start))
     return (at > 0 and spans[at - 1][1] > start) or (at < len(spans) and spans[at][0] < end)
+
+
+def redact_nested(value: Any) -> Any:
+    """``value`` with :func:`redact_secrets` applied to every string in it (dicts' values, lists, tuples)."""
+    if isinstance(value, str):
+        return redact_secrets(value).text
+    if isinstance(value, dict):
+        return {k: redact_nested(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_nested(v) for v in value)
+    return value
 
 
 def redact_secrets(text: str) -> RedactedText:

@@ -163,9 +163,10 @@ class EncryptedBackend:
     def reencrypt(self, user_id: str, *, also: Callable[[], object] | None = None) -> int:
         """Re-encrypt every record of the user (and their companion records) under a new data key; destroy the old.
 
-        Records stored before encryption was turned on are encrypted too. ``also`` runs while both keys are held (the
-        memory re-seals the user's day files there). Returns how many records were rewritten. Run it with no writer
-        of the user at work: a record written meanwhile under the old key would be lost with it.
+        Records stored before encryption was turned on are encrypted too. ``also`` runs while both keys are held
+        (``memory.service.reencrypt`` re-seals the user's day files there: call that one). Returns how many records
+        were rewritten. Run it with no writer of the user at work: a record written meanwhile under the old key would
+        be lost with it.
         """
         stores: list[EncryptedBackend] = [self]
         if CORE_MEMORY in self.capabilities:
@@ -270,15 +271,14 @@ class EncryptedBackend:
         keys = self.keyring.keys(user_id) if listed is None else listed
         if not keys or not where:
             return where
-        key = keys[-1]
         out: Where = {}
         for name, cond in where.items():
             if name in PLAIN_KEYS or name.startswith("$"):
                 out[name] = cond
             elif isinstance(cond, dict):
-                out[name] = dict(_blinded(key, name, op, arg) for op, arg in cond.items())
+                out[name] = dict(_blinded(keys, name, op, arg) for op, arg in cond.items())
             elif isinstance(cond, str):
-                out[name] = {"$in": [cond, blind(key, name, cond)]}
+                out[name] = {"$in": [cond, *(blind(key, name, cond) for key in keys)]}
             else:
                 out[name] = cond
         return out
@@ -356,14 +356,14 @@ def _copy_revisions(stored: Sequence[Record], records: Sequence[Record]) -> None
 _WIDER = {"$eq": "$in", "$ne": "$nin", "$in": "$in", "$nin": "$nin"}
 
 
-def _blinded(key: DataKey, name: str, op: str, arg: Any) -> tuple[str, Any]:
+def _blinded(keys: list[DataKey], name: str, op: str, arg: Any) -> tuple[str, Any]:
     """A condition on a sealed key as the store can test it: the value itself, or its blind index.
 
     Records stored before encryption was turned on hold the value itself; encrypted records, its blind index.
     """
     if op in _WIDER:
         values = list(arg) if isinstance(arg, list | tuple) else [arg]
-        return _WIDER[op], [*values, *(blind(key, name, v) for v in values if isinstance(v, str))]
+        return _WIDER[op], [*values, *(blind(k, name, v) for k in keys for v in values if isinstance(v, str))]
     if any(isinstance(v, str) for v in (arg if isinstance(arg, list | tuple) else [arg])):
         msg = (
             f"The filter {{{name!r}: {{{op!r}: {arg!r}}}}} compares text, which an encrypted store holds sealed: "

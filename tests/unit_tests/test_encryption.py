@@ -88,6 +88,19 @@ def test_a_wrong_master_key_is_refused_and_nothing_stored_changes(
     assert MARKS[0] in again.list_memories()[0].page_content
 
 
+def test_a_damaged_key_file_or_keyring_check_is_a_typed_error(tmp_path: Path, key: str) -> None:
+    master = master_key_from(key) or b""
+    ring = Keyring(tmp_path / "keys", master)
+    ring.current("alice")
+    key_file = next((tmp_path / "keys" / "users").glob("*.json"))
+    key_file.write_text(key_file.read_text()[:40])  # cut short
+    with pytest.raises(EncryptionKeyError, match="damaged"):
+        Keyring(tmp_path / "keys", master).keys("alice")
+    (tmp_path / "keys" / "master.json").write_text("{}")
+    with pytest.raises(EncryptionKeyError, match="damaged"):
+        Keyring(tmp_path / "keys", master)
+
+
 def test_a_sealed_value_moved_to_another_user_or_field_does_not_open(tmp_path: Path, key: str) -> None:
     ring = Keyring(tmp_path / "keys", master_key_from(key) or b"")
     alice, bob = ring.current("alice"), ring.current("bob")

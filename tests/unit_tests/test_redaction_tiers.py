@@ -18,6 +18,7 @@ from tests.unit_tests.test_encryption import Recording, scan
 
 AWS_KEY = "AKIAZ7QKXW4RTV2MNB3L"
 CARD = "4111 1111 1111 1111"
+PASSWORD = "Sup3rS3cretPw"  # noqa: S105 - a fake secret the test pastes
 
 
 class Prompts(FakeListChatModel):
@@ -41,14 +42,16 @@ def test_a_pasted_key_reaches_no_tier_and_no_later_prompt(tmp_path: Path) -> Non
         config: Any = {"configurable": {"thread_id": "t1"}}
         context = {"user_id": "alice", "session_id": "s1"}
         for question in (f"Why does boto3 refuse my key {AWS_KEY}?", "Which library do I use?",
-                         [{"type": "text", "text": f"Card {CARD} expires 09/29, note it."}]):  # fmt: skip
+                         [{"type": "text", "text": f"Card {CARD} expires 09/29, note it."},
+                          {"type": "image_url", "image_url": {"url": f"https://bob:{PASSWORD}@img.example/a.png"}},
+                          {"type": "tool_result", "content": [{"type": "text", "text": f"Got {AWS_KEY}"}]}]):  # fmt: skip
             app.invoke({"messages": [HumanMessage(question)]}, config, context=context)  # a text, then content parts
         with saver.cursor() as cursor:
             cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         state = app.get_state(config).values
     memory.add_note(f"Backup key {AWS_KEY}")
     memory.flush()
-    for secret in (AWS_KEY, CARD, CARD.replace(" ", "")):
+    for secret in (AWS_KEY, CARD, CARD.replace(" ", ""), PASSWORD):
         assert scan([tmp_path], secret) == [], secret
         assert not any(secret in text for text in embeddings.seen), secret
         assert not any(secret in prompt for prompt in model.prompts), secret
@@ -77,10 +80,11 @@ def test_every_write_path_redacts_core_memory_metadata_documents_and_imports(tmp
     memory.core.propose("append", "memory", f"Card {CARD}")
     memory.add_messages([{"role": "user", "content": "Deploy notes"}], session_id="s1", metadata={"token": AWS_KEY})
     memory.add_note("Staging", metadata={"where": f"key {AWS_KEY}"})
-    memory.add_documents([Document("Runbook", metadata={"source": "https://bob:Sup3rS3cretPw@intranet/runbook.md"})])
+    memory.add_documents([Document("Runbook", metadata={"source": f"https://bob:{PASSWORD}@intranet/runbook.md",
+                                                        "headers": {"Authorization": f"token {AWS_KEY}"}})])  # fmt: skip
     assert memory.import_jsonl(tmp_path / "plain.jsonl") == 1
     memory.flush()
-    for secret in (AWS_KEY, CARD, "Sup3rS3cretPw"):
+    for secret in (AWS_KEY, CARD, PASSWORD):
         assert scan([tmp_path / "m"], secret) == [], secret
     assert "[secret:aws-access-key]" in memory.core.read("memory")
     assert "[secret:card-number]" in memory.core.pending()[0].text
