@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
+from langchain_session_rag.cli.lookup import resolve_sessions
 from langchain_session_rag.cli.options import (
     COLLECTION,
     StoreOptions,
@@ -27,6 +28,7 @@ from langchain_session_rag.cli.options import (
     store_options,
 )
 from langchain_session_rag.importers.types import FORMAT_NAMES
+from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 
 _WHEN = click.DateTime(["%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M"])
 
@@ -169,7 +171,8 @@ def ingest(files: tuple[Path, ...], file_format: str, strict: bool, as_json: boo
 @cli.command()
 @click.argument("query")
 @click.option("-k", "--k", "k", type=click.IntRange(1, 1000), default=5, show_default=True, help="Memories to show.")
-@click.option("--threshold", type=click.FloatRange(-1.0, 1.0), default=None, help="Minimum cosine similarity.")
+@click.option("--threshold", type=click.FloatRange(-1.0, 1.0), default=DEFAULT_SCORE_THRESHOLD, show_default=True,
+              help="Show only memories at least this similar (cosine), as chat recalls them; -1: all.")  # fmt: skip
 @click.option("--session", "session_ids", multiple=True, help="Only this session (repeatable).")
 @click.option("--since", type=_PERIOD, metavar="WHEN", default=None,
               help="Only memories from then on (YYYY-MM-DD, or a phrase: 'last tuesday', 'last month').")  # fmt: skip
@@ -230,7 +233,8 @@ def sessions(as_json: bool, **store: Any) -> None:
 
 
 @cli.command()
-@click.option("--session", "session_ids", multiple=True, help="Forget this session (repeatable).")
+@click.option("--session", "session_ids", multiple=True, metavar="ID|TITLE",
+              help="Forget this session: its id, the start of its id, or words of its title (repeatable).")  # fmt: skip
 @click.option(
     "--before", type=_WHEN, metavar="DATE", default=None, help="Forget memories older than this date (YYYY-MM-DD)."
 )
@@ -252,13 +256,13 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     for session_id in session_ids:  # before asking: an unfit id names no session
         check_session_id(session_id)
     options = StoreOptions.of(store)
+    memory = options.memory(embeds=False, create=False)
+    session_ids = resolve_sessions(memory, session_ids)  # before asking: the question names what it resolved to
     scope = f"session(s) {', '.join(session_ids)}" if session_ids else "every session"
     dated = f", memories before {before:%Y-%m-%d}," if before else ""
     what = "EVERYTHING stored for" if everything else f"{scope}{dated} of"
     _confirm(f"Forget {what} user {options.user_id!r} in {options.location}?", yes=yes, command="forget",
              refused="Nothing was forgotten.")  # fmt: skip
-    memory = options.memory(embeds=False, create=False)
-    _check_sessions(memory, session_ids)
     keys: tuple[str, ...] = ()
     removed: int
     if everything:
@@ -306,17 +310,6 @@ def _confirm(question: str, *, yes: bool, command: str, refused: str) -> None:
     if not click.confirm(question):
         err.print(refused)
         raise click.exceptions.Exit(1)
-
-
-def _check_sessions(memory: Any, session_ids: tuple[str, ...]) -> None:
-    """Refuse session ids the user does not have (a typo would otherwise forget nothing, silently)."""
-    if not session_ids:
-        return
-    known = {s.session_id for s in memory.list_sessions()}
-    unknown = ", ".join(repr(s) for s in session_ids if s not in known)
-    if unknown:
-        msg = f"{memory.user_id!r} has no session {unknown} (`session-rag sessions` lists them); nothing was forgotten."
-        raise click.UsageError(msg)
 
 
 @cli.command()
@@ -403,7 +396,7 @@ def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
 def consolidate(session_ids: tuple[str, ...], **store: Any) -> None:
     """Group the exchanges of finished sessions into topic segments (chat stores one chunk per exchange)."""
     memory = StoreOptions.of(store).memory(create=False)
-    _check_sessions(memory, session_ids)
+    session_ids = resolve_sessions(memory, session_ids)
     targets = list(session_ids) or [s.session_id for s in memory.list_sessions()]
     table = Table("session", "exchanges", "segments", "embedded", title="Consolidated")
     changed = 0

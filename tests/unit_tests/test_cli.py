@@ -19,6 +19,7 @@ LOCOMO_SAMPLE = ROOT / "benchmarks" / "data" / "locomo_sample.json"
 COMMANDS = [
     "chat",
     "consolidate",
+    "core",
     "demo",
     "eval",
     "export",
