@@ -13,7 +13,7 @@ MIN_PREFIX = 4
 """The shortest start of an id that names a session (shorter ones name too many)."""
 
 
-def resolve_sessions(memory: Any, names: Sequence[str]) -> tuple[str, ...]:
+def resolve_sessions(memory: Any, names: Sequence[str], *, refused: str = "nothing was done") -> tuple[str, ...]:
     """The session ids ``names`` name: an id as it is, a unique start of an id, or words of one session's title.
 
     Raises:
@@ -35,11 +35,11 @@ def resolve_sessions(memory: Any, names: Sequence[str]) -> tuple[str, ...]:
         if not found:
             msg = (
                 f"{memory.user_id!r} has no session {name!r} (an id, the start of one, or words of a title; "
-                "`session-rag sessions` lists them); nothing was done."
+                f"`session-rag sessions` lists them); {refused}."
             )
             raise click.UsageError(printable(msg))
         shown = "; ".join(f"{s.session_id} ({s.title or 'untitled'})" for s in sessions if s.session_id in found[:5])
         more = f" and {len(found) - 5} more" if len(found) > 5 else ""  # noqa: PLR2004
-        msg = f"{name!r} names {len(found)} sessions: {shown}{more}. Give more of the id or title; nothing was done."
+        msg = f"{name!r} names {len(found)} sessions: {shown}{more}. Give more of the id or title; {refused}."
         raise click.UsageError(printable(msg))
     return tuple(dict.fromkeys(chosen))

@@ -255,9 +255,11 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
 
     for session_id in session_ids:  # before asking: an unfit id names no session
         check_session_id(session_id)
+    if not yes and not sys.stdin.isatty():  # a script that did not say --yes: refused before anything is opened
+        _confirm("", yes=yes, command="forget", refused="")
     options = StoreOptions.of(store)
     memory = options.memory(embeds=False, create=False)
-    session_ids = resolve_sessions(memory, session_ids)  # before asking: the question names what it resolved to
+    session_ids = resolve_sessions(memory, session_ids, refused="nothing was forgotten")  # named in the question
     scope = f"session(s) {', '.join(session_ids)}" if session_ids else "every session"
     dated = f", memories before {before:%Y-%m-%d}," if before else ""
     what = "EVERYTHING stored for" if everything else f"{scope}{dated} of"

@@ -40,7 +40,7 @@ def test_forget_takes_a_title_or_the_start_of_an_id_and_refuses_an_ambiguous_nam
     sourdough = next(s for s in sessions if "sourdough" in s["title"].lower())
     ambiguous = run("forget", "--session", "chatgpt", "--yes", *store, check=2)
     assert "names 6 sessions" in ambiguous.stderr
-    assert "nothing was done" in ambiguous.stderr
+    assert "nothing was forgotten" in ambiguous.stderr
     assert (
         "has no session 'no such trip'" in run("forget", "--session", "no such trip", "--yes", *store, check=2).stderr
     )
