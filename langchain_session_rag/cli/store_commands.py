@@ -255,8 +255,7 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
 
     for session_id in session_ids:  # before asking: an unfit id names no session
         check_session_id(session_id)
-    if not yes and not sys.stdin.isatty():  # a script that did not say --yes: refused before anything is opened
-        _confirm("", yes=yes, command="forget", refused="")
+    _refuse_unconfirmed_script(yes=yes, command="forget")  # before anything is opened
     options = StoreOptions.of(store)
     memory = options.memory(embeds=False, create=False)
     session_ids = resolve_sessions(memory, session_ids, refused="nothing was forgotten")  # named in the question
@@ -302,13 +301,18 @@ def forget(session_ids: tuple[str, ...], before: datetime | None, everything: bo
     out.print(f"Erased from the store's files; {kept} chunk(s) of all users kept.")
 
 
-def _confirm(question: str, *, yes: bool, command: str, refused: str) -> None:
-    """Ask on a terminal; a script must say --yes. A no prints ``refused`` and ends the command with 1, nothing done."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
+def _refuse_unconfirmed_script(*, yes: bool, command: str) -> None:
+    """Refuse a script (no terminal) that did not pass --yes, before the command opens or changes anything."""
+    if not yes and not sys.stdin.isatty():
         msg = f"{command} asks for confirmation on a terminal; pass --yes to confirm from a script."
         raise click.UsageError(msg)
+
+
+def _confirm(question: str, *, yes: bool, command: str, refused: str) -> None:
+    """Ask on a terminal; a script must say --yes. A no prints ``refused`` and ends the command with 1, nothing done."""
+    _refuse_unconfirmed_script(yes=yes, command=command)
+    if yes:
+        return
     if not click.confirm(question):
         err.print(refused)
         raise click.exceptions.Exit(1)
