@@ -7,6 +7,7 @@ default: the user's profile and standing decisions). Before these commands, noth
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,30 +59,35 @@ def show(block: str | None, **store: Any) -> None:
         out.print(printable(f"waiting for you: {proposal.id} {proposal.action} {proposal.block}: {proposal.text}"))
 
 
-@core.command()
-@click.argument("block")
-@click.argument("text", required=False)
-@click.option("--file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True), default=None,
-              help="Read the new text from FILE (- for standard input).")  # fmt: skip
-@store_options
+def _text_command(what: str) -> Callable[[Callable[..., None]], Any]:
+    """A ``core`` command taking BLOCK and its TEXT (or ``--file FILE``, ``-`` for standard input)."""
+
+    def decorate(func: Callable[..., None]) -> Any:
+        func = store_options(func)
+        func = click.option("--file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True), default=None,
+                            help=f"Read {what} from FILE (- for standard input).")(func)  # fmt: skip
+        func = click.argument("text", required=False)(func)
+        return core.command()(click.argument("block")(func))
+
+    return decorate
+
+
+def _saved(memory: Any, block: str, version: Any) -> None:
+    out.print(f"{block}: version {version.version} ({memory.core.count(version.text)} tokens).")
+
+
+@_text_command("the new text")
 def edit(block: str, text: str | None, file: Path | None, **store: Any) -> None:
     """Replace BLOCK's text with TEXT (a new version: `core undo BLOCK` brings the old one back)."""
     memory = _memory(store)
-    version = memory.core.write(block, _text(text, file))
-    out.print(f"{block}: version {version.version} ({memory.core.count(version.text)} tokens).")
+    _saved(memory, block, memory.core.write(block, _text(text, file)))
 
 
-@core.command()
-@click.argument("block")
-@click.argument("text", required=False)
-@click.option("--file", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True), default=None,
-              help="Read the text to add from FILE (- for standard input).")  # fmt: skip
-@store_options
+@_text_command("the text to add")
 def append(block: str, text: str | None, file: Path | None, **store: Any) -> None:
     """Add TEXT as a new line at the end of BLOCK."""
     memory = _memory(store)
-    version = memory.core.append(block, _text(text, file))
-    out.print(f"{block}: version {version.version} ({memory.core.count(version.text)} tokens).")
+    _saved(memory, block, memory.core.append(block, _text(text, file)))
 
 
 @core.command()

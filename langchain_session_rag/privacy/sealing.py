@@ -89,8 +89,7 @@ def _rotation(seed: int, dimension: int) -> npt.NDArray[np.float64]:
 
 def rotate(key: DataKey, vector: list[float]) -> list[float]:
     """The user's secret rotation of ``vector`` (cosine similarity between the user's vectors is unchanged)."""
-    matrix = _rotation(key.rotation_seed, len(vector))
-    return (np.asarray(vector, dtype=np.float64) @ matrix).tolist()  # type: ignore[no-any-return]
+    return rotate_rows(key, [vector])[0]
 
 
 def rotate_rows(key: DataKey, vectors: list[list[float]]) -> list[list[float]]:
