@@ -13,6 +13,21 @@ case "$PROFILE" in
   *) echo "usage: bash scripts/setup.sh [demo|test]" >&2; exit 2 ;;
 esac
 PYTHON="${PYTHON:-python3}"
+if [ "$PROFILE" = test ] && ! command -v chromium >/dev/null 2>&1; then
+  # The memory browser's tests drive Debian's Chromium (Playwright is pointed at it; it downloads no browser).
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "  installing Debian's chromium for the browser tests (apt-get; about 1 minute) ..." >&2
+    apt_log="$(mktemp)"
+    if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; } \
+        >"$apt_log" 2>&1; then
+      tail -n 20 "$apt_log" >&2
+      echo "setup failed: apt-get install chromium (the browser tests need it)" >&2
+      exit 1
+    fi
+  else
+    echo "  note: no chromium here and not root: the browser tests will be skipped (apt install chromium)" >&2
+  fi
+fi
 hash="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 stamp=".venv/.setup-$PROFILE-$hash"
 if [ -f "$stamp" ] && [ -x .venv/bin/python ]; then

@@ -1,6 +1,6 @@
 """The ``session-rag`` command line: chat with memory, import chat exports, search, forget, export, stats, eval."""
 
-from langchain_session_rag.cli import chat, core, demo, evaluate, keys, serve, store_commands
+from langchain_session_rag.cli import chat, core, demo, evaluate, keys, serve, store_commands, ui
 from langchain_session_rag.cli.app import cli, main, run
 from langchain_session_rag.cli.demo import load_sample, run_demo
 
@@ -17,4 +17,5 @@ __all__ = [
     "run_demo",
     "serve",
     "store_commands",
+    "ui",
 ]

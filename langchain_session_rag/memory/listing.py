@@ -38,7 +38,10 @@ class SessionInfo:
     messages: int
     """Distinct messages its chunks cover."""
     title: str = ""
-    """The ``title`` metadata of its chunks, when they have one (imported conversations do)."""
+    """The ``title`` metadata of its chunks when they have one (imported conversations do), else the first words of
+    its first question (``""`` for a session of notes only)."""
+    tokens: int = 0
+    """Tokens its chunks hold (their ``token_count``)."""
 
 
 def listing_where(
@@ -96,6 +99,26 @@ def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, off
     return [stored_document(r, with_marker=True) for r in page]
 
 
+TITLE_CHARS = 80
+"""The longest title made from a session's first question."""
+MAX_LABEL_CHARS = 40
+"""A first line's text before ``": "`` at most this long is its speaker's label (``User``, ``Caroline``)."""
+
+
+def first_question(chunks: Sequence[Record]) -> str:
+    """The first line of a session's earliest exchange, without its speaker label, cut at :data:`TITLE_CHARS`."""
+    exchanges = [r for r in chunks if r.metadata.get("chunking") == "exchange"] or [
+        r for r in chunks if r.metadata.get("source_type", "session") == "session"
+    ]
+    if not exchanges:
+        return ""
+    earliest = min(exchanges, key=lambda r: (_epoch(r), int(r.metadata.get("chunk_index") or 0), r.id))
+    line = next((ln for ln in earliest.text.splitlines() if ln.strip()), "")
+    label, sep, rest = line.partition(": ")
+    text = " ".join((rest if sep and len(label) <= MAX_LABEL_CHARS else line).split())
+    return text if len(text) <= TITLE_CHARS else text[: TITLE_CHARS - 1].rstrip() + "…"
+
+
 def sessions_of(records: Iterable[Record], *, user_id: str) -> list[SessionInfo]:
     """The sessions a user's records belong to, most recently active first."""
     grouped: dict[str, list[Record]] = {}
@@ -108,8 +131,11 @@ def sessions_of(records: Iterable[Record], *, user_id: str) -> list[SessionInfo]
         stamps = sorted(t for t in (_timestamp(r.metadata) for r in chunks) if t is not None)
         messages = {m for r in chunks for m in decode_message_ids(r.metadata.get("message_ids"))}
         first, last = (stamps[0], stamps[-1]) if stamps else (None, None)
-        title = next((str(r.metadata["title"]) for r in chunks if r.metadata.get("title")), "")
-        infos.append(SessionInfo(session, first, last, len(chunks), len(messages), title))
+        title = next((str(r.metadata["title"]) for r in chunks if r.metadata.get("title")), "") or first_question(
+            chunks
+        )
+        tokens = sum(int(r.metadata.get("token_count") or 0) for r in chunks)
+        infos.append(SessionInfo(session, first, last, len(chunks), len(messages), title, tokens))
     infos.sort(key=lambda s: s.session_id)
     infos.sort(key=lambda s: s.last_active.timestamp() if s.last_active else 0.0, reverse=True)
     return infos

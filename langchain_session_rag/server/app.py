@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from langchain_core.language_models import BaseChatModel
 
 from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.server.auth import Authenticator
@@ -38,6 +39,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     min_similarity: float | None = 0.3,
     ready: Callable[[], str | None] | None = None,
+    pages: bool = True,
 ) -> FastAPI:
     """An OpenAI-compatible chat server whose answers recall each user's past conversations.
 
@@ -51,6 +53,7 @@ def create_app(
         max_body_bytes: Largest request body (413 above it).
         min_similarity: Recall only memories at least this similar to the question.
         ready: Returns why the chat model is not reachable (``None``: it is), for ``/readyz``.
+        pages: Serve the memory browser at ``/ui`` (the same users; see :mod:`langchain_session_rag.server.ui`).
 
     Example:
         .. code-block:: python
@@ -123,6 +126,12 @@ def create_app(
         return await _stream_response(runner, turn, body, headers)
 
     add_memory_routes(app, memory, user_of, max_body_bytes)
+    if pages:
+        from langchain_session_rag.server.ui import SearchSettings, UiAccess, add_ui_routes  # noqa: PLC0415
+
+        floor = DEFAULT_SCORE_THRESHOLD if min_similarity is None else min_similarity
+        search = SearchSettings(budget=budget, min_similarity=floor)
+        add_ui_routes(app, memory, UiAccess(auth=auth), search, compact_default=False)
     return app
 
 

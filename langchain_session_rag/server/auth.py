@@ -112,6 +112,22 @@ class Authenticator:
         return cls(tokens=read_token_file(path))
 
     @classmethod
+    def for_one_user(cls, token: str, user: str) -> Authenticator:
+        """One user and their token (``session-rag ui``: a random token made at start, in the address it prints).
+
+        Raises:
+            InvalidArgumentError: A token shorter than 16 characters, or an unfit user id.
+        """
+        if not _TOKEN.fullmatch(token) or len(token) < MIN_TOKEN_CHARS:
+            msg = f"The token must be at least {MIN_TOKEN_CHARS} characters of A-Z a-z 0-9 . _ ~ + / = -."
+            raise InvalidArgumentError(msg)
+        unfit = user_id_problem(user)
+        if unfit is not None:
+            msg = f"Unfit user id {user!r}: {unfit}."
+            raise InvalidArgumentError(msg)
+        return cls(tokens={_digest(token): user})
+
+    @classmethod
     def from_settings(cls, token_file: str | None, trusted_header: str | None) -> Authenticator:
         """The authenticator of ``--token-file`` or ``--trusted-user-header``."""
         return cls(tokens=read_token_file(token_file) if token_file else {}, trusted_header=trusted_header)

@@ -156,3 +156,16 @@ class Server:
     def stop(self) -> None:
         """End the process group (uvicorn and its workers), by its id."""
         stop_group(self.proc)
+
+
+class EchoPromptModel(EchoMemoryModel):
+    """Answers with its whole prompt (every message's text, in order): a test reads what the graph pinned in it."""
+
+    @staticmethod
+    def _answer(messages: list[BaseMessage]) -> str:
+        return "\n".join(m.text for m in messages)
+
+
+def prompt_echo() -> BaseChatModel:
+    """The factory ``--chat-model`` names to echo the whole prompt."""
+    return EchoPromptModel()

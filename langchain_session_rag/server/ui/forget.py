@@ -1,0 +1,186 @@
+"""The Forget pages: what a forget would remove (a chunk, sessions, a time range, everything), then the receipt.
+
+Every forget is confirmed on a page that says what goes, and answered with a receipt that says what went, what is
+left and whether the text left the store's files too: with "Erase from the store's files now" ticked (the default)
+the memory is compacted right after (``SessionVectorMemory.compact``), as ``session-rag stats --compact`` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from starlette.datastructures import FormData, QueryParams
+
+from langchain_session_rag._time import utcnow
+from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
+from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.server.ui.html import esc, hidden, notice, post_form, table, url, when
+from langchain_session_rag.server.ui.html import field as input_field
+from langchain_session_rag.server.ui.sessions import all_memories, period, title_of
+
+LISTED = 50
+"""The most session titles a confirmation lists."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a forget names: sessions, one chunk, a time range, or everything."""
+
+    sessions: tuple[str, ...] = ()
+    chunk: str = ""
+    since_text: str = ""
+    until_text: str = ""
+    everything: bool = False
+    since: datetime | None = field(default=None, compare=False)
+    until: datetime | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, values: QueryParams | FormData) -> Target:
+        """The target a query or form names.
+
+        Raises:
+            InvalidArgumentError: Nothing named, more than one kind at once, or a time that names no time.
+        """
+        sessions = tuple(str(s) for s in values.getlist("session") if str(s))
+        chunk, since_text, until_text = (str(values.get(k, "")).strip() for k in ("chunk", "since", "until"))
+        everything = values.get("all") == "1"
+        kinds = [bool(sessions), bool(chunk), bool(since_text or until_text), everything]
+        if sum(kinds) != 1:
+            msg = "Name one thing to forget: a session, a chunk, a time range (From / To), or everything."
+            raise InvalidArgumentError(msg)
+        since = span[0] if (span := period(since_text)) else None
+        until = span[1] if (span := period(until_text)) else None
+        if since is not None and until is not None and until < since:
+            msg = f"The range ends ({until_text}) before it starts ({since_text})."
+            raise InvalidArgumentError(msg)
+        return cls(sessions, chunk, since_text, until_text, everything, since, until)
+
+    def fields(self) -> str:
+        """The target as hidden form fields."""
+        return hidden(
+            session=list(self.sessions),
+            chunk=self.chunk or None,
+            since=self.since_text or None,
+            until=self.until_text or None,
+            all="1" if self.everything else None,
+        )
+
+
+def start_body() -> str:
+    """The Forget page: a time range or everything; sessions and chunks are forgotten from their own pages."""
+    range_form = (
+        f'<form method="get" action="{url("forget/confirm")}" aria-labelledby="range-h" class="filters">'
+        '<h2 id="range-h">A time range</h2>'
+        + input_field(
+            "since", "From", hint="A date (2026-03-05), a month (2026-03), or 'last month'; empty: the start."
+        )
+        + input_field("until", "To", hint="The same; its whole day, month or year is included; empty: now.")
+        + '<button type="submit">Review what goes…</button></form>'
+    )
+    everything = (
+        '<h2 id="all-h">Everything</h2><p>Every memory, the core memory, the daily logs and cached answers.</p>'
+        f'<p><a class="button danger" href="{url("forget/confirm", all="1")}">Review forgetting everything…</a></p>'
+    )
+    one = (
+        f'<h2>A session or a chunk</h2><p>Open it from <a href="{url("sessions")}">Sessions</a> (filter by text or '
+        "time to forget several sessions at once).</p>"
+    )
+    return one + range_form + everything
+
+
+async def _doomed(mine: SessionVectorMemory, target: Target) -> tuple[int, list[str]]:
+    """How many chunks the target names and the titles of the sessions they belong to."""
+    sessions = {s.session_id: s for s in await mine.alist_sessions()}
+    if target.everything:
+        return sum(s.chunks for s in sessions.values()), [title_of(s) for s in sessions.values()]
+    if target.sessions:
+        named = [sessions[s] for s in target.sessions if s in sessions]
+        return sum(s.chunks for s in named), [title_of(s) for s in named]
+    if target.chunk:
+        docs = await mine.aget_by_ids([target.chunk])
+    else:
+        docs = await all_memories(mine, since=target.since, until=target.until)
+    touched = {str(d.metadata.get("session_id") or "") for d in docs}
+    return len(docs), [title_of(sessions[s]) for s in sorted(touched) if s in sessions]
+
+
+async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, compact_default: bool) -> str:
+    """What the forget would remove, and the button that does it."""
+    count, titles = await _doomed(mine, target)
+    if not count and not target.everything:
+        return notice("Nothing stored matches: nothing to forget.") + f'<p><a href="{url("sessions")}">Sessions</a></p>'
+    what = "everything of this user: every memory, the core memory, the daily logs and cached answers" if \
+        target.everything else f"{count} chunk(s)"  # fmt: skip
+    listed = "".join(f"<li>{esc(t)}</li>" for t in titles[:LISTED]) + ("<li>…</li>" if len(titles) > LISTED else "")
+    checked = " checked" if compact_default else ""
+    sure = (
+        '<div class="field"><input type="checkbox" id="f-sure" name="sure" value="1" required>'
+        '<label for="f-sure">Yes, forget everything, core memory included</label></div>'
+        if target.everything
+        else ""
+    )
+    inner = (
+        target.fields()
+        + sure
+        + f'<div class="field"><input type="checkbox" id="f-compact" name="compact" value="1"{checked}>'
+        '<label for="f-compact">Erase from the store\'s files now (compaction: copies the store; slower)</label></div>'
+        '<button type="submit" class="danger">Forget</button>'
+    )
+    return (
+        f"<p>This removes <strong>{esc(what)}</strong>"
+        + (f" from these sessions:</p><ul>{listed}</ul>" if titles else ".</p>")
+        + "<p>It cannot be undone.</p>"
+        + post_form("forget", csrf, inner, label="Confirm forgetting")
+        + f'<p><a href="{url("sessions")}">Cancel</a></p>'
+    )
+
+
+async def _forget(mine: SessionVectorMemory, target: Target) -> tuple[int, tuple[str, ...]]:
+    if target.everything:
+        receipt = await mine.aforget_all()
+        return int(receipt), receipt.key_ids
+    if target.sessions:
+        return sum([await mine.aforget(session_id=s) for s in target.sessions]), ()
+    if target.chunk:
+        return await mine.aforget(ids=[target.chunk]), ()
+    ids = [d.id for d in await all_memories(mine, since=target.since, until=target.until) if d.id]
+    return (await mine.aforget(ids=ids) if ids else 0), ()
+
+
+async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: bool) -> str:
+    """Forget what the target names; the receipt: what went, what is left, whether the files were erased.
+
+    Raises:
+        SessionRAGError: The memory refused (the receipt is not shown; the page says why).
+    """
+    await mine.aflush()  # a write on its way must not come back after the forget
+    before = {s.session_id: s for s in await mine.alist_sessions()}
+    removed, keys = await _forget(mine, target)
+    erased = "no: the text leaves the store's files at the next compaction (session-rag stats --compact)"
+    if compact:
+        try:
+            kept = await mine.acompact()
+            erased = f"yes: the store was compacted ({kept:,} chunks kept, all users), no copy of the text is left"
+        except SessionRAGError as exc:
+            erased = f"no: {exc}"
+    after = {s.session_id: s for s in await mine.alist_sessions()}
+    gone = [title_of(before[s]) for s in before if s not in after]
+    changed = [title_of(after[s]) for s in after if s in before and after[s].chunks != before[s].chunks]
+    rows = [
+        ["Chunks removed", str(removed)],
+        ["Sessions removed", esc("; ".join(gone) or "none")],
+        ["Sessions with chunks removed", esc("; ".join(changed) or "none")],
+        ["Chunks left", str(sum(s.chunks for s in after.values()))],
+        ["Erased from the store's files", esc(erased)],
+    ]
+    if target.everything:
+        rows.append(["Core memory and daily logs", "deleted"])
+        rows.append(["Data keys destroyed", esc(", ".join(keys) or "none (the store is not encrypted)")])
+    stamp = when(utcnow())
+    return (
+        notice(f"Forgotten: {removed} chunk(s).")
+        + table("Receipt", ["What", "Result"], rows, empty="")
+        + f"<p>Done at {stamp}. Removed from search at once, in every worker.</p>"
+        + f'<p><a href="{url("sessions")}">Back to the sessions</a></p>'
+    )

@@ -1,0 +1,229 @@
+"""The memory browser end to end in a real browser: Debian's Chromium driven by Playwright, real servers.
+
+``session-rag ui`` on a local store: import a ChatGPT export, find a fact, forget its session, and the fact is gone
+from search and from the store's files. ``session-rag serve``: core memory edited in the page reaches the next
+turn's prompt (and an undo takes it out); two users in two browser contexts see only their own memories; forged
+and foreign requests are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from tests.integration_tests.browser_support import CHROMIUM_FLAGS, UiProcess, chromium_path, shoot
+from tests.integration_tests.serve_support import REPO, Server, write_tokens
+
+pytestmark = pytest.mark.slow
+
+EXPORT_ZIP = REPO / "tests" / "data" / "imports" / "chatgpt" / "chatgpt-export.zip"
+FACT = b"called Bubbles"
+"""Said once, in the export's "Fridge sourdough feeding" conversation."""
+ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef00"
+PROMPT_ECHO = "tests.integration_tests.serve_support:prompt_echo"
+VIEW = {"width": 1280, "height": 860}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium, headless, for the whole module."""
+    path = chromium_path()
+    with sync_playwright() as driver:
+        launched = driver.chromium.launch(executable_path=path, args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+def holds(folder: Path, needle: bytes) -> list[str]:
+    """The files under ``folder`` whose bytes contain ``needle``."""
+    return [str(p) for p in folder.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+def search(page: Page, base: str, question: str) -> None:
+    page.goto(f"{base}/ui/search")
+    page.get_by_label("Question").fill(question)
+    page.get_by_role("button", name="Search").click()
+    expect(page.get_by_role("status")).to_contain_text("memories at least")
+
+
+def test_import_find_forget_and_the_files_are_clean(tmp_path: Path, browser: Browser) -> None:  # noqa: PLR0915 - one story
+    store = tmp_path / "store"
+    ui = UiProcess(tmp_path / "ui.log", store, "alice")
+    context = browser.new_context(viewport=VIEW)
+    try:
+        page = context.new_page()
+        page.goto(ui.address)  # the address the command printed signs in; the token leaves the address bar
+        expect(page).to_have_url(re.compile(r"/ui/sessions$"))
+        expect(page.get_by_text("No sessions stored yet")).to_be_visible()
+
+        page.get_by_role("navigation").get_by_role("link", name="Import").click()
+        page.get_by_label("Chat history file").set_input_files(str(EXPORT_ZIP))
+        page.get_by_role("button", name="Import").click()
+        report = page.get_by_role("table", name="Import report")
+        expect(report).to_be_visible(timeout=120_000)
+        expect(report.get_by_role("row", name="New sessions")).to_contain_text("6")
+        expect(page.get_by_role("list", name="Progress")).to_contain_text("6 of 6")
+        shoot(page, tmp_path, "ui-import")
+
+        page.get_by_role("navigation").get_by_role("link", name="Sessions").click()
+        expect(page.get_by_role("link", name="Fridge sourdough feeding")).to_be_visible()
+        expect(page.get_by_role("status")).to_have_text("6 sessions.")
+        shoot(page, tmp_path, "ui-sessions")
+        page.get_by_label("Text").fill("bubbles rye")  # words of the conversation, not of its title
+        page.get_by_role("button", name="Filter").click()
+        expect(page.get_by_role("status")).to_have_text("1 session match the filter.")
+        expect(page.get_by_role("link", name="Fridge sourdough feeding")).to_be_visible()
+
+        search(page, ui.base, "What is my sourdough starter called?")
+        row = page.get_by_role("row").filter(has_text="Bubbles").first
+        expect(row).to_contain_text("yes")  # in the prompt
+        cells = row.get_by_role("cell").all_inner_texts()
+        assert 0.1 <= float(cells[2]) <= 1.0, cells  # the similarity, over the floor
+        shoot(page, tmp_path, "ui-search")
+        assert holds(store, FACT), "the fact must be in the store's files before it is forgotten"
+
+        page.goto(f"{ui.base}/ui/sessions")
+        page.get_by_role("link", name="Fridge sourdough feeding").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Fridge sourdough feeding")
+        expect(page.get_by_role("article").first).to_contain_text("[S: 2025-03-02]")
+        shoot(page, tmp_path, "ui-session")
+        page.get_by_role("link", name="Forget this session…").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Forget: are you sure?")
+        expect(
+            page.get_by_label("Erase from the store's files now (compaction: copies the store; slower)")
+        ).to_be_checked()
+        page.get_by_role("button", name="Forget", exact=True).click()
+        receipt = page.get_by_role("table", name="Receipt")
+        expect(receipt).to_be_visible(timeout=120_000)
+        expect(receipt.get_by_role("row", name=re.compile("^Sessions removed"))).to_contain_text("Fridge sourdough")
+        expect(receipt.get_by_role("row", name=re.compile("^Erased from"))).to_contain_text("yes")
+        shoot(page, tmp_path, "ui-forget-receipt")
+
+        search(page, ui.base, "What is my sourdough starter called?")
+        expect(page.get_by_role("row").filter(has_text="Bubbles")).to_have_count(0)
+        page.goto(f"{ui.base}/ui/sessions")
+        expect(page.get_by_role("status")).to_have_text("5 sessions.")
+    finally:
+        context.close()
+        ui.stop()
+    assert not holds(store, FACT), "a forgotten fact is left in the store's files"
+
+
+def chat(base: str, token: str, text: str) -> str:
+    """One turn through the OpenAI-compatible API; the answer (the echo models say what the prompt held)."""
+    body = {"model": "session-rag", "messages": [{"role": "user", "content": text}]}
+    request = urllib.request.Request(
+        f"{base}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=120) as answer:
+        return str(json.load(answer)["choices"][0]["message"]["content"])
+
+
+def pinned(prompt: str) -> str:
+    """The core memory block of a prompt (a recalled earlier turn may quote an older one, escaped)."""
+    found = re.search(r"<pinned_notes>(.*?)</pinned_notes>", prompt, re.DOTALL)
+    return found.group(1) if found else ""
+
+
+def signed_in(browser: Browser, base: str, token: str) -> tuple[BrowserContext, Page]:
+    """A new browser context (its own cookies) signed in with ``token`` through the sign-in form."""
+    context = browser.new_context(viewport=VIEW)
+    page = context.new_page()
+    page.goto(f"{base}/ui/")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+    page.get_by_label("Access token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Sessions")
+    return context, page
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    tokens = write_tokens(tmp_path / "tokens", {"alice": ALICE, "bob": BOB})
+    served = Server(tmp_path / "serve.log", "--path", str(tmp_path / "store"), "--token-file", str(tokens),
+                    "--chat-model", PROMPT_ECHO)  # fmt: skip
+    yield served
+    served.stop()
+
+
+def test_core_memory_edited_in_the_page_reaches_the_next_prompt(
+    tmp_path: Path, browser: Browser, server: Server
+) -> None:
+    context, page = signed_in(browser, server.base, ALICE)
+    try:
+        page.get_by_role("navigation").get_by_role("link", name="Core memory").click()
+        editor = page.get_by_role("form", name="Edit memory")
+        editor.get_by_label("Text of memory").fill("I am vegetarian and I live in Porto.")
+        editor.get_by_role("button", name="Save").click()
+        expect(page.get_by_role("status")).to_have_text("Saved memory: version 1.")
+        expect(page.get_by_role("table", name="History of memory, newest first")).to_contain_text("vegetarian")
+        expect(page.get_by_text(re.compile(r"\d+ of 700 tokens used"))).to_be_visible()
+        shoot(page, tmp_path, "ui-core")
+        assert "I am vegetarian and I live in Porto." in pinned(chat(server.base, ALICE, "What should I cook tonight?"))
+        assert "vegetarian" not in chat(server.base, BOB, "What should I cook tonight?")
+
+        page.get_by_role("form", name="Undo the last change of memory").get_by_role("button").click()
+        expect(page.get_by_role("status")).to_contain_text("Undid the last change of memory")
+        assert "vegetarian" not in pinned(chat(server.base, ALICE, "What should I cook tonight?"))
+    finally:
+        context.close()
+
+
+def _sessions(base: str, token: str) -> list[dict[str, Any]]:
+    request = urllib.request.Request(f"{base}/v1/memory/sessions", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return list(json.load(answer)["data"])
+
+
+def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: Server) -> None:
+    chat(server.base, ALICE, "My locker code at the gym is 4417.")
+    chat(server.base, BOB, "My cat is called Miso and she hates the vacuum cleaner.")
+    alice_session = _sessions(server.base, ALICE)[0]["session_id"]
+    (alice, alice_page), (bob, bob_page) = signed_in(browser, server.base, ALICE), signed_in(browser, server.base, BOB)
+    try:
+        expect(alice_page.get_by_role("main")).to_contain_text("locker code")
+        expect(alice_page.get_by_role("main")).not_to_contain_text("Miso")
+        expect(bob_page.get_by_role("main")).to_contain_text("Miso")
+        expect(bob_page.get_by_role("main")).not_to_contain_text("locker")
+        search(bob_page, server.base, "What is my locker code?")
+        expect(bob_page.get_by_role("main")).not_to_contain_text("4417")
+        search(alice_page, server.base, "What is my locker code?")
+        expect(alice_page.get_by_role("row").filter(has_text="4417").first).to_be_visible()
+
+        # Bob knows the id of Alice's session: her page and her forget are not his.
+        bob_page.goto(f"{server.base}/ui/sessions/{alice_session}")
+        expect(bob_page.get_by_role("alert")).to_have_text("No such session in your memory.")
+        bob_page.goto(f"{server.base}/ui/forget/confirm?session={alice_session}")
+        expect(bob_page.get_by_role("status")).to_have_text("Nothing stored matches: nothing to forget.")
+
+        # A form posted from another site, or without the page's anti-forgery value, changes nothing.
+        forged = {"session": alice_session, "compact": "1"}
+        from_elsewhere = alice.request.post(f"{server.base}/ui/forget", form=forged,
+                                            headers={"Origin": "http://attacker.invalid"})  # fmt: skip
+        assert from_elsewhere.status == 403
+        no_token = alice.request.post(f"{server.base}/ui/forget", form=forged)
+        assert no_token.status == 403
+        assert [s["session_id"] for s in _sessions(server.base, ALICE)] == [alice_session]
+    finally:
+        alice.close()
+        bob.close()
+
+    stranger = browser.new_context()
+    try:
+        page = stranger.new_page()
+        page.goto(f"{server.base}/ui/sessions")  # no cookie: sent to sign in
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        page.get_by_label("Access token").fill("not-a-token-of-this-server")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("alert")).to_have_text("This token is not known to the server.")
+    finally:
+        stranger.close()
