@@ -131,7 +131,7 @@ def create_app(
 
         floor = DEFAULT_SCORE_THRESHOLD if min_similarity is None else min_similarity
         search = SearchSettings(budget=budget, min_similarity=floor)
-        add_ui_routes(app, memory, UiAccess(auth=auth), search, compact_default=False)
+        add_ui_routes(app, memory, UiAccess(auth=auth), search, compaction=False)
     return app
 
 

@@ -227,3 +227,53 @@ def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: 
         expect(page.get_by_role("alert")).to_have_text("This token is not known to the server.")
     finally:
         stranger.close()
+
+
+UNLABELLED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button, a')]
+    .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.textContent.trim())
+    .map(e => e.outerHTML)"""
+
+
+def focus_order(page: Page, steps: int) -> list[str]:
+    """What Tab reaches, in order: each focused element's label, name or text."""
+    reached = []
+    for _ in range(steps):
+        page.keyboard.press("Tab")
+        reached.append(
+            page.evaluate(
+                "() => { const e = document.activeElement;"
+                " return (e.labels && e.labels.length ? e.labels[0].textContent : e.textContent).trim(); }"
+            )
+        )
+    return reached
+
+
+def test_keyboard_and_screen_reader_use(tmp_path: Path, browser: Browser) -> None:
+    ui = UiProcess(tmp_path / "ui.log", tmp_path / "store", "carol")
+    context = browser.new_context(viewport=VIEW)
+    try:
+        page = context.new_page()
+        page.goto(ui.address)
+        assert focus_order(page, 10) == [
+            "Skip to the content", "Sessions", "Search", "Forget", "Core memory", "Import", "Sign out", "Text", "When",
+            "Filter",
+        ]  # fmt: skip
+        page.goto(f"{ui.base}/ui/sessions")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")  # the skip link: focus moves to the page's content
+        assert page.evaluate("() => document.activeElement.id") == "main"
+        for path in ("sessions", "search?q=anything", "forget", "forget/confirm?all=1", "core", "import"):
+            page.goto(f"{ui.base}/ui/{path}")
+            assert page.evaluate(UNLABELLED) == [], path
+            expect(page.get_by_role("heading", level=1)).to_have_count(1)
+            expect(page.locator("html")).to_have_attribute("lang", "en")
+        # Keyboard only: write core memory, and the page says so where a screen reader reads it.
+        page.goto(f"{ui.base}/ui/core")
+        page.get_by_label("Text of now").focus()
+        page.keyboard.type("Training for the Porto half marathon.")
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("status")).to_have_text("Saved now: version 1.")
+    finally:
+        context.close()
+        ui.stop()

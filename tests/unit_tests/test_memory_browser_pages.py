@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
 from langchain_session_rag import SessionVectorMemory
-from langchain_session_rag.server import Authenticator
+from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.ui import create_ui_app
 from langchain_session_rag.server.ui.access import COOKIE
 
@@ -187,3 +189,24 @@ def test_core_memory_edit_undo_and_limits(memory: SessionVectorMemory) -> None:
     assert "Undid the last change of memory" in undone.text
     assert memory.core.read("memory") == ""
     assert memory.for_user("bob").core.read("memory") == ""
+
+
+def test_served_by_serve_behind_a_proxy_no_compaction_under_chat_writes(memory: SessionVectorMemory) -> None:
+    """``session-rag serve`` serves the pages to the user its proxy names; it never compacts under chat turns."""
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    app = create_app(memory, model, auth=Authenticator(trusted_header="X-Forwarded-User"))
+    http = TestClient(app, follow_redirects=False)
+    assert http.get("/ui/sessions").status_code == 401  # no user header: the proxy did not authenticate
+    alice = {"X-Forwarded-User": "alice"}
+    page = http.get("/ui/sessions", headers=alice)
+    assert "I am planning a trip to Lisbon in May." in page.text
+    assert "Miso" not in page.text
+    assert "Miso" in http.get("/ui/sessions", headers={"X-Forwarded-User": "bob"}).text
+    confirm = http.get("/ui/forget/confirm?session=trip", headers=alice)
+    assert 'name="compact"' not in confirm.text
+    assert "next compaction" in confirm.text
+    receipt = http.post("/ui/forget", data={"session": "trip", "compact": "1", "csrf": csrf_of(confirm.text)},
+                        headers=alice)  # fmt: skip
+    assert "no: the text leaves the store" in receipt.text
+    assert [s.session_id for s in memory.list_sessions()] == ["hostile"]
+    assert http.get("/ui/login", headers=alice).headers["location"] == "/ui/sessions"  # nothing to sign in to

@@ -49,5 +49,5 @@ def create_ui_app(
     access = UiAccess(auth=auth, hosts=LOOPBACK_HOSTS if loopback_only else frozenset())
     budget = budget or TokenBudget(context_window=8192, reserve_for_answer=1024)
     search = SearchSettings(budget=budget, k=memory_k, min_similarity=min_similarity)
-    add_ui_routes(app, memory, access, search, compact_default=True)
+    add_ui_routes(app, memory, access, search, compaction=True)
     return app

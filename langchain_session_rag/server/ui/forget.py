@@ -18,7 +18,12 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.server.ui.html import esc, hidden, notice, post_form, table, url, when
 from langchain_session_rag.server.ui.html import field as input_field
 from langchain_session_rag.server.ui.sessions import all_memories, period, title_of
+from langchain_session_rag.stores.base import COMPACTION
 
+LATER = (
+    "no: the text leaves the store's files at its next compaction (session-rag stats --compact, run while nothing "
+    "else writes to the store: a compaction copies the store, and a write landing meanwhile would be lost)"
+)
 LISTED = 50
 """The most session titles a confirmation lists."""
 
@@ -89,6 +94,16 @@ def start_body() -> str:
     return one + range_form + everything
 
 
+def can_compact(mine: SessionVectorMemory, allowed: bool) -> bool:
+    """Whether the page may compact now: ``allowed``, and an embedded store only this process writes.
+
+    ``allowed``: every write of the store goes through these pages (``session-rag ui``). A store that chat turns
+    also write (``session-rag serve``), or a Chroma server's collections, is not rebuilt under its other writers:
+    their writes would be lost.
+    """
+    return allowed and COMPACTION in mine.backend.capabilities and mine.backend.single_process
+
+
 async def _doomed(mine: SessionVectorMemory, target: Target) -> tuple[int, list[str]]:
     """How many chunks the target names and the titles of the sessions they belong to."""
     sessions = {s.session_id: s for s in await mine.alist_sessions()}
@@ -105,7 +120,7 @@ async def _doomed(mine: SessionVectorMemory, target: Target) -> tuple[int, list[
     return len(docs), [title_of(sessions[s]) for s in sorted(touched) if s in sessions]
 
 
-async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, compact_default: bool) -> str:
+async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, compaction: bool) -> str:
     """What the forget would remove, and the button that does it."""
     count, titles = await _doomed(mine, target)
     if not count and not target.everything:
@@ -113,20 +128,19 @@ async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, 
     what = "everything of this user: every memory, the core memory, the daily logs and cached answers" if \
         target.everything else f"{count} chunk(s)"  # fmt: skip
     listed = "".join(f"<li>{esc(t)}</li>" for t in titles[:LISTED]) + ("<li>…</li>" if len(titles) > LISTED else "")
-    checked = " checked" if compact_default else ""
+    erase = (
+        '<div class="field"><input type="checkbox" id="f-compact" name="compact" value="1" checked>'
+        '<label for="f-compact">Erase from the store\'s files now (compaction: copies the store; slower)</label></div>'
+        if can_compact(mine, compaction)
+        else f'<p class="hint">Removed from search at once; {esc(LATER[4:])}.</p>'
+    )
     sure = (
         '<div class="field"><input type="checkbox" id="f-sure" name="sure" value="1" required>'
         '<label for="f-sure">Yes, forget everything, core memory included</label></div>'
         if target.everything
         else ""
     )
-    inner = (
-        target.fields()
-        + sure
-        + f'<div class="field"><input type="checkbox" id="f-compact" name="compact" value="1"{checked}>'
-        '<label for="f-compact">Erase from the store\'s files now (compaction: copies the store; slower)</label></div>'
-        '<button type="submit" class="danger">Forget</button>'
-    )
+    inner = target.fields() + sure + erase + '<button type="submit" class="danger">Forget</button>'
     return (
         f"<p>This removes <strong>{esc(what)}</strong>"
         + (f" from these sessions:</p><ul>{listed}</ul>" if titles else ".</p>")
@@ -148,7 +162,7 @@ async def _forget(mine: SessionVectorMemory, target: Target) -> tuple[int, tuple
     return (await mine.aforget(ids=ids) if ids else 0), ()
 
 
-async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: bool) -> str:
+async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: bool, compaction: bool) -> str:
     """Forget what the target names; the receipt: what went, what is left, whether the files were erased.
 
     Raises:
@@ -157,11 +171,13 @@ async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: 
     await mine.aflush()  # a write on its way must not come back after the forget
     before = {s.session_id: s for s in await mine.alist_sessions()}
     removed, keys = await _forget(mine, target)
-    erased = "no: the text leaves the store's files at the next compaction (session-rag stats --compact)"
-    if compact:
+    erased = LATER
+    if compact and can_compact(mine, compaction):
         try:
             kept = await mine.acompact()
-            erased = f"yes: the store was compacted ({kept:,} chunks kept, all users), no copy of the text is left"
+            erased = (
+                f"yes: the store was compacted ({kept:,} chunks kept, all users); its files hold no copy of the text"
+            )
         except SessionRAGError as exc:
             erased = f"no: {exc}"
     after = {s.session_id: s for s in await mine.alist_sessions()}

@@ -79,9 +79,14 @@ def report_html(report: ImportReport) -> str:
 
 
 async def import_stream(
-    mine: SessionVectorMemory, path: Path, file_format: str, head: str, tail: str
+    mine: SessionVectorMemory, path: Path, file_format: str, page: tuple[str, str], writing: asyncio.Lock
 ) -> AsyncIterator[str]:
-    """The page, as the import goes: its start, a line per step (at most two a second), the report, its end."""
+    """The page, as the import goes: its start, a line per step (at most two a second), the report, its end.
+
+    ``page``: the markup before and after the body. The import holds ``writing`` (the pages' write lock) from start
+    to end.
+    """
+    head, tail = page
     loop = asyncio.get_running_loop()
     steps: asyncio.Queue[str] = asyncio.Queue()
     last = [0.0]
@@ -101,7 +106,9 @@ async def import_stream(
         return notice(f"Imported {path.name}: {len(report.new_sessions)} new session(s).") + report_html(report)
 
     yield head + f'<p>Importing {esc(path.name)}…</p><ol class="progress" aria-label="Progress">'
+    await writing.acquire()
     job = asyncio.ensure_future(asyncio.to_thread(run))
+    job.add_done_callback(lambda _: writing.release())
     try:
         while not job.done() or not steps.empty():
             try:

@@ -6,7 +6,8 @@ Each page acts for the user its request names (see :mod:`~langchain_session_rag.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from importlib import resources
 
 from fastapi import FastAPI, Request
@@ -20,7 +21,8 @@ from langchain_session_rag.server.ui import core as core_page
 from langchain_session_rag.server.ui import forget as forget_page
 from langchain_session_rag.server.ui import imports as import_page
 from langchain_session_rag.server.ui.access import COOKIE, LoginNeeded, Refused, UiAccess, Viewer
-from langchain_session_rag.server.ui.html import HEADERS, PREFIX, field, notice, page, shell
+from langchain_session_rag.server.ui.html import HEADERS, PREFIX, notice, page, shell
+from langchain_session_rag.server.ui.html import field as input_field
 from langchain_session_rag.server.ui.search import SearchSettings, search_body
 from langchain_session_rag.server.ui.sessions import session_body, sessions_body
 
@@ -35,7 +37,7 @@ def _see(path: str) -> RedirectResponse:
 def _login_page(message: str = "", status: int = 200) -> Response:
     form = (
         f'<form method="post" action="{PREFIX}/login" aria-label="Sign in">'
-        + field(
+        + input_field(
             "token",
             "Access token",
             kind="password",
@@ -55,7 +57,9 @@ class _Pages:
     memory: SessionVectorMemory
     access: UiAccess
     search: SearchSettings
-    compact_default: bool
+    compaction: bool
+    writing: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held by every page that writes: a compaction never copies the store while a page's write lands."""
 
     def viewer(self, request: Request) -> tuple[Viewer, SessionVectorMemory]:
         seen = self.access.viewer(request)
@@ -67,7 +71,7 @@ class _Pages:
 
 
 def add_ui_routes(
-    app: FastAPI, memory: SessionVectorMemory, access: UiAccess, search: SearchSettings, *, compact_default: bool
+    app: FastAPI, memory: SessionVectorMemory, access: UiAccess, search: SearchSettings, *, compaction: bool
 ) -> None:
     """Add the memory browser's pages to ``app`` under ``/ui``.
 
@@ -76,9 +80,11 @@ def add_ui_routes(
         memory: The store (any user's view: each page uses its user's).
         access: Who is looking (the server's users) and which host names the pages answer to.
         search: The retrieval and token budget the Search page shows (the graph's own).
-        compact_default: Whether "Erase from the store's files now" is ticked on the Forget page.
+        compaction: Whether the Forget page may compact the store (erase the text from its files) right after: only
+            when every write of the store goes through these pages (``session-rag ui``), as a compaction copies the
+            store and a write landing meanwhile (a chat turn of ``session-rag serve``) would be lost.
     """
-    pages = _Pages(memory, access, search, compact_default)
+    pages = _Pages(memory, access, search, compaction)
     _door_routes(app, access)
     _view_routes(app, pages)
     _forget_routes(app, pages)
@@ -178,7 +184,7 @@ def _forget_routes(app: FastAPI, pages: _Pages) -> None:
         except InvalidArgumentError as exc:
             body = notice(str(exc), kind="error") + forget_page.start_body()
             return pages.shown("Forget", body, seen, "forget", 400)
-        body = await forget_page.confirm_body(mine, target, seen.csrf, compact_default=pages.compact_default)
+        body = await forget_page.confirm_body(mine, target, seen.csrf, compaction=pages.compaction)
         return pages.shown("Forget: are you sure?", body, seen, "forget")
 
     @app.post(f"{PREFIX}/forget", include_in_schema=False)
@@ -190,7 +196,9 @@ def _forget_routes(app: FastAPI, pages: _Pages) -> None:
             if target.everything and form.get("sure") != "1":
                 body = notice("Tick the box to confirm forgetting everything.", kind="error")
                 return pages.shown("Forget", body, seen, "forget", 400)
-            body = await forget_page.forget_receipt(mine, target, compact=form.get("compact") == "1")
+            async with pages.writing:
+                compact = form.get("compact") == "1"
+                body = await forget_page.forget_receipt(mine, target, compact=compact, compaction=pages.compaction)
         except (ValueError, SessionRAGError) as exc:
             return pages.shown("Forget", notice(str(exc), kind="error"), seen, "forget", 400)
         return pages.shown("Forgotten", body, seen, "forget")
@@ -229,7 +237,8 @@ def _core_routes(app: FastAPI, pages: _Pages) -> None:
         if edit not in {"write", "undo", "proposal"}:
             return pages.shown("Core memory", notice("No such edit.", kind="error"), seen, "core", 404)
         try:
-            said = notice(await _core_edit(mine, block, form, edit))
+            async with pages.writing:
+                said = notice(await _core_edit(mine, block, form, edit))
             status = 200
         except SessionRAGError as exc:
             said, status = notice(str(exc), kind="error"), 400
@@ -259,6 +268,6 @@ def _import_routes(app: FastAPI, pages: _Pages) -> None:
             body = notice("Choose a file to import.", kind="error") + import_page.upload_form(seen.csrf, limit)
             return pages.shown("Import", body, seen, "import", 400)
         path = import_page.saved_upload(upload)
-        head, tail = shell("Import", user=seen.user, active="import", csrf=seen.csrf)
-        stream = import_page.import_stream(mine, path, file_format, head, tail)
+        frame = shell("Import", user=seen.user, active="import", csrf=seen.csrf)
+        stream = import_page.import_stream(mine, path, file_format, frame, pages.writing)
         return StreamingResponse(stream, media_type="text/html; charset=utf-8", headers=HEADERS)
