@@ -41,6 +41,8 @@ def check_serve_installed() -> None:
         MissingDependencyError: The ``serve`` extra is not installed.
     """
     missing = [name for name in ("fastapi", "uvicorn") if not _importable(name)]
+    if not (_importable("python_multipart") or _importable("multipart")):  # the memory browser's forms
+        missing.append("python-multipart")
     if missing:
         msg = f"session-rag serve needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
         raise MissingDependencyError(msg)

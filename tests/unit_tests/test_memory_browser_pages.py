@@ -15,6 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.privacy import generate_master_key
 from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.ui import create_ui_app
 from langchain_session_rag.server.ui.access import COOKIE
@@ -210,3 +211,20 @@ def test_served_by_serve_behind_a_proxy_no_compaction_under_chat_writes(memory: 
     assert "no: the text leaves the store" in receipt.text
     assert [s.session_id for s in memory.list_sessions()] == ["hostile"]
     assert http.get("/ui/login", headers=alice).headers["location"] == "/ui/sessions"  # nothing to sign in to
+
+
+def test_an_encrypted_store_reads_as_text_in_the_pages(
+    tmp_path: Path, fake_embeddings: DeterministicFakeEmbedding
+) -> None:
+    key = generate_master_key()
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "sealed", user_id="alice", embeddings=fake_embeddings, encryption_key=key
+    )
+    messages = [{"role": "user", "content": "My bike is a blue Gazelle."}, {"role": "assistant", "content": "OK."}]
+    memory.add_messages(messages, session_id="bike")
+    memory.flush()
+    http = signed_in(memory)
+    assert "My bike is a blue Gazelle." in http.get("/ui/sessions").text  # the title, decrypted
+    assert "blue Gazelle" in http.get("/ui/sessions/bike").text
+    assert "1 session match the filter." in http.get("/ui/sessions?q=gazelle").text
+    assert not [p for p in (tmp_path / "sealed").rglob("*") if p.is_file() and b"blue Gazelle" in p.read_bytes()]
