@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -9,10 +10,13 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.errors import InvalidArgumentError, InvalidTimestampError
-from langchain_session_rag.memory.listing import MAX_PAGE, SessionInfo
+from langchain_session_rag.memory.admin import user_store
+from langchain_session_rag.memory.listing import SessionInfo, listing_where, sessions_of
+from langchain_session_rag.memory.retrieval import stored_document
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.memory.timewindow import EXAMPLE_PHRASES, resolve_time_phrase
 from langchain_session_rag.server.ui.html import esc, field, notice, table, url, when
+from langchain_session_rag.stores.base import Record
 
 UNTITLED = "(untitled)"
 
@@ -36,13 +40,14 @@ def period(text: str) -> tuple[datetime, datetime] | None:
 
 
 async def all_memories(mine: SessionVectorMemory, **where: Any) -> list[Document]:
-    """Every memory of the user matching ``where`` (``list_memories``, page by page), newest first."""
-    found: list[Document] = []
-    while True:
-        page = await mine.alist_memories(limit=MAX_PAGE, offset=len(found), **where)
-        found.extend(page)
-        if len(page) < MAX_PAGE:
-            return found
+    """Every memory of the user matching ``where`` (``session_id``, ``since``, ``until``), in one read of the store."""
+    return [stored_document(r, with_marker=True) for r in await _records(mine, **where)]
+
+
+async def _records(mine: SessionVectorMemory, **where: Any) -> list[Record]:
+    store = user_store(mine)
+    found = await asyncio.to_thread(store.records, listing_where(**where))
+    return [r for r in found if r.metadata.get("user_id") == store.user_id]  # fail closed, whatever the store did
 
 
 def title_of(info: SessionInfo) -> str:
@@ -64,13 +69,14 @@ async def sessions_body(mine: SessionVectorMemory, text: str, when_text: str) ->
     except InvalidArgumentError as exc:
         problem = notice(str(exc), kind="error")
     since, until = span or (None, None)
-    found = await mine.alist_sessions(since=since, until=until)
+    records = await _records(mine, since=since, until=until)  # one read: the list and the text filter
+    found = sessions_of(records, user_id=user_store(mine).user_id)
     words = text.casefold().split()
     if words:
         texts: dict[str, str] = {}
-        for doc in await all_memories(mine, since=since, until=until):
-            session = str(doc.metadata.get("session_id") or "")
-            texts[session] = texts.get(session, "") + "\n" + doc.page_content
+        for record in records:
+            session = str(record.metadata.get("session_id") or "")
+            texts[session] = texts.get(session, "") + "\n" + record.text
         found = [s for s in found if _matches(s, words, texts)]
     form = (
         f'<form method="get" action="{url("sessions")}" role="search" aria-label="Filter sessions" class="filters">'
@@ -161,10 +167,15 @@ def _position(doc: Document) -> tuple[float, int, str]:
 
 async def session_body(mine: SessionVectorMemory, session_id: str) -> tuple[str, str] | None:
     """One session's page (title, body): its chunks in order, where its topic segments fall; ``None``: not found."""
-    info = next((s for s in await mine.alist_sessions() if s.session_id == session_id), None)
-    if info is None:
+    try:
+        records = await _records(mine, session_id=session_id)
+    except InvalidArgumentError:  # not a session id that could be stored (too long, a control character)
         return None
-    docs = sorted(await all_memories(mine, session_id=session_id), key=_position)
+    infos = sessions_of(records, user_id=user_store(mine).user_id)
+    if not infos:
+        return None
+    info = infos[0]
+    docs = sorted((stored_document(r, with_marker=True) for r in records), key=_position)
     segments = [d for d in docs if _chunk_kind(d.metadata) == "topic"]
     exchanges = [d for d in docs if d not in segments]
     head = (
