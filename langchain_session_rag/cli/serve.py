@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,19 @@ def check_answer_room(chat_model: str, context_window: int | None, max_tokens: i
         raise click.UsageError(msg)
 
 
+def served_hosts(host: str, trusted_user_header: str | None, named: tuple[str, ...]) -> tuple[str, ...]:
+    """The host names the server answers at (empty: any).
+
+    Those named (and loopback); else, behind a proxy that names the user and bound to loopback, loopback only (a
+    DNS-rebinding page must not reach it with its own user header); else any.
+    """
+    if named:
+        return tuple(sorted({*named, *LOOPBACK, "[::1]"}))
+    if trusted_user_header and host in LOOPBACK:
+        return tuple(sorted({*LOOPBACK, "[::1]"}))
+    return ()
+
+
 def run_workers(host: str, port: int, workers: int) -> None:
     """Serve with uvicorn; exit 3 when the worker, or any of several workers, fails to start.
 
@@ -173,6 +187,11 @@ def run_workers(host: str, port: int, workers: int) -> None:
               help="Largest request body; larger ones get 413.")  # fmt: skip
 @click.option("--min-similarity", type=click.FloatRange(-1.0, 1.0), default=DEFAULT_SCORE_THRESHOLD, show_default=True,
               help="Recall only memories at least this similar to the question (cosine).")  # fmt: skip
+@click.option("--max-upload-bytes", type=click.IntRange(1024, None),
+              help="Largest file the memory browser's Import page takes [default: 256 MiB].")  # fmt: skip
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A host name the server answers at (repeatable); behind a proxy on loopback only loopback names "
+              "are answered unless named here.")  # fmt: skip
 @store_options
 def serve(
     host: str,
@@ -187,13 +206,16 @@ def serve(
     model_name: str,
     max_body_bytes: int,
     min_similarity: float,
+    max_upload_bytes: int | None,
+    allowed_hosts: tuple[str, ...],
     **store: Any,
 ) -> None:
     """Serve an OpenAI-compatible chat API whose answers recall each user's past conversations.
 
     \b
     Point any OpenAI client or chat UI at http://HOST:PORT/v1 with a token from --token-file as its API key.
-    Endpoints: /v1/chat/completions, /v1/models, /v1/memory/{search,sessions,forget,export,core}, /healthz, /readyz.
+    Endpoints: /v1/chat/completions, /v1/models, /v1/memory/{search,sessions,forget,export,core}, /healthz, /readyz;
+    the memory browser at /ui/.
     """
     check_serve_installed()
     from langchain_session_rag.server.auth import Authenticator  # noqa: PLC0415
@@ -222,6 +244,9 @@ def serve(
         key_file=str(options.key_file.resolve()) if options.key_file else None,
         keyring=str(options.keyring.resolve()) if options.keyring else None,
         keep_secrets=options.keep_secrets,
+        max_upload_bytes=max_upload_bytes,
+        allowed_hosts=served_hosts(host, trusted_user_header, allowed_hosts),
+        pages_secret=secrets.token_hex(32),
     ).check()
     Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once
     if options.server is not None:

@@ -2,13 +2,17 @@
 
 It serves the pages ``session-rag serve`` serves at ``/ui``, for one user, on 127.0.0.1. No token file is needed:
 the command makes a random token and prints the address that signs in with it (as Jupyter does), so another
-account on the machine cannot open the page.
+account on the machine cannot open the page (``--open`` hands the browser a private file that redirects to it,
+not the address itself, which would show in the browser's command line).
 """
 
 from __future__ import annotations
 
+import html
 import secrets
+import shutil
 import socket
+import tempfile
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -84,10 +88,25 @@ def ui(
         who = f"the users of {token_file}"
     err.print(f"session-rag ui: {who} at {options.location}; Ctrl-C stops.")
     print(f"Open {address}", flush=True)
-    if open_browser:
-        webbrowser.open(address)
+    launcher = _open_in_browser(address) if open_browser else None
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+        if launcher is not None:
+            shutil.rmtree(launcher, ignore_errors=True)
+
+
+def _open_in_browser(address: str) -> Path:
+    """Open ``address`` through a private file that redirects to it; the folder holding the file.
+
+    The browser's command line, which other accounts of the machine can read, then names only the file (mode 600),
+    not the address with its token (Jupyter does the same).
+    """
+    folder = Path(tempfile.mkdtemp(prefix="session-rag-ui-"))  # mode 700
+    launcher = folder / "open.html"
+    launcher.write_text(f'<!doctype html><meta http-equiv="refresh" content="0;url={html.escape(address)}">\n')
+    launcher.chmod(0o600)
+    webbrowser.open(launcher.as_uri())
+    return folder

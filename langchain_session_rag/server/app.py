@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from langchain_core.language_models import BaseChatModel
 
 from langchain_session_rag.errors import SessionRAGError
@@ -40,6 +40,9 @@ def create_app(
     min_similarity: float | None = 0.3,
     ready: Callable[[], str | None] | None = None,
     pages: bool = True,
+    pages_secret: bytes | None = None,
+    max_upload_bytes: int | None = None,
+    allowed_hosts: Collection[str] = (),
 ) -> FastAPI:
     """An OpenAI-compatible chat server whose answers recall each user's past conversations.
 
@@ -54,6 +57,12 @@ def create_app(
         min_similarity: Recall only memories at least this similar to the question.
         ready: Returns why the chat model is not reachable (``None``: it is), for ``/readyz``.
         pages: Serve the memory browser at ``/ui`` (the same users; see :mod:`langchain_session_rag.server.ui`).
+        pages_secret: Keys the pages' anti-forgery values; give every worker of a server the same (default: random,
+            fine for one process).
+        max_upload_bytes: The largest file the browser's Import page takes (default: the importers' 256 MiB).
+        allowed_hosts: Host names the server answers at (others: 403, before anything else runs); empty: any.
+            ``session-rag serve`` behind a proxy on loopback answers only at loopback names (a DNS-rebinding page
+            could otherwise claim any user with the proxy's header).
 
     Example:
         .. code-block:: python
@@ -84,6 +93,7 @@ def create_app(
     runner = TurnRunner(graph=graph, memory=memory, budget=budget)
     app = FastAPI(title="session-rag", version="1", docs_url=None, redoc_url=None, openapi_url=None)
     install_error_handlers(app)
+    only_at(app, frozenset(allowed_hosts))
     started = int(time.time())
 
     def user_of(request: Request) -> str:
@@ -126,13 +136,44 @@ def create_app(
         return await _stream_response(runner, turn, body, headers)
 
     add_memory_routes(app, memory, user_of, max_body_bytes)
-    if pages:
-        from langchain_session_rag.server.ui import SearchSettings, UiAccess, add_ui_routes  # noqa: PLC0415
-
-        floor = DEFAULT_SCORE_THRESHOLD if min_similarity is None else min_similarity
-        search = SearchSettings(budget=budget, min_similarity=floor)
-        add_ui_routes(app, memory, UiAccess(auth=auth), search, compaction=False)
+    if pages:  # the memory browser at /ui: the same users; never a compaction under the chat turns' writes
+        _add_pages(app, memory, auth, budget=budget, floor=min_similarity, secret=pages_secret, limit=max_upload_bytes)
     return app
+
+
+def _add_pages(
+    app: FastAPI,
+    memory: SessionVectorMemory,
+    auth: Authenticator,
+    *,
+    budget: TokenBudget,
+    floor: float | None,
+    secret: bytes | None,
+    limit: int | None,
+) -> None:
+    """The memory browser at ``/ui``: the same users; never a compaction under the chat turns' writes."""
+    from langchain_session_rag.server.ui import SearchSettings, UiAccess, add_ui_routes  # noqa: PLC0415
+
+    access = UiAccess(auth=auth, secret=secret) if secret else UiAccess(auth=auth)
+    search = SearchSettings(budget=budget, min_similarity=DEFAULT_SCORE_THRESHOLD if floor is None else floor)
+    add_ui_routes(app, memory, access, search, compaction=False, upload_limit=limit)
+
+
+def only_at(app: FastAPI, hosts: frozenset[str]) -> None:
+    """Answer only requests addressed (``Host``) to one of ``hosts``: 403 for the others, before any route runs.
+
+    No ``hosts``: any.
+    """
+    if not hosts:
+        return
+    from langchain_session_rag.server.ui.access import host_problem  # noqa: PLC0415
+
+    @app.middleware("http")
+    async def check_host(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        problem = host_problem(request.headers.get("host", ""), hosts)
+        if problem:
+            return JSONResponse(ApiError(403, problem, code="host_not_allowed").body(), status_code=403)
+        return await call_next(request)
 
 
 async def _stream_response(runner: TurnRunner, turn: Turn, body: ChatRequest, headers: dict[str, str]) -> Any:

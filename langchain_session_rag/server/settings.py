@@ -57,6 +57,12 @@ class ServeSettings(BaseModel):
     """The folder of the users' wrapped data keys (default: beside the store)."""
     keep_secrets: bool = False
     """Store secrets as typed; by default they are replaced by ``[secret:KIND]`` before anything is stored."""
+    max_upload_bytes: int | None = Field(default=None, ge=1024)
+    """The largest file the memory browser's Import page takes (``None``: the importers' 256 MiB)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names the server answers at (empty: any); see ``create_app``'s ``allowed_hosts``."""
+    pages_secret: str = ""
+    """Hex key of the memory browser's anti-forgery values, the same in every worker (the command makes one)."""
     write_linger: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """The memory's ``RuntimeSettings.write_linger`` (``None``: its default); a test sets it high to show that a
     turn's write is flushed before its response ends, whatever the linger."""

@@ -69,6 +69,9 @@ def build_app(settings: ServeSettings) -> FastAPI:
         max_body_bytes=settings.max_body_bytes,
         min_similarity=settings.min_similarity,
         ready=ready,
+        pages_secret=bytes.fromhex(settings.pages_secret) if settings.pages_secret else None,
+        max_upload_bytes=settings.max_upload_bytes,
+        allowed_hosts=settings.allowed_hosts,
     )
 
 

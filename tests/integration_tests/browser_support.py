@@ -60,14 +60,14 @@ def shoot(page: object, folder: Path, name: str) -> Path:
 class UiProcess:
     """A real ``session-rag ui --port 0`` process (its own process group); :attr:`address` signs in."""
 
-    def __init__(self, log: Path, store: Path, user: str, *args: str) -> None:
-        """Start it and wait (bounded) for the address it prints."""
+    def __init__(self, log: Path, store: Path, user: str, *args: str, **env: str) -> None:
+        """Start it (``env``: more environment) and wait (bounded) for the address it prints."""
         command = [sys.executable, "-m", "langchain_session_rag", "ui", "--port", "0", "--path", str(store),
                    "--user", user, *args]  # fmt: skip
         self.log = log
         with log.open("ab") as errors:
             self.proc = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=errors, env=serve_env(), start_new_session=True
+                command, stdout=subprocess.PIPE, stderr=errors, env=serve_env(**env), start_new_session=True
             )
         assert self.proc.stdout is not None
         deadline = time.monotonic() + 120  # the embedding model loads first

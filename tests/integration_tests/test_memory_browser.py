@@ -8,8 +8,10 @@ and foreign requests are refused.
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,13 +80,13 @@ def test_import_find_forget_and_the_files_are_clean(tmp_path: Path, browser: Bro
         shoot(page, tmp_path, "ui-sessions")
         page.get_by_label("Text").fill("bubbles rye")  # words of the conversation, not of its title
         page.get_by_role("button", name="Filter").click()
-        expect(page.get_by_role("status")).to_have_text("1 session match the filter.")
+        expect(page.get_by_role("status")).to_have_text("1 session matches the filter with “bubbles rye”.")
         expect(page.get_by_role("link", name="Fridge sourdough feeding")).to_be_visible()
 
         search(page, ui.base, "What is my sourdough starter called?")
         row = page.get_by_role("row").filter(has_text="Bubbles").first
-        expect(row).to_contain_text("yes")  # in the prompt
         cells = row.get_by_role("cell").all_inner_texts()
+        assert cells[8] == "yes", cells  # in the prompt
         assert 0.1 <= float(cells[2]) <= 1.0, cells  # the similarity, over the floor
         shoot(page, tmp_path, "ui-search")
         assert holds(store, FACT), "the fact must be in the store's files before it is forgotten"
@@ -205,6 +207,13 @@ def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: 
         bob_page.goto(f"{server.base}/ui/forget/confirm?session={alice_session}")
         expect(bob_page.get_by_role("status")).to_have_text("Nothing stored matches: nothing to forget.")
 
+        # A form on another site, submitted in Alice's browser, changes nothing (no cookie goes, and no form passes).
+        alice_page.set_content(
+            f'<form method="post" action="{server.base}/ui/forget"><input name="session" value="{alice_session}">'
+            '<input name="compact" value="1"><button type="submit">Win a prize</button></form>'
+        )
+        alice_page.get_by_role("button", name="Win a prize").click()
+        expect(alice_page.get_by_role("heading", level=1)).to_have_text(re.compile("Sign in|Refused"))
         # A form posted from another site, or without the page's anti-forgery value, changes nothing.
         forged = {"session": alice_session, "compact": "1"}
         from_elsewhere = alice.request.post(f"{server.base}/ui/forget", form=forged,
@@ -276,4 +285,51 @@ def test_keyboard_and_screen_reader_use(tmp_path: Path, browser: Browser) -> Non
         expect(page.get_by_role("status")).to_have_text("Saved now: version 1.")
     finally:
         context.close()
+        ui.stop()
+
+
+def test_an_import_the_browser_leaves_still_finishes_and_leaves_no_copy(tmp_path: Path) -> None:
+    """The upload's copy is removed when the import ends, even when the page was closed while it ran."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    ui = UiProcess(tmp_path / "ui.log", tmp_path / "store", "dave", TMPDIR=str(temp))
+    try:
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        opener.open(ui.address, timeout=60).read()  # signs in: the cookie is kept by the opener
+        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', opener.open(f"{ui.base}/ui/import").read().decode())
+        assert csrf is not None
+        chats = "".join(
+            json.dumps({"messages": [{"role": "user", "content": f"Reminder {n}: water the fern."},
+                                     {"role": "assistant", "content": "Noted."}]}) + "\n"
+            for n in range(300)
+        )  # fmt: skip
+        boundary = "----session-rag-test"
+        body = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{csrf.group(1)}\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="format"\r\n\r\nauto\r\n'
+            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="chats.jsonl"\r\n'
+            f"Content-Type: application/json\r\n\r\n{chats}\r\n--{boundary}--\r\n"
+        ).encode()
+        jar = next(h for h in opener.handlers if isinstance(h, urllib.request.HTTPCookieProcessor)).cookiejar
+        token = next(c.value for c in jar)
+        connection = http.client.HTTPConnection("127.0.0.1", int(ui.base.rsplit(":", 1)[1]), timeout=60)
+        connection.request("POST", "/ui/import", body=body, headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": f"session_rag_ui={token}",
+            "Origin": ui.base, "Sec-Fetch-Site": "same-origin"})  # fmt: skip
+        answer = connection.getresponse()
+        assert answer.status == 200
+        answer.read(200)  # the page has started: the import runs
+        connection.close()  # the browser leaves
+        for _ in range(600):  # bounded: at most about a minute
+            page = opener.open(f"{ui.base}/ui/sessions").read().decode()
+            if "300 sessions." in page:
+                break
+            time.sleep(0.1)
+        assert "300 sessions." in page  # the import finished on its own
+        for _ in range(50):
+            if not list(temp.glob("session-rag-upload-*")):
+                break
+            time.sleep(0.1)
+        assert list(temp.glob("session-rag-upload-*")) == [], "the upload's copy was left behind"
+    finally:
         ui.stop()

@@ -104,9 +104,13 @@ def test_titles_sizes_and_filters(memory: SessionVectorMemory) -> None:
     assert "I am planning a trip to Lisbon in May." in page  # the first question is the title
     assert "2 sessions." in page
     assert "Miso" not in page
-    assert "1 session match the filter." in http.get("/ui/sessions?q=lisbon").text
-    assert "1 session match the filter." in http.get("/ui/sessions?when=2026-03").text
-    assert "0 sessions match the filter." in http.get("/ui/sessions?when=2025").text
+    assert "1 session matches the filter with “lisbon”." in http.get("/ui/sessions?q=lisbon").text
+    assert (
+        "1 session matches the filter between 2026-03-01 and 2026-03-31." in http.get("/ui/sessions?when=2026-03").text
+    )
+    nothing = http.get("/ui/sessions?when=2025").text
+    assert "0 sessions match the filter between 2025-01-01 and 2025-12-31." in nothing
+    assert "No session matches the filter." in nothing
     unknown = http.get("/ui/sessions?when=whenever")
     assert unknown.status_code == 200
     assert "names no time" in unknown.text
@@ -145,7 +149,7 @@ def test_forged_forms_change_nothing(memory: SessionVectorMemory) -> None:
 def test_forget_a_time_range_with_a_receipt(memory: SessionVectorMemory) -> None:
     http = signed_in(memory)
     confirm = http.get("/ui/forget/confirm?since=2026-03&until=2026-03")
-    assert "1 chunk(s)" in confirm.text
+    assert "1 chunk, stamped from 2026-03-01 to 2026-03-31 (included)" in confirm.text
     assert "Lisbon" in confirm.text
     receipt = http.post(
         "/ui/forget", data={"since": "2026-03", "until": "2026-03", "compact": "1", "csrf": csrf_of(confirm.text)}
@@ -173,23 +177,82 @@ def test_forgetting_everything_needs_the_box_ticked(memory: SessionVectorMemory)
     assert http.get("/ui/forget/confirm?session=trip&all=1").status_code == 400  # one kind at a time
 
 
-def test_core_memory_edit_undo_and_limits(memory: SessionVectorMemory) -> None:
+def test_core_memory_edit_undo_restore_and_limits(memory: SessionVectorMemory) -> None:
     http = signed_in(memory)
     page = http.get("/ui/core").text
     assert "of 700 tokens used" in page
     assert "of 300 tokens used" in page
     csrf = csrf_of(page)
     saved = http.post("/ui/core/memory", data={"text": "I am vegetarian.\r\nI live in Porto.", "csrf": csrf})
-    assert "Saved memory: version 1." in saved.text
+    assert saved.status_code == 303  # a reload of the page that follows sends nothing again
+    assert "Saved memory: version 1." in http.get(saved.headers["location"]).text
     assert memory.core.read("memory") == "I am vegetarian.\nI live in Porto."
     too_long = http.post("/ui/core/now", data={"text": "word " * 2000, "csrf": csrf})
     assert too_long.status_code == 400
+    assert "word word word" in too_long.text  # what was typed stays in the editor
     assert memory.core.read("now") == ""
     assert http.post("/ui/core/nosuchblock", data={"text": "x", "csrf": csrf}).status_code == 400
-    undone = http.post("/ui/core/memory/undo", data={"csrf": csrf})
+    undone = http.post("/ui/core/memory/undo", data={"csrf": csrf}, follow_redirects=True)
     assert "Undid the last change of memory" in undone.text
     assert memory.core.read("memory") == ""
+    restored = http.post("/ui/core/memory/restore", data={"version": "1", "csrf": csrf}, follow_redirects=True)
+    assert "Restored an earlier text of memory: version 3." in restored.text
+    assert memory.core.read("memory") == "I am vegetarian.\nI live in Porto."
     assert memory.for_user("bob").core.read("memory") == ""
+    assert http.get("/ui/core/memory/undo").headers["location"] == "/ui/core"  # an edit's address, reopened
+    assert http.get("/ui/core?done=saved&block=memory&version=1").status_code == 200
+    assert "<script" not in http.get("/ui/core?done=<script>&block=<script>&version=1").text
+
+
+def test_other_addresses_are_pages_not_json(memory: SessionVectorMemory) -> None:
+    http = signed_in(memory)
+    missing = http.get("/ui/nosuch")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"].startswith("text/html")
+    assert http.get("/ui/logout").headers["location"] == "/ui/sessions"
+
+
+def test_a_sign_in_link_from_another_site_asks_first(memory: SessionVectorMemory) -> None:
+    """Login CSRF: a link elsewhere must not silently sign the browser in as the link's user."""
+    http = client(memory)
+    asked = http.get(f"/ui/login?token={TOKEN}", headers={"sec-fetch-site": "cross-site"})
+    assert asked.status_code == 200
+    assert "set-cookie" not in asked.headers
+    assert "signs you in as <strong>alice</strong>" in asked.text
+    confirmed = http.post("/ui/login", data={"token": TOKEN}, headers={"sec-fetch-site": "same-origin"})
+    assert confirmed.status_code == 303
+    assert COOKIE in confirmed.headers["set-cookie"]
+
+
+def test_forgetting_the_sessions_a_filter_shows_is_not_bounded_by_form_fields(
+    memory: SessionVectorMemory,
+) -> None:
+    bulk = memory.for_user("alice")
+    for n in range(70):
+        bulk.add_messages([{"role": "user", "content": f"zorblax note {n}"}, {"role": "assistant", "content": "OK."}],
+                          session_id=f"z{n}")  # fmt: skip
+    bulk.flush()
+    http = signed_in(memory)
+    listed = http.get("/ui/sessions?q=zorblax").text
+    assert "Forget these 70 sessions…" in listed
+    confirm = http.get("/ui/forget/confirm?q=zorblax&filtered=1")
+    assert "70 chunks of the sessions with “zorblax”" in confirm.text
+    done = http.post("/ui/forget", data={"q": "zorblax", "filtered": "1", "csrf": csrf_of(confirm.text)})
+    assert done.status_code == 200
+    assert re.search(r"Chunks removed</td><td>70<", done.text)
+    assert sorted(s.session_id for s in memory.list_sessions()) == ["hostile", "trip"]
+    assert http.get("/ui/forget/confirm?filtered=1").status_code == 400  # a filter that filters nothing
+
+
+def test_another_users_chunk_is_not_forgotten(memory: SessionVectorMemory) -> None:
+    (bobs,) = memory.for_user("bob").list_memories()
+    http = signed_in(memory)
+    assert "Nothing stored matches" in http.get(f"/ui/forget/confirm?chunk={bobs.id}").text
+    csrf = csrf_of(http.get("/ui/core").text)
+    receipt = http.post("/ui/forget", data={"chunk": bobs.id, "compact": "1", "csrf": csrf})
+    assert re.search(r"Chunks removed</td><td>0<", receipt.text)
+    assert "nothing to erase" in receipt.text  # and no compaction for nothing
+    assert memory.for_user("bob").count() == 1
 
 
 def test_served_by_serve_behind_a_proxy_no_compaction_under_chat_writes(memory: SessionVectorMemory) -> None:
@@ -226,5 +289,32 @@ def test_an_encrypted_store_reads_as_text_in_the_pages(
     http = signed_in(memory)
     assert "My bike is a blue Gazelle." in http.get("/ui/sessions").text  # the title, decrypted
     assert "blue Gazelle" in http.get("/ui/sessions/bike").text
-    assert "1 session match the filter." in http.get("/ui/sessions?q=gazelle").text
+    assert "1 session matches the filter" in http.get("/ui/sessions?q=gazelle").text
     assert not [p for p in (tmp_path / "sealed").rglob("*") if p.is_file() and b"blue Gazelle" in p.read_bytes()]
+
+
+def test_behind_a_proxy_the_host_the_secret_and_the_forwarded_origin(memory: SessionVectorMemory) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    auth = Authenticator(trusted_header="X-Forwarded-User")
+    hosts = ("127.0.0.1", "localhost", "[::1]")
+    app = create_app(memory, model, auth=auth, pages_secret=b"k" * 32, allowed_hosts=hosts, max_upload_bytes=2048)
+    http = TestClient(app, base_url="http://127.0.0.1:8080", follow_redirects=False)
+    alice = {"X-Forwarded-User": "alice"}
+    rebinding = {**alice, "host": "attacker.example:8080"}  # a page whose name now resolves to 127.0.0.1
+    assert http.get("/ui/sessions", headers=rebinding).status_code == 403
+    assert http.get("/v1/memory/sessions", headers=rebinding).status_code == 403
+    assert "Lisbon" not in http.get("/v1/memory/search?q=Lisbon", headers=rebinding).text
+    csrf = csrf_of(http.get("/ui/core", headers=alice).text)
+    other = create_app(memory, model, auth=auth, pages_secret=b"j" * 32)
+    other_csrf = csrf_of(TestClient(other, base_url="http://127.0.0.1:8080").get("/ui/core", headers=alice).text)
+    assert csrf != other_csrf  # keyed by the server's secret, not computable from the user's name
+    proxied = {**alice, "origin": "https://memory.example.com", "x-forwarded-host": "memory.example.com"}
+    saved = http.post("/ui/core/now", data={"text": "Marathon training.", "csrf": csrf}, headers=proxied)
+    assert saved.status_code == 303  # a proxy that rewrites Host: the browser's origin is the forwarded host
+    assert memory.core.read("now") == "Marathon training."
+    forged = {**alice, "origin": "https://attacker.example"}
+    assert http.post("/ui/core/now", data={"text": "x", "csrf": csrf}, headers=forged).status_code == 403
+    files = {"file": ("chats.jsonl", b"x" * 5000, "application/json")}
+    too_big = http.post("/ui/import", data={"csrf": csrf}, files=files, headers=alice)
+    assert too_big.status_code == 413
+    assert "limit of 2,048 bytes" in too_big.text

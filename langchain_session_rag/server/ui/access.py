@@ -8,15 +8,18 @@ cannot open the page.
 
 Every form that changes something (forget, core memory, import, sign out) is checked three ways: its
 anti-forgery field must be the one the pages gave this user, the browser must not say the request came from
-another site (``Sec-Fetch-Site``), and an ``Origin`` header, when sent, must be this server. ``session-rag ui``
-also answers only requests addressed to a loopback name (no DNS rebinding).
+another site (``Sec-Fetch-Site``), and an ``Origin`` header, when sent, must be this server (its ``Host``, or the
+``X-Forwarded-Host`` a proxy in front sets). The anti-forgery value is keyed by a secret of the server, so it
+cannot be computed from a user's name. ``session-rag ui`` also answers only requests addressed to a loopback name
+(no DNS rebinding), and so does ``session-rag serve`` behind a proxy (``--trusted-user-header``) on loopback.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from starlette.datastructures import FormData
@@ -59,6 +62,9 @@ class UiAccess:
     auth: Authenticator
     hosts: frozenset[str] = frozenset()
     """Host names the pages answer to (``session-rag ui``: loopback only); empty: any."""
+    secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+    """Keys the forms' anti-forgery values; the same in every worker of a server (else a form posted to another
+    worker would be refused)."""
 
     def check_host(self, request: Request) -> None:
         """Refuse a request addressed to a host name not in :attr:`hosts` (a DNS-rebinding page).
@@ -66,11 +72,9 @@ class UiAccess:
         Raises:
             Refused: 403.
         """
-        if not self.hosts:
-            return
-        name = urlsplit(f"//{request.headers.get('host', '')}").hostname or ""
-        if name not in self.hosts and f"[{name}]" not in self.hosts:
-            raise Refused(403, f"This page answers only at {', '.join(sorted(self.hosts))}, not at {name!r}.")
+        problem = host_problem(request.headers.get("host", ""), self.hosts)
+        if problem:
+            raise Refused(403, problem)
 
     def _credential(self, request: Request) -> tuple[str, str]:
         """The user and what names them (the token, or the proxy's header value)."""
@@ -96,7 +100,7 @@ class UiAccess:
         """
         self.check_host(request)
         user, credential = self._credential(request)
-        return Viewer(user=user, csrf=csrf_value(user, credential))
+        return Viewer(user=user, csrf=csrf_value(user, credential, self.secret))
 
     def token_user(self, token: str) -> str | None:
         """The user a sign-in token names (``None``: none)."""
@@ -118,10 +122,23 @@ class UiAccess:
         return form
 
 
-def csrf_value(user: str, credential: str) -> str:
-    """The anti-forgery value of a user's forms: bound to what signs them in, the same in every worker."""
-    key = hashlib.sha256(f"session-rag-ui\0{credential}".encode()).digest()
-    return hmac.new(key, user.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+def host_problem(host: str, hosts: frozenset[str]) -> str:
+    """Why a request addressed to ``host`` (its ``Host`` header) is refused (``""``: it is not; no ``hosts``: any)."""
+    if not hosts:
+        return ""
+    name = urlsplit(f"//{host}").hostname or ""
+    if name in hosts or f"[{name}]" in hosts:
+        return ""
+    return (
+        f"This server answers only at {', '.join(sorted(hosts))}, not at {name!r} (a proxy in front that keeps the "
+        "public host name: start the server with --allowed-host NAME)."
+    )
+
+
+def csrf_value(user: str, credential: str, secret: bytes) -> str:
+    """The anti-forgery value of a user's forms: bound to the server's secret and to what signs the user in."""
+    message = f"{user}\0{credential}".encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()[:32]
 
 
 def check_same_site(request: Request) -> None:
@@ -134,5 +151,6 @@ def check_same_site(request: Request) -> None:
     if site is not None and site not in {"same-origin", "none"}:
         raise Refused(403, "Refused: this form was sent from another site.")
     origin = request.headers.get("origin")
-    if origin is not None and urlsplit(origin).netloc != request.headers.get("host", ""):  # "null" too
+    hosts = {request.headers.get("host", ""), request.headers.get("x-forwarded-host", "").split(",")[0].strip()}
+    if origin is not None and urlsplit(origin).netloc not in hosts - {""}:  # "null" too
         raise Refused(403, "Refused: this form was sent from another origin.")

@@ -15,9 +15,9 @@ from starlette.datastructures import FormData, QueryParams
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.server.ui.html import esc, hidden, notice, post_form, table, url, when
+from langchain_session_rag.server.ui.html import esc, hidden, notice, post_form, session_url, table, url, when
 from langchain_session_rag.server.ui.html import field as input_field
-from langchain_session_rag.server.ui.sessions import all_memories, period, title_of
+from langchain_session_rag.server.ui.sessions import all_memories, filtered_sessions, period, span_text, title_of
 from langchain_session_rag.stores.base import COMPACTION
 
 LATER = (
@@ -39,6 +39,10 @@ class Target:
     everything: bool = False
     since: datetime | None = field(default=None, compare=False)
     until: datetime | None = field(default=None, compare=False)
+    filtered: bool = False
+    """The sessions a filter of the Sessions page shows (``match_text``, ``match_when``), found again to forget."""
+    match_text: str = ""
+    match_when: str = ""
 
     @classmethod
     def of(cls, values: QueryParams | FormData) -> Target:
@@ -49,8 +53,9 @@ class Target:
         """
         sessions = tuple(str(s) for s in values.getlist("session") if str(s))
         chunk, since_text, until_text = (str(values.get(k, "")).strip() for k in ("chunk", "since", "until"))
-        everything = values.get("all") == "1"
-        kinds = [bool(sessions), bool(chunk), bool(since_text or until_text), everything]
+        everything, filtered = values.get("all") == "1", values.get("filtered") == "1"
+        match_text, match_when = (str(values.get(k, "")).strip() for k in ("q", "when"))
+        kinds = [bool(sessions), bool(chunk), bool(since_text or until_text), everything, filtered]
         if sum(kinds) != 1:
             msg = "Name one thing to forget: a session, a chunk, a time range (From / To), or everything."
             raise InvalidArgumentError(msg)
@@ -59,7 +64,17 @@ class Target:
         if since is not None and until is not None and until < since:
             msg = f"The range ends ({until_text}) before it starts ({since_text})."
             raise InvalidArgumentError(msg)
-        return cls(sessions, chunk, since_text, until_text, everything, since, until)
+        if filtered and not (match_text or match_when):
+            msg = "Forgetting the sessions a filter shows needs a filter (Text or When)."
+            raise InvalidArgumentError(msg)
+        period(match_when)  # a filter that names no time is refused here, not after a confirmation
+        return cls(sessions, chunk, since_text, until_text, everything, since, until, filtered, match_text, match_when)
+
+    async def session_ids(self, mine: SessionVectorMemory) -> tuple[str, ...]:
+        """The sessions named: those given, or those the filter shows now."""
+        if not self.filtered:
+            return self.sessions
+        return tuple(s.session_id for s in await filtered_sessions(mine, self.match_text, self.match_when))
 
     def fields(self) -> str:
         """The target as hidden form fields."""
@@ -69,6 +84,9 @@ class Target:
             since=self.since_text or None,
             until=self.until_text or None,
             all="1" if self.everything else None,
+            filtered="1" if self.filtered else None,
+            q=self.match_text or None,
+            when=self.match_when or None,
         )
 
 
@@ -109,11 +127,11 @@ async def _doomed(mine: SessionVectorMemory, target: Target) -> tuple[int, list[
     sessions = {s.session_id: s for s in await mine.alist_sessions()}
     if target.everything:
         return sum(s.chunks for s in sessions.values()), [title_of(s) for s in sessions.values()]
-    if target.sessions:
-        named = [sessions[s] for s in target.sessions if s in sessions]
+    if target.sessions or target.filtered:
+        named = [sessions[s] for s in await target.session_ids(mine) if s in sessions]
         return sum(s.chunks for s in named), [title_of(s) for s in named]
     if target.chunk:
-        docs = await mine.aget_by_ids([target.chunk])
+        docs = [d for d in await mine.aget_by_ids([target.chunk]) if d.metadata.get("user_id") == mine.user_id]
     else:
         docs = await all_memories(mine, since=target.since, until=target.until)
     touched = {str(d.metadata.get("session_id") or "") for d in docs}
@@ -126,7 +144,8 @@ async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, 
     if not count and not target.everything:
         return notice("Nothing stored matches: nothing to forget.") + f'<p><a href="{url("sessions")}">Sessions</a></p>'
     what = "everything of this user: every memory, the core memory, the daily logs and cached answers" if \
-        target.everything else f"{count} chunk(s)"  # fmt: skip
+        target.everything else f"{count:,} chunk{'s' if count != 1 else ''}{_described(target)}"  # fmt: skip
+    shown = await _chunk_text(mine, target)
     listed = "".join(f"<li>{esc(t)}</li>" for t in titles[:LISTED]) + ("<li>…</li>" if len(titles) > LISTED else "")
     erase = (
         '<div class="field"><input type="checkbox" id="f-compact" name="compact" value="1" checked>'
@@ -144,18 +163,47 @@ async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, 
     return (
         f"<p>This removes <strong>{esc(what)}</strong>"
         + (f" from these sessions:</p><ul>{listed}</ul>" if titles else ".</p>")
+        + shown
         + "<p>It cannot be undone.</p>"
         + post_form("forget", csrf, inner, label="Confirm forgetting")
-        + f'<p><a href="{url("sessions")}">Cancel</a></p>'
+        + f'<p><a href="{_back(target)}">Cancel</a></p>'
     )
+
+
+def _described(target: Target) -> str:
+    """The span of a time range, as dates; the filter of a filtered list."""
+    if target.since or target.until:
+        start = target.since.strftime("%Y-%m-%d") if target.since else "the first memory"
+        end = target.until.strftime("%Y-%m-%d") if target.until else "now"
+        return f", stamped from {start} to {end} (included)"
+    if target.filtered:
+        words = f" with “{target.match_text}”" if target.match_text else ""
+        return f" of the sessions{words}{span_text(target.match_when)}"
+    return ""
+
+
+async def _chunk_text(mine: SessionVectorMemory, target: Target) -> str:
+    if not target.chunk:
+        return ""
+    docs = [d for d in await mine.aget_by_ids([target.chunk]) if d.metadata.get("user_id") == mine.user_id]
+    return "".join(f'<pre class="text">{esc(d.page_content)}</pre>' for d in docs)
+
+
+def _back(target: Target) -> str:
+    """Where Cancel goes: the session the target came from, else the Forget or Sessions page."""
+    if len(target.sessions) == 1:
+        return session_url(target.sessions[0])
+    if target.filtered:
+        return url("sessions", q=target.match_text, when=target.match_when)
+    return url("forget" if (target.since or target.until or target.everything) else "sessions")
 
 
 async def _forget(mine: SessionVectorMemory, target: Target) -> tuple[int, tuple[str, ...]]:
     if target.everything:
         receipt = await mine.aforget_all()
         return int(receipt), receipt.key_ids
-    if target.sessions:
-        return sum([await mine.aforget(session_id=s) for s in target.sessions]), ()
+    if target.sessions or target.filtered:
+        return sum([await mine.aforget(session_id=s) for s in await target.session_ids(mine)]), ()
     if target.chunk:
         return await mine.aforget(ids=[target.chunk]), ()
     ids = [d.id for d in await all_memories(mine, since=target.since, until=target.until) if d.id]
@@ -172,12 +220,12 @@ async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: 
     before = {s.session_id: s for s in await mine.alist_sessions()}
     removed, keys = await _forget(mine, target)
     erased = LATER
-    if compact and can_compact(mine, compaction):
+    if not removed and not target.everything:
+        erased = "nothing to erase: nothing was removed"
+    elif compact and can_compact(mine, compaction):
         try:
-            kept = await mine.acompact()
-            erased = (
-                f"yes: the store was compacted ({kept:,} chunks kept, all users); its files hold no copy of the text"
-            )
+            await mine.acompact()
+            erased = "yes: the store was compacted; a scan of its files finds none of the forgotten text"
         except SessionRAGError as exc:
             erased = f"no: {exc}"
     after = {s.session_id: s for s in await mine.alist_sessions()}

@@ -41,6 +41,11 @@ def url(path: str, **query: object) -> str:
     return esc(f"{PREFIX}/{quote(path)}" + (f"?{urlencode(given, doseq=True)}" if given else ""))
 
 
+def session_url(session_id: str) -> str:
+    """A session's page, its id quoted whole (a ``/`` or ``..`` in an id stays part of it), escaped."""
+    return esc(f"{PREFIX}/sessions/{quote(session_id, safe='')}")
+
+
 def when(value: datetime | None) -> str:
     """A time as ``2026-03-05 14:02 UTC`` in a ``<time>`` element (``-`` when unknown)."""
     if value is None:

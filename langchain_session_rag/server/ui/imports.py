@@ -7,6 +7,7 @@ The upload is kept in a private temporary folder only while it is imported.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import tempfile
@@ -14,13 +15,16 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from fastapi import FastAPI, Request
+from fastapi.responses import Response, StreamingResponse
 from starlette.datastructures import UploadFile
 
 from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.importers.ingest import import_conversations
 from langchain_session_rag.importers.types import FORMAT_NAMES, ImportReport
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.server.ui.html import esc, notice, table, url
+from langchain_session_rag.server.ui.context import Pages
+from langchain_session_rag.server.ui.html import HEADERS, PREFIX, esc, notice, shell, table, url
 
 EXPORT = "session-rag-export"
 """The format choice of a ``session-rag export`` file (chunks, not conversations)."""
@@ -43,7 +47,7 @@ def upload_form(csrf: str, limit: int) -> str:
         '<input id="f-file" name="file" type="file" required aria-describedby="f-file-hint">'
         f'<span class="hint" id="f-file-hint">A ChatGPT export (the zip or conversations.json), OpenAI-format '
         f".jsonl/.json chats, a LangChain message dump, markdown notes, or a session-rag export; at most "
-        f"{limit // 1_048_576:,} MiB. Importing the same file again stores nothing new.</span></div>"
+        f"{limit / 1_048_576:,.0f} MiB. Importing the same file again stores nothing new.</span></div>"
         f'<div class="field"><label for="f-format">Format</label><select id="f-format" name="format">{options}'
         '</select></div><button type="submit">Import</button></form>'
     )
@@ -79,12 +83,14 @@ def report_html(report: ImportReport) -> str:
 
 
 async def import_stream(
-    mine: SessionVectorMemory, path: Path, file_format: str, page: tuple[str, str], writing: asyncio.Lock
+    mine: SessionVectorMemory, upload: UploadFile, file_format: str, page: tuple[str, str], writing: asyncio.Lock
 ) -> AsyncIterator[str]:
     """The page, as the import goes: its start, a line per step (at most two a second), the report, its end.
 
-    ``page``: the markup before and after the body. The import holds ``writing`` (the pages' write lock) from start
-    to end.
+    ``page``: the markup before and after the body. The upload is copied to a private folder once the page has
+    started (a browser that leaves before leaves no copy), and that folder is removed when the import ends, even
+    when the browser left meanwhile (the import then finishes on its own). The import holds ``writing`` (the
+    pages' write lock) from start to end.
     """
     head, tail = page
     loop = asyncio.get_running_loop()
@@ -97,31 +103,76 @@ async def import_stream(
             last[0] = now
             loop.call_soon_threadsafe(steps.put_nowait, f"{done} of {total}: {label}")
 
-    def run() -> str:
-        if file_format == EXPORT:
-            added = mine.import_jsonl(path)
-            return notice(f"Imported {added} new chunk(s) from {path.name}.")
-        report = import_conversations(mine, path, file_format=file_format, progress=progress)
-        mine.flush()
-        return notice(f"Imported {path.name}: {len(report.new_sessions)} new session(s).") + report_html(report)
+    def run(path: Path) -> str:
+        try:
+            if file_format == EXPORT:
+                added = mine.import_jsonl(path)
+                return notice(f"Imported {added} new chunk(s) from {path.name}.")
+            report = import_conversations(mine, path, file_format=file_format, progress=progress)
+            mine.flush()
+            return notice(f"Imported {path.name}: {len(report.new_sessions)} new session(s).") + report_html(report)
+        except SessionRAGError as exc:
+            said = str(exc).replace(f"{path.parent}{os.sep}", "")  # the file's name, not the server's folder
+            return notice(f"Nothing was imported: {said}", kind="error")
+        finally:
+            shutil.rmtree(path.parent, ignore_errors=True)
 
-    yield head + f'<p>Importing {esc(path.name)}…</p><ol class="progress" aria-label="Progress">'
-    await writing.acquire()
-    job = asyncio.ensure_future(asyncio.to_thread(run))
-    job.add_done_callback(lambda _: writing.release())
+    path: Path | None = None
+    job: asyncio.Future[str] | None = None
     try:
+        yield head
+        path = saved_upload(upload)  # here, not in a thread: a cancelled page cannot leave a copy behind
+        yield f'<p>Importing {esc(path.name)}…</p><ol class="progress" aria-label="Progress">'
+        await writing.acquire()
+        job = asyncio.ensure_future(asyncio.to_thread(run, path))
+        job.add_done_callback(lambda _: writing.release())
         while not job.done() or not steps.empty():
             try:
                 step = await asyncio.wait_for(steps.get(), timeout=0.25)
             except asyncio.TimeoutError:
                 continue
             yield f"<li>{esc(step)}</li>"
-        try:
-            result = job.result()
-        except SessionRAGError as exc:
-            result = notice(f"Nothing was imported: {exc}", kind="error")
-        yield "</ol>" + result + f'<p><a href="{url("sessions")}">See the sessions</a></p>' + tail
+        yield "</ol>" + job.result() + f'<p><a href="{url("sessions")}">See the sessions</a></p>' + tail
     finally:
-        if not job.done():
-            await asyncio.wait([job])  # the browser left: the import still finishes before its file is removed
-        shutil.rmtree(path.parent, ignore_errors=True)
+        if job is None and path is not None:  # the import never started: nobody else removes the copy
+            shutil.rmtree(path.parent, ignore_errors=True)
+
+
+FORM_SLACK = 1_048_576
+"""Bytes an upload's form may add to the file itself (boundaries, the other fields)."""
+
+
+def add_import_routes(app: FastAPI, pages: Pages) -> None:
+    """Import: the upload form, and the streamed import."""
+
+    @app.get(f"{PREFIX}/import", include_in_schema=False)
+    async def import_start(request: Request) -> Response:
+        seen, _ = pages.viewer(request)
+        return pages.shown("Import", upload_form(seen.csrf, pages.upload_limit), seen, "import")
+
+    @app.post(f"{PREFIX}/import", include_in_schema=False)
+    async def import_file(request: Request) -> Response:
+        seen, mine = pages.viewer(request)
+        limit = pages.upload_limit
+        size = request.headers.get("content-length", "")
+        problem = (
+            "The upload did not say its size (Content-Length): send it from the form, as browsers do."
+            if not size.isdigit()
+            else f"The file is over this server's limit of {limit:,} bytes."
+            if int(size) > limit + FORM_SLACK
+            else ""
+        )
+        if problem:
+            body = notice(problem, kind="error") + upload_form(seen.csrf, limit)
+            return pages.shown("Import", body, seen, "import", 411 if not size.isdigit() else 413)
+        form = await pages.access.form(request, seen)
+        upload, file_format = form.get("file"), str(form.get("format", "auto"))
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            body = notice("Choose a file to import.", kind="error") + upload_form(seen.csrf, limit)
+            return pages.shown("Import", body, seen, "import", 400)
+        if (upload.size or 0) > limit:  # the exact size, now that the form is read
+            body = notice(f"The file is over this server's limit of {limit:,} bytes.", kind="error")
+            return pages.shown("Import", body + upload_form(seen.csrf, limit), seen, "import", 413)
+        frame = shell("Import", user=seen.user, active="import", csrf=seen.csrf)
+        stream = import_stream(mine, upload, file_format, frame, pages.writing)
+        return StreamingResponse(stream, media_type="text/html; charset=utf-8", headers=HEADERS)

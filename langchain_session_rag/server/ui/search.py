@@ -12,7 +12,7 @@ from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.ranking import decayed_score
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
-from langchain_session_rag.server.ui.html import esc, field, notice, table, url
+from langchain_session_rag.server.ui.html import esc, field, notice, session_url, table, url
 
 SECONDS_PER_DAY = 86_400.0
 SNIPPET_CHARS = 220
@@ -45,7 +45,8 @@ def _row(mine: SessionVectorMemory, rank: int, doc: Document, kept: set[str], bu
     meta = doc.metadata
     boost = f"+{mine.time_boost:.2f}" if meta.get("time_window") else "0"
     session = str(meta.get("session_id") or "")
-    where = f'<a href="{url("sessions/" + session)}">{esc(meta.get("marker", ""))}</a>' if session else ""
+    opens = f'aria-label="{esc(meta.get("marker", ""))}: open its session"'
+    where = f'<a href="{session_url(session)}" {opens}>{esc(meta.get("marker", ""))}</a>' if session else ""
     snippet = " ".join(doc.page_content.split())
     snippet = snippet if len(snippet) <= SNIPPET_CHARS else snippet[: SNIPPET_CHARS - 1] + "…"
     return [

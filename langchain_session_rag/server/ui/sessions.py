@@ -15,7 +15,7 @@ from langchain_session_rag.memory.listing import SessionInfo, listing_where, ses
 from langchain_session_rag.memory.retrieval import stored_document
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.memory.timewindow import EXAMPLE_PHRASES, resolve_time_phrase
-from langchain_session_rag.server.ui.html import esc, field, notice, table, url, when
+from langchain_session_rag.server.ui.html import esc, field, notice, session_url, table, url, when
 from langchain_session_rag.stores.base import Record
 
 UNTITLED = "(untitled)"
@@ -60,14 +60,13 @@ def _matches(info: SessionInfo, words: list[str], texts: dict[str, str]) -> bool
     return all(word in haystack for word in words)
 
 
-async def sessions_body(mine: SessionVectorMemory, text: str, when_text: str) -> str:
-    """The sessions list with its filter form; a filter that names no time is said, not an error page."""
-    problem = ""
-    span = None
-    try:
-        span = period(when_text)
-    except InvalidArgumentError as exc:
-        problem = notice(str(exc), kind="error")
+async def filtered_sessions(mine: SessionVectorMemory, text: str, when_text: str) -> list[SessionInfo]:
+    """The user's sessions with a chunk in the span ``when_text`` names whose title or text has every word of ``text``.
+
+    Raises:
+        InvalidArgumentError: ``when_text`` names no time.
+    """
+    span = period(when_text)
     since, until = span or (None, None)
     records = await _records(mine, since=since, until=until)  # one read: the list and the text filter
     found = sessions_of(records, user_id=user_store(mine).user_id)
@@ -78,15 +77,45 @@ async def sessions_body(mine: SessionVectorMemory, text: str, when_text: str) ->
             session = str(record.metadata.get("session_id") or "")
             texts[session] = texts.get(session, "") + "\n" + record.text
         found = [s for s in found if _matches(s, words, texts)]
+    return found
+
+
+def span_text(when_text: str) -> str:
+    """The span a "When" filter names, as dates: `` between 2026-03-01 and 2026-03-31`` (``""``: none)."""
+    span = period(when_text)
+    if span is None:
+        return ""
+    start, end = (d.strftime("%Y-%m-%d") for d in span)
+    return f" on {start}" if start == end else f" between {start} and {end}"
+
+
+def _summary(count: int, text: str, when_text: str) -> str:
+    sessions = f"{count:,} session{'s' if count != 1 else ''}"
+    if not (text.strip() or when_text.strip()):
+        return f"{sessions}."
+    words = f" with “{text.strip()}”" if text.strip() else ""
+    verb = "matches" if count == 1 else "match"
+    return f"{sessions} {verb} the filter{words}{span_text(when_text)}."
+
+
+async def sessions_body(mine: SessionVectorMemory, text: str, when_text: str) -> str:
+    """The sessions list with its filter form; a filter that names no time is said, not an error page."""
+    problem, typed = "", when_text
+    try:
+        found = await filtered_sessions(mine, text, when_text)
+    except InvalidArgumentError as exc:  # said above the list; the list is filtered by the text alone
+        problem, when_text = notice(str(exc), kind="error"), ""
+        found = await filtered_sessions(mine, text, "")
+    filtered = bool(text.strip() or when_text.strip())
     form = (
         f'<form method="get" action="{url("sessions")}" role="search" aria-label="Filter sessions" class="filters">'
         + field("q", "Text", value=text, kind="search", hint="Words in the title or anywhere in the conversation.")
-        + field("when", "When", value=when_text, hint="A date (2026-03-05), a month (2026-03), or 'last month'.")
+        + field("when", "When", value=typed, hint="A date (2026-03-05), a month (2026-03), or 'last month'.")
         + '<button type="submit">Filter</button></form>'
     )
     rows = [
         [
-            f'<a href="{url("sessions/" + s.session_id)}">{esc(title_of(s))}</a>',
+            f'<a href="{session_url(s.session_id)}">{esc(title_of(s))}</a>',
             when(s.started),
             when(s.last_active),
             str(s.chunks),
@@ -95,17 +124,15 @@ async def sessions_body(mine: SessionVectorMemory, text: str, when_text: str) ->
         ]
         for s in found
     ]
-    shown = f"{len(found)} session{'s' if len(found) != 1 else ''}" + (" match the filter" if words or span else "")
     bulk = ""
-    if found and (words or span):
-        bulk = (
-            f'<p><a class="button danger" href="{url("forget/confirm", session=[s.session_id for s in found])}">'
-            f"Forget these {len(found)} session(s)…</a></p>"
-        )
-    summary = f'<p role="status">{esc(shown)}.</p>'
+    if found and filtered:
+        label = "Forget this session…" if len(found) == 1 else f"Forget these {len(found):,} sessions…"
+        target = url("forget/confirm", q=text, when=when_text, filtered="1")
+        bulk = f'<p><a class="button danger" href="{target}">{label}</a></p>'
+    summary = f'<p role="status">{esc(_summary(len(found), text, when_text))}</p>'
+    empty = "No session matches the filter." if filtered else "No sessions stored yet: import a chat history."
     heads = ["Title", "Started", "Last active", "Chunks", "Messages", "Tokens"]
-    return problem + form + summary + table("Sessions, most recently active first", heads, rows,
-                                            empty="No sessions stored yet: import a chat history.") + bulk  # fmt: skip
+    return problem + form + summary + table("Sessions, most recently active first", heads, rows, empty=empty) + bulk
 
 
 def _chunk_kind(meta: dict[str, Any]) -> str:
@@ -153,7 +180,8 @@ _KINDS = {"topic": "topic segment", "exchange": "exchange", "turn": "turn", "not
 
 
 def _chunk(doc: Document, title: str, segment_of: dict[str, int]) -> str:
-    forget = f'<a class="button danger" href="{url("forget/confirm", chunk=doc.id)}">Forget this chunk…</a>'
+    named = f'aria-label="Forget {esc(title.split(":", maxsplit=1)[0].lower())}…"'
+    forget = f'<a class="button danger" href="{url("forget/confirm", chunk=doc.id)}" {named}>Forget this chunk…</a>'
     return (
         f'<article class="chunk" aria-labelledby="c-{esc(doc.id)}"><h3 id="c-{esc(doc.id)}">{esc(title)}</h3>'
         f'{_facts(doc, segment_of)}<pre class="text">{esc(doc.page_content)}</pre>{forget}</article>'
