@@ -15,6 +15,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.cli.serve import served_hosts
 from langchain_session_rag.privacy import generate_master_key
 from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.ui import create_ui_app
@@ -318,3 +319,14 @@ def test_behind_a_proxy_the_host_the_secret_and_the_forwarded_origin(memory: Ses
     too_big = http.post("/ui/import", data={"csrf": csrf}, files=files, headers=alice)
     assert too_big.status_code == 413
     assert "limit of 2,048 bytes" in too_big.text
+
+
+def test_which_host_names_serve_answers_at() -> None:
+    loopback = ("127.0.0.1", "::1", "[::1]", "localhost")
+    assert set(served_hosts("127.0.0.1", "X-Forwarded-User", ())) == set(loopback)  # behind a proxy, on loopback
+    assert served_hosts("127.0.0.1", None, ()) == ()  # bearer tokens: a rebinding page has none
+    assert served_hosts("0.0.0.0", "X-Forwarded-User", ()) == ()  # noqa: S104 - listening everywhere: any name
+    assert set(served_hosts("127.0.0.1", "X-Forwarded-User", ("memory.example.com",))) == {
+        *loopback,
+        "memory.example.com",
+    }
