@@ -243,7 +243,7 @@ async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: 
         rows.append(["Data keys destroyed", esc(", ".join(keys) or "none (the store is not encrypted)")])
     stamp = when(utcnow())
     return (
-        notice(f"Forgotten: {removed} chunk(s).")
+        notice(f"Forgotten: {removed:,} chunk{'s' if removed != 1 else ''}.")
         + table("Receipt", ["What", "Result"], rows, empty="")
         + f"<p>Done at {stamp}. Removed from search at once, in every worker.</p>"
         + f'<p><a href="{url("sessions")}">Back to the sessions</a></p>'
