@@ -35,8 +35,8 @@ def _importable(name: str) -> bool:
     return True
 
 
-def check_serve_installed() -> None:
-    """Refuse, with the install line, when FastAPI or uvicorn is missing.
+def check_serve_installed(command: str = "session-rag serve") -> None:
+    """Refuse, with the install line, when FastAPI, uvicorn or python-multipart is missing (``command`` needs them).
 
     Raises:
         MissingDependencyError: The ``serve`` extra is not installed.
@@ -45,7 +45,7 @@ def check_serve_installed() -> None:
     if not (_importable("python_multipart") or _importable("multipart")):  # the memory browser's forms
         missing.append("python-multipart")
     if missing:
-        msg = f"session-rag serve needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
+        msg = f"{command} needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
         raise MissingDependencyError(msg)
 
 

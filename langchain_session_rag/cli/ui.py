@@ -63,7 +63,7 @@ def ui(
     Sessions with readable titles, search with each memory's scores, forget with a receipt, core memory editing
     with history and undo, import of a ChatGPT export. Stop it with Ctrl-C.
     """
-    check_serve_installed()
+    check_serve_installed("session-rag ui")
     import uvicorn  # noqa: PLC0415
 
     from langchain_session_rag.prompt.budget import TokenBudget  # noqa: PLC0415
@@ -75,23 +75,20 @@ def ui(
     auth = (
         Authenticator.from_token_file(token_file) if token_file else Authenticator.for_one_user(token, options.user_id)
     )
-    memory = options.memory()
-    memory.warm_up()
-    budget = TokenBudget(context_window=context_window)
-    app = create_ui_app(memory, auth=auth, budget=budget, min_similarity=min_similarity)
-    sock = _bind(port)
-    address = f"http://127.0.0.1:{sock.getsockname()[1]}/ui/"
-    if token_file is None:
-        address += f"login?token={token}"
-        who = f"the memory of {options.user_id!r}"
-    else:
-        who = f"the users of {token_file}"
-    err.print(f"session-rag ui: {who} at {options.location}; Ctrl-C stops.")
-    print(f"Open {address}", flush=True)
-    launcher = _open_in_browser(address) if open_browser else None
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)
+    sock = _bind(port)  # a taken port is said before the model loads or a store is made
+    launcher: Path | None = None
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        memory = options.memory()
+        memory.warm_up()
+        app = create_ui_app(memory, auth=auth, budget=TokenBudget(context_window=context_window),
+                            min_similarity=min_similarity)  # fmt: skip
+        address = f"http://127.0.0.1:{sock.getsockname()[1]}/ui/"
+        address += f"login?token={token}" if token_file is None else ""
+        who = f"the memory of {options.user_id!r}" if token_file is None else f"the users of {token_file}"
+        err.print(f"session-rag ui: {who} at {options.location}; Ctrl-C stops.")
+        print(f"Open {address}", flush=True)
+        launcher = _open_in_browser(address) if open_browser else None
+        uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)).run(sockets=[sock])
     finally:
         sock.close()
         if launcher is not None:
@@ -99,14 +96,20 @@ def ui(
 
 
 def _open_in_browser(address: str) -> Path:
-    """Open ``address`` through a private file that redirects to it; the folder holding the file.
+    """Open ``address`` in the default browser through :func:`launcher_file`; the folder to remove after."""
+    launcher = launcher_file(address)
+    webbrowser.open(launcher.as_uri())
+    return launcher.parent
 
-    The browser's command line, which other accounts of the machine can read, then names only the file (mode 600),
-    not the address with its token (Jupyter does the same).
+
+def launcher_file(address: str) -> Path:
+    """A private file (mode 600, in a new folder of mode 700) that sends a browser on to ``address``.
+
+    The browser's command line, which other accounts of the machine can read, then names only the file, not the
+    address with its token (Jupyter does the same).
     """
-    folder = Path(tempfile.mkdtemp(prefix="session-rag-ui-"))  # mode 700
+    folder = Path(tempfile.mkdtemp(prefix="session-rag-ui-"))
     launcher = folder / "open.html"
     launcher.write_text(f'<!doctype html><meta http-equiv="refresh" content="0;url={html.escape(address)}">\n')
     launcher.chmod(0o600)
-    webbrowser.open(launcher.as_uri())
-    return folder
+    return launcher

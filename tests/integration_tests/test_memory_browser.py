@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from langchain_session_rag.cli.ui import launcher_file
 from tests.integration_tests.browser_support import CHROMIUM_FLAGS, UiProcess, chromium_path, shoot
 from tests.integration_tests.serve_support import REPO, Server, write_tokens
 
@@ -262,6 +264,10 @@ def test_keyboard_and_screen_reader_use(tmp_path: Path, browser: Browser) -> Non
     context = browser.new_context(viewport=VIEW)
     try:
         page = context.new_page()
+        launcher = launcher_file(ui.address)  # what --open hands the browser: a file, not the address
+        page.goto(launcher.as_uri())
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sessions")  # signed in, no question asked
+        shutil.rmtree(launcher.parent)
         page.goto(ui.address)
         assert focus_order(page, 10) == [
             "Skip to the content", "Sessions", "Search", "Forget", "Core memory", "Import", "Sign out", "Text", "When",

@@ -5,6 +5,7 @@ forms, stored text shown as text, the forget and core pages' outcomes. The real-
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from langchain_session_rag.privacy import generate_master_key
 from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.ui import create_ui_app
 from langchain_session_rag.server.ui.access import COOKIE
+from langchain_session_rag.server.ui.context import Gate
 
 TOKEN = "launch-token-0123456789"  # noqa: S105 - a test token
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -213,16 +215,48 @@ def test_other_addresses_are_pages_not_json(memory: SessionVectorMemory) -> None
     assert http.get("/ui/logout").headers["location"] == "/ui/sessions"
 
 
-def test_a_sign_in_link_from_another_site_asks_first(memory: SessionVectorMemory) -> None:
+def test_a_sign_in_link_from_another_site_asks_first(memory: SessionVectorMemory, tmp_path: Path) -> None:
     """Login CSRF: a link elsewhere must not silently sign the browser in as the link's user."""
-    http = client(memory)
-    asked = http.get(f"/ui/login?token={TOKEN}", headers={"sec-fetch-site": "cross-site"})
+    bob_token = "bob-token-0123456789abcdef"  # noqa: S105 - a test token
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"{TOKEN} alice\n{bob_token} bob\n")
+    tokens.chmod(0o600)
+    http = TestClient(
+        create_ui_app(memory, auth=Authenticator.from_token_file(tokens)),
+        base_url="http://127.0.0.1:8765",
+        follow_redirects=False,
+    )
+    asked = http.get(f"/ui/login?token={bob_token}", headers={"sec-fetch-site": "cross-site"})
     assert asked.status_code == 200
     assert "set-cookie" not in asked.headers
-    assert "signs you in as <strong>alice</strong>" in asked.text
-    confirmed = http.post("/ui/login", data={"token": TOKEN}, headers={"sec-fetch-site": "same-origin"})
+    assert "signs you in as <strong>bob</strong>" in asked.text
+    confirmed = http.post("/ui/login", data={"token": bob_token}, headers={"sec-fetch-site": "same-origin"})
     assert confirmed.status_code == 303
     assert COOKIE in confirmed.headers["set-cookie"]
+    # One user (session-rag ui): the only token signs you in as yourself, from a file --open hands the browser too.
+    single = client(memory).get(f"/ui/login?token={TOKEN}", headers={"sec-fetch-site": "cross-site"})
+    assert single.status_code == 200  # a page of ours goes on to the sessions (the Strict cookie goes with it)
+    assert '<meta http-equiv="refresh" content="0;url=/ui/sessions">' in single.text
+    assert COOKIE in single.headers["set-cookie"]
+
+
+def test_errors_and_odd_session_ids_are_pages(memory: SessionVectorMemory) -> None:
+    memory.add_messages([{"role": "user", "content": "Dots only."}, {"role": "assistant", "content": "OK."}],
+                        session_id="..")  # fmt: skip
+    memory.flush()
+    http = signed_in(memory)
+    listed = http.get("/ui/sessions").text
+    assert 'href="/ui/session?id=..' in listed
+    assert "Dots only." in http.get("/ui/session?id=..").text
+    newline = http.get("/ui/sessions/a%0Ab")
+    assert newline.status_code == 404
+    assert newline.headers["content-type"].startswith("text/html")
+    csrf = csrf_of(http.get("/ui/import").text)
+    files = [("file", ("a.jsonl", b"{}", "application/json")), ("file", ("b.jsonl", b"{}", "application/json"))]
+    two = http.post("/ui/import", data={"csrf": csrf}, files=files)
+    assert two.status_code == 400
+    assert two.headers["content-type"].startswith("text/html")
+    assert http.get("/v1/nosuch").status_code == 404  # outside /ui nothing changed (no API in this app)
 
 
 def test_forgetting_the_sessions_a_filter_shows_is_not_bounded_by_form_fields(
@@ -238,7 +272,17 @@ def test_forgetting_the_sessions_a_filter_shows_is_not_bounded_by_form_fields(
     assert "Forget these 70 sessions…" in listed
     confirm = http.get("/ui/forget/confirm?q=zorblax&filtered=1")
     assert "70 chunks of the sessions with “zorblax”" in confirm.text
-    done = http.post("/ui/forget", data={"q": "zorblax", "filtered": "1", "csrf": csrf_of(confirm.text)})
+    seen = re.search(r'name="seen" value="([0-9a-f]+)"', confirm.text)
+    assert seen is not None
+    form = {"q": "zorblax", "filtered": "1", "csrf": csrf_of(confirm.text), "seen": seen.group(1)}
+    bulk.add_messages([{"role": "user", "content": "zorblax late"}, {"role": "assistant", "content": "OK."}],
+                      session_id="z-late")  # fmt: skip
+    bulk.flush()
+    changed = http.post("/ui/forget", data=form)
+    assert changed.status_code == 409  # a session came in after the confirmation: nothing is forgotten
+    assert memory.count() == 73
+    memory.forget(session_id="z-late")
+    done = http.post("/ui/forget", data=form)
     assert done.status_code == 200
     assert re.search(r"Chunks removed</td><td>70<", done.text)
     assert sorted(s.session_id for s in memory.list_sessions()) == ["hostile", "trip"]
@@ -330,3 +374,36 @@ def test_which_host_names_serve_answers_at() -> None:
         *loopback,
         "memory.example.com",
     }
+
+
+async def test_a_compaction_waits_for_page_reads_and_holds_new_ones() -> None:
+    """The gate behind the pages: no page reads the store while a compaction copies and switches it."""
+    gate, events = Gate(), []
+
+    async def read(name: str, hold: asyncio.Event) -> None:
+        async with gate.reading():
+            events.append(f"{name} reads")
+            await hold.wait()
+        events.append(f"{name} done")
+
+    async def compact() -> None:
+        async with gate.exclusive():
+            events.append("compaction")
+            await asyncio.sleep(0.01)
+        events.append("compaction done")
+
+    first_may_end = asyncio.Event()
+    first = asyncio.create_task(read("first", first_may_end))
+    await asyncio.sleep(0)
+    compaction = asyncio.create_task(compact())
+    await asyncio.sleep(0.01)
+    second = asyncio.create_task(read("second", asyncio.Event()))
+    await asyncio.sleep(0.01)
+    assert events == ["first reads"]  # the compaction waits for the first read; the second waits for it
+    first_may_end.set()
+    await first
+    await compaction
+    await asyncio.sleep(0.01)
+    assert events[:4] == ["first reads", "first done", "compaction", "compaction done"]
+    assert events[4] == "second reads"
+    second.cancel()

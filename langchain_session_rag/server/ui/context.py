@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from fastapi.responses import RedirectResponse, Response
@@ -12,6 +14,46 @@ from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.server.ui.access import UiAccess, Viewer
 from langchain_session_rag.server.ui.html import HEADERS, PREFIX, page
 from langchain_session_rag.server.ui.search import SearchSettings
+
+
+class Gate:
+    """Page reads go through together; a compaction waits for them to end and holds new ones until it is done.
+
+    A compaction copies the store and switches to the copy: a read meanwhile could find a collection gone.
+    """
+
+    def __init__(self) -> None:
+        """Open, no reader."""
+        self._state = asyncio.Condition()
+        self._readers = 0
+        self._closed = False
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        """While a page reads."""
+        async with self._state:
+            await self._state.wait_for(lambda: not self._closed)
+            self._readers += 1
+        try:
+            yield
+        finally:
+            async with self._state:
+                self._readers -= 1
+                self._state.notify_all()
+
+    @asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """While the store is compacted: no page reads."""
+        async with self._state:
+            await self._state.wait_for(lambda: not self._closed)
+            self._closed = True
+            await self._state.wait_for(lambda: self._readers == 0)
+        try:
+            yield
+        finally:
+            async with self._state:
+                self._closed = False
+                self._state.notify_all()
 
 
 @dataclass(frozen=True)
@@ -27,6 +69,8 @@ class Pages:
     """The largest file the Import page takes, in bytes."""
     writing: asyncio.Lock = field(default_factory=asyncio.Lock)
     """Held by every page that writes: a compaction never copies the store while a page's write lands."""
+    gate: Gate = field(default_factory=Gate)
+    """Page reads against a compaction (see :class:`Gate`)."""
 
     def viewer(self, request: Request) -> tuple[Viewer, SessionVectorMemory]:
         """The signed-in user and their memory (see :meth:`UiAccess.viewer` for what is refused)."""

@@ -7,6 +7,8 @@ the memory is compacted right after (``SessionVectorMemory.compact``), as ``sess
 
 from __future__ import annotations
 
+import hashlib
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -22,7 +24,8 @@ from langchain_session_rag.stores.base import COMPACTION
 
 LATER = (
     "no: the text leaves the store's files at its next compaction (session-rag stats --compact, run while nothing "
-    "else writes to the store: a compaction copies the store, and a write landing meanwhile would be lost)"
+    "else writes to the store: a compaction copies the store, and a write landing meanwhile would be lost; on a "
+    "Chroma server add --server HOST:PORT, then run chroma vacuum on its host)"
 )
 LISTED = 50
 """The most session titles a confirmation lists."""
@@ -69,6 +72,12 @@ class Target:
             raise InvalidArgumentError(msg)
         period(match_when)  # a filter that names no time is refused here, not after a confirmation
         return cls(sessions, chunk, since_text, until_text, everything, since, until, filtered, match_text, match_when)
+
+    async def digest(self, mine: SessionVectorMemory) -> str:
+        """A digest of the sessions a filter names now (``""`` for other targets)."""
+        if not self.filtered:
+            return ""
+        return hashlib.sha256("\0".join(sorted(await self.session_ids(mine))).encode()).hexdigest()[:32]
 
     async def session_ids(self, mine: SessionVectorMemory) -> tuple[str, ...]:
         """The sessions named: those given, or those the filter shows now."""
@@ -159,7 +168,8 @@ async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, 
         if target.everything
         else ""
     )
-    inner = target.fields() + sure + erase + '<button type="submit" class="danger">Forget</button>'
+    seen = hidden(seen=await target.digest(mine)) if target.filtered else ""
+    inner = target.fields() + seen + sure + erase + '<button type="submit" class="danger">Forget</button>'
     return (
         f"<p>This removes <strong>{esc(what)}</strong>"
         + (f" from these sessions:</p><ul>{listed}</ul>" if titles else ".</p>")
@@ -210,8 +220,17 @@ async def _forget(mine: SessionVectorMemory, target: Target) -> tuple[int, tuple
     return (await mine.aforget(ids=ids) if ids else 0), ()
 
 
-async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: bool, compaction: bool) -> str:
+async def forget_receipt(
+    mine: SessionVectorMemory,
+    target: Target,
+    *,
+    compact: bool,
+    compaction: bool,
+    exclusive: AbstractAsyncContextManager[None] | None = None,
+) -> str:
     """Forget what the target names; the receipt: what went, what is left, whether the files were erased.
+
+    ``exclusive``: held while the store is compacted (no page reads it meanwhile).
 
     Raises:
         SessionRAGError: The memory refused (the receipt is not shown; the page says why).
@@ -224,7 +243,8 @@ async def forget_receipt(mine: SessionVectorMemory, target: Target, *, compact: 
         erased = "nothing to erase: nothing was removed"
     elif compact and can_compact(mine, compaction):
         try:
-            await mine.acompact()
+            async with exclusive or nullcontext():
+                await mine.acompact()
             erased = "yes: the store was compacted; a scan of its files finds none of the forgotten text"
         except SessionRAGError as exc:
             erased = f"no: {exc}"

@@ -42,8 +42,8 @@ def url(path: str, **query: object) -> str:
 
 
 def session_url(session_id: str) -> str:
-    """A session's page, its id quoted whole (a ``/`` or ``..`` in an id stays part of it), escaped."""
-    return esc(f"{PREFIX}/sessions/{quote(session_id, safe='')}")
+    """A session's page, its id in the query (a ``/``, ``.`` or ``..`` id stays whole), escaped."""
+    return esc(f"{PREFIX}/session?{urlencode({'id': session_id})}")
 
 
 def when(value: datetime | None) -> str:
@@ -95,10 +95,11 @@ def notice(text: str, *, kind: str = "info") -> str:
     return f'<p class="notice {esc(kind)}" role="{role}">{esc(text)}</p>'
 
 
-def shell(
-    title: str, *, user: str | None, active: str = "", csrf: str = "", refresh: int | None = None
-) -> tuple[str, str]:
-    """A page's markup before and after its body: skip link, navigation (the current page marked), heading."""
+def shell(title: str, *, user: str | None, active: str = "", csrf: str = "", then: str = "") -> tuple[str, str]:
+    """A page's markup before and after its body: skip link, navigation (the current page marked), heading.
+
+    ``then``: a page of these to go on to at once (``<meta http-equiv="refresh">``, no script).
+    """
     links = "".join(
         f'<li><a href="{url(key)}"' + (' aria-current="page"' if key == active else "") + f">{esc(name)}</a></li>"
         for key, name in NAV
@@ -108,7 +109,7 @@ def shell(
         leave = post_form("logout", csrf, '<button type="submit" class="link">Sign out</button>', css="inline")
         who = f'<p class="who">Memory of <strong>{esc(user)}</strong> {leave}</p>'
         nav = f'<nav aria-label="Main"><ul>{links}</ul></nav>'
-    reload = f'<meta http-equiv="refresh" content="{int(refresh)}">' if refresh else ""
+    reload = f'<meta http-equiv="refresh" content="0;url={PREFIX}/{esc(then)}">' if then else ""
     head = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -129,7 +130,8 @@ def page(
     active: str = "",
     csrf: str = "",
     status: int = 200,
+    then: str = "",
 ) -> HTMLResponse:
     """A whole page (see :func:`shell`) with the headers every page carries."""
-    head, tail = shell(title, user=user, active=active, csrf=csrf)
+    head, tail = shell(title, user=user, active=active, csrf=csrf, then=then)
     return HTMLResponse(head + body + tail, status_code=status, headers=HEADERS)

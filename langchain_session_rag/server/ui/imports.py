@@ -1,7 +1,8 @@
 """The Import page: upload a ChatGPT export, chat logs or a ``session-rag export``; progress, then the report.
 
 The page streams: the browser shows each step as the import reaches it (no script), then the import's report.
-The upload is kept in a private temporary folder only while it is imported.
+The upload is copied to a private temporary folder, imported, and the folder removed; an accepted upload is
+imported to its end even when its page is closed meanwhile.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -82,17 +84,24 @@ def report_html(report: ImportReport) -> str:
     return files + table("Import report", ["What", "Count"], rows, empty="") + skipped
 
 
-async def import_stream(
-    mine: SessionVectorMemory, upload: UploadFile, file_format: str, page: tuple[str, str], writing: asyncio.Lock
-) -> AsyncIterator[str]:
-    """The page, as the import goes: its start, a line per step (at most two a second), the report, its end.
+_RUNNING: set[asyncio.Future[str]] = set()
+"""Imports under way (held here: a page closed meanwhile must not let an import be collected half done)."""
 
-    ``page``: the markup before and after the body. The upload is copied to a private folder once the page has
-    started (a browser that leaves before leaves no copy), and that folder is removed when the import ends, even
-    when the browser left meanwhile (the import then finishes on its own). The import holds ``writing`` (the
-    pages' write lock) from start to end.
+
+@dataclass
+class ImportJob:
+    """An import under way: its steps as they come, and the page's end (the report, or why nothing was stored)."""
+
+    name: str
+    steps: asyncio.Queue[str]
+    result: asyncio.Future[str]
+
+
+def start_import(mine: SessionVectorMemory, path: Path, file_format: str, writing: asyncio.Lock) -> ImportJob:
+    """Import the upload's copy at ``path`` in a worker thread, holding ``writing`` (the pages' write lock).
+
+    It runs to its end whatever becomes of the page that started it, and removes the copy's folder then.
     """
-    head, tail = page
     loop = asyncio.get_running_loop()
     steps: asyncio.Queue[str] = asyncio.Queue()
     last = [0.0]
@@ -103,7 +112,7 @@ async def import_stream(
             last[0] = now
             loop.call_soon_threadsafe(steps.put_nowait, f"{done} of {total}: {label}")
 
-    def run(path: Path) -> str:
+    def run() -> str:
         try:
             if file_format == EXPORT:
                 added = mine.import_jsonl(path)
@@ -117,25 +126,27 @@ async def import_stream(
         finally:
             shutil.rmtree(path.parent, ignore_errors=True)
 
-    path: Path | None = None
-    job: asyncio.Future[str] | None = None
-    try:
-        yield head
-        path = saved_upload(upload)  # here, not in a thread: a cancelled page cannot leave a copy behind
-        yield f'<p>Importing {esc(path.name)}…</p><ol class="progress" aria-label="Progress">'
-        await writing.acquire()
-        job = asyncio.ensure_future(asyncio.to_thread(run, path))
-        job.add_done_callback(lambda _: writing.release())
-        while not job.done() or not steps.empty():
-            try:
-                step = await asyncio.wait_for(steps.get(), timeout=0.25)
-            except asyncio.TimeoutError:
-                continue
-            yield f"<li>{esc(step)}</li>"
-        yield "</ol>" + job.result() + f'<p><a href="{url("sessions")}">See the sessions</a></p>' + tail
-    finally:
-        if job is None and path is not None:  # the import never started: nobody else removes the copy
-            shutil.rmtree(path.parent, ignore_errors=True)
+    async def locked() -> str:
+        async with writing:
+            return await asyncio.to_thread(run)
+
+    result = asyncio.ensure_future(locked())
+    _RUNNING.add(result)
+    result.add_done_callback(_RUNNING.discard)
+    return ImportJob(path.name, steps, result)
+
+
+async def import_page(job: ImportJob, page: tuple[str, str]) -> AsyncIterator[str]:
+    """The page, as the import goes: its start, a line per step (at most two a second), the report, its end."""
+    head, tail = page
+    yield head + f'<p>Importing {esc(job.name)}…</p><ol class="progress" aria-label="Progress">'
+    while not job.result.done() or not job.steps.empty():
+        try:
+            step = await asyncio.wait_for(job.steps.get(), timeout=0.25)
+        except asyncio.TimeoutError:
+            continue
+        yield f"<li>{esc(step)}</li>"
+    yield "</ol>" + job.result.result() + f'<p><a href="{url("sessions")}">See the sessions</a></p>' + tail
 
 
 FORM_SLACK = 1_048_576
@@ -173,6 +184,7 @@ def add_import_routes(app: FastAPI, pages: Pages) -> None:
         if (upload.size or 0) > limit:  # the exact size, now that the form is read
             body = notice(f"The file is over this server's limit of {limit:,} bytes.", kind="error")
             return pages.shown("Import", body + upload_form(seen.csrf, limit), seen, "import", 413)
-        frame = shell("Import", user=seen.user, active="import", csrf=seen.csrf)
-        stream = import_stream(mine, upload, file_format, frame, pages.writing)
+        path = await asyncio.to_thread(saved_upload, upload)  # while the request is whole; off the event loop
+        job = start_import(mine, path, file_format, pages.writing)  # runs to its end, whatever the page does
+        stream = import_page(job, shell("Import", user=seen.user, active="import", csrf=seen.csrf))
         return StreamingResponse(stream, media_type="text/html; charset=utf-8", headers=HEADERS)

@@ -6,7 +6,10 @@ Each page acts for the user its request names (see :mod:`~langchain_session_rag.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Awaitable, Callable
 from importlib import resources
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -64,6 +67,8 @@ def add_ui_routes(
             ``SESSION_RAG_MAX_FILE_BYTES``).
     """
     pages = Pages(memory, access, search, compaction, upload_limit or file_limit(None))
+    if compaction:  # page reads wait while the store is compacted
+        _gated(app, pages)
     _door_routes(app)
     _sign_in_routes(app, access)
     _view_routes(app, pages)
@@ -71,6 +76,18 @@ def add_ui_routes(
     add_core_routes(app, pages)
     add_import_routes(app, pages)
     _fallback_routes(app)
+    _errors_as_pages(app)
+
+
+def _gated(app: FastAPI, pages: Pages) -> None:
+    """Every page read under ``/ui`` goes through the pages' gate (a compaction holds it)."""
+
+    @app.middleware("http")
+    async def through_the_gate(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if request.method != "GET" or not request.url.path.startswith(PREFIX):
+            return await call_next(request)
+        async with pages.gate.reading():
+            return await call_next(request)
 
 
 def _door_routes(app: FastAPI) -> None:
@@ -96,10 +113,13 @@ def _door_routes(app: FastAPI) -> None:
 def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
     """Signing in (a form, or the address ``session-rag ui`` prints) and out."""
 
-    def signed_in(token: str) -> Response:
+    def signed_in(token: str, *, from_link: bool = False) -> Response:
         if access.token_user(token) is None:
             return _login_page("This token is not known to the server.", status=401)
-        done = see("sessions")  # the token leaves the address bar at once
+        # The token leaves the address bar at once. After a link (a terminal, --open's file), a page of ours goes on:
+        # a redirect would stay the link's navigation, and the browser would not send the SameSite=Strict cookie.
+        on = f'<p><a href="{PREFIX}/sessions">Continue to your memory</a></p>'
+        done = page("Signed in", on, user=None, then="sessions") if from_link else see("sessions")
         done.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path=PREFIX)
         return done
 
@@ -110,8 +130,9 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
             return see("sessions")
         if not token:
             return _login_page()
-        if request.headers.get("sec-fetch-site", "none") in {"none", "same-origin"}:  # typed, or opened from a terminal
-            return signed_in(token)
+        direct = request.headers.get("sec-fetch-site", "none") in {"none", "same-origin"}  # typed, or from a terminal
+        if direct or len(access.auth.tokens) == 1:  # one user (session-rag ui): the only token signs in as yourself
+            return signed_in(token, from_link=not direct)
         user = access.token_user(token)  # a link on another site: ask first (it could sign you in as someone else)
         if user is None:
             return _login_page("This token is not known to the server.", status=401)
@@ -151,8 +172,10 @@ def _view_routes(app: FastAPI, pages: Pages) -> None:
         seen, mine = pages.viewer(request)
         return pages.shown("Sessions", await sessions_body(mine, q[:500], when[:200]), seen, "sessions")
 
+    @app.get(f"{PREFIX}/session", include_in_schema=False)
     @app.get(PREFIX + "/sessions/{session_id:path}", include_in_schema=False)
-    async def one_session(request: Request, session_id: str) -> Response:
+    async def one_session(request: Request, session_id: str = "", id: str = "") -> Response:  # noqa: A002
+        session_id = id or session_id  # /ui/session?id=ID: any id, "." and ".." too
         seen, mine = pages.viewer(request)
         found = await session_body(mine, session_id)
         if found is None:
@@ -194,9 +217,16 @@ def _forget_routes(app: FastAPI, pages: Pages) -> None:
             if target.everything and form.get("sure") != "1":
                 body = notice("Tick the box to confirm forgetting everything.", kind="error")
                 return pages.shown("Forget", body, seen, "forget", 400)
+            if target.filtered and form.get("seen") != await target.digest(mine):
+                body = notice(
+                    "The sessions this filter shows changed since you confirmed: review them again.", kind="error"
+                )
+                return pages.shown("Forget", body, seen, "forget", 409)
             async with pages.writing:
                 compact = form.get("compact") == "1"
-                body = await forget_page.forget_receipt(mine, target, compact=compact, compaction=pages.compaction)
+                body = await forget_page.forget_receipt(
+                    mine, target, compact=compact, compaction=pages.compaction, exclusive=pages.gate.exclusive()
+                )
         except (ValueError, SessionRAGError) as exc:
             return pages.shown("Forget", notice(str(exc), kind="error"), seen, "forget", 400)
         return pages.shown("Forgotten", body, seen, "forget")
@@ -212,3 +242,27 @@ def _fallback_routes(app: FastAPI) -> None:
             return see("sessions")
         body = notice("There is no such page.", kind="error") + f'<p><a href="{PREFIX}/sessions">Sessions</a></p>'
         return page("Not found", body, user=None, status=404)
+
+
+def _errors_as_pages(app: FastAPI) -> None:
+    """Under ``/ui``, the app's error answers (routing, forms, the unexpected) as pages; elsewhere as they were."""
+    for kind, handler in list(app.exception_handlers.items()):
+        if kind not in {LoginNeeded, Refused}:
+            app.add_exception_handler(kind, _as_page(handler))
+
+
+def _as_page(handler: Callable[..., Any]) -> Callable[[Request, Exception], Awaitable[Response]]:
+    async def answer(request: Request, exc: Exception) -> Response:
+        response: Response = await handler(request, exc)
+        path = request.url.path
+        if path != PREFIX and not path.startswith(f"{PREFIX}/"):
+            return response
+        try:
+            said = str(json.loads(bytes(response.body))["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            said = "The request failed."
+        title = "Not found" if response.status_code == 404 else "Something went wrong"  # noqa: PLR2004
+        body = notice(said, kind="error") + f'<p><a href="{PREFIX}/sessions">Sessions</a></p>'
+        return page(title, body, user=None, status=response.status_code)
+
+    return answer
