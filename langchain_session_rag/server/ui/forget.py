@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from langchain_core.documents import Document
 from starlette.datastructures import FormData, QueryParams
 
 from langchain_session_rag._time import utcnow
@@ -73,12 +74,6 @@ class Target:
         period(match_when)  # a filter that names no time is refused here, not after a confirmation
         return cls(sessions, chunk, since_text, until_text, everything, since, until, filtered, match_text, match_when)
 
-    async def digest(self, mine: SessionVectorMemory) -> str:
-        """A digest of the sessions a filter names now (``""`` for other targets)."""
-        if not self.filtered:
-            return ""
-        return hashlib.sha256("\0".join(sorted(await self.session_ids(mine))).encode()).hexdigest()[:32]
-
     async def session_ids(self, mine: SessionVectorMemory) -> tuple[str, ...]:
         """The sessions named: those given, or those the filter shows now."""
         if not self.filtered:
@@ -121,6 +116,11 @@ def start_body() -> str:
     return one + range_form + everything
 
 
+def digest(session_ids: tuple[str, ...]) -> str:
+    """A digest of the sessions a filter showed: the forget refuses when the filter shows others since."""
+    return hashlib.sha256("\0".join(sorted(session_ids)).encode()).hexdigest()[:32]
+
+
 def can_compact(mine: SessionVectorMemory, allowed: bool) -> bool:
     """Whether the page may compact now: ``allowed``, and an embedded store only this process writes.
 
@@ -131,30 +131,42 @@ def can_compact(mine: SessionVectorMemory, allowed: bool) -> bool:
     return allowed and COMPACTION in mine.backend.capabilities and mine.backend.single_process
 
 
-async def _doomed(mine: SessionVectorMemory, target: Target) -> tuple[int, list[str]]:
-    """How many chunks the target names and the titles of the sessions they belong to."""
+@dataclass(frozen=True)
+class _Doomed:
+    """What a forget would remove: how many chunks, from which sessions; the chunk itself, the sessions named."""
+
+    count: int
+    titles: list[str]
+    chunks: list[Document]
+    session_ids: tuple[str, ...] = ()
+
+
+async def _doomed(mine: SessionVectorMemory, target: Target) -> _Doomed:
+    """What the target names now (one read of the sessions, and of the chunks a chunk or a range names)."""
     sessions = {s.session_id: s for s in await mine.alist_sessions()}
     if target.everything:
-        return sum(s.chunks for s in sessions.values()), [title_of(s) for s in sessions.values()]
+        return _Doomed(sum(s.chunks for s in sessions.values()), [title_of(s) for s in sessions.values()], [])
     if target.sessions or target.filtered:
-        named = [sessions[s] for s in await target.session_ids(mine) if s in sessions]
-        return sum(s.chunks for s in named), [title_of(s) for s in named]
+        ids = await target.session_ids(mine)
+        named = [sessions[s] for s in ids if s in sessions]
+        return _Doomed(sum(s.chunks for s in named), [title_of(s) for s in named], [], ids)
     if target.chunk:
         docs = [d for d in await mine.aget_by_ids([target.chunk]) if d.metadata.get("user_id") == mine.user_id]
     else:
         docs = await all_memories(mine, since=target.since, until=target.until)
     touched = {str(d.metadata.get("session_id") or "") for d in docs}
-    return len(docs), [title_of(sessions[s]) for s in sorted(touched) if s in sessions]
+    return _Doomed(len(docs), [title_of(sessions[s]) for s in sorted(touched) if s in sessions], docs)
 
 
 async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, compaction: bool) -> str:
     """What the forget would remove, and the button that does it."""
-    count, titles = await _doomed(mine, target)
+    doomed = await _doomed(mine, target)
+    count, titles = doomed.count, doomed.titles
     if not count and not target.everything:
         return notice("Nothing stored matches: nothing to forget.") + f'<p><a href="{url("sessions")}">Sessions</a></p>'
     what = "everything of this user: every memory, the core memory, the daily logs and cached answers" if \
         target.everything else f"{count:,} chunk{'s' if count != 1 else ''}{_described(target)}"  # fmt: skip
-    shown = await _chunk_text(mine, target)
+    shown = "".join(f'<pre class="text">{esc(d.page_content)}</pre>' for d in doomed.chunks if target.chunk)
     listed = "".join(f"<li>{esc(t)}</li>" for t in titles[:LISTED]) + ("<li>…</li>" if len(titles) > LISTED else "")
     erase = (
         '<div class="field"><input type="checkbox" id="f-compact" name="compact" value="1" checked>'
@@ -168,7 +180,7 @@ async def confirm_body(mine: SessionVectorMemory, target: Target, csrf: str, *, 
         if target.everything
         else ""
     )
-    seen = hidden(seen=await target.digest(mine)) if target.filtered else ""
+    seen = hidden(seen=digest(doomed.session_ids)) if target.filtered else ""
     inner = target.fields() + seen + sure + erase + '<button type="submit" class="danger">Forget</button>'
     return (
         f"<p>This removes <strong>{esc(what)}</strong>"
@@ -190,13 +202,6 @@ def _described(target: Target) -> str:
         words = f" with “{target.match_text}”" if target.match_text else ""
         return f" of the sessions{words}{span_text(target.match_when)}"
     return ""
-
-
-async def _chunk_text(mine: SessionVectorMemory, target: Target) -> str:
-    if not target.chunk:
-        return ""
-    docs = [d for d in await mine.aget_by_ids([target.chunk]) if d.metadata.get("user_id") == mine.user_id]
-    return "".join(f'<pre class="text">{esc(d.page_content)}</pre>' for d in docs)
 
 
 def _back(target: Target) -> str:

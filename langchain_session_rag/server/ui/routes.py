@@ -217,7 +217,7 @@ def _forget_routes(app: FastAPI, pages: Pages) -> None:
             if target.everything and form.get("sure") != "1":
                 body = notice("Tick the box to confirm forgetting everything.", kind="error")
                 return pages.shown("Forget", body, seen, "forget", 400)
-            if target.filtered and form.get("seen") != await target.digest(mine):
+            if target.filtered and form.get("seen") != forget_page.digest(await target.session_ids(mine)):
                 body = notice(
                     "The sessions this filter shows changed since you confirmed: review them again.", kind="error"
                 )
