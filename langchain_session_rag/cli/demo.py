@@ -74,6 +74,11 @@ def run_demo(
         print(f"Q: {question}")
         _show(memory.invoke(question, now=as_of), width)
         print()
+    relational = "What does the analytics service use now, and what did it use before?"
+    print(f"Relations (no model call): {relational}")
+    for line in memory.relation_lines(relational) or ["(none found)"]:
+        print(f"  {line}")
+    print()
     stranger = memory.for_user("bob")
     print(
         f"Scoping: user 'bob' asks the first question and gets {len(stranger.invoke(sample['questions'][0]))} results."

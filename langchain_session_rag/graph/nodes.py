@@ -260,13 +260,17 @@ class SessionRAGNodes:
         """Past exchanges and saved notes of this user, queried with the current user message only."""
         memory = self.memory.for_user(run_ids(runtime)[0])
         docs = memory.invoke(asked_message(state).text, **self._options(memory, state))
-        return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs)}
+        relations = tiers.relations_for(memory, asked_message(state).text)
+        return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs),
+                "relations": relations}  # fmt: skip
 
     async def aretrieve_memories(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`retrieve_memories`."""
         memory = self.memory.for_user(run_ids(runtime)[0])
         docs = await memory.ainvoke(asked_message(state).text, **self._options(memory, state))
-        return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs)}
+        relations = await asyncio.to_thread(tiers.relations_for, memory, asked_message(state).text)
+        return {"memories": self._not_inwindow(state, docs), "memory_mode": tiers.memory_mode(docs),
+                "relations": relations}  # fmt: skip
 
     def retrieve_documents(self, state: SessionRAGState) -> dict[str, Any]:
         """Reference documents from the configured retriever (reused when the cache lookup fetched them)."""

@@ -79,6 +79,7 @@ def assemble(budget: TokenBudget, state: SessionRAGState, memories: list[Documen
         summary=state.get("summary"),
         core_memory=pinned or None,
         unconfirmed_notes=unconfirmed or None,
+        relations=state.get("relations") or [],
     )
 
 
@@ -93,3 +94,8 @@ def finished(report: BudgetReport, mode: str | None, messages: list[BaseMessage]
     check_pinned(report)
     report.memory_mode = mode or "top_k"
     return {"prompt": messages_to_dict(messages), "budget_report": asdict(report)}
+
+
+def relations_for(memory: Any, question: str) -> list[str]:
+    """The relation lines of the entities ``question`` names (none when the memory extracts no relations)."""
+    return memory.relation_lines(question) if memory.relation_extractor is not None else []

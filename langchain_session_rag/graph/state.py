@@ -37,6 +37,8 @@ class SessionRAGState(TypedDict, total=False):
     memories: list[Document]
     memory_mode: str
     """How this turn's memories were chosen: ``"top_k"`` or ``"all"`` (the long-context shortcut)."""
+    relations: list[str]
+    """Relation lines of the entities the question names, with markers (the prompt's ``relations`` section)."""
     documents: list[Document]
     prompt: list[dict[str, Any]] | None
     """The messages sent to the model this turn, as ``messages_to_dict`` gives them (``messages_from_dict``

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 from langchain_session_rag.memory.annotate import annotate
 from langchain_session_rag.memory.chunk_index import renumber
+from langchain_session_rag.memory.relational import attach_facts
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
+from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.limits import check_record_keys
 from langchain_session_rag.stores.records import stamp
@@ -30,6 +32,8 @@ class Committer:
     """The user's in-process replica: it holds a write from the start (``None`` when the store has none)."""
     scorer: Callable[[str], float] | None = None
     """Scores a chunk's importance (default: the heuristics of :mod:`~langchain_session_rag.memory.annotate`)."""
+    extractor: Extractor | None = None
+    """Finds each new chunk's entities and relations (``None``: none are stored)."""
     linger: float | None = None
     """Seconds a write nobody waits for may wait for company (``None``: the queue's)."""
 
@@ -50,6 +54,7 @@ class Committer:
             check_record_keys(record.id, record.metadata)
         self.check_vectors(records)
         annotate(records, self.scorer)
+        attach_facts(records, self.extractor)
         stamp(records)  # a new revision per write: other processes' replicas see edits under the same id
         if not records and not superseded:
             done: Future[None] = Future()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -12,7 +13,9 @@ from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.errors import InvalidMessageError, InvalidMetadataError
-from langchain_session_rag.stores.base import MemoryBackend, Record
+from langchain_session_rag.memory.annotate import decode_topics
+from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.stores.base import MemoryBackend, Record, decode_message_ids
 from langchain_session_rag.stores.limits import check_name, check_utf8
 from langchain_session_rag.stores.records import RESERVED_KEYS, session_record, user_metadata
 
@@ -66,3 +69,30 @@ def document_records(
     ids = [r.id for r in records]
     stored = backend.existing_ids(user_id, ids)
     return ids, [r for r in records if r.id not in stored]
+
+
+def stored_document(record: Record, *, with_marker: bool = False) -> Document:
+    """A stored record as a document: ``message_ids`` and ``topics`` decoded, and its ``marker`` when asked."""
+    meta = record.metadata
+    extra: dict[str, Any] = {
+        "message_ids": decode_message_ids(meta.get("message_ids")),
+        "topics": decode_topics(meta.get("topics")),
+    }
+    if "speakers" in meta:
+        extra["speakers"] = decode_message_ids(meta["speakers"])
+    if with_marker:
+        ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+        extra["marker"] = marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"))
+    return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
+
+
+def marker_of(meta: dict[str, Any]) -> str:
+    """A retrieved chunk's marker with what the recall policy found: the assistant's claim, superseded, asked again."""
+    ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+    notes = {"claim": "said by the assistant", "question": "unanswered question"}
+    note = notes.get(str(meta.get("worth")), "")
+    if meta.get("superseded_on"):
+        note = f"superseded on {meta['superseded_on']}"
+    elif meta.get("asked_count"):
+        note = f"asked {meta['asked_count']} times without an answer" if meta.get("worth") == "question" else note
+    return marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"), note=note)

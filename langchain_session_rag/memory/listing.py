@@ -15,7 +15,8 @@ from langchain_core.documents import Document
 from langchain_session_rag._checks import check_session_id
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, MessageTooLargeError
-from langchain_session_rag.memory.retrieval import source_condition, stored_document, time_conditions
+from langchain_session_rag.memory.documents import stored_document
+from langchain_session_rag.memory.retrieval import source_condition, time_conditions
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
 from langchain_session_rag.stores.limits import check_name, check_utf8
 from langchain_session_rag.stores.records import chunk_id, user_metadata

@@ -39,6 +39,7 @@ def query_defaults(memory: SessionVectorMemory) -> dict[str, Any]:
         "time_window": "auto" if memory.time_aware else None,
         "time_boost": memory.time_boost,
         "recall_policy": memory.recall_policy,
+        "entity_weight": memory.entity_weight,
     }
 
 
@@ -54,6 +55,7 @@ def write_settings(memory: SessionVectorMemory) -> WriteSettings:
         memory.importance_scorer,
         memory.daily_log_dir,
         memory.redact_secrets,
+        memory.relation_extractor,
     )
 
 

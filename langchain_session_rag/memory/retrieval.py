@@ -15,13 +15,14 @@ from langchain_session_rag._checks import check_unit_interval
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
 from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
+from langchain_session_rag.memory.documents import marker_of, stored_document
 from langchain_session_rag.memory.lexical import stem
 from langchain_session_rag.memory.ranking import SECONDS_PER_DAY, decayed_score, fused_score
 from langchain_session_rag.memory.recall_policy import Candidate, RecallPolicy, arrange
+from langchain_session_rag.memory.relational import entity_candidates
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.timewindow import TimeWindow, time_boost, time_span, window_hits, window_option
 from langchain_session_rag.models.similarity import cosine
-from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.stores.base import MemoryBackend, Record, Where, decode_message_ids
 
 OPTIONS = frozenset(
@@ -46,6 +47,7 @@ OPTIONS = frozenset(
         "time_window",
         "time_boost",
         "recall_policy",
+        "entity_weight",
     }
 )
 """Keyword options accepted by ``invoke`` / ``ainvoke`` (defaults are the memory's fields)."""
@@ -76,6 +78,8 @@ class RetrievalQuery:
     time_window: TimeWindow | None = None
     """Chunks stamped in it are candidates and score ``+ time_boost`` (the options of the same names)."""
     time_boost: float = 0.5
+    entity_weight: float = 0.0
+    """Added to a chunk's relevance times the share of the question's entities it names (see ``relational``)."""
     policy: RecallPolicy | None = None
     """How candidates are ordered by worth, repeats, corrections and speaker (``None``: by score alone)."""
     text: str = ""
@@ -207,6 +211,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         now=now,
         time_window=window,
         time_boost=boost,
+        entity_weight=_unit("entity_weight", opt.get("entity_weight", 0.0)),
     )
 
 
@@ -319,6 +324,7 @@ def rank(
     *,
     user_id: str,
     lexical: dict[str, float] | None = None,
+    entities: dict[str, float] | None = None,
 ) -> list[Document]:
     """Drop other users' and sub-threshold hits, fuse lexical scores, apply decay, return the top ``k``.
 
@@ -343,6 +349,9 @@ def rank(
             lex = (lexical or {}).get(record.id, 0.0) / best if best > 0 else 0.0
             relevance = fused_score(similarity, lex, lexical_weight=query.lexical_weight)
             extra["lexical"] = lex
+        if entities and entities.get(record.id):
+            relevance += query.entity_weight * entities[record.id]
+            extra["entities"] = entities[record.id]
         score = decayed_score(
             relevance, age_days=age, half_life_days=query.half_life_days, recency_weight=query.recency_weight
         )
@@ -358,35 +367,8 @@ def rank(
     return [_document(c, with_reasons=query.policy is not None) for c in ordered[: query.k]]
 
 
-def stored_document(record: Record, *, with_marker: bool = False) -> Document:
-    """A stored record as a document: ``message_ids`` and ``topics`` decoded, and its ``marker`` when asked."""
-    meta = record.metadata
-    extra: dict[str, Any] = {
-        "message_ids": decode_message_ids(meta.get("message_ids")),
-        "topics": decode_topics(meta.get("topics")),
-    }
-    if "speakers" in meta:
-        extra["speakers"] = decode_message_ids(meta["speakers"])
-    if with_marker:
-        ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
-        extra["marker"] = marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"))
-    return Document(page_content=record.text, metadata={**meta, **extra}, id=record.id)
-
-
 POLICY_KEYS = frozenset({"superseded_by", "superseded_on", "asked_count", "last_asked", "folded", "why"})
 """What the recall policy adds to a returned document (result keys: never stored)."""
-
-
-def marker_of(meta: dict[str, Any]) -> str:
-    """A retrieved chunk's marker with what the recall policy found: the assistant's claim, superseded, asked again."""
-    ts = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
-    notes = {"claim": "said by the assistant", "question": "unanswered question"}
-    note = notes.get(str(meta.get("worth")), "")
-    if meta.get("superseded_on"):
-        note = f"superseded on {meta['superseded_on']}"
-    elif meta.get("asked_count"):
-        note = f"asked {meta['asked_count']} times without an answer" if meta.get("worth") == "question" else note
-    return marker(str(meta.get("source_type", "session")), timestamp=ts, name=meta.get("source_name"), note=note)
 
 
 def _document(c: Candidate, *, with_reasons: bool) -> Document:
@@ -421,7 +403,8 @@ def replica_search(
         lexical = dict(top)
     if q.time_window is not None:  # the window's best chunks are candidates, however far the dense top reaches
         hits.extend(window_hits(replica, vector, q.time_window.within(q.where), q.fetch, only=only, hits=hits))
-    return rank(q, hits, user_id=user_id, lexical=lexical)
+    named = entity_candidates(replica, query, vector, hits, fetch=q.fetch, only=only) if q.entity_weight > 0 else None
+    return rank(q, hits, user_id=user_id, lexical=lexical, entities=named)
 
 
 def lexical_candidates(  # noqa: PLR0917 - one argument per input of the search

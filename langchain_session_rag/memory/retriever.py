@@ -30,7 +30,7 @@ from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.identity import acting_user
-from langchain_session_rag.memory import admin, opening, writing
+from langchain_session_rag.memory import admin, opening, relational, writing
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.core_text import DEFAULT_CORE_LIMITS, AgentEdits, check_core_limits
 from langchain_session_rag.memory.ingest import Chunking
@@ -40,6 +40,8 @@ from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.service import MemoryService, path_text
 from langchain_session_rag.memory.settings import SourceType, check_query, check_user_id
 from langchain_session_rag.privacy.keyring import KeySource
+from langchain_session_rag.relations.model import Extractor
+from langchain_session_rag.relations.patterns import PatternExtractor
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 
@@ -130,18 +132,16 @@ class SessionVectorMemory(BaseRetriever):
     fetch_k: StrictInt = Field(default=50, ge=1)
     """Candidates read (from the vector index, and from the lexical index) before fusion and decay re-rank them."""
     lexical_weight: float = Field(default=0.3, ge=0, le=1)
-    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only.
-    When not given, an embedding model's ``default_lexical_weight`` attribute wins (``MultilingualEmbeddings``: 0,
-    as BM25's word matching, tuned on English, let function words outrank meaning in German, Spanish, French)."""
+    """Weight of BM25 in the hybrid score ``(1 − w) × similarity + w × bm25 / best_bm25``; 0 for dense only. When not
+    given, the embedding model's ``default_lexical_weight`` wins (``MultilingualEmbeddings``: 0)."""
     strip_speaker_names: bool = True
     """Leave the names of the memory's frequent speakers out of the dense query, keeping them for BM25 (see
     :mod:`~langchain_session_rag.memory.speakers`). ``False`` embeds the query as it is."""
     score_threshold: float | None = None
     """Minimum cosine similarity of a returned memory (before decay); ``None`` keeps all."""
     recall_policy: RecallPolicy | None = Field(default_factory=RecallPolicy)
-    """How long use is ranked: by worth (a person's statement above the assistant's claim above an unanswered
-    question), repeats folded, corrections first (see :mod:`~langchain_session_rag.memory.recall_policy`).
-    ``None`` ranks by score alone."""
+    """How long use is ranked: by worth, repeats folded, corrections first (see
+    :mod:`~langchain_session_rag.memory.recall_policy`). ``None`` ranks by score alone."""
     half_life_days: float | None = Field(default=None, gt=0)
     """Recency decay half-life in days; ``None`` (default) turns decay off."""
     recency_weight: float = Field(default=0.5, ge=0, le=1)
@@ -154,20 +154,16 @@ class SessionVectorMemory(BaseRetriever):
     """Return only ``"session"`` memories, ``"document"`` chunks or ``"note"`` memories (saved with ``add_note``),
     or the types of a list."""
     chunker: ExchangeChunker = Field(default_factory=lambda: ExchangeChunker(min_tokens=0))
-    """How conversations are cut into exchange chunks. By default every exchange is its own chunk, however short
-    ("My cat is called Pixel." stays itself): grouping exchanges is the topic segmenter's decision, made on their
-    embeddings."""
+    """How conversations are cut into exchange chunks (by default one per exchange, however short)."""
     chunking: Chunking = "topic"
-    """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default; on LoCoMo's
-    held-out conversations about a point above one chunk per exchange at 600 prompt tokens, and level with a plain
-    128-token window there) or one chunk per ``"exchange"``. A batch of one exchange (live chat) is stored
-    as an exchange either way, retrievable at once; :meth:`consolidate` groups a session's exchanges later."""
+    """How ``add_messages`` stores a batch of several exchanges: ``"topic"`` segments (the default) or one chunk per
+    ``"exchange"``. A batch of one exchange (live chat) is stored as an exchange either way, retrievable at once;
+    :meth:`consolidate` groups a session's exchanges later."""
     max_message_chars: StrictInt = Field(default=1_000_000, ge=1)
     """The longest message ``add_messages`` accepts, in characters: a longer one raises
     ``MessageTooLargeError`` and nothing of its batch is stored (the chunker takes about 2 s a megabyte)."""
     segmenter: TopicSegmenter | None = None
-    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, max_tokens=128)``, the threshold
-    calibrated for the model (all-MiniLM-L6-v2: 0.15), else the deep valleys of the session's similarity profile."""
+    """Groups exchanges into topics. Default: ``TopicSegmenter(embeddings, max_tokens=128)``, calibrated per model."""
     daily_log_dir: str | None = None
     """Append every new message to ``DIR/<user>/<YYYY-MM-DD>.md``, the raw, lossless tier (embedded stores only;
     see :mod:`~langchain_session_rag.memory.daily_log`)."""
@@ -177,20 +173,16 @@ class SessionVectorMemory(BaseRetriever):
     core_limits: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CORE_LIMITS))
     """Core memory blocks and their token limits (``memory.core``); by default ``now`` 300 and ``memory`` 700."""
     core_agent_edits: AgentEdits = "approve"
-    """What a model's core memory edits do (the core memory tool, curation with ``auto_apply``): ``"approve"``
-    (default) stores them as proposals, pinned only when ``memory.core.confirm(id)`` is called; ``"unconfirmed"``
-    also shows them in prompts, apart from the pinned notes, as unconfirmed notes written by the assistant;
-    ``"pin"`` pins them at once (a retrieved memory that tells the model to save an order then rides in every
-    prompt: choose it only for trusted inputs)."""
+    """What a model's core memory edits do: ``"approve"`` (default) stores proposals, pinned by
+    ``memory.core.confirm(id)``; ``"unconfirmed"`` also shows them in prompts as the assistant's unconfirmed notes;
+    ``"pin"`` pins them at once (choose it only for trusted inputs)."""
     time_aware: bool = True
-    """Look for a time expression in each query ("What did we discuss last Tuesday?", "on March 5", "two weeks
-    ago"; see :func:`~langchain_session_rag.memory.timewindow.find_time_window`) and, when there is one, boost the
-    memories stamped inside the day, week, month or year it names: ``time_boost`` is added to their score and the
-    window's best chunks are candidates even when the plain search missed them. A boost, not a filter (a
-    question may name the wrong day): other memories stay reachable. Boosted documents carry
-    ``metadata["time_window"] = [start, end]``. Phrases are read against the call's ``now`` (default: the current
-    time, UTC). Per call: ``time_window="auto"`` (this), a phrase (``time_window="last week"``) or ``None`` (off).
-    Questions without a time expression are ranked exactly as with ``False``."""
+    """Look for a time expression in each query ("What did we discuss last Tuesday?", "two weeks ago"; see
+    :func:`~langchain_session_rag.memory.timewindow.find_time_window`) and boost the memories stamped inside the day,
+    week, month or year it names by ``time_boost``; the window's best chunks are candidates even when the plain
+    search missed them. A boost, not a filter: other memories stay reachable. Boosted documents carry
+    ``metadata["time_window"]``. Phrases are read against the call's ``now`` (default: now, UTC). Per call:
+    ``time_window="auto"`` (this), a phrase (``"last week"``) or ``None`` (off)."""
     time_boost: float = Field(default=0.5, ge=0)
     """What a ``time_aware`` window adds to the score of the memories inside it (scores are on the cosine scale:
     with 0.5 a memory outside the window still ranks first when it is more relevant by over 0.5)."""
@@ -198,10 +190,9 @@ class SessionVectorMemory(BaseRetriever):
     """Retrieval options applied to every call, as ``VectorStoreRetriever.search_kwargs`` are (``since``,
     ``filter``, ``source_type``, ...; see ``invoke``); options passed to a call override them."""
     user_from_run: bool = False
-    """Serve the user the run names (``config["configurable"]["user_id"]`` or a LangGraph run's
-    ``context["user_id"]``) instead of ``user_id`` when ``invoke`` / ``ainvoke`` run; a run naming no user is
-    then refused. When ``False`` (default), a run naming another user than ``user_id`` is refused with
-    ``IdentityConflictError``: a user override is never silently ignored."""
+    """Serve the user the run names (``config["configurable"]["user_id"]`` or a LangGraph run's ``context``) instead
+    of ``user_id``; a run naming no user is then refused. When ``False``, a run naming another user than ``user_id``
+    is refused with ``IdentityConflictError``."""
 
     encryption_key: KeySource | None = Field(default=None, repr=False)
     """Encrypts the store at rest with per-user keys: the master key (base64 or hex text of 32 bytes, a key
@@ -211,6 +202,14 @@ class SessionVectorMemory(BaseRetriever):
     """The folder of the users' wrapped data keys; by default ``PATH.keys`` beside an embedded store."""
     redact_secrets: bool = False
     """Replace secrets (cloud keys, tokens, passwords, card numbers, IBANs) by ``[secret:KIND]`` before storing."""
+    relation_extractor: Extractor | None = Field(default_factory=PatternExtractor)
+    """Finds the entities and relations of each new session chunk and note, stored on the chunk (``facts``) for
+    :meth:`relations`, :meth:`neighbours`, :meth:`paths` and ``entity_weight``: by default the documented patterns
+    (no model call); any :class:`~langchain_session_rag.relations.Extractor` (``LLMExtractor(chat_model)``); ``None``
+    stores none (chunks stored without are then read with the patterns)."""
+    entity_weight: float = Field(default=0.0, ge=0, le=1)
+    """What naming the question's entities adds to a chunk's score (times the share of them it names); above 0,
+    the chunks naming them (and their one-hop neighbours) are candidates too. See docs/relations.md."""
     runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
     """Process-side knobs of this memory: replica cache bounds, the write linger, background writes (see
     :class:`~langchain_session_rag.memory.runtime.RuntimeSettings`; the defaults are the usual behaviour)."""
@@ -318,11 +317,7 @@ class SessionVectorMemory(BaseRetriever):
         )
 
     def for_user(self, user_id: str) -> Self:
-        """Return the view of another user over the same store, with the same settings, bound to that user.
-
-        The view serves ``user_id`` only (``user_from_run`` is off): inside a run naming another user its calls
-        raise ``IdentityConflictError``.
-        """
+        """The view of another user over the same store (same settings), serving ``user_id`` only, never the run's."""
         return self.model_copy(update={"user_id": check_user_id(user_id), "user_from_run": False})
 
     def for_shared(self, name: str) -> Self:
@@ -436,6 +431,13 @@ class SessionVectorMemory(BaseRetriever):
     import_jsonl = admin.import_jsonl
     aimport_jsonl = admin.aimport_jsonl
     reembed = classmethod(admin.reembed)
+
+    # -- the relational layer (memory/relational.py) -----------------------------------------------
+    relations, arelations = relational.relations, relational.arelations
+    neighbours, aneighbours = relational.neighbours, relational.aneighbours
+    paths, apaths = relational.paths, relational.apaths
+    entities, aentities = relational.entities, relational.aentities
+    relation_lines, arelation_lines = relational.relation_lines, relational.arelation_lines
 
 
 def check_memory(value: object) -> SessionVectorMemory:

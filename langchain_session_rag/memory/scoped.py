@@ -22,6 +22,7 @@ from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, UnsupportedOperationError
 from langchain_session_rag.memory.chunk_index import SessionChunks
 from langchain_session_rag.memory.commit import Committer
+from langchain_session_rag.memory.documents import stored_document
 from langchain_session_rag.memory.ingest import SessionPlanner
 from langchain_session_rag.memory.portability import read_jsonl, write_jsonl
 from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
@@ -31,7 +32,6 @@ from langchain_session_rag.memory.retrieval import (
     lexical_candidates,
     rank,
     replica_search,
-    stored_document,
 )
 from langchain_session_rag.memory.speakers import FREQUENT_SPEAKER_SHARE, dense_query
 from langchain_session_rag.memory.topics import TopicRecords
@@ -182,6 +182,7 @@ class UserStore:
                 self.state.writes,
                 replica,
                 scorer=writing.scorer,
+                extractor=writing.extractor,
                 linger=service.runtime.write_linger,
             ),
         )

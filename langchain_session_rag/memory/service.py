@@ -40,6 +40,7 @@ from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_rep
 from langchain_session_rag.privacy.keyring import Keyring
 from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
 from langchain_session_rag.privacy.sealing import UserCipher
+from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encrypted import EncryptedBackend
@@ -78,6 +79,7 @@ class WriteSettings:
     scorer: Callable[[str], float] | None = None
     daily_log_dir: str | None = None
     redact_secrets: bool = False
+    extractor: Extractor | None = None
 
     def same_as(self, other: WriteSettings) -> bool:
         """Whether both hold the same objects and values (models compared by identity: cheap on every call)."""
@@ -85,6 +87,7 @@ class WriteSettings:
             self.chunker is other.chunker
             and self.segmenter is other.segmenter
             and self.scorer is other.scorer
+            and self.extractor is other.extractor
             and (self.max_message_chars, self.daily_log_dir, self.redact_secrets)
             == (other.max_message_chars, other.daily_log_dir, other.redact_secrets)
         )

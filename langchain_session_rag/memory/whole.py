@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from langchain_core.documents import Document
 
-from langchain_session_rag.memory.retrieval import RetrievalQuery, chunk_epoch, marker_of, passes, stored_document
+from langchain_session_rag.memory.documents import marker_of, stored_document
+from langchain_session_rag.memory.retrieval import RetrievalQuery, chunk_epoch, passes
 from langchain_session_rag.stores.base import Record
 
 MARKER_TOKENS = 10

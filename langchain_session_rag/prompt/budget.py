@@ -42,22 +42,24 @@ from langchain_session_rag.prompt.texts import (
     SUMMARY_CLOSE,
     SUMMARY_HEADER,
     SUMMARY_OPEN,
-    TRUNCATION_MARK,
     UNCONFIRMED_CLOSE,
     UNCONFIRMED_HEADER,
     UNCONFIRMED_OPEN,
     context_intro,
 )
+from langchain_session_rag.prompt.truncation import truncate
 
-Section = Literal["core_memory", "history", "summary", "memories", "documents"]
-SECTIONS: tuple[Section, ...] = ("core_memory", "history", "summary", "memories", "documents")
+Section = Literal["core_memory", "history", "summary", "relations", "memories", "documents"]
+SECTIONS: tuple[Section, ...] = ("core_memory", "history", "summary", "relations", "memories", "documents")
 """The droppable sections, in default priority order (the system instructions are never dropped)."""
 _TRUNCATABLE = frozenset({"core_memory", "summary", "memories", "documents"})
 _MIN_TRUNCATED = 8  # never keep a truncated stub of fewer tokens than this
+RELATIONS_MARK = "[R: relations from memory, with the markers of their sessions]"
 DEFAULT_ALLOCATIONS: dict[str, float] = {
     "core_memory": 0.15,
     "history": 0.4,
     "summary": 0.1,
+    "relations": 0.1,
     "memories": 0.3,
     "documents": 0.2,
 }
@@ -143,6 +145,9 @@ class TokenBudget(BaseModel):
     @field_validator("priorities")
     @classmethod
     def _check_priorities(cls, value: tuple[Section, ...]) -> tuple[Section, ...]:
+        if "relations" not in value and "memories" in value:  # an order written before the section existed
+            at = list(value).index("memories")
+            value = (*value[:at], "relations", *value[at:])
         if sorted(value) != sorted(SECTIONS):
             msg = f"priorities must order exactly the sections {list(SECTIONS)}, got {list(value)}."
             raise InvalidArgumentError(msg)
@@ -186,29 +191,6 @@ class TokenBudget(BaseModel):
         name_cost = self.tokens_per_name if message.name else 0
         return self.tokens_per_message + self._cached(message.text, cache) + name_cost
 
-    def _truncate(self, text: str, tokens: int) -> str:
-        """The longest prefix of ``text`` that, with the truncation mark, fits ``tokens``."""
-        room = tokens - self._count(TRUNCATION_MARK)
-        if room <= 0:
-            return ""
-        if self.token_counter is None:
-            encoding = get_encoding(self.encoding_name)
-            ids = encoding.encode(text, disallowed_special=())
-            cut = encoding.decode(ids[:room])
-            while cut and self._count(cut + TRUNCATION_MARK) > tokens:
-                room -= 1
-                cut = encoding.decode(ids[:room])
-        else:
-            lo, hi = 0, len(text)
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                if self._count(text[:mid] + TRUNCATION_MARK) <= tokens:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            cut = text[:lo]
-        return cut + TRUNCATION_MARK if cut else ""
-
     # -- assembly -------------------------------------------------------------------------------
     def _items(  # noqa: PLR0917 - private, one argument per section
         self,
@@ -220,6 +202,7 @@ class TokenBudget(BaseModel):
         cache: dict[str, int],
         *,
         unconfirmed: str | None = None,
+        relations: Sequence[str] = (),
     ) -> dict[str, list[_Item]]:
         def text_item(section: str, rank: int, head: str, body: str, tail: str = "") -> _Item:
             pieces = [head, body, tail]
@@ -239,6 +222,9 @@ class TokenBudget(BaseModel):
             head = f"\n\n{UNCONFIRMED_OPEN}\n{UNCONFIRMED_HEADER}\n"
             body = quote_data(unconfirmed)
             items["summary"].append(text_item("summary", 1, head, body, f"\n{UNCONFIRMED_CLOSE}"))
+        for rank, line in enumerate(relations):  # one item a line: the budget drops the last lines first
+            head = "\n" if rank else f"\n\n{RELATIONS_MARK}\n"
+            items["relations"].append(text_item("relations", rank, head, quote_data(line)))
         for section, docs in (("memories", memories), ("documents", documents)):
             for rank, doc in enumerate(docs):
                 mark = safe_marker(doc.metadata.get("marker") or doc.metadata.get("source") or "[D: record]")
@@ -257,7 +243,7 @@ class TokenBudget(BaseModel):
         kept_turns = [i.messages or [] for i in items["history"] if i.kept]
         for turn in reversed(kept_turns):
             messages.extend(turn)
-        context = [i for s in ("memories", "documents") for i in items[s] if i.kept]
+        context = [i for s in ("relations", "memories", "documents") for i in items[s] if i.kept]
         if context:
             body = "".join("".join(i.pieces or []) for i in context)
             question = f"{CONTEXT_OPEN}\n{context_intro(body)}{body}\n{CONTEXT_CLOSE}\n\n{question}"
@@ -304,7 +290,7 @@ class TokenBudget(BaseModel):
         frame_cost = self._count(head) + (self._count(tail) if tail else 0)
         if room - frame_cost < _MIN_TRUNCATED:
             return False
-        cut = self._truncate(body, room - frame_cost)
+        cut = truncate(body, room - frame_cost, self._count, None if self.token_counter else self.encoding_name)
         if not cut:
             return False
         item.pieces = [head, cut, tail]
@@ -358,6 +344,7 @@ class TokenBudget(BaseModel):
         summary: str | None = None,
         system: str | None = None,
         unconfirmed_notes: str | None = None,
+        relations: Sequence[str] = (),
     ) -> AssembledPrompt:
         """Lay out a prompt within the budget and report where the tokens went.
 
@@ -372,6 +359,8 @@ class TokenBudget(BaseModel):
             unconfirmed_notes: Core memory edits a model proposed and nobody confirmed yet: shown after the summary
                 in their own block (``<unconfirmed_notes>``), apart from the pinned notes; dropped (counted in
                 the ``summary`` section) when they do not fit.
+            relations: Relation lines of the entities the question names (``memory.relation_lines``), each
+                ending with its markers; shown first in the context block under ``[R: relations]``.
 
         Returns:
             The messages and the :class:`BudgetReport`.
@@ -387,6 +376,8 @@ class TokenBudget(BaseModel):
         check_messages("history", history)
         check_documents("memories", memories)
         check_documents("documents", documents)
+        for line in relations:
+            check_text("relations line", line)
         if core_memory is not None and not isinstance(core_memory, str):
             for note in _notes(core_memory):
                 check_text("core_memory note", note)
@@ -394,12 +385,13 @@ class TokenBudget(BaseModel):
         base = self._instructions(system)
         notes = [core_memory] if isinstance(core_memory, str) else list(core_memory or [])
         items = self._items(
-            history, [n for n in notes if n], summary, memories, documents, cache, unconfirmed=unconfirmed_notes
-        )
+            history, [n for n in notes if n], summary, memories, documents, cache,
+            unconfirmed=unconfirmed_notes, relations=[r for r in relations if r],
+        )  # fmt: skip
         fixed = self._fixed_cost(base, question, cache)
         system_cost, question_cost = cache[base], cache[question]
         framing = self._count(f"{CONTEXT_OPEN}\n{CONTEXT_INTRO}\n{CONTEXT_CLOSE}\n\n")
-        has_context = any(items["memories"]) or any(items["documents"])
+        has_context = any(items["memories"]) or any(items["documents"]) or any(items["relations"])
         available = max(self.limit - fixed - (framing if has_context else 0), 0)
         sections: dict[str, SectionReport] = {name: SectionReport(allocation=None) for name in self.priorities}
         self._allocate(items, available, sections)

@@ -43,6 +43,7 @@ RESERVED_KEYS = frozenset(
         "note_key",
         "importance",
         "topics",
+        "facts",
         "speakers",
         "segmentation",
         "boundary",

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"stores"},
     {"chunking"},
     {"prompt"},
+    {"relations"},
     {"memory"},
     {"cache"},
     {"graph"},

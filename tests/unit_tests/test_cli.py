@@ -319,6 +319,8 @@ def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
     done = run("demo", "--path", str(tmp_path / "demo"), "--no-llm").stdout
     assert "Stored 6 sessions" in done
     assert "Scoping: user 'bob' asks the first question and gets 0 results." in done
+    # the relational question, answered from relations with the markers of their sessions
+    assert "analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)" in done
 
 
 def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ SUBPACKAGES = [
     "memory",
     "models",
     "prompt",
+    "relations",
     "server",
 ]
 PUBLIC = {

@@ -1,0 +1,245 @@
+# mypy: disable-error-code="pydantic-field"
+"""The relational layer of a memory: findings stored on each chunk at ingest, a user's graph built from them.
+
+Every session chunk and note gets its entities and relations in its own metadata (``facts``) when it is written
+(the memory's ``relation_extractor``; chunks stored before this layer existed are read with the pattern extractor).
+The user's :class:`~langchain_session_rag.relations.graph.RelationGraph` is built from the user's replica, kept per
+replica and updated with the chunks whose revision changed, so it follows edits and forgets of every process.
+The methods below are bound to :class:`~langchain_session_rag.SessionVectorMemory`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_session_rag._time import TimestampLike, parse_timestamp
+from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.memory.replica import UserReplica
+from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
+from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, decode_facts
+from langchain_session_rag.relations.patterns import PatternExtractor
+from langchain_session_rag.stores.base import Record, fingerprint
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+FACT_SOURCES = frozenset({"session", "note"})
+"""Chunk kinds read for relations (documents are reference text, not what the user said)."""
+SPEAKER_SHARE = 0.2
+"""An entity named in more than this share of a user's chunks (a speaker, the user's own name) is not a question's
+entity: it would pull every chunk in."""
+_READER = PatternExtractor()
+
+
+def attach_facts(records: Iterable[Record], extractor: Extractor | None) -> None:
+    """Store each new session chunk's and note's findings under ``facts`` (an imported chunk's own are checked).
+
+    Raises:
+        InvalidMetadataError: An imported ``facts`` value that is not the stored format.
+    """
+    for record in records:
+        meta = record.metadata
+        if meta.get("source_type", "session") not in FACT_SOURCES:
+            continue
+        if FACTS_KEY in meta:
+            decode_facts(meta[FACTS_KEY], record.id)
+        elif extractor is not None:
+            meta[FACTS_KEY] = extractor.extract(record.text).encode()
+
+
+def chunk_facts(record: Record) -> ChunkFacts | None:
+    """A stored chunk's findings with their source (``None`` for other kinds of records)."""
+    meta = record.metadata
+    kind = str(meta.get("source_type", "session"))
+    if kind not in FACT_SOURCES:
+        return None
+    stored = meta.get(FACTS_KEY)
+    try:
+        facts = decode_facts(stored, record.id) if stored is not None else _READER.extract(record.text)
+    except ValueError:
+        facts = Extraction()  # a value edited by hand in the store: the chunk still counts, without findings
+    when = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
+    session = meta.get("session_id")
+    source = Source(record.id, str(session) if session is not None else None, when, marker(kind, timestamp=when))
+    return ChunkFacts(source, facts)
+
+
+@dataclass
+class _Index:
+    seen: dict[str, tuple[str, ChunkFacts | None]] = field(default_factory=dict)
+    graph: RelationGraph | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_INDEXES: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
+_INDEXES_LOCK = threading.Lock()
+
+
+def replica_graph(replica: UserReplica) -> RelationGraph:
+    """The graph of a synced replica's chunks, rebuilt only when a chunk was added, edited or removed."""
+    with _INDEXES_LOCK:
+        index = _INDEXES.setdefault(replica, _Index())
+    with index.lock:
+        current = {doc_id: replica.record(doc_id) for doc_id in replica.ids() if replica.has(doc_id)}
+        revisions = {doc_id: fingerprint(record.metadata) for doc_id, record in current.items()}
+        changed = index.graph is None or revisions.keys() != index.seen.keys()
+        for doc_id, revision in revisions.items():
+            held = index.seen.get(doc_id)
+            if held is None or held[0] != revision:
+                index.seen[doc_id] = (revision, chunk_facts(current[doc_id]))
+                changed = True
+        for gone in index.seen.keys() - revisions.keys():
+            del index.seen[gone]
+        if changed or index.graph is None:
+            index.graph = RelationGraph(facts for _, facts in index.seen.values() if facts is not None)
+        return index.graph
+
+
+def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
+    """The graph of the user the call acts for, and how many chunks it was built from."""
+    from langchain_session_rag.memory import admin  # noqa: PLC0415 - admin binds methods of the memory too
+
+    store = admin.user_store(memory)
+    replica = store.replica()
+    if replica is not None:
+        return replica_graph(replica), len(replica)
+    records = store.records({"source_type": {"$in": sorted(FACT_SOURCES)}})
+    facts = [f for f in (chunk_facts(r) for r in records) if f is not None]
+    return RelationGraph(facts), len(records)
+
+
+def _when(as_of: TimestampLike | None) -> datetime | None:
+    return None if as_of is None else parse_timestamp(as_of, what="as_of")
+
+
+def _name(value: object, what: str = "entity") -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:  # noqa: PLR2004
+        msg = f"{what} must be a name of 1 to 200 characters, got {value!r}."
+        raise InvalidArgumentError(msg)
+    return value
+
+
+# -- methods of SessionVectorMemory -------------------------------------------------------------------------------
+def relations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
+    """What the memories say about ``entity``: its relations, each with validity and the markers of its chunks.
+
+    ``as_of=None`` returns current and closed relations (``valid_to`` set, ``replaced_by`` naming what replaced
+    them); a time (or a phrase, "2026-03-01") returns those valid then. Unknown entity: ``[]``.
+
+    ``rel.render()`` is one line: ``analytics service — uses → ClickHouse [S: 2026-03-09]``.
+
+    Raises:
+        InvalidArgumentError: An empty entity name, or an ``as_of`` that is not a time.
+    """
+    graph, _ = user_graph(self)
+    return graph.relations(_name(entity), as_of=_when(as_of))
+
+
+def neighbours(
+    self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
+) -> list[Relation]:
+    """Relations within ``hops`` (1 or 2) of ``entity`` ("what is connected to the billing API")."""
+    if hops not in {1, 2}:
+        msg = f"hops must be 1 or 2, got {hops!r}."
+        raise InvalidArgumentError(msg)
+    graph, _ = user_graph(self)
+    return graph.neighbours(_name(entity), hops=hops, as_of=_when(as_of))
+
+
+def paths(
+    self: SessionVectorMemory, source: str, target: str, *, max_hops: int = 2, as_of: TimestampLike | None = None
+) -> list[list[Relation]]:
+    """Chains of at most ``max_hops`` (1 or 2) relations linking two entities, shortest first.
+
+    ("How is the outage related to Terraform?")
+    """
+    if max_hops not in {1, 2}:
+        msg = f"max_hops must be 1 or 2, got {max_hops!r}."
+        raise InvalidArgumentError(msg)
+    graph, _ = user_graph(self)
+    return graph.paths(_name(source, "source"), _name(target, "target"), max_hops=max_hops, as_of=_when(as_of))
+
+
+def entities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:
+    """The entities of this user's memories, the most mentioned first (``name``: only the one it names)."""
+    graph, _ = user_graph(self)
+    if name is None:
+        return graph.entities()
+    found = graph.entity(_name(name))
+    return [found] if found else []
+
+
+def relation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) -> list[str]:
+    """The relations of the entities ``question`` names, one compact line each, with markers.
+
+    The graph's ``relations`` prompt section: ``analytics service — uses → ClickHouse [S: 2026-03-09] (before:
+    PostgreSQL until 2026-03-09)``.
+    """
+    graph, total = user_graph(self)
+    return graph.lines(graph.named_in(question, max_share=SPEAKER_SHARE, total=total), limit=limit)
+
+
+async def arelations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
+    """Async :meth:`relations`."""
+    return await asyncio.to_thread(relations, self, entity, as_of)
+
+
+async def aneighbours(self: SessionVectorMemory, entity: str, **kwargs: Any) -> list[Relation]:
+    """Async :meth:`neighbours`."""
+    return await asyncio.to_thread(lambda: neighbours(self, entity, **kwargs))
+
+
+async def apaths(self: SessionVectorMemory, source: str, target: str, **kwargs: Any) -> list[list[Relation]]:
+    """Async :meth:`paths`."""
+    return await asyncio.to_thread(lambda: paths(self, source, target, **kwargs))
+
+
+async def aentities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:
+    """Async :meth:`entities`."""
+    return await asyncio.to_thread(entities, self, name)
+
+
+async def arelation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) -> list[str]:
+    """Async :meth:`relation_lines`."""
+    return await asyncio.to_thread(lambda: relation_lines(self, question, limit=limit))
+
+
+# -- retrieval through entities -------------------------------------------------------------------------------------
+def entity_candidates(
+    replica: UserReplica,
+    query: str,
+    vector: list[float] | Any,
+    hits: list[tuple[Record, float]],
+    *,
+    fetch: int,
+    only: set[str] | None,
+) -> dict[str, float]:
+    """Chunk id → share of the question's entities the chunk names (one-hop neighbours count half).
+
+    The best ``fetch`` chunks naming them that the search missed join ``hits`` with their similarity.
+    """
+    graph = replica_graph(replica)
+    named = graph.named_in(query, max_share=SPEAKER_SHARE, total=len(replica))
+    if not named:
+        return {}
+    near = {k for rel in (r for key in named for r in graph.neighbours(key)) for k in rel.keys} - set(named)
+    weights = dict.fromkeys(named, 1.0) | dict.fromkeys(near, 0.5)
+    shares: dict[str, float] = {}
+    for doc_id in graph.chunks_naming(weights):
+        if only is None or doc_id in only:
+            keys = graph.entities_of.get(doc_id, set())
+            shares[doc_id] = min(1.0, sum(w for k, w in weights.items() if k in keys) / len(named))
+    known = {r.id for r, _ in hits}
+    missing = [doc_id for doc_id in shares if doc_id not in known]
+    if missing:
+        found = replica.scored(missing, vector)
+        hits.extend(sorted(found, key=lambda h: -h[1])[:fetch])
+    return shares

@@ -1,0 +1,174 @@
+"""The relational layer: extraction without a model, validity, provenance, forgetting, export, isolation, prompts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from langchain_core.language_models import FakeListChatModel
+
+from langchain_session_rag import SessionVectorMemory, TokenBudget
+from langchain_session_rag.errors import InvalidArgumentError, InvalidMetadataError
+from langchain_session_rag.relations import LLMExtractor, PatternExtractor
+
+QUESTION = "What does the analytics service use now, and what did it use before?"
+
+
+def triples(text: str) -> set[tuple[str, str, str, str | None]]:
+    found = PatternExtractor().extract(text)
+    return {(r.subject, r.predicate, r.object, r.closes) for r in found.relations}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("User: We moved the analytics service from PostgreSQL to ClickHouse.",
+         {("analytics service", "uses", "ClickHouse", "PostgreSQL")}),
+        ("User: I moved from Porto to Lisbon in May.", {("user", "lives_in", "Lisbon", "Porto")}),
+        ("User: my sister Ana works at Siemens and lives in Munich.",
+         {("Ana", "works_at", "Siemens", None), ("Ana", "lives_in", "Munich", None)}),
+        ("User: I left Google and joined Stripe.", {("user", "works_at", "Stripe", "Google")}),
+        ("User: My cat is called Pixel.", {("cat", "named", "Pixel", None), ("user", "owns", "Pixel", None)}),
+        ("User: The outage was caused by a bad DNS change.", {("outage", "caused_by", "bad DNS change", None)}),
+        ("User: the billing API is written in Go and uses postgres, Redis and Kafka.",
+         {("billing API", "uses", t, None) for t in ("Go", "PostgreSQL", "Redis", "Kafka")}),
+        ("User: We replaced Jenkins with GitHub Actions.", {("user", "uses", "GitHub Actions", "Jenkins")}),
+        ("User: Ana's birthday is on 12 May.", {("Ana", "birthday", "12 May", None)}),
+        ("User: The API runs on Fly.io.", {("API", "runs_on", "Fly.io", None)}),
+    ],
+)  # fmt: skip
+def test_patterns_find_the_documented_relations(text: str, expected: set[tuple[str, str, str, str | None]]) -> None:
+    assert triples(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User: Should we use Redis?",
+        "User: I might move to Berlin next year.",
+        "User: If we used Kafka we would need a cluster.",
+        "User: What database is best?\nAssistant: You could use Redis; it runs on Fly.io.",
+    ],
+)
+def test_questions_plans_and_the_assistants_suggestions_are_no_relations(text: str) -> None:
+    assert not {t for t in triples(text) if t[2]}
+
+
+def _switch_memory(path: Path, user: str = "alice") -> SessionVectorMemory:
+    memory = SessionVectorMemory.local(path=path, user_id=user)
+    memory.add_messages(
+        [{"role": "user", "content": "Our analytics service stores events in PostgreSQL.", "timestamp": "2026-01-12T09:00:00"},
+         {"role": "assistant", "content": "Noted."}], session_id="kickoff")  # fmt: skip
+    memory.add_messages(
+        [{"role": "user", "content": "We moved the analytics service from Postgres to ClickHouse.",
+          "timestamp": "2026-03-09T10:00:00"}, {"role": "assistant", "content": "Decision noted."}],
+        session_id="switch",
+    )  # fmt: skip
+    return memory
+
+
+@pytest.mark.slow  # the real embedding model
+def test_a_switch_is_answered_from_relations_with_markers_and_forgetting_its_session_removes_it(tmp_path: Path) -> None:
+    memory = _switch_memory(tmp_path)
+    lines = memory.relation_lines(QUESTION)
+    assert lines == ["analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)"]
+    now = {r.object: r for r in memory.relations("analytics service")}
+    assert now["ClickHouse"].current
+    assert now["ClickHouse"].markers == ["[S: 2026-03-09]"]
+    assert str(now["PostgreSQL"].valid_to.date()) == "2026-03-09"
+    assert now["PostgreSQL"].replaced_by == "ClickHouse"
+    assert [r.object for r in memory.relations("analytics service", as_of="2026-02-01")] == ["PostgreSQL"]
+    memory.forget(session_id="switch")
+    assert not [r for r in memory.relations("analytics service") if r.object == "ClickHouse"]
+    assert all(r.current for r in memory.relations("analytics service"))  # the old relation is open again
+    assert "ClickHouse" not in "\n".join(memory.relation_lines(QUESTION))
+
+
+@pytest.mark.slow  # the real embedding model
+def test_a_move_closes_where_a_person_lived_and_forgetting_it_reopens_that(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="ana")
+    memory.add_messages(
+        [{"role": "user", "content": "I live in Porto.", "timestamp": "2025-05-01T09:00:00"}], session_id="a"
+    )
+    memory.add_messages(
+        [{"role": "user", "content": "I live in Lisbon now.", "timestamp": "2026-02-01T09:00:00"}], session_id="b"
+    )
+    rels = {r.object: r for r in memory.relations("user")}
+    assert rels["Lisbon"].current
+    assert not rels["Porto"].current
+    assert rels["Porto"].replaced_by == "Lisbon"
+    memory.forget(session_id="b")
+    assert [r.object for r in memory.relations("user") if r.current] == ["Porto"]
+
+
+@pytest.mark.slow  # the real embedding model
+def test_relations_are_scoped_to_their_user(tmp_path: Path) -> None:
+    alice = _switch_memory(tmp_path)
+    bob = alice.for_user("bob")
+    assert bob.relations("analytics service") == []
+    assert bob.relation_lines(QUESTION) == []
+    assert bob.entities() == []
+    assert bob.paths("analytics service", "ClickHouse") == []
+
+
+@pytest.mark.slow  # the real embedding model
+def test_neighbours_and_two_hop_paths(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="u")
+    memory.add_messages(
+        [{"role": "user", "content": "The billing API uses Kafka. Kafka runs on Kubernetes.", "timestamp": "2026-04-01T09:00:00"}],
+        session_id="s",
+    )  # fmt: skip
+    paths = memory.paths("billing API", "Kubernetes")
+    assert [[(r.subject, r.predicate, r.object) for r in p] for p in paths] == [
+        [("billing API", "uses", "Kafka"), ("Kafka", "runs_on", "Kubernetes")]
+    ]
+    assert {r.object for r in memory.neighbours("billing API", hops=2)} == {"Kafka", "Kubernetes"}
+    with pytest.raises(InvalidArgumentError):
+        memory.neighbours("billing API", hops=3)
+
+
+@pytest.mark.slow  # the real embedding model
+def test_export_and_import_carry_the_findings_and_a_tampered_one_is_refused(tmp_path: Path) -> None:
+    memory = _switch_memory(tmp_path / "a")
+    dump = tmp_path / "alice.jsonl"
+    memory.export_jsonl(dump)
+    copy = SessionVectorMemory.local(path=tmp_path / "b", user_id="alice", relation_extractor=None)
+    copy.import_jsonl(dump)
+    assert copy.relation_lines(QUESTION) == memory.relation_lines(QUESTION)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(dump.read_text().replace('"facts": "{', '"facts": "{broken', 1))
+    other = SessionVectorMemory.local(path=tmp_path / "c", user_id="alice")
+    with pytest.raises(InvalidMetadataError, match="facts"):
+        other.import_jsonl(bad)
+    assert other.count() == 0
+
+
+@pytest.mark.slow  # the real embedding model
+def test_entity_weight_brings_the_chunks_naming_the_questions_entity(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="u", k=1, lexical_weight=0.0)
+    memory.add_messages([{"role": "user", "content": "Project Heron is written in Elixir."}], session_id="a")
+    memory.add_messages([{"role": "user", "content": "What is a good language for a chat server?"}], session_id="b")
+    with_entities = memory.invoke("Which language does Heron use?", entity_weight=0.5)
+    assert "Heron" in with_entities[0].page_content
+    assert with_entities[0].metadata["entities"] == 1.0
+    with pytest.raises(InvalidArgumentError):
+        memory.invoke("Heron?", entity_weight=2)
+
+
+def test_the_prompt_has_a_relations_section_within_the_budget() -> None:
+    budget = TokenBudget(context_window=400, reserve_for_answer=100)
+    line = "analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)"
+    prompt = budget.assemble(QUESTION, relations=[line])
+    assert "ClickHouse [S: 2026-03-09]" in prompt.messages[-1].text
+    assert prompt.report.sections["relations"].kept == 1
+    tight = TokenBudget(context_window=300, reserve_for_answer=10, allocations={"relations": 0.5})
+    assert tight.assemble(QUESTION, relations=[line] * 40).report.sections["relations"].kept < 40
+
+
+def test_an_llm_extractor_that_fails_falls_back_to_the_patterns() -> None:
+    extractor = LLMExtractor(FakeListChatModel(responses=["not json"]))
+    found = extractor.extract("User: We use Redis.")
+    assert [(r.subject, r.object) for r in found.relations] == [("user", "Redis")]
+    assert extractor.fallbacks == 1
+    with pytest.raises(InvalidArgumentError):
+        LLMExtractor("gpt")  # type: ignore[arg-type]
