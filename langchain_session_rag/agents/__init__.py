@@ -9,6 +9,7 @@ from langchain_session_rag.agents.core_tools import (
     create_core_memory_tool,
     curate_core_memory,
 )
+from langchain_session_rag.agents.relation_tools import create_relations_tool
 from langchain_session_rag.agents.tools import create_manage_memory_tool, create_search_memory_tool
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ __all__ = [
     "acurate_core_memory",
     "create_core_memory_tool",
     "create_manage_memory_tool",
+    "create_relations_tool",
     "create_search_memory_tool",
     "curate_core_memory",
 ]

@@ -132,7 +132,7 @@ def relations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | Non
     """What the memories say about ``entity``: its relations, each with validity and the markers of its chunks.
 
     ``as_of=None`` returns current and closed relations (``valid_to`` set, ``replaced_by`` naming what replaced
-    them); a time (or a phrase, "2026-03-01") returns those valid then. Unknown entity: ``[]``.
+    them); an ISO 8601 date or time (``"2026-03-01"``) returns those valid then. Unknown entity: ``[]``.
 
     ``rel.render()`` is one line: ``analytics service — uses → ClickHouse [S: 2026-03-09]``.
 

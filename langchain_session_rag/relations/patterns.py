@@ -320,7 +320,11 @@ _FIX_BY = re.compile(
     r"\b(?:fixed|solved|resolved|sorted)\s+(?P<what>.+?)\s+by\s+(?P<how>.+)"
     r"|^(?P<how2>(?:\w+ing)\b.+?)\s+(?:fixed|solved|resolved)\s+(?P<what2>.+)", re.IGNORECASE)  # fmt: skip
 _SWAP = re.compile(r"\b(?:ditched|swapped|traded|dropped|replaced)\s+(?P<old>.+?)\s+for\s+(?P<new>.+)", re.IGNORECASE)
-_WRITE = re.compile(r"\b(?:write|writes|writing|wrote|code|codes)\s+(?:\w+\s+){0,2}?(?:in\s+)?", re.IGNORECASE)
+_WRITE = re.compile(
+    r"\b(?:write|writes|writing|wrote|code|codes)\s+(?:\w+\s+){0,2}?(?:in\s+)?"
+    r"|\b(?:stores?|storing|keeps?|saves?|persists?)\s+(?:\w+\s+){0,3}?(?:in|on|into)\s+",
+    re.IGNORECASE,
+)
 _NAME_THE = re.compile(r"\bnamed\s+(?:the|our|my|his|her|their)\s+(?P<thing>[a-z][\w -]*?)\s+(?P<name>\S+)$")
 _JOB_AT = re.compile(r"\b(?:(?:am|is|'s|'m|are)\s+an?\s+[\w -]{1,30}?|got the job|joined the [\w -]{1,30}?)\s+at\s+"
                      r"(?=[A-Z])", re.IGNORECASE)  # fmt: skip
@@ -357,7 +361,7 @@ def _fix_or_swap(clause: str, turn: _Turn) -> None:
 
 
 def _written_named_job(clause: str, turn: _Turn) -> None:
-    """Languages written ("I write Rust"), names given ("named the server potato"), jobs ("a nurse at X")."""
+    """Languages written ("I write Rust"), stores ("keeps events in ClickHouse"), names, jobs ("a nurse at X")."""
     for match in _WRITE.finditer(clause):
         items = [i for i in phrases.split_list(clause, match.end()) if technology(i.split()[0], cased=i[:1].isupper())]
         for item in items if not _negated(clause, match.start()) else []:

@@ -248,3 +248,19 @@ def test_the_store_write_is_awaited_only_when_asked(tmp_path: Path, real_embeddi
     assert "Pixel" in out["memories"][0].page_content, "this process retrieves it either way"
     memory.flush()
     assert len(memory.backend.all_ids("alice")) == 2
+
+
+def test_the_relations_of_the_questions_entities_reach_the_prompt(memory: SessionVectorMemory) -> None:
+    alice = memory.for_user("alice")
+    alice.add_messages([{"role": "user", "content": "We moved the analytics service from Postgres to ClickHouse.",
+                         "timestamp": "2026-03-09T10:00:00"}], session_id="old")  # fmt: skip
+    model = RecordingModel(["ClickHouse, before that PostgreSQL.", "I do not know."])
+    graph = create_session_rag_graph(model, memory).compile()
+    question = HumanMessage("What does the analytics service use now, and what did it use before?")
+    out = graph.invoke({"messages": [question]}, context=ctx())
+    line = "analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)"
+    assert out["relations"] == [line]
+    assert f"[R: relations from memory, with the markers of their sessions]\n> {line}" in model.prompts[0][-1].text
+    assert out["budget_report"]["sections"]["relations"]["kept"] == 1
+    graph.invoke({"messages": [question]}, context=ctx("bob", "s9"))
+    assert "ClickHouse" not in model.prompts[1][-1].text
