@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -121,11 +122,21 @@ def evaluate(extract: Callable[[str], Extraction], exchanges: list[dict[str, Any
     }  # fmt: skip
 
 
+class Nothing:
+    """Finds nothing: a chunk the model failed on scores as found by nobody, not by the patterns."""
+
+    def extract(self, text: str, *, speaker: str = "user") -> Extraction:  # noqa: ARG002 - the protocol's
+        """Nothing."""
+        return Extraction()
+
+
 def llm_model() -> Any:
-    """Ollama's chat model when a server answers, else the bundled local model."""
+    """Ollama's chat model (``$OLLAMA_MODEL``, default llama3.2) when a server answers, else the bundled local model."""
     from langchain_session_rag.models import pick_chat_model  # noqa: PLC0415 - only with --llm
 
-    return pick_chat_model()
+    choice = pick_chat_model(os.environ.get("OLLAMA_MODEL", "llama3.2"))
+    print(f"LLM extractor on {choice.description}", file=sys.stderr)
+    return choice
 
 
 def main() -> None:
@@ -141,9 +152,9 @@ def main() -> None:
     patterns = PatternExtractor()
     payload: dict[str, Any] = {"patterns": {s: evaluate(patterns.extract, ex) for s, ex in splits.items()}}
     if args.llm:
-        model = llm_model()
-        extractor = LLMExtractor(model)
-        payload["llm"] = {"model": type(model).__name__ + ":" + str(getattr(model, "model", "") or "bundled"),
+        choice = llm_model()
+        extractor = LLMExtractor(choice.model, fallback=Nothing())  # the model's own findings only
+        payload["llm"] = {"model": choice.description, "limit_per_split": args.llm_limit,
                           **{s: evaluate(extractor.extract, ex[: args.llm_limit]) for s, ex in splits.items()}}  # fmt: skip
         payload["llm"]["fallbacks"] = extractor.fallbacks
     RESULTS.mkdir(exist_ok=True)

@@ -54,7 +54,7 @@ class Committer:
             check_record_keys(record.id, record.metadata)
         self.check_vectors(records)
         annotate(records, self.scorer)
-        attach_facts(records, self.extractor)
+        attach_facts(records, self.extractor, self.replica)
         stamp(records)  # a new revision per write: other processes' replicas see edits under the same id
         if not records and not superseded:
             done: Future[None] = Future()

@@ -100,6 +100,8 @@ class BM25Index:
         self._total = 0
         self._postings: dict[str, tuple[array[int], array[int]]] = {}
         """Term → (slots of the documents holding it, its frequency in each)."""
+        self.changes = 0
+        """Documents added, replaced or removed so far (what is derived from the index can tell it is stale)."""
 
     def __len__(self) -> int:
         """Number of indexed documents."""
@@ -114,6 +116,7 @@ class BM25Index:
         """Index a document (replacing one with the same id)."""
         if doc_id in self._slot:
             self.remove(doc_id)
+        self.changes += 1
         terms = Counter(tokenize(text))
         if self._free:
             slot = self._free.pop()
@@ -148,6 +151,7 @@ class BM25Index:
                 continue
             slots[slot] = set(tokenize(self.texts.pop(doc_id)))
             self.metadata.pop(doc_id, None)
+            self.changes += 1
             self._total -= self._lengths[slot]
             self._lengths[slot] = 0
             self._docs[slot] = None

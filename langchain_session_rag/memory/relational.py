@@ -11,6 +11,7 @@ The methods below are bound to :class:`~langchain_session_rag.SessionVectorMemor
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import weakref
 from collections.abc import Iterable
@@ -22,7 +23,7 @@ from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
-from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, decode_facts
+from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, decode_facts
 from langchain_session_rag.relations.patterns import PatternExtractor
 from langchain_session_rag.stores.base import Record, fingerprint
 
@@ -37,14 +38,20 @@ SPEAKER_SHARE = 0.2
 """An entity named in more than this share of a user's chunks (a speaker, the user's own name) is not a question's
 entity: it would pull every chunk in."""
 _READER = PatternExtractor()
+_MAX_KNOWN = 2_000
+"""The most of the user's own names looked for in each new chunk (the longest first)."""
 
 
-def attach_facts(records: Iterable[Record], extractor: Extractor | None) -> None:
+def attach_facts(records: Iterable[Record], extractor: Extractor | None, replica: UserReplica | None = None) -> None:
     """Store each new session chunk's and note's findings under ``facts`` (an imported chunk's own are checked).
+
+    With the user's ``replica``, the names the user already uses (see ``RelationGraph.vocabulary``, from the graph
+    last built) are found in the new chunks too, in any case.
 
     Raises:
         InvalidMetadataError: An imported ``facts`` value that is not the stored format.
     """
+    known = _known_names(replica)
     for record in records:
         meta = record.metadata
         if meta.get("source_type", "session") not in FACT_SOURCES:
@@ -52,7 +59,35 @@ def attach_facts(records: Iterable[Record], extractor: Extractor | None) -> None
         if FACTS_KEY in meta:
             decode_facts(meta[FACTS_KEY], record.id)
         elif extractor is not None:
-            meta[FACTS_KEY] = extractor.extract(record.text).encode()
+            found = extractor.extract(record.text)
+            if known is not None:
+                found = _with_known(found, record.text, *known)
+            meta[FACTS_KEY] = found.encode()
+
+
+def _known_names(replica: UserReplica | None) -> tuple[re.Pattern[str], dict[str, str]] | None:
+    index = _INDEXES.get(replica) if replica is not None else None
+    graph = index.graph if index is not None else None
+    if graph is None:
+        return None
+    if index is not None and index.known is not None and index.known[0] is graph:
+        return index.known[1]
+    names = graph.vocabulary()
+    pattern = None
+    if names:
+        ordered = sorted(names, key=len, reverse=True)[:_MAX_KNOWN]
+        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, ordered)) + r")(?![\w-])", re.IGNORECASE)
+    found = (pattern, names) if pattern is not None else None
+    if index is not None:
+        index.known = (graph, found)
+    return found
+
+
+def _with_known(found: Extraction, text: str, pattern: re.Pattern[str], names: dict[str, str]) -> Extraction:
+    have = {m.name.lower() for m in found.entities}
+    extra = {m.group(1).lower(): m.group(1) for m in pattern.finditer(text) if m.group(1).lower() not in have}
+    added = tuple(Mention(name, names.get(low, "thing")) for low, name in extra.items())
+    return Extraction(found.entities + added, found.relations) if added else found
 
 
 def chunk_facts(record: Record) -> ChunkFacts | None:
@@ -77,6 +112,10 @@ class _Index:
     seen: dict[str, tuple[str, ChunkFacts | None]] = field(default_factory=dict)
     graph: RelationGraph | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    known: tuple[RelationGraph, tuple[re.Pattern[str], dict[str, str]] | None] | None = None
+    """The graph the user's known names were taken from, and their compiled pattern."""
+    stamp: tuple[int, int] = (0, -1)
+    """The replica's index and its change count when the graph was built (equal: nothing changed since)."""
 
 
 _INDEXES: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
@@ -88,7 +127,11 @@ def replica_graph(replica: UserReplica) -> RelationGraph:
     with _INDEXES_LOCK:
         index = _INDEXES.setdefault(replica, _Index())
     with index.lock:
-        current = {doc_id: replica.record(doc_id) for doc_id in replica.ids() if replica.has(doc_id)}
+        stamp = (id(replica.lexical), replica.lexical.changes)  # read first: a change after it rebuilds next time
+        if index.graph is not None and stamp == index.stamp:
+            return index.graph
+        with replica.lock:
+            current = {doc_id: replica.record(doc_id) for doc_id in replica.ids()}
         revisions = {doc_id: fingerprint(record.metadata) for doc_id, record in current.items()}
         changed = index.graph is None or revisions.keys() != index.seen.keys()
         for doc_id, revision in revisions.items():
@@ -100,6 +143,7 @@ def replica_graph(replica: UserReplica) -> RelationGraph:
             del index.seen[gone]
         if changed or index.graph is None:
             index.graph = RelationGraph(facts for _, facts in index.seen.values() if facts is not None)
+        index.stamp = stamp
         return index.graph
 
 

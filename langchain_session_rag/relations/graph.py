@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from langchain_session_rag.relations.model import Extraction
-from langchain_session_rag.relations.vocabulary import FUNCTIONAL, PHRASES, SPEAKER, key_of
+from langchain_session_rag.relations.vocabulary import FUNCTIONAL, PHRASES, SPEAKER, TECHNOLOGIES, key_of
 
 _STOP_KEYS = frozenset("a an the i we you it is are was be to of in on at and or for with my our me us".split())
 _EARLIEST = datetime(1, 1, 1)  # noqa: DTZ001 - compared with naive times only
@@ -232,6 +232,20 @@ class RelationGraph:
         """Every entity, the most mentioned first."""
         found = [self.entity(key) for key in self.keys]
         return sorted((e for e in found if e), key=lambda e: (-len(e.chunk_ids), e.key))
+
+    def vocabulary(self) -> dict[str, str]:
+        """The user's own names (lower case → type): not a known technology, named in two chunks or in a relation.
+
+        New chunks are searched for them whatever their case ("atlas" after "the repo is named atlas").
+        """
+        related = {k for (s, _, o), rel in self._relations.items() if rel.object for k in (s, o)}
+        return {
+            alias.lower(): self._types.get(key, "thing")
+            for key, aliases in self._aliases.items()
+            if key not in TECHNOLOGIES and key != SPEAKER and (len(self._chunks[key]) > 1 or key in related)
+            for alias in aliases
+            if len(alias) > 2 and alias.lower() not in _STOP_KEYS and len(alias.split()) <= _MAX_GRAM  # noqa: PLR2004
+        }
 
     def chunks_naming(self, keys: Iterable[str]) -> set[str]:
         """Ids of the chunks naming any of the entities ``keys``."""

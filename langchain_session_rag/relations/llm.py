@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.relations.model import Extraction, Mention, Statement
+from langchain_session_rag.relations.model import Extraction, Extractor, Mention, Statement
 from langchain_session_rag.relations.patterns import PatternExtractor
 from langchain_session_rag.relations.vocabulary import ENTITY_TYPES, SPEAKER, canonical
 
@@ -67,8 +67,13 @@ class LLMExtractor:
             print(extractor.extract("User: We use Redis."))  # a model that cannot answer in the schema: patterns
     """
 
-    def __init__(self, model: BaseChatModel, *, instructions: str = INSTRUCTIONS) -> None:
+    def __init__(
+        self, model: BaseChatModel, *, instructions: str = INSTRUCTIONS, fallback: Extractor | None = None
+    ) -> None:
         """Extract with ``model`` (any LangChain chat model); ``instructions`` has ``{speaker}`` and ``{types}``.
+
+        ``fallback`` extracts a chunk the model failed on (default: a :class:`PatternExtractor`); ``fallbacks``
+        counts those chunks.
 
         Raises:
             InvalidArgumentError: ``model`` is not a chat model.
@@ -80,7 +85,7 @@ class LLMExtractor:
         self.instructions = instructions
         self.fallbacks = 0
         """Chunks the model failed on, extracted by the patterns instead."""
-        self._patterns = PatternExtractor()
+        self._fallback: Extractor = fallback if fallback is not None else PatternExtractor()
         self._lock = threading.Lock()
         self._structured: Any = None
 
@@ -104,7 +109,7 @@ class LLMExtractor:
             with self._lock:
                 self.fallbacks += 1
             _LOG.warning("LLMExtractor: %s; the patterns extracted this chunk.", error)
-            return self._patterns.extract(text, speaker=speaker)
+            return self._fallback.extract(text, speaker=speaker)
         entities = tuple(
             Mention(canonical(e.name), e.type if e.type in ENTITY_TYPES else "thing") for e in found.entities if e.name
         )

@@ -7,6 +7,7 @@ technology under its canonical spelling ("postgres", "Postgres", "PostgreSQL" ar
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final, Literal
 
@@ -96,6 +97,7 @@ def canonical(text: str) -> str:
     return TECHNOLOGIES.get(name.lower(), name)
 
 
+@functools.lru_cache(maxsize=65_536)
 def key_of(text: str) -> str:
     """The comparison key of a name (see the module docstring)."""
     return canonical(text).lower()

@@ -172,3 +172,14 @@ def test_an_llm_extractor_that_fails_falls_back_to_the_patterns() -> None:
     assert extractor.fallbacks == 1
     with pytest.raises(InvalidArgumentError):
         LLMExtractor("gpt")  # type: ignore[arg-type]
+
+
+@pytest.mark.slow  # the real embedding model
+def test_the_users_own_names_are_found_again_in_any_case(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="u")
+    memory.add_messages([{"role": "user", "content": "The new repo is named atlas."}], session_id="a")
+    assert memory.relations("repo")[0].object == "atlas"  # the graph is built: its names are known from now on
+    memory.add_messages([{"role": "user", "content": "I pushed the fix to Atlas, CI is green."}], session_id="b")
+    (atlas,) = memory.entities("atlas")
+    assert len(atlas.chunk_ids) == 2
+    assert memory.for_user("someone-else").entities("atlas") == []
