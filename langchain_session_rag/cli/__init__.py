@@ -1,6 +1,6 @@
 """The ``session-rag`` command line: chat with memory, import chat exports, search, forget, export, stats, eval."""
 
-from langchain_session_rag.cli import chat, core, demo, evaluate, keys, serve, store_commands, ui
+from langchain_session_rag.cli import chat, core, demo, evaluate, keys, relations, serve, store_commands, ui
 from langchain_session_rag.cli.app import cli, main, run
 from langchain_session_rag.cli.demo import load_sample, run_demo
 
@@ -13,6 +13,7 @@ __all__ = [
     "keys",
     "load_sample",
     "main",
+    "relations",
     "run",
     "run_demo",
     "serve",

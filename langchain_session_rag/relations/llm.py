@@ -108,7 +108,7 @@ class LLMExtractor:
         except Exception as error:  # noqa: BLE001 - any model failure: the patterns keep the write whole
             with self._lock:
                 self.fallbacks += 1
-            _LOG.warning("LLMExtractor: %s; the patterns extracted this chunk.", error)
+            _LOG.warning("LLMExtractor: %s; %s extracted this chunk.", error, type(self._fallback).__name__)
             return self._fallback.extract(text, speaker=speaker)
         entities = tuple(
             Mention(canonical(e.name), e.type if e.type in ENTITY_TYPES else "thing") for e in found.entities if e.name

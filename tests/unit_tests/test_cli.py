@@ -321,6 +321,14 @@ def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
     assert "Scoping: user 'bob' asks the first question and gets 0 results." in done
     # the relational question, answered from relations with the markers of their sessions
     assert "analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)" in done
+    store = ["--path", str(tmp_path / "demo"), "--user", "alice"]
+    shown = run("relations", "analytics service", *store).stdout.splitlines()
+    assert shown == ["analytics service — uses → PostgreSQL [S: 2026-03-09] (until 2026-03-09, then ClickHouse)",
+                     "analytics service — uses → ClickHouse [S: 2026-03-09]"]  # fmt: skip
+    assert run("relations", "analytics service", "--as-of", "2026-02-01", *store).stdout.count("\n") == 1
+    assert "no relation of 'billing'" in run("relations", "billing", *store).stderr
+    assert "Invalid as_of" in run("relations", "x", "--as-of", "soon", *store, check=1).stderr
+    assert run("relations", "analytics service", *store[:2], "--user", "bob").stdout == ""
 
 
 def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:
