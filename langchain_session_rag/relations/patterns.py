@@ -61,7 +61,8 @@ _NOT = re.compile(
     r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|did not|never|not|won'?t|wouldn'?t|might|may|could|should|"
     r"would|if|whether|maybe|perhaps|considering|consider|thinking (?:about|of)|plan(?:ning|s)? to|want(?:s|ed)? to|"
     r"going to|gonna|hope to|hoping to|wish|unless|instead of|about to|trying to|try to|isn'?t|aren'?t|wasn'?t|"
-    r"weren'?t|can'?t|cannot|haven'?t|hasn'?t|what if|how about|why not|suggest|recommend|no longer|stopped)\b",
+    r"weren'?t|can'?t|cannot|haven'?t|hasn'?t|what if|how about|why not|suggest|recommend|no longer|stopped|"
+    r"halfway|in the middle of)\b",
     re.IGNORECASE,
 )
 PETS: Final = frozenset("dog cat puppy kitten parrot hamster rabbit bunny turtle tortoise fish goldfish horse pony "
@@ -103,6 +104,8 @@ def _add(turn: _Turn, subject: str | None, predicate: str, obj: str, closes: str
     obj, old = canonical(obj), canonical(closes) if closes else None
     if not subject or (not obj and not old) or obj.lower() == subject.lower():
         return
+    if predicate in {"uses", "runs_on"} and _TIME_LIKE.match(obj):
+        return  # "deploys on Fridays", "move standups to 10am": a schedule, not a technology
     turn.found.append(Statement(subject, predicate, obj, old or None))
     turn.last_subject = subject if subject != turn.speaker else turn.last_subject
     turn.last_any = subject
@@ -116,6 +119,27 @@ def _add(turn: _Turn, subject: str | None, predicate: str, obj: str, closes: str
         turn.mentions.append(Mention(subject, "project"))
     elif predicate in {"lives_in", "works_at", "birthday", "owns"} and subject != turn.speaker:
         turn.mentions.append(Mention(subject, "person"))
+
+
+_WHERE = re.compile(
+    r"\b(?:in|on|for)\s+(?P<whose>the|our|my|his|her|their)\s+(?P<what>[\w.-]+(?: [\w.-]+)?)\s*(?:[,.;!]|$)"
+)
+_TIME_LIKE = re.compile(
+    r"^(?:\d[\d:.apm ]*|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|mornings?|evenings?|weekends?|tomorrow|tonight)$",
+    re.IGNORECASE,
+)
+
+
+def _where(text: str, subject: str | None) -> str | None:
+    """Where a change was made ("on the dashboard": the dashboard), unless it is a person's ("on her laptop")."""
+    found = _WHERE.search(text)
+    if (
+        not found
+        or found.group("whose").lower() in {"his", "her", "their"}
+        or technology(found.group("what"), cased=True)
+    ):
+        return subject
+    return canonical(found.group("what"))
 
 
 def _negated(clause: str, at: int) -> bool:
@@ -162,7 +186,9 @@ def _switch(clause: str, turn: _Turn) -> None:
         if thing and not thing.lower().startswith(("from", "to")):
             subject = _subject(phrases.phrase_after(thing, 0, max_words=5)[0], turn) or subject
         if subject and new:
-            _add(turn, subject, _target_predicate(subject, turn, old, new, verb.group()), new, old or None)
+            predicate = _target_predicate(subject, turn, old, new, verb.group())
+            subject = _where(move.group("new"), subject) if predicate != "lives_in" else subject
+            _add(turn, subject, predicate, new, old or None)
 
 
 _REPLACE = (
@@ -225,7 +251,8 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], Callable[[str, int], list[str]]], ...
         r"\b(?:work|works|working)\s+(?:at|for)\b|\b(?:am|is|'m|are) employed (?:at|by)\b|\bjoined\b(?=\s+[A-Z])"
         r"|\b(?:got a job|started a (?:new )?job|started working|started) at\b(?=\s+[A-Z])", re.IGNORECASE),
      lambda c, e: [phrases.phrase_after(c, e)[0]]),
-    ("caused_by", re.compile(r"\b(?:(?:was|were|is|got|been)\s+)?caused by\b|\b(?:was|is|were) (?:due to|because of)\b",
+    ("caused_by", re.compile(r"\b(?:(?:was|were|is|got|been)\s+)?caused by\b|\b(?:was|is|were) (?:due to|because of)\b"
+                             r"|(?<=root cause)(?: of [^,;]+?)? (?:was|is)\b",
                              re.IGNORECASE), lambda c, e: [phrases.clause_after(c, e, max_words=8)]),
     ("fixed_by", re.compile(r"\b(?:(?:was|were|is|got|been)\s+)?(?:fixed|solved|resolved|patched)\s+(?:by|with|via)\b",
                             re.IGNORECASE), lambda c, e: [phrases.clause_after(c, e, max_words=8)]),
@@ -242,6 +269,8 @@ def _simple(clause: str, turn: _Turn) -> None:
     for match, predicate, objects in found:
         if _negated(clause, match.start()) or re.match(r"\s*(?:to|it)\b", clause[match.end() :]):
             continue
+        if predicate == "uses" and re.search(r"\b(?:decided|agreed|chose|opted) to\s*$", clause[: match.start()]):
+            continue  # "decided to use Terraform" is the decision (and may be a plan)
         before = phrases.phrase_before(clause, match.start())
         if predicate in {"caused_by", "fixed_by"}:  # the head of the clause: "the memory leak (in the worker)"
             root = re.search(r"root cause(?: of (?P<what>.+?))?\s*$", clause[: match.start()], re.IGNORECASE)
@@ -263,7 +292,14 @@ _OWN = re.compile(
     r"(?:\s+(?:called|named)\s+(?P<name>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*)?)|(?=[\s,.;!?]|$))")  # fmt: skip
 
 
+_PET_NAMED = re.compile(r"\b(?:my|our)\s+(?P<pet>[a-z]+)\s+(?P<name>[A-Z][\w'-]+)")
+
+
 def _owns(clause: str, turn: _Turn) -> None:
+    for match in _PET_NAMED.finditer(clause):  # "our dog Mochi"
+        if match.group("pet").lower() in PETS and not _negated(clause, match.start()):
+            turn.mentions.append(Mention(match.group("name"), _PET_TYPE))
+            _add(turn, turn.speaker, "owns", match.group("name"))
     for match in _NAMED.finditer(clause):
         if _negated(clause, match.start()):
             continue
@@ -293,7 +329,8 @@ _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _DATE = rf"(?:{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}|\d{{4}}-\d\d-\d\d)"
 _BIRTHDAY = re.compile(
     rf"(?P<who>\bmy\s+[a-z]+?'?s|\bmy|\bhis|\bher|\b[A-Z][a-z]+(?:'s|’s))\s+birthday\s+(?:is|was|'s)\s+(?:on\s+)?(?:the\s+)?"
-    rf"(?P<date>{_DATE})|\b(?P<who2>I|[A-Z][a-z]+)\s+(?:was|were)\s+born\s+on\s+(?:the\s+)?(?P<date2>{_DATE})",
+    rf"(?P<date>{_DATE})|\b(?P<who2>I|[A-Z][a-z]+)\s+(?:was|were\s+born|turns\s+\d+)\s+on\s+(?:the\s+)?"
+    rf"(?P<date2>{_DATE})",
     re.IGNORECASE,
 )
 
@@ -319,10 +356,11 @@ _IS_TECH = re.compile(r"\b(?:is|are|'s)\s+(?:all\s+)?(?:in|on|written in|built o
 _FIX_BY = re.compile(
     r"\b(?:fixed|solved|resolved|sorted)\s+(?P<what>.+?)\s+by\s+(?P<how>.+)"
     r"|^(?P<how2>(?:\w+ing)\b.+?)\s+(?:fixed|solved|resolved)\s+(?P<what2>.+)", re.IGNORECASE)  # fmt: skip
-_SWAP = re.compile(r"\b(?:ditched|swapped|traded|dropped|replaced)\s+(?P<old>.+?)\s+for\s+(?P<new>.+)", re.IGNORECASE)
+_SWAP = re.compile(r"\b(?:ditched|swapped|traded|dropped)\s+(?P<old>.+?)\s+for\s+(?P<new>.+)", re.IGNORECASE)
 _WRITE = re.compile(
-    r"\b(?:write|writes|writing|wrote|code|codes)\s+(?:\w+\s+){0,2}?(?:in\s+)?"
-    r"|\b(?:stores?|storing|keeps?|saves?|persists?)\s+(?:\w+\s+){0,3}?(?:in|on|into)\s+",
+    r"\b(?:write|writes|writing|wrote|code|codes)\s+(?:(?:\w+\s+){0,2}?in\s+|)"
+    r"|\b(?:stores?|storing|keeps?|saves?|persists?)\s+(?:\w+\s+){0,3}?(?:in|on|into)\s+"
+    r"|\bdeploy(?:s|ed|ing)?\s+(?:everything\s+|it\s+|them\s+)?(?:with|using|via)\s+",
     re.IGNORECASE,
 )
 _NAME_THE = re.compile(r"\bnamed\s+(?:the|our|my|his|her|their)\s+(?P<thing>[a-z][\w -]*?)\s+(?P<name>\S+)$")
@@ -352,11 +390,7 @@ def _fix_or_swap(clause: str, turn: _Turn) -> None:
     swap = _SWAP.search(clause)
     if swap and not _negated(clause, swap.start()):
         new, old = phrases.phrase_after(swap.group("new"), 0)[0], phrases.phrase_after(swap.group("old"), 0)[0]
-        subject = _subject(phrases.phrase_before(clause, swap.start()), turn)
-        where = re.search(r"\b(?:in|on) (?:the |our |my |her |his )?(?P<what>[\w .-]+?)$", swap.group("new"))
-        subject = (
-            canonical(where.group("what")) if where and not technology(where.group("what"), cased=True) else subject
-        )
+        subject = _where(swap.group("new"), _subject(phrases.phrase_before(clause, swap.start()), turn))
         _add(turn, subject, _target_predicate(turn.speaker, turn, old, new, "swap"), new, old)
 
 
@@ -375,7 +409,7 @@ def _written_named_job(clause: str, turn: _Turn) -> None:
              phrases.phrase_after(clause, job.end())[0])  # fmt: skip
 
 
-_RULES = (_switch, _replace, _stop, _simple, _owns, _birthday, _more, _fix_or_swap, _written_named_job)
+_RULES = (_more, _switch, _replace, _stop, _simple, _owns, _birthday, _fix_or_swap, _written_named_job)
 _LEFT = re.compile(
     r"\bleft\s+(?P<old>[A-Z][\w.&' -]*?)\s+(?:and|to)\s+join(?:ed)?\s+(?P<new>[A-Z][\w.&'-]*(?:\s+[A-Z][\w.&'-]*)*)"
 )

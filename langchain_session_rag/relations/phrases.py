@@ -12,13 +12,13 @@ _LABEL = re.compile(r"^([A-Za-z][\w .'-]{0,39}):\s*(.*)$")
 ASSISTANTS: Final = frozenset({"assistant", "ai", "bot", "model", "system", "chatgpt", "claude", "tool"})
 _SELF: Final = frozenset({"user", "human", "me", "you", "customer"})
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|\s+-{1,2}\s+|\s+—\s+|:\s+(?=\S)")
-WORD = re.compile(r"[A-Za-z0-9][\w.+#/@&'’-]*[\w+#]|[A-Za-z0-9]|[,;:!?()\"]")
+WORD = re.compile(r"\.?[A-Za-z0-9][\w.+#/@&'’-]*[\w+#]|[A-Za-z0-9]|[,;:!?()\"]")
 
 STOP_AFTER: Final = frozenset(
     "and or but for because since so to from with in on at by as which that who whom when where while now last "
     "next this yesterday today tomorrow instead again too also anymore already these every after before until "
     "into over under about than then if is are was were be been being has have had will would can could should "
-    "it its they them there here we i you he she via through without during per across".split()
+    "it its they them there here we i you he she via through without during per across only mostly both".split()
 )  # fmt: skip
 """Words that end a noun phrase read after a verb."""
 STOP_BEFORE: Final = frozenset(
