@@ -46,7 +46,7 @@ def _answer(
 ) -> tuple[str, list[dict[str, Any]]]:
     if other:
         paths = view.paths(entity, other, as_of=as_of)
-        text = "\n\n".join(f"{n}. " + _lines(p).lstrip("> ") for n, p in enumerate(paths, 1))
+        text = "\n\n".join(f"Link {n}:\n{_lines(p)}" for n, p in enumerate(paths, 1))
         found = [r for p in paths for r in p]
         return text or f"No link between {entity!r} and {other!r} in memory.", [asdict(r) for r in found]
     rels = view.neighbours(entity, hops=hops, as_of=as_of) if hops == 2 else view.relations(entity, as_of=as_of)  # noqa: PLR2004

@@ -11,6 +11,7 @@ The methods below are bound to :class:`~langchain_session_rag.SessionVectorMemor
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 import weakref
@@ -19,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._time import TimestampLike, parse_timestamp
-from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
+from langchain_session_rag.memory.settings import check_query
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
 from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, decode_facts
@@ -38,6 +40,7 @@ SPEAKER_SHARE = 0.2
 """An entity named in more than this share of a user's chunks (a speaker, the user's own name) is not a question's
 entity: it would pull every chunk in."""
 _READER = PatternExtractor()
+_LOG = logging.getLogger(__name__)
 _MAX_KNOWN = 2_000
 """The most of the user's own names looked for in each new chunk (the longest first)."""
 
@@ -59,7 +62,11 @@ def attach_facts(records: Iterable[Record], extractor: Extractor | None, replica
         if FACTS_KEY in meta:
             decode_facts(meta[FACTS_KEY], record.id)
         elif extractor is not None:
-            found = extractor.extract(record.text)
+            try:
+                found = extractor.extract(record.text)
+            except Exception as error:  # noqa: BLE001 - an extractor's failure must not lose the write
+                _LOG.warning("relation extractor %s failed on chunk %s: %s", type(extractor).__name__, record.id, error)
+                continue
             if known is not None:
                 found = _with_known(found, record.text, *known)
             meta[FACTS_KEY] = found.encode()
@@ -90,15 +97,22 @@ def _with_known(found: Extraction, text: str, pattern: re.Pattern[str], names: d
     return Extraction(found.entities + added, found.relations) if added else found
 
 
-def chunk_facts(record: Record) -> ChunkFacts | None:
-    """A stored chunk's findings with their source (``None`` for other kinds of records)."""
+def chunk_facts(record: Record, *, read_missing: bool = True) -> ChunkFacts | None:
+    """A stored chunk's findings with their source (``None`` for other kinds of records).
+
+    A chunk stored without findings (before this layer, or by a memory without an extractor) is read with the
+    patterns when ``read_missing``.
+    """
     meta = record.metadata
     kind = str(meta.get("source_type", "session"))
     if kind not in FACT_SOURCES:
         return None
     stored = meta.get(FACTS_KEY)
     try:
-        facts = decode_facts(stored, record.id) if stored is not None else _READER.extract(record.text)
+        if stored is not None:
+            facts = decode_facts(stored, record.id)
+        else:
+            facts = _READER.extract(record.text) if read_missing else Extraction()
     except ValueError:
         facts = Extraction()  # a value edited by hand in the store: the chunk still counts, without findings
     when = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
@@ -119,13 +133,31 @@ class _Index:
 
 
 _INDEXES: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
+_STORED_ONLY: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
+"""The same, for memories without an extractor (only the findings stored on the chunks)."""
+_UNREPLICATED: dict[tuple[str, str, bool], _Index] = {}
+"""Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing."""
 _INDEXES_LOCK = threading.Lock()
+_MAX_UNREPLICATED = 64
 
 
-def replica_graph(replica: UserReplica) -> RelationGraph:
+def _refresh(index: _Index, revisions: dict[str, str], fetch: Any, *, read_missing: bool) -> RelationGraph:
+    """Bring ``index`` to ``revisions`` (id → revision), reading the records that changed with ``fetch(ids)``."""
+    stale = [doc_id for doc_id, revision in revisions.items() if index.seen.get(doc_id, ("",))[0] != revision]
+    gone = index.seen.keys() - revisions.keys()
+    for record in fetch(stale) if stale else ():
+        index.seen[record.id] = (revisions[record.id], chunk_facts(record, read_missing=read_missing))
+    for doc_id in gone:
+        del index.seen[doc_id]
+    if stale or gone or index.graph is None:
+        index.graph = RelationGraph(facts for _, facts in index.seen.values() if facts is not None)
+    return index.graph
+
+
+def replica_graph(replica: UserReplica, *, read_missing: bool = True) -> RelationGraph:
     """The graph of a synced replica's chunks, rebuilt only when a chunk was added, edited or removed."""
     with _INDEXES_LOCK:
-        index = _INDEXES.setdefault(replica, _Index())
+        index = (_INDEXES if read_missing else _STORED_ONLY).setdefault(replica, _Index())
     with index.lock:
         stamp = (id(replica.lexical), replica.lexical.changes)  # read first: a change after it rebuilds next time
         if index.graph is not None and stamp == index.stamp:
@@ -133,18 +165,9 @@ def replica_graph(replica: UserReplica) -> RelationGraph:
         with replica.lock:
             current = {doc_id: replica.record(doc_id) for doc_id in replica.ids()}
         revisions = {doc_id: fingerprint(record.metadata) for doc_id, record in current.items()}
-        changed = index.graph is None or revisions.keys() != index.seen.keys()
-        for doc_id, revision in revisions.items():
-            held = index.seen.get(doc_id)
-            if held is None or held[0] != revision:
-                index.seen[doc_id] = (revision, chunk_facts(current[doc_id]))
-                changed = True
-        for gone in index.seen.keys() - revisions.keys():
-            del index.seen[gone]
-        if changed or index.graph is None:
-            index.graph = RelationGraph(facts for _, facts in index.seen.values() if facts is not None)
+        graph = _refresh(index, revisions, lambda ids: [current[i] for i in ids], read_missing=read_missing)
         index.stamp = stamp
-        return index.graph
+        return graph
 
 
 def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
@@ -152,12 +175,26 @@ def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
     from langchain_session_rag.memory import admin  # noqa: PLC0415 - admin binds methods of the memory too
 
     store = admin.user_store(memory)
+    read_missing = memory.relation_extractor is not None
     replica = store.replica()
     if replica is not None:
-        return replica_graph(replica), len(replica)
-    records = store.records({"source_type": {"$in": sorted(FACT_SOURCES)}})
-    facts = [f for f in (chunk_facts(r) for r in records) if f is not None]
-    return RelationGraph(facts), len(records)
+        return replica_graph(replica, read_missing=read_missing), len(replica)
+    backend, user = store.backend, store.user_id  # no replica: the store's listing says what changed since
+    with _INDEXES_LOCK:
+        if len(_UNREPLICATED) >= _MAX_UNREPLICATED:
+            _UNREPLICATED.pop(next(iter(_UNREPLICATED)))
+        index = _UNREPLICATED.setdefault((backend.process_key, user, read_missing), _Index())
+    with index.lock:
+        try:
+            revisions = backend.listing(user)
+        except UnsupportedOperationError:  # a store that cannot list: read what it returns, every time
+            facts = [chunk_facts(r, read_missing=read_missing) for r in store.records({})]
+            return RelationGraph(f for f in facts if f is not None), len(facts)
+
+        def paged(ids: list[str]) -> list[Record]:
+            return [r for page in backend.pages(user, ids) for r in page.records]
+
+        return _refresh(index, revisions, paged, read_missing=read_missing), len(revisions)
 
 
 def _when(as_of: TimestampLike | None) -> datetime | None:
@@ -191,7 +228,7 @@ def neighbours(
     self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
 ) -> list[Relation]:
     """Relations within ``hops`` (1 or 2) of ``entity`` ("what is connected to the billing API")."""
-    if hops not in {1, 2}:
+    if isinstance(hops, bool) or hops not in {1, 2}:
         msg = f"hops must be 1 or 2, got {hops!r}."
         raise InvalidArgumentError(msg)
     graph, _ = user_graph(self)
@@ -205,7 +242,7 @@ def paths(
 
     ("How is the outage related to Terraform?")
     """
-    if max_hops not in {1, 2}:
+    if isinstance(max_hops, bool) or max_hops not in {1, 2}:
         msg = f"max_hops must be 1 or 2, got {max_hops!r}."
         raise InvalidArgumentError(msg)
     graph, _ = user_graph(self)
@@ -227,8 +264,12 @@ def relation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) 
     The graph's ``relations`` prompt section: ``analytics service — uses → ClickHouse [S: 2026-03-09] (before:
     PostgreSQL until 2026-03-09)``.
     """
-    graph, total = user_graph(self)
-    return graph.lines(graph.named_in(question, max_share=SPEAKER_SHARE, total=total), limit=limit)
+    check_query(question)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        msg = f"limit must be a positive integer, got {limit!r}."
+        raise InvalidArgumentError(msg)
+    graph, _ = user_graph(self)
+    return graph.lines(graph.named_in(question), limit=limit)  # every entity it names, however often it is named
 
 
 async def arelations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
@@ -236,14 +277,18 @@ async def arelations(self: SessionVectorMemory, entity: str, as_of: TimestampLik
     return await asyncio.to_thread(relations, self, entity, as_of)
 
 
-async def aneighbours(self: SessionVectorMemory, entity: str, **kwargs: Any) -> list[Relation]:
+async def aneighbours(
+    self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
+) -> list[Relation]:
     """Async :meth:`neighbours`."""
-    return await asyncio.to_thread(lambda: neighbours(self, entity, **kwargs))
+    return await asyncio.to_thread(lambda: neighbours(self, entity, hops=hops, as_of=as_of))
 
 
-async def apaths(self: SessionVectorMemory, source: str, target: str, **kwargs: Any) -> list[list[Relation]]:
+async def apaths(
+    self: SessionVectorMemory, source: str, target: str, *, max_hops: int = 2, as_of: TimestampLike | None = None
+) -> list[list[Relation]]:
     """Async :meth:`paths`."""
-    return await asyncio.to_thread(lambda: paths(self, source, target, **kwargs))
+    return await asyncio.to_thread(lambda: paths(self, source, target, max_hops=max_hops, as_of=as_of))
 
 
 async def aentities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:

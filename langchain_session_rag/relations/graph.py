@@ -18,9 +18,9 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 
-from langchain_session_rag.relations.model import Extraction
+from langchain_session_rag.relations.model import Extraction, Statement
 from langchain_session_rag.relations.vocabulary import FUNCTIONAL, PHRASES, SPEAKER, TECHNOLOGIES, key_of
 
 _STOP_KEYS = frozenset("a an the i we you it is are was be to of in on at and or for with my our me us".split())
@@ -51,18 +51,32 @@ class ChunkFacts:
 
 @dataclass
 class Relation:
-    """``subject — predicate → object``, valid from ``valid_from`` (``None``: unknown) until ``valid_to``."""
+    """``subject — predicate → object``, valid from ``valid_from`` (``None``: unknown) until ``valid_to``.
+
+    A relation closed and stated again later holds in several ``intervals``; ``valid_from`` is the start of the
+    first, ``valid_to`` the end of the last (``None``: it holds now).
+    """
 
     subject: str
     predicate: str
     object: str
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    intervals: list[tuple[datetime | None, datetime | None]] = field(default_factory=list)
+    """When it held: ``(start, end)`` pairs, oldest first (``None`` start: unknown; ``None`` end: still holds)."""
     sources: list[Source] = field(default_factory=list)
     """The chunks stating it, oldest first (and the chunk that closed it, for a relation known only as closed)."""
     replaced_by: str | None = None
     """The object that replaced it, when a switch or another value closed it."""
     closed_by: Source | None = None
+
+    @property
+    def valid_from(self) -> datetime | None:
+        """When it first held (``None``: unknown)."""
+        return self.intervals[0][0] if self.intervals else None
+
+    @property
+    def valid_to(self) -> datetime | None:
+        """When it last stopped holding (``None``: it holds now)."""
+        return self.intervals[-1][1] if self.intervals else None
 
     @property
     def keys(self) -> tuple[str, str]:
@@ -71,8 +85,8 @@ class Relation:
 
     @property
     def current(self) -> bool:
-        """Whether nothing closed it."""
-        return self.valid_to is None
+        """Whether nothing closed it (or it was stated again since)."""
+        return bool(self.intervals) and self.intervals[-1][1] is None
 
     @property
     def markers(self) -> list[str]:
@@ -89,8 +103,11 @@ class Relation:
         """Whether it held at ``when`` (``None``: now)."""
         if when is None:
             return self.current
-        started = self.valid_from is None or _naive(self.valid_from) <= _naive(when)
-        return started and (self.valid_to is None or _naive(when) < _naive(self.valid_to))
+        at = _naive(when)
+        return any(
+            (start is None or _naive(start) <= at) and (end is None or at < _naive(end))
+            for start, end in self.intervals
+        )
 
     def render(self, before: Sequence[Relation] = ()) -> str:
         """One line: ``analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)``."""
@@ -116,7 +133,8 @@ class EntityInfo:
 
 
 def _naive(value: datetime) -> datetime:
-    return value.replace(tzinfo=None)
+    """``value`` in UTC without its zone (a naive value is taken as UTC already)."""
+    return value.astimezone(timezone.utc).replace(tzinfo=None) if value.tzinfo else value
 
 
 def _day(value: datetime | None) -> str:
@@ -140,40 +158,23 @@ class RelationGraph:
         self.entities_of: dict[str, set[str]] = {}
         """Chunk id → keys of the entities it names."""
         self._relations: dict[tuple[str, str, str], Relation] = {}
-        said: dict[tuple[str, str, str], datetime] = {}
-        closings: list[tuple[tuple[str, str, str], Source, str | None]] = []
+        self._open: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        """(subject, predicate) → open objects → the chunk that last stated each (functional predicates)."""
         for chunk in ordered:
             keys = self.entities_of.setdefault(chunk.source.chunk_id, set())
             for mention in chunk.facts.entities:
                 keys.add(self._note(mention.name, mention.type, names, types, chunk.source))
             for st in chunk.facts.relations:
-                subject = self._note(st.subject, "thing", names, types, chunk.source)
-                keys.add(subject)
-                if st.object:
-                    obj = self._note(st.object, "thing", names, types, chunk.source)
-                    keys.add(obj)
-                    triple = (subject, st.predicate, obj)
-                    rel = self._relations.setdefault(triple, Relation(st.subject, st.predicate, st.object))
-                    rel.sources.append(chunk.source)
-                    rel.valid_from = rel.valid_from or chunk.source.timestamp  # the oldest chunk comes first
-                    said[triple] = _when(chunk.source)[0]
-                if st.closes:
-                    old = (subject, st.predicate, self._note(st.closes, "thing", names, types, chunk.source))
-                    closings.append((old, chunk.source, st.object or None))
-                if st.object and st.predicate in FUNCTIONAL:
-                    others = [t for t in self._relations if t[:2] == (subject, st.predicate) and t[2] != obj]
-                    closings.extend((other, chunk.source, st.object) for other in others)
-        for triple, source, by in closings:
-            self._close(triple, source, by, said)
+                keys.update(self._statement(st, chunk.source, names, types))
         self.keys = {key: counts.most_common(1)[0][0] for key, counts in names.items()}
         self._aliases = {key: tuple(sorted(counts)) for key, counts in names.items()}
         self._types = {key: _best_type(counts) for key, counts in types.items()}
         self._lookup = {alias.lower(): key for key, aliases in self._aliases.items() for alias in aliases}
         self._lookup.update({key: key for key in self.keys})
         words: dict[str, set[str]] = defaultdict(set)
-        for key in self.keys:
-            for word in key.split()[1:] if " " in key else ():
-                words[word].add(key)
+        for key, aliases in self._aliases.items():  # a capitalised word of a name ("Heron"), not "service"
+            for word in {w for alias in aliases if " " in alias for w in alias.split()[1:] if w[:1].isupper()}:
+                words[word.lower()].add(key)
         self._words = {
             w: next(iter(ks))
             for w, ks in words.items()
@@ -189,21 +190,49 @@ class RelationGraph:
         self._chunks[key].add(source.chunk_id)
         return key
 
-    def _close(self, triple: tuple[str, str, str], source: Source, by: str | None, said: dict) -> None:  # type: ignore[type-arg]
-        when = _when(source)[0]
+    def _statement(self, st: Statement, source: Source, names: dict[str, Counter[str]],
+                   types: dict[str, Counter[str]]) -> set[str]:  # fmt: skip
+        """Apply one statement, in time order: it opens its relation and closes what it replaces."""
+        subject = self._note(st.subject, "thing", names, types, source)
+        keys = {subject}
+        if st.object:
+            obj = self._note(st.object, "thing", names, types, source)
+            keys.add(obj)
+            triple = (subject, st.predicate, obj)
+            rel = self._relations.setdefault(triple, Relation(st.subject, st.predicate, st.object))
+            rel.sources.append(source)
+            if not rel.current:
+                rel.intervals.append((source.timestamp, None))
+            if st.predicate in FUNCTIONAL:  # one value at a time: the others open close here (not a list's own)
+                held = self._open[(subject, st.predicate)]
+                for other, chunk in list(held.items()):
+                    if other != obj and chunk != source.chunk_id:
+                        self._close((subject, st.predicate, other), source, st.object)
+                        del held[other]
+                held[obj] = source.chunk_id
+        if st.closes:
+            old = self._note(st.closes, "thing", names, types, source)
+            self._close((subject, st.predicate, old), source, st.object or None)
+            self._open[(subject, st.predicate)].pop(old, None)
+        return keys
+
+    def _close(self, triple: tuple[str, str, str], source: Source, by: str | None) -> None:
         rel = self._relations.get(triple)
         sibling = (triple[0], _SIBLINGS.get(triple[1], triple[1]), triple[2])
         if rel is None and sibling in self._relations:  # "moved from PostgreSQL" closes "runs on PostgreSQL" too
-            triple, rel = sibling, self._relations[sibling]
+            rel = self._relations[sibling]
         if rel is None:  # closed before we ever heard of it: history known only from the closing
-            shown = {k: counts.most_common(1)[0][0] for k, counts in self._names.items() if k in triple[::2]}
-            rel = Relation(shown.get(triple[0], triple[0]), triple[1], shown.get(triple[2], triple[2]))
+            subject, obj = (self._names[k].most_common(1)[0][0] if self._names.get(k) else k for k in triple[::2])
+            rel = Relation(subject, triple[1], obj)
+            rel.intervals.append((None, source.timestamp or _EARLIEST))
             self._relations[triple] = rel
             rel.sources.append(source)
-        elif said.get(triple, _EARLIEST) > when:
-            return  # stated again after the closing: open
-        if rel.valid_to is None or (source.timestamp and _naive(rel.valid_to) > _naive(source.timestamp)):
-            rel.valid_to, rel.replaced_by, rel.closed_by = source.timestamp or rel.valid_to, by, source
+        elif rel.current:
+            start = rel.intervals[-1][0]
+            rel.intervals[-1] = (start, source.timestamp or start or _EARLIEST)
+        else:
+            return
+        rel.replaced_by, rel.closed_by = by, source
 
     # -- lookups -------------------------------------------------------------------------------------
     def resolve(self, name: str) -> str | None:

@@ -17,7 +17,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.relations.model import Extraction, Extractor, Mention, Statement
+from langchain_session_rag.relations.model import Extraction, Extractor, Mention, Statement, safe_name
 from langchain_session_rag.relations.patterns import PatternExtractor
 from langchain_session_rag.relations.vocabulary import ENTITY_TYPES, SPEAKER, canonical
 
@@ -111,11 +111,18 @@ class LLMExtractor:
             _LOG.warning("LLMExtractor: %s; %s extracted this chunk.", error, type(self._fallback).__name__)
             return self._fallback.extract(text, speaker=speaker)
         entities = tuple(
-            Mention(canonical(e.name), e.type if e.type in ENTITY_TYPES else "thing") for e in found.entities if e.name
+            Mention(_name(e.name), e.type if e.type in ENTITY_TYPES else "thing")
+            for e in found.entities
+            if _name(e.name)
         )
         relations = tuple(
-            Statement(canonical(r.subject), r.predicate, canonical(r.object), canonical(r.closes) if r.closes else None)
+            Statement(_name(r.subject), r.predicate, _name(r.object), _name(r.closes) if r.closes else None)
             for r in found.relations
-            if r.subject.strip() and r.object.strip()
+            if _name(r.subject) and _name(r.object)
         )
         return Extraction(entities, relations)
+
+
+def _name(text: str) -> str:
+    """A model's name for something: one line, no brackets, a known technology under its canonical name."""
+    return canonical(safe_name(text))

@@ -9,6 +9,7 @@ PostgreSQL to ClickHouse"), or is ``null``; a relation with an empty object only
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -65,11 +66,20 @@ class Extractor(Protocol):
         ...
 
 
+_UNSAFE = re.compile(r"[\[\]<>{}\x00-\x1f\x7f\u2028\u2029]+")
+MAX_NAME_CHARS: Final = 200
+
+
+def safe_name(value: str) -> str:
+    """A name as it may be shown in a prompt: one line, no brackets (no forged ``[S: ...]`` marker), bounded."""
+    return " ".join(_UNSAFE.sub(" ", value).split())[:MAX_NAME_CHARS]
+
+
 def _text(value: object, what: str, chunk: str) -> str:
     if not isinstance(value, str):
         msg = f"{FACTS_KEY} of chunk {chunk}: {what} must be text, got {value!r}."
         raise InvalidMetadataError(msg)
-    return value
+    return safe_name(value)
 
 
 def decode_facts(value: object, chunk: str = "?") -> Extraction:
@@ -83,7 +93,7 @@ def decode_facts(value: object, chunk: str = "?") -> Extraction:
         raise InvalidMetadataError(msg)
     try:
         data = json.loads(value)
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, RecursionError) as error:
         msg = f"{FACTS_KEY} of chunk {chunk} is not JSON: {error}."
         raise InvalidMetadataError(msg) from error
     if not isinstance(data, dict) or not isinstance(data.get("e", []), list) or not isinstance(data.get("r", []), list):

@@ -38,7 +38,7 @@ from typing import Final
 
 from langchain_session_rag.relations import phrases
 from langchain_session_rag.relations.entities import mentions_in
-from langchain_session_rag.relations.model import Extraction, Mention, Statement
+from langchain_session_rag.relations.model import Extraction, Mention, Statement, safe_name
 from langchain_session_rag.relations.vocabulary import (
     PLATFORMS,
     SPEAKER,
@@ -53,7 +53,7 @@ _SELF_WORDS: Final = frozenset({"i", "we", "i've", "we've", "i'm", "we're", "i'd
                                 "my team", "the team", "our company", "our startup", "team", "myself"})  # fmt: skip
 _PRONOUNS: Final = frozenset({"it", "that", "this", "they", "he", "she", "which", "those", "them"})
 _KIN = re.compile(
-    r"^(?:my|our|his|her)\s+(?:little |older |younger |big |best |new )?(?:sister|brother|wife|husband|partner|friend"
+    r"^(?i:my|our|his|her)\s+(?:little |older |younger |big |best |new )?(?:sister|brother|wife|husband|partner|friend"
     r"|mom|mum|mother|dad|father|boss|manager|colleague|coworker|co-worker|son|daughter|cousin|aunt|uncle|girlfriend"
     r"|boyfriend|roommate|flatmate|neighbou?r|grandma|grandpa|fianc[eé]e?)\s+(?=[A-Z])"
 )
@@ -101,7 +101,8 @@ def _subject(raw: str, turn: _Turn) -> str | None:
 
 
 def _add(turn: _Turn, subject: str | None, predicate: str, obj: str, closes: str | None = None) -> None:
-    obj, old = canonical(obj), canonical(closes) if closes else None
+    obj, old = canonical(safe_name(obj)), canonical(safe_name(closes)) if closes else None
+    subject = safe_name(subject) if subject else subject
     if not subject or (not obj and not old) or obj.lower() == subject.lower():
         return
     if predicate in {"uses", "runs_on"} and _TIME_LIKE.match(obj):
@@ -142,8 +143,16 @@ def _where(text: str, subject: str | None) -> str | None:
     return canonical(found.group("what"))
 
 
+_SCOPE = re.compile(r"[,;]|\bbut\b|\bnow\b", re.IGNORECASE)
+
+
 def _negated(clause: str, at: int) -> bool:
-    return bool(_NOT.search(clause[:at])) or clause.rstrip().endswith("?")
+    """Whether the verb at ``at`` is negated, asked or planned, within its part of the clause.
+
+    ("I don't live in Paris anymore, I live in Rome" states Rome.)
+    """
+    start = max((m.end() for m in _SCOPE.finditer(clause, 0, at)), default=0)
+    return bool(_NOT.search(clause[start:at])) or clause.rstrip().endswith("?")
 
 
 def _target_predicate(subject: str, turn: _Turn, old: str, new: str, verb: str) -> str:
@@ -194,7 +203,8 @@ def _switch(clause: str, turn: _Turn) -> None:
 _REPLACE = (
     re.compile(r"\breplac(?:ed|ing)\s+(?P<old>.+?)\s+(?:with|by)\s+(?P<new>.+)", re.IGNORECASE),
     re.compile(
-        r"(?P<old>[\w.+#' -]+?)\s+(?:was|were|got|has been|have been)\s+replaced\s+(?:by|with)\s+(?P<new>.+)",
+        r"(?P<old>\b[\w.+#'-]+(?: [\w.+#'-]+){0,4})\s+(?:was|were|got|has been|have been)\s+replaced\s+"
+        r"(?:by|with)\s+(?P<new>.+)",
         re.IGNORECASE,
     ),
     re.compile(r"(?P<new>)\breplaced\s+(?P<old>.+)", re.IGNORECASE),
@@ -409,7 +419,24 @@ def _written_named_job(clause: str, turn: _Turn) -> None:
              phrases.phrase_after(clause, job.end())[0])  # fmt: skip
 
 
-_RULES = (_more, _switch, _replace, _stop, _simple, _owns, _birthday, _fix_or_swap, _written_named_job)
+_CODE_BLOCK = re.compile(r"```.*?(?:```|$)", re.DOTALL)
+_NAME = r"[\w+#-]+(?:\.[\w+#-]+)*"
+_CORRECTION = re.compile(r"\b(?:actually|correction|sorry|i mean|i meant|not anymore|these days|now)\b", re.IGNORECASE)
+_INSTEAD = re.compile(rf"(?P<new>{_NAME}),?\s+(?:not|instead of|rather than)\s+(?P<old>{_NAME})", re.IGNORECASE)
+
+
+def _instead(clause: str, turn: _Turn) -> None:
+    """A relation just found closes the technology named after it ("uses Redis, not Memcached")."""
+    if not _CORRECTION.search(clause):
+        return  # "we use Postgres, not MySQL" says nothing of a MySQL before; "actually ..., not MySQL" corrects it
+    for match in _INSTEAD.finditer(clause):
+        new, old = (technology(match.group(g), cased=True) for g in ("new", "old"))
+        for n, st in enumerate(turn.found):
+            if new and old and st.object == new and st.closes is None:
+                turn.found[n] = Statement(st.subject, st.predicate, st.object, old)
+
+
+_RULES = (_more, _switch, _replace, _stop, _simple, _owns, _birthday, _fix_or_swap, _written_named_job, _instead)
 _LEFT = re.compile(
     r"\bleft\s+(?P<old>[A-Z][\w.&' -]*?)\s+(?:and|to)\s+join(?:ed)?\s+(?P<new>[A-Z][\w.&'-]*(?:\s+[A-Z][\w.&'-]*)*)"
 )
@@ -440,7 +467,7 @@ class PatternExtractor:
             if who is None:
                 continue
             turn = _Turn(who, [], mentions)
-            for clause in phrases.clauses(body):
+            for clause in phrases.clauses(_CODE_BLOCK.sub(" ", body)):  # code is not what someone says
                 left = _LEFT.search(clause)
                 if left and not _negated(clause, left.start()):
                     subject = _subject(phrases.phrase_before(clause, left.start()), turn)

@@ -12,7 +12,7 @@ _LABEL = re.compile(r"^([A-Za-z][\w .'-]{0,39}):\s*(.*)$")
 ASSISTANTS: Final = frozenset({"assistant", "ai", "bot", "model", "system", "chatgpt", "claude", "tool"})
 _SELF: Final = frozenset({"user", "human", "me", "you", "customer"})
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|\n+|;\s+|\s+-{1,2}\s+|\s+—\s+|:\s+(?=\S)")
-WORD = re.compile(r"\.?[A-Za-z0-9][\w.+#/@&'’-]*[\w+#]|[A-Za-z0-9]|[,;:!?()\"]")
+WORD = re.compile(r"\.?[^\W_][\w.+#/@&'’-]*[\w+#]|[^\W_]|[,;:!?()\"\[\]<>{}]")
 
 STOP_AFTER: Final = frozenset(
     "and or but for because since so to from with in on at by as which that who whom when where while now last "
@@ -64,9 +64,24 @@ def speaker_name(label: str | None, default: str) -> str | None:
     return label
 
 
+MAX_CLAUSE = 400
+"""Characters of a clause the patterns read at once: a longer run without punctuation is read in windows of this
+size cut at spaces (the patterns stay linear in the text, whatever a note holds)."""
+
+
 def clauses(text: str) -> list[str]:
-    """The sentences and clauses of a turn."""
-    return [c.strip() for c in _CLAUSE.split(text) if c and c.strip()]
+    """The sentences and clauses of a turn (a very long one cut in windows of ``MAX_CLAUSE``)."""
+    out = []
+    for whole in (c.strip() for c in _CLAUSE.split(text) if c and c.strip()):
+        rest = whole
+        while len(rest) > MAX_CLAUSE:
+            cut = rest.rfind(" ", 0, MAX_CLAUSE)
+            cut = cut if cut > 0 else MAX_CLAUSE
+            out.append(rest[:cut])
+            rest = rest[cut:].strip()
+        if rest:
+            out.append(rest)
+    return out
 
 
 def _words(text: str) -> list[re.Match[str]]:
