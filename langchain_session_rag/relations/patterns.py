@@ -33,139 +33,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Final
 
 from langchain_session_rag.relations import phrases
 from langchain_session_rag.relations.entities import mentions_in
-from langchain_session_rag.relations.model import Extraction, Mention, Statement, safe_name
+from langchain_session_rag.relations.model import Extraction, Mention, Statement
+from langchain_session_rag.relations.statements import (
+    OWNED,
+    PET_TYPE,
+    PETS,
+    SELF_WORDS,
+    Turn,
+    add,
+    negated,
+    subject_of,
+    target_predicate,
+    where_of,
+)
 from langchain_session_rag.relations.vocabulary import (
-    PLATFORMS,
     SPEAKER,
     TECHNOLOGIES,
     canonical,
     clean_name,
     technology,
 )
-
-_I = r"(?:i|we|i've|we've|i'm|we're|i'd|we'd|me|us|our team|my team|the team|our company|our startup)"
-_SELF_WORDS: Final = frozenset({"i", "we", "i've", "we've", "i'm", "we're", "i'd", "we'd", "me", "us", "our team",
-                                "my team", "the team", "our company", "our startup", "team", "myself"})  # fmt: skip
-_PRONOUNS: Final = frozenset({"it", "that", "this", "they", "he", "she", "which", "those", "them"})
-_KIN = re.compile(
-    r"^(?i:my|our|his|her)\s+(?:little |older |younger |big |best |new )?(?:sister|brother|wife|husband|partner|friend"
-    r"|mom|mum|mother|dad|father|boss|manager|colleague|coworker|co-worker|son|daughter|cousin|aunt|uncle|girlfriend"
-    r"|boyfriend|roommate|flatmate|neighbou?r|grandma|grandpa|fianc[eé]e?)\s+(?=[A-Z])"
-)
-_NOT = re.compile(
-    r"\b(?:don'?t|do not|doesn'?t|does not|didn'?t|did not|never|not|won'?t|wouldn'?t|might|may|could|should|"
-    r"would|if|whether|maybe|perhaps|considering|consider|thinking (?:about|of)|plan(?:ning|s)? to|want(?:s|ed)? to|"
-    r"going to|gonna|hope to|hoping to|wish|unless|instead of|about to|trying to|try to|isn'?t|aren'?t|wasn'?t|"
-    r"weren'?t|can'?t|cannot|haven'?t|hasn'?t|what if|how about|why not|suggest|recommend|no longer|stopped|"
-    r"halfway|in the middle of)\b",
-    re.IGNORECASE,
-)
-PETS: Final = frozenset("dog cat puppy kitten parrot hamster rabbit bunny turtle tortoise fish goldfish horse pony "
-                        "snake lizard gecko ferret guinea pig budgie bird chicken".split())  # fmt: skip
-_OWNED: Final = PETS | frozenset("car bike motorcycle van truck boat house flat apartment cabin tesla laptop".split())
-_PET_TYPE = "pet"
-
-
-@dataclass
-class _Turn:
-    speaker: str
-    found: list[Statement]
-    mentions: list[Mention]
-    last_subject: str | None = None
-    """The last subject other than the speaker (what "it" refers to)."""
-    last_any: str | None = None
-    """The last subject (what a clause's missing subject is: "Ana works at Siemens and lives in Munich")."""
-
-
-def _subject(raw: str, turn: _Turn) -> str | None:
-    """Whom a subject phrase names: the speaker for "I"/"we", the last subject for "it", a kin's name."""
-    text = raw.strip()
-    low = text.lower()
-    if not text:
-        return turn.last_any or turn.speaker
-    if low in _SELF_WORDS:
-        return turn.speaker
-    if low in _PRONOUNS:
-        return turn.last_subject
-    kin = _KIN.match(text)
-    if kin:
-        name = clean_name(text[kin.end() :])
-        turn.mentions.append(Mention(name, "person"))
-        return name
-    return canonical(text) or None
-
-
-def _add(turn: _Turn, subject: str | None, predicate: str, obj: str, closes: str | None = None) -> None:
-    obj, old = canonical(safe_name(obj)), canonical(safe_name(closes)) if closes else None
-    subject = safe_name(subject) if subject else subject
-    if not subject or (not obj and not old) or obj.lower() == subject.lower():
-        return
-    if predicate in {"uses", "runs_on"} and _TIME_LIKE.match(obj):
-        return  # "deploys on Fridays", "move standups to 10am": a schedule, not a technology
-    turn.found.append(Statement(subject, predicate, obj, old or None))
-    turn.last_subject = subject if subject != turn.speaker else turn.last_subject
-    turn.last_any = subject
-    typed = {"uses": "technology", "runs_on": "technology", "lives_in": "place", "works_at": "organisation",
-             "birthday": "date"}  # fmt: skip
-    if predicate in typed:
-        for name in (obj, old):
-            if name:
-                turn.mentions.append(Mention(name, typed[predicate]))
-    if predicate in {"uses", "runs_on"} and subject != turn.speaker:
-        turn.mentions.append(Mention(subject, "project"))
-    elif predicate in {"lives_in", "works_at", "birthday", "owns"} and subject != turn.speaker:
-        turn.mentions.append(Mention(subject, "person"))
-
-
-_WHERE = re.compile(
-    r"\b(?:in|on|for)\s+(?P<whose>the|our|my|his|her|their)\s+(?P<what>[\w.-]+(?: [\w.-]+)?)\s*(?:[,.;!]|$)"
-)
-_TIME_LIKE = re.compile(
-    r"^(?:\d[\d:.apm ]*|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|mornings?|evenings?|weekends?|tomorrow|tonight)$",
-    re.IGNORECASE,
-)
-
-
-def _where(text: str, subject: str | None) -> str | None:
-    """Where a change was made ("on the dashboard": the dashboard), unless it is a person's ("on her laptop")."""
-    found = _WHERE.search(text)
-    if (
-        not found
-        or found.group("whose").lower() in {"his", "her", "their"}
-        or technology(found.group("what"), cased=True)
-    ):
-        return subject
-    return canonical(found.group("what"))
-
-
-_SCOPE = re.compile(r"[,;]|\bbut\b|\bnow\b", re.IGNORECASE)
-
-
-def _negated(clause: str, at: int) -> bool:
-    """Whether the verb at ``at`` is negated, asked or planned, within its part of the clause.
-
-    ("I don't live in Paris anymore, I live in Rome" states Rome.)
-    """
-    start = max((m.end() for m in _SCOPE.finditer(clause, 0, at)), default=0)
-    return bool(_NOT.search(clause[start:at])) or clause.rstrip().endswith("?")
-
-
-def _target_predicate(subject: str, turn: _Turn, old: str, new: str, verb: str) -> str:
-    names = {canonical(old).lower(), canonical(new).lower()} - {""}
-    if names & PLATFORMS:
-        return "runs_on"
-    if names & {v.lower() for v in TECHNOLOGIES.values()}:
-        return "uses"
-    person = subject == turn.speaker or subject[:1].isupper() or any(m.name == subject for m in turn.mentions)
-    if person and verb.lower().startswith(("mov", "reloc")) and new[:1].isupper():
-        return "lives_in"
-    return "uses"
-
 
 _SWITCH = re.compile(
     r"\b(switch(?:ed|ing)?|mov(?:ed|ing|e)|migrat(?:ed|ing|e)|chang(?:ed|ing)|transitioned|went|ported|relocated)\b"
@@ -174,9 +64,9 @@ _SWITCH = re.compile(
 )
 
 
-def _switch(clause: str, turn: _Turn) -> None:
+def _switch(clause: str, turn: Turn) -> None:
     for verb in _SWITCH.finditer(clause):
-        if _negated(clause, verb.start()):
+        if negated(clause, verb.start()):
             continue
         rest = clause[verb.end() :]
         move = re.match(r"\s*(?:(?P<thing>(?!from\b|to\b|over\b|back\b)[^,;]{1,60}?)\s+)?(?:from\s+(?P<old>.+?)\s+)?"
@@ -191,13 +81,13 @@ def _switch(clause: str, turn: _Turn) -> None:
         if not old:  # "moved to Lisbon from Porto"
             later = re.search(r"\bfrom\s+(.+)", move.group("new"), re.IGNORECASE)
             old = phrases.phrase_after(later.group(1), 0)[0] if later else ""
-        subject = _subject(phrases.phrase_before(clause, verb.start()), turn)
+        subject = subject_of(phrases.phrase_before(clause, verb.start()), turn)
         if thing and not thing.lower().startswith(("from", "to")):
-            subject = _subject(phrases.phrase_after(thing, 0, max_words=5)[0], turn) or subject
+            subject = subject_of(phrases.phrase_after(thing, 0, max_words=5)[0], turn) or subject
         if subject and new:
-            predicate = _target_predicate(subject, turn, old, new, verb.group())
-            subject = _where(move.group("new"), subject) if predicate != "lives_in" else subject
-            _add(turn, subject, predicate, new, old or None)
+            predicate = target_predicate(subject, turn, old, new, verb.group())
+            subject = where_of(move.group("new"), subject) if predicate != "lives_in" else subject
+            add(turn, subject, predicate, new, old or None)
 
 
 _REPLACE = (
@@ -211,10 +101,10 @@ _REPLACE = (
 )
 
 
-def _replace(clause: str, turn: _Turn) -> None:
+def _replace(clause: str, turn: Turn) -> None:
     for index, pattern in enumerate(_REPLACE):
         for match in pattern.finditer(clause):
-            if _negated(clause, match.start()):
+            if negated(clause, match.start()):
                 continue
             if index == 1:
                 old = phrases.phrase_before(match.group("old"), len(match.group("old")))
@@ -226,12 +116,12 @@ def _replace(clause: str, turn: _Turn) -> None:
                 if after
                 else phrases.phrase_before(clause, match.start())
             )
-            subject = _subject(phrases.phrase_before(clause, match.start()), turn) if index == 0 else turn.speaker
-            _add(turn, subject or turn.speaker, _target_predicate(turn.speaker, turn, old, new, "replace"), new, old)
+            subject = subject_of(phrases.phrase_before(clause, match.start()), turn) if index == 0 else turn.speaker
+            add(turn, subject or turn.speaker, target_predicate(turn.speaker, turn, old, new, "replace"), new, old)
             return
 
 
-def _stop(clause: str, turn: _Turn) -> None:
+def _stop(clause: str, turn: Turn) -> None:
     for match in re.finditer(r"\b(?:stopped|quit|no longer|don'?t|do not|ditched|dropped)\s+(?:using\s+|use\s+)?",
                              clause, re.IGNORECASE):  # fmt: skip
         word = match.group().split()[0].lower()
@@ -239,7 +129,7 @@ def _stop(clause: str, turn: _Turn) -> None:
             continue
         if word in {"ditched", "dropped"} or "us" in match.group().lower():
             old = phrases.phrase_after(clause, match.end())[0]
-            subject = _subject(phrases.phrase_before(clause, match.start()), turn)
+            subject = subject_of(phrases.phrase_before(clause, match.start()), turn)
             if old and subject and canonical(old).lower() in {v.lower() for v in TECHNOLOGIES.values()}:
                 turn.found.append(Statement(subject, "uses", "", canonical(old)))
 
@@ -271,13 +161,13 @@ _SIMPLE: tuple[tuple[str, re.Pattern[str], Callable[[str, int], list[str]]], ...
 )  # fmt: skip
 
 
-def _simple(clause: str, turn: _Turn) -> None:
+def _simple(clause: str, turn: Turn) -> None:
     found = sorted(
         ((match, predicate, objects) for predicate, pattern, objects in _SIMPLE for match in pattern.finditer(clause)),
         key=lambda item: item[0].start(),
     )  # in the order they are said: a clause without a subject continues the one before it
     for match, predicate, objects in found:
-        if _negated(clause, match.start()) or re.match(r"\s*(?:to|it)\b", clause[match.end() :]):
+        if negated(clause, match.start()) or re.match(r"\s*(?:to|it)\b", clause[match.end() :]):
             continue
         if predicate == "uses" and re.search(r"\b(?:decided|agreed|chose|opted) to\s*$", clause[: match.start()]):
             continue  # "decided to use Terraform" is the decision (and may be a plan)
@@ -286,11 +176,11 @@ def _simple(clause: str, turn: _Turn) -> None:
             root = re.search(r"root cause(?: of (?P<what>.+?))?\s*$", clause[: match.start()], re.IGNORECASE)
             head = phrases.phrase_after(clause[: match.start()], 0)[0]
             before = (root.group("what") or "root cause") if root else head or before
-        subject = _subject(before, turn)
+        subject = subject_of(before, turn)
         for obj in objects(clause, match.end()):
             if predicate == "works_at" and not obj[:1].isupper():
                 continue
-            _add(turn, subject, predicate, obj)
+            add(turn, subject, predicate, obj)
 
 
 _NAMED = re.compile(
@@ -305,34 +195,34 @@ _OWN = re.compile(
 _PET_NAMED = re.compile(r"\b(?:my|our)\s+(?P<pet>[a-z]+)\s+(?P<name>[A-Z][\w'-]+)")
 
 
-def _owns(clause: str, turn: _Turn) -> None:
+def _owns(clause: str, turn: Turn) -> None:
     for match in _PET_NAMED.finditer(clause):  # "our dog Mochi"
-        if match.group("pet").lower() in PETS and not _negated(clause, match.start()):
-            turn.mentions.append(Mention(match.group("name"), _PET_TYPE))
-            _add(turn, turn.speaker, "owns", match.group("name"))
+        if match.group("pet").lower() in PETS and not negated(clause, match.start()):
+            turn.mentions.append(Mention(match.group("name"), PET_TYPE))
+            add(turn, turn.speaker, "owns", match.group("name"))
     for match in _NAMED.finditer(clause):
-        if _negated(clause, match.start()):
+        if negated(clause, match.start()):
             continue
         thing, name = clean_name(match.group("thing")), clean_name(match.group("name"))
-        _add(turn, thing, "named", name)
-        kind = _PET_TYPE if thing.split()[-1].lower() in PETS else "thing"
+        add(turn, thing, "named", name)
+        kind = PET_TYPE if thing.split()[-1].lower() in PETS else "thing"
         turn.mentions.append(Mention(name, kind))
         if match.group("who").lower() in {"my", "our"}:
-            _add(turn, turn.speaker, "owns", name)
+            add(turn, turn.speaker, "owns", name)
     for match in _OWN.finditer(clause):
-        if _negated(clause, match.start()) or _NAMED.search(clause):
+        if negated(clause, match.start()) or _NAMED.search(clause):
             continue
         thing = clean_name(match.group("thing"))
-        subject = _subject(phrases.phrase_before(clause, match.start()), turn)
+        subject = subject_of(phrases.phrase_before(clause, match.start()), turn)
         verb = match.group().split()[0].lower()
         head = thing.split()[-1].lower() if thing else ""
         if match.group("name"):
             name = clean_name(match.group("name"))
-            _add(turn, subject, "owns", name)
-            _add(turn, head, "named", name)
-            turn.mentions.append(Mention(name, _PET_TYPE if head in PETS else "thing"))
-        elif head in _OWNED or (verb in {"own", "owns", "bought"} and thing[:1].isupper()):
-            _add(turn, subject, "owns", thing)
+            add(turn, subject, "owns", name)
+            add(turn, head, "named", name)
+            turn.mentions.append(Mention(name, PET_TYPE if head in PETS else "thing"))
+        elif head in OWNED or (verb in {"own", "owns", "bought"} and thing[:1].isupper()):
+            add(turn, subject, "owns", thing)
 
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
@@ -345,7 +235,7 @@ _BIRTHDAY = re.compile(
 )
 
 
-def _birthday(clause: str, turn: _Turn) -> None:
+def _birthday(clause: str, turn: Turn) -> None:
     for match in _BIRTHDAY.finditer(clause):
         who = (match.group("who") or match.group("who2") or "").replace("’", "'")
         date = match.group("date") or match.group("date2")
@@ -359,7 +249,7 @@ def _birthday(clause: str, turn: _Turn) -> None:
         else:
             subject = who.removesuffix("'s")
             turn.mentions.append(Mention(subject, "person"))
-        _add(turn, subject, "birthday", date)
+        add(turn, subject, "birthday", date)
 
 
 _IS_TECH = re.compile(r"\b(?:is|are|'s)\s+(?:all\s+)?(?:in|on|written in|built on)?\s*", re.IGNORECASE)
@@ -378,44 +268,44 @@ _JOB_AT = re.compile(r"\b(?:(?:am|is|'s|'m|are)\s+an?\s+[\w -]{1,30}?|got the jo
                      r"(?=[A-Z])", re.IGNORECASE)  # fmt: skip
 
 
-def _more(clause: str, turn: _Turn) -> None:
+def _more(clause: str, turn: Turn) -> None:
     """Copulas naming a technology, fixes told the other way round, swaps, languages written, jobs, names given."""
     for match in _IS_TECH.finditer(clause):
         obj = phrases.phrase_after(clause, match.end())[0]
-        if obj and technology(obj.split()[0], cased=obj[:1].isupper()) and not _negated(clause, match.start()):
-            subject = _subject(phrases.phrase_before(clause, match.start()).removesuffix("'s"), turn)
+        if obj and technology(obj.split()[0], cased=obj[:1].isupper()) and not negated(clause, match.start()):
+            subject = subject_of(phrases.phrase_before(clause, match.start()).removesuffix("'s"), turn)
             if subject and subject != turn.speaker:
                 for item in phrases.split_list(clause, match.end()):
                     if technology(item.split()[0], cased=item[:1].isupper()):
-                        _add(turn, subject, "uses", item)
+                        add(turn, subject, "uses", item)
 
 
-def _fix_or_swap(clause: str, turn: _Turn) -> None:
+def _fix_or_swap(clause: str, turn: Turn) -> None:
     """Fixes ("we fixed X by Y", "Y solved X") and swaps ("ditched X for Y")."""
     fix = _FIX_BY.search(clause)
-    if fix and not _negated(clause, fix.start()):
+    if fix and not negated(clause, fix.start()):
         what = phrases.phrase_after(fix.group("what") or fix.group("what2"), 0)[0]
         how = phrases.clause_after(fix.group("how") or fix.group("how2"), 0, max_words=10)
-        _add(turn, canonical(what) or None, "fixed_by", how)
+        add(turn, canonical(what) or None, "fixed_by", how)
     swap = _SWAP.search(clause)
-    if swap and not _negated(clause, swap.start()):
+    if swap and not negated(clause, swap.start()):
         new, old = phrases.phrase_after(swap.group("new"), 0)[0], phrases.phrase_after(swap.group("old"), 0)[0]
-        subject = _where(swap.group("new"), _subject(phrases.phrase_before(clause, swap.start()), turn))
-        _add(turn, subject, _target_predicate(turn.speaker, turn, old, new, "swap"), new, old)
+        subject = where_of(swap.group("new"), subject_of(phrases.phrase_before(clause, swap.start()), turn))
+        add(turn, subject, target_predicate(turn.speaker, turn, old, new, "swap"), new, old)
 
 
-def _written_named_job(clause: str, turn: _Turn) -> None:
+def _written_named_job(clause: str, turn: Turn) -> None:
     """Languages written ("I write Rust"), stores ("keeps events in ClickHouse"), names, jobs ("a nurse at X")."""
     for match in _WRITE.finditer(clause):
         items = [i for i in phrases.split_list(clause, match.end()) if technology(i.split()[0], cased=i[:1].isupper())]
-        for item in items if not _negated(clause, match.start()) else []:
-            _add(turn, _subject(phrases.phrase_before(clause, match.start()), turn), "uses", item)
+        for item in items if not negated(clause, match.start()) else []:
+            add(turn, subject_of(phrases.phrase_before(clause, match.start()), turn), "uses", item)
     named = _NAME_THE.search(clause.rstrip(" .!😊"))
     if named:
-        _add(turn, clean_name(named.group("thing")), "named", clean_name(named.group("name")))
+        add(turn, clean_name(named.group("thing")), "named", clean_name(named.group("name")))
     job = _JOB_AT.search(clause)
-    if job and not _negated(clause, job.start()):
-        _add(turn, _subject(phrases.phrase_before(clause, job.start()), turn), "works_at",
+    if job and not negated(clause, job.start()):
+        add(turn, subject_of(phrases.phrase_before(clause, job.start()), turn), "works_at",
              phrases.phrase_after(clause, job.end())[0])  # fmt: skip
 
 
@@ -425,7 +315,7 @@ _CORRECTION = re.compile(r"\b(?:actually|correction|sorry|i mean|i meant|not any
 _INSTEAD = re.compile(rf"(?P<new>{_NAME}),?\s+(?:not|instead of|rather than)\s+(?P<old>{_NAME})", re.IGNORECASE)
 
 
-def _instead(clause: str, turn: _Turn) -> None:
+def _instead(clause: str, turn: Turn) -> None:
     """A relation just found closes the technology named after it ("uses Redis, not Memcached")."""
     if not _CORRECTION.search(clause):
         return  # "we use Postgres, not MySQL" says nothing of a MySQL before; "actually ..., not MySQL" corrects it
@@ -466,12 +356,12 @@ class PatternExtractor:
             mentions.extend(mentions_in(body))
             if who is None:
                 continue
-            turn = _Turn(who, [], mentions)
+            turn = Turn(who, [], mentions)
             for clause in phrases.clauses(_CODE_BLOCK.sub(" ", body)):  # code is not what someone says
                 left = _LEFT.search(clause)
-                if left and not _negated(clause, left.start()):
-                    subject = _subject(phrases.phrase_before(clause, left.start()), turn)
-                    _add(turn, subject, "works_at", clean_name(left.group("new")), clean_name(left.group("old")))
+                if left and not negated(clause, left.start()):
+                    subject = subject_of(phrases.phrase_before(clause, left.start()), turn)
+                    add(turn, subject, "works_at", clean_name(left.group("new")), clean_name(left.group("old")))
                     continue
                 for rule in _RULES:
                     rule(clause, turn)
@@ -483,7 +373,7 @@ def _unique_mentions(mentions: list[Mention]) -> tuple[Mention, ...]:
     """One mention per name (the most specific type seen), in first-seen order."""
     best: dict[str, Mention] = {}
     for mention in mentions:
-        if not mention.name or mention.name.lower() in _SELF_WORDS | {SPEAKER}:
+        if not mention.name or mention.name.lower() in SELF_WORDS | {SPEAKER}:
             continue
         held = best.get(mention.name)
         if held is None or (held.type == "thing" and mention.type != "thing"):

@@ -41,7 +41,7 @@ ROOT = [
 
 SUBPACKAGES = {
     "agents": ["CoreEdit", "Curation", "SessionMemoryStore", "acurate_core_memory", "create_core_memory_tool",
-               "create_manage_memory_tool", "create_search_memory_tool", "curate_core_memory"],
+               "create_manage_memory_tool", "create_relations_tool", "create_search_memory_tool", "curate_core_memory"],
     "cache": ["CacheDecision", "CacheStats", "SemanticCache", "SemanticLLMCache", "cache_scope", "current_cache_user"],
     "chunking": ["Chunk", "ExchangeChunker", "Segment", "SimilarityProfile", "TopicSegmenter", "Turn",
                  "normalize_messages"],
@@ -61,6 +61,8 @@ SUBPACKAGES = {
                "get_default_embeddings", "ollama_models", "pick_chat_model", "tiktoken_counter"],
     "prompt": ["AssembledPrompt", "BudgetReport", "HistoryWindow", "RecalledMemory", "SectionReport", "SummaryBuffer", "TokenBudget",
                "last_turns", "trim_turns"],
+    "relations": ["EntityInfo", "Extraction", "Extractor", "LLMExtractor", "Mention", "PREDICATES", "PatternExtractor",
+                  "Relation", "RelationGraph", "Source", "Statement"],
     "server": ["Authenticator", "ServeSettings", "create_app", "read_token_file"],
 }  # fmt: skip
 
