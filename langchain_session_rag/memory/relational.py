@@ -75,8 +75,13 @@ def attach_facts(records: Iterable[Record], extractor: Extractor | None, replica
 def _known_names(replica: UserReplica | None) -> tuple[re.Pattern[str], dict[str, str]] | None:
     index = _INDEXES.get(replica) if replica is not None else None
     graph = index.graph if index is not None else None
-    if graph is None:
-        return None
+    if (
+        graph is None
+        or replica is None
+        or index is None
+        or index.stamp != (id(replica.lexical), replica.lexical.changes)
+    ):
+        return None  # only names of the graph as the replica is now: never a name a forget has removed since
     if index is not None and index.known is not None and index.known[0] is graph:
         return index.known[1]
     names = graph.vocabulary()
@@ -117,7 +122,11 @@ def chunk_facts(record: Record, *, read_missing: bool = True) -> ChunkFacts | No
         facts = Extraction()  # a value edited by hand in the store: the chunk still counts, without findings
     when = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None
     session = meta.get("session_id")
-    source = Source(record.id, str(session) if session is not None else None, when, marker(kind, timestamp=when))
+    index = meta.get("chunk_index")
+    position = index if isinstance(index, int) and not isinstance(index, bool) else 0
+    source = Source(
+        record.id, str(session) if session is not None else None, when, marker(kind, timestamp=when), position
+    )
     return ChunkFacts(source, facts)
 
 
@@ -138,17 +147,20 @@ _STORED_ONLY: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDi
 _UNREPLICATED: dict[tuple[str, str, bool], _Index] = {}
 """Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing."""
 _INDEXES_LOCK = threading.Lock()
-_MAX_UNREPLICATED = 64
+_MAX_UNREPLICATED = 4
+"""Users without a replica whose findings are kept (the most recently used; each is over ``max_user_chunks``)."""
 
 
 def _refresh(index: _Index, revisions: dict[str, str], fetch: Any, *, read_missing: bool) -> RelationGraph:
     """Bring ``index`` to ``revisions`` (id → revision), reading the records that changed with ``fetch(ids)``."""
     stale = [doc_id for doc_id, revision in revisions.items() if index.seen.get(doc_id, ("",))[0] != revision]
     gone = index.seen.keys() - revisions.keys()
+    returned = set()
     for record in fetch(stale) if stale else ():
+        returned.add(record.id)
         index.seen[record.id] = (revisions[record.id], chunk_facts(record, read_missing=read_missing))
-    for doc_id in gone:
-        del index.seen[doc_id]
+    for doc_id in gone | (set(stale) - returned):  # forgotten, or deleted between the listing and the read
+        index.seen.pop(doc_id, None)
     if stale or gone or index.graph is None:
         index.graph = RelationGraph(facts for _, facts in index.seen.values() if facts is not None)
     return index.graph
@@ -181,9 +193,10 @@ def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
         return replica_graph(replica, read_missing=read_missing), len(replica)
     backend, user = store.backend, store.user_id  # no replica: the store's listing says what changed since
     with _INDEXES_LOCK:
-        if len(_UNREPLICATED) >= _MAX_UNREPLICATED:
+        index = _UNREPLICATED.pop((backend.process_key, user, read_missing), None) or _Index()
+        _UNREPLICATED[(backend.process_key, user, read_missing)] = index  # the most recently used last
+        while len(_UNREPLICATED) > _MAX_UNREPLICATED:
             _UNREPLICATED.pop(next(iter(_UNREPLICATED)))
-        index = _UNREPLICATED.setdefault((backend.process_key, user, read_missing), _Index())
     with index.lock:
         try:
             revisions = backend.listing(user)

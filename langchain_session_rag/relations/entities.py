@@ -30,7 +30,8 @@ _CODE = re.compile(
     r"`([^`\n]{2,60})`|(?<![\w.])([a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]+)+"
     r"|[a-zA-Z_][\w-]*(?:\.[a-zA-Z_][\w-]*)+\(?\)?)(?![\w])"
 )
-_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n\s*|:\s+|\"\s*)$")
+_SENTENCE_START = re.compile(r"(?:^\s*|[.!?]\s+|\n\s*|:\s+|\"\s*)$")
+"""The few characters before a word that make it a sentence's first (read in a window of 8: linear in the text)."""
 _POSSESSIVE = re.compile(r"(?:'s|’s)$")
 
 
@@ -54,7 +55,7 @@ def _capitalised(text: str) -> list[Mention]:
     for match in _CAPS.finditer(text):
         span = _POSSESSIVE.sub("", match.group(1)).rstrip(".")
         words = span.split()
-        first = bool(_SENTENCE_START.search(text[: match.start()]))
+        first = bool(_SENTENCE_START.search(text[max(0, match.start() - 8) : match.start()]))
         while words and words[0].lower() in _OPENERS:
             words, first = words[1:], False
         if first and len(words) == 1:

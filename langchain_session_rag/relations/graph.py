@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from langchain_session_rag.relations.model import Extraction, Statement
-from langchain_session_rag.relations.vocabulary import FUNCTIONAL, PHRASES, SPEAKER, TECHNOLOGIES, key_of
+from langchain_session_rag.relations.vocabulary import AMBIGUOUS, FUNCTIONAL, PHRASES, SPEAKER, TECHNOLOGIES, key_of
 
 _STOP_KEYS = frozenset("a an the i we you it is are was be to of in on at and or for with my our me us".split())
 _EARLIEST = datetime(1, 1, 1)  # noqa: DTZ001 - compared with naive times only
@@ -39,6 +39,8 @@ class Source:
     session_id: str | None
     timestamp: datetime | None
     marker: str
+    position: int = 0
+    """The chunk's place in its session (orders chunks stamped with the same time)."""
 
 
 @dataclass(frozen=True)
@@ -141,8 +143,8 @@ def _day(value: datetime | None) -> str:
     return value.date().isoformat() if value else "unknown date"
 
 
-def _when(source: Source) -> tuple[datetime, str]:
-    return (_naive(source.timestamp) if source.timestamp else _EARLIEST, source.chunk_id)
+def _when(source: Source) -> tuple[datetime, int, str]:
+    return (_naive(source.timestamp) if source.timestamp else _EARLIEST, source.position, source.chunk_id)
 
 
 class RelationGraph:
@@ -158,8 +160,8 @@ class RelationGraph:
         self.entities_of: dict[str, set[str]] = {}
         """Chunk id → keys of the entities it names."""
         self._relations: dict[tuple[str, str, str], Relation] = {}
-        self._open: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-        """(subject, predicate) → open objects → the chunk that last stated each (functional predicates)."""
+        self._open: dict[tuple[str, str], dict[str, tuple[str, int]]] = defaultdict(dict)
+        """(subject, predicate) → open objects → (chunk, list group) that last stated each (functional predicates)."""
         for chunk in ordered:
             keys = self.entities_of.setdefault(chunk.source.chunk_id, set())
             for mention in chunk.facts.entities:
@@ -205,11 +207,11 @@ class RelationGraph:
                 rel.intervals.append((source.timestamp, None))
             if st.predicate in FUNCTIONAL:  # one value at a time: the others open close here (not a list's own)
                 held = self._open[(subject, st.predicate)]
-                for other, chunk in list(held.items()):
-                    if other != obj and chunk != source.chunk_id:
+                for other, (chunk, group) in list(held.items()):
+                    if other != obj and not (st.group and (chunk, group) == (source.chunk_id, st.group)):
                         self._close((subject, st.predicate, other), source, st.object)
                         del held[other]
-                held[obj] = source.chunk_id
+                held[obj] = (source.chunk_id, st.group)
         if st.closes:
             old = self._note(st.closes, "thing", names, types, source)
             self._close((subject, st.predicate, old), source, st.object or None)
@@ -285,7 +287,8 @@ class RelationGraph:
 
         Entities in more than ``max_share`` of ``total`` chunks (a speaker in every chunk) are left out.
         """
-        words = re.findall(r"[\w.+#'-]+", text.lower())
+        written = re.findall(r"[\w.+#'-]+", text)
+        words = [w.lower() for w in written]
         found: list[str] = []
         covered: set[int] = set()
         for size in range(_MAX_GRAM, 0, -1):
@@ -299,6 +302,8 @@ class RelationGraph:
                 )
                 if not key or span & covered or gram in _STOP_KEYS or key == SPEAKER or len(gram) < 2:  # noqa: PLR2004
                     continue
+                if size == 1 and gram in AMBIGUOUS and not written[start][:1].isupper():
+                    continue  # "should I go to the gym?" names no Go
                 if total and len(self._chunks[key]) > max(_MIN_COMMON, max_share * total):
                     continue
                 found.append(key)
@@ -358,17 +363,25 @@ class RelationGraph:
 
     def lines(self, names: Sequence[str], *, limit: int = 8) -> list[str]:
         """Compact lines for a prompt: each current relation of the entities ``names`` with what it replaced."""
-        out: list[str] = []
+        out: dict[str, None] = {}
         for name in names:
             rels = self.relations(name)
+            replaced: dict[tuple[str, str, str | None], list[Relation]] = defaultdict(list)
+            for rel in rels:
+                if not rel.current:
+                    replaced[(key_of(rel.subject), rel.predicate, rel.replaced_by)].append(rel)
             shown: set[int] = set()
-            for rel in [r for r in rels if r.current]:
-                before = [r for r in rels if not r.current and r.predicate == rel.predicate
-                          and key_of(r.subject) == key_of(rel.subject) and r.replaced_by == rel.object]  # fmt: skip
+            for rel in (r for r in rels if r.current):
+                before = replaced.get((key_of(rel.subject), rel.predicate, rel.object), [])
                 shown.update(id(r) for r in before)
-                out.append(rel.render(before))
-            out += [r.render() for r in rels if not r.current and id(r) not in shown]
-        return list(dict.fromkeys(out))[:limit]
+                out[rel.render(before)] = None
+                if len(out) >= limit:
+                    return list(out)
+            for rel in (r for r in rels if not r.current and id(r) not in shown):
+                out[rel.render()] = None
+                if len(out) >= limit:
+                    return list(out)
+        return list(out)
 
 
 def _keep(rel: Relation, as_of: datetime | None) -> bool:

@@ -38,6 +38,8 @@ class Statement:
     predicate: str
     object: str
     closes: str | None = None
+    group: int = 0
+    """Statements of one list ("runs on AWS and Cloudflare") share a group above 0: they never close each other."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +54,9 @@ class Extraction:
         """The compact JSON stored under :data:`FACTS_KEY`."""
         payload = {
             "e": [[m.name, m.type] for m in self.entities],
-            "r": [[s.subject, s.predicate, s.object, s.closes] for s in self.relations],
+            "r": [
+                [s.subject, s.predicate, s.object, s.closes, *([s.group] if s.group else [])] for s in self.relations
+            ],
         }
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
@@ -108,10 +112,14 @@ def decode_facts(value: object, chunk: str = "?") -> Extraction:
         entities.append(Mention(_text(item[0], "an entity name", chunk), kind if kind in ENTITY_TYPES else "thing"))
     relations = []
     for item in data.get("r", []):
-        if not isinstance(item, list) or len(item) != 4 or item[1] not in PREDICATES:  # noqa: PLR2004
+        if not isinstance(item, list) or len(item) not in {4, 5} or item[1] not in PREDICATES:
             msg = f"{FACTS_KEY} of chunk {chunk}: a relation is [subject, predicate, object, closes], got {item!r}."
+            raise InvalidMetadataError(msg)
+        group = item[4] if len(item) == 5 else 0  # noqa: PLR2004
+        if isinstance(group, bool) or not isinstance(group, int) or not 0 <= group < 2**31:
+            msg = f"{FACTS_KEY} of chunk {chunk}: a relation's list group must be a small integer, got {group!r}."
             raise InvalidMetadataError(msg)
         closes = None if item[3] is None else _text(item[3], "closes", chunk)
         subject, obj = _text(item[0], "a subject", chunk), _text(item[2], "an object", chunk)
-        relations.append(Statement(subject, item[1], obj, closes))
+        relations.append(Statement(subject, item[1], obj, closes, group))
     return Extraction(tuple(entities), tuple(relations))

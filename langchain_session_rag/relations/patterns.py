@@ -173,14 +173,18 @@ def _simple(clause: str, turn: Turn) -> None:
             continue  # "decided to use Terraform" is the decision (and may be a plan)
         before = phrases.phrase_before(clause, match.start())
         if predicate in {"caused_by", "fixed_by"}:  # the head of the clause: "the memory leak (in the worker)"
-            root = re.search(r"root cause(?: of (?P<what>.+?))?\s*$", clause[: match.start()], re.IGNORECASE)
+            root = re.search(
+                r"root cause(?: of (?P<what>.+?))?\s*(?:was|is)?\s*$", clause[: match.end()], re.IGNORECASE
+            )
             head = phrases.phrase_after(clause[: match.start()], 0)[0]
             before = (root.group("what") or "root cause") if root else head or before
         subject = subject_of(before, turn)
-        for obj in objects(clause, match.end()):
+        items = objects(clause, match.end())
+        group = turn.next_group() if len(items) > 1 else 0
+        for obj in items:
             if predicate == "works_at" and not obj[:1].isupper():
                 continue
-            add(turn, subject, predicate, obj)
+            add(turn, subject, predicate, obj, group=group)
 
 
 _NAMED = re.compile(
@@ -275,9 +279,10 @@ def _more(clause: str, turn: Turn) -> None:
         if obj and technology(obj.split()[0], cased=obj[:1].isupper()) and not negated(clause, match.start()):
             subject = subject_of(phrases.phrase_before(clause, match.start()).removesuffix("'s"), turn)
             if subject and subject != turn.speaker:
+                group = turn.next_group()
                 for item in phrases.split_list(clause, match.end()):
                     if technology(item.split()[0], cased=item[:1].isupper()):
-                        add(turn, subject, "uses", item)
+                        add(turn, subject, "uses", item, group=group)
 
 
 def _fix_or_swap(clause: str, turn: Turn) -> None:

@@ -135,13 +135,13 @@ def phrase_before(text: str, end: int, *, max_words: int = 5) -> str:
     """The noun phrase ending at ``end`` (the verb's subject), read backwards; adverbs just before the verb skipped."""
     words = [m.group() for m in _words(text[:end])]
     out: list[str] = []
-    for word in reversed(words):
+    for n, word in zip(range(len(words) - 1, -1, -1), reversed(words), strict=True):
         low = word.lower()
         if not word[0].isalnum():
             break
         if not out and low in ADVERBS:
             continue
-        if low in STOP_BEFORE:
+        if low in STOP_BEFORE and not (n > 0 and word[0].isupper()):  # "My friend Will": a name, not "will"
             break
         out.append(_trim_word(word))
         if low in {"the", "my", "our", "his", "her", "their", "a", "an", "i", "we"} or len(out) >= max_words:

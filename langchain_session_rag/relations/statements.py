@@ -43,6 +43,12 @@ class Turn:
     """The last subject other than the speaker (what "it" refers to)."""
     last_any: str | None = None
     """The last subject (what a clause's missing subject is: "Ana works at Siemens and lives in Munich")."""
+    groups: int = 0
+
+    def next_group(self) -> int:
+        """A new list group number (see ``Statement.group``)."""
+        self.groups += 1
+        return self.groups
 
 
 def subject_of(raw: str, turn: Turn) -> str | None:
@@ -63,7 +69,9 @@ def subject_of(raw: str, turn: Turn) -> str | None:
     return canonical(text) or None
 
 
-def add(turn: Turn, subject: str | None, predicate: str, obj: str, closes: str | None = None) -> None:
+def add(
+    turn: Turn, subject: str | None, predicate: str, obj: str, closes: str | None = None, *, group: int = 0
+) -> None:
     """Add a relation found in ``turn`` (names cleaned; a schedule is no technology), and type its arguments."""
     obj, old = canonical(safe_name(obj)), canonical(safe_name(closes)) if closes else None
     subject = safe_name(subject) if subject else subject
@@ -71,7 +79,7 @@ def add(turn: Turn, subject: str | None, predicate: str, obj: str, closes: str |
         return
     if predicate in {"uses", "runs_on"} and _TIME_LIKE.match(obj):
         return  # "deploys on Fridays", "move standups to 10am": a schedule, not a technology
-    turn.found.append(Statement(subject, predicate, obj, old or None))
+    turn.found.append(Statement(subject, predicate, obj, old or None, group))
     turn.last_subject = subject if subject != turn.speaker else turn.last_subject
     turn.last_any = subject
     typed = {"uses": "technology", "runs_on": "technology", "lives_in": "place", "works_at": "organisation",

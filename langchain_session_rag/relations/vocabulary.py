@@ -71,7 +71,8 @@ PLATFORMS: Final = frozenset(
 )  # fmt: skip
 """Canonical technologies (lower case) something runs on rather than uses (a move to one is ``runs_on``)."""
 # Single words too common to be taken as a technology from lower-case text alone.
-_AMBIGUOUS: Final = frozenset({"go", "ts", "js", "pg", "node", "fly", "make", "flux", "render", "railway", "express",
+# Words too common to be a technology unless written cased ("Go", not "go").
+AMBIGUOUS: Final = frozenset({"go", "ts", "js", "pg", "node", "fly", "make", "flux", "render", "railway", "express",
                                "spring", "chef", "puppet", "vault", "linear", "swift", "dart", "rest", "lambda",
                                "kube", "torch", "pip", "uv", "claude", "mistral", "llama", "excel", "slack", "notion",
                                "consul", "bun", "vite", "babel", "jest", "ovh", "solr", "nats", "loki",
@@ -108,6 +109,6 @@ def technology(word: str, *, cased: bool) -> str | None:
     low = word.lower()
     if low not in TECHNOLOGIES:
         return None
-    if low in _AMBIGUOUS and not cased:
+    if low in AMBIGUOUS and not cased:
         return None
     return TECHNOLOGIES[low]

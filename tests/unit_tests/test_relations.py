@@ -272,3 +272,33 @@ def test_a_project_named_in_most_chunks_keeps_its_lines(tmp_path: Path) -> None:
     assert memory.relation_lines(QUESTION) == [
         "analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)"
     ]
+
+
+def test_a_move_later_in_the_same_chunk_closes_and_a_list_does_not() -> None:
+    moved = _graph(("2026-01-01", "I live in Paris.\nAssistant: ok\nUser: I moved to Berlin."))
+    assert [r.object for r in moved.relations("user") if r.current] == ["Berlin"]
+    hosts = _graph(("2026-01-01", "The API runs on Heroku. Yesterday we moved it to Fly.io."))
+    assert [r.object for r in hosts.relations("API") if r.current] == ["Fly.io"]
+    assert triples("User: My friend Will lives in Oslo.") == {("Will", "lives_in", "Oslo", None)}
+
+
+def test_a_common_word_names_no_technology_in_a_question() -> None:
+    graph = _graph(("2026-01-01", "The billing API is written in Go and runs on Fly.io."))
+    assert graph.named_in("Should I go to the gym, or fly to Rome?") == []
+    assert graph.named_in("Is the billing API still on Go?") == ["billing api", "go"]
+
+
+def test_lines_stop_at_the_limit() -> None:
+    many = _graph(*((f"2026-01-{n % 28 + 1:02d}", f"Service{n} uses Redis.") for n in range(300)))
+    assert len(many.lines(["Redis"], limit=5)) == 5
+
+
+@pytest.mark.slow  # the real embedding model
+def test_names_the_user_forgot_are_not_found_again(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="u")
+    memory.add_messages([{"role": "user", "content": "My secret project is named Zephyrine."}], session_id="secret")
+    assert memory.relations("project")  # the graph is built: Zephyrine is a known name
+    memory.forget(session_id="secret")
+    memory.add_messages([{"role": "user", "content": "I read about zephyrine winds."}], session_id="later")
+    (later,) = memory.list_memories()
+    assert "zephyrine" not in later.metadata["facts"].lower()
