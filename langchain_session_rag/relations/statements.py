@@ -9,7 +9,6 @@ from typing import Final
 from langchain_session_rag.relations.model import Mention, Statement, safe_name
 from langchain_session_rag.relations.vocabulary import PLATFORMS, TECHNOLOGIES, canonical, clean_name, technology
 
-_I = r"(?:i|we|i've|we've|i'm|we're|i'd|we'd|me|us|our team|my team|the team|our company|our startup)"
 SELF_WORDS: Final = frozenset({"i", "we", "i've", "we've", "i'm", "we're", "i'd", "we'd", "me", "us", "our team",
                                 "my team", "the team", "our company", "our startup", "team", "myself"})  # fmt: skip
 _PRONOUNS: Final = frozenset({"it", "that", "this", "they", "he", "she", "which", "those", "them"})
