@@ -73,26 +73,22 @@ def attach_facts(records: Iterable[Record], extractor: Extractor | None, replica
 
 
 def _known_names(replica: UserReplica | None) -> tuple[re.Pattern[str], dict[str, str]] | None:
+    """The user's own names, as a pattern, from the graph of the replica as it is now (else ``None``).
+
+    Never from a graph older than the replica: a name a forget has removed since is never looked for.
+    """
     index = _INDEXES.get(replica) if replica is not None else None
-    graph = index.graph if index is not None else None
-    if (
-        graph is None
-        or replica is None
-        or index is None
-        or index.stamp != (id(replica.lexical), replica.lexical.changes)
-    ):
-        return None  # only names of the graph as the replica is now: never a name a forget has removed since
-    if index is not None and index.known is not None and index.known[0] is graph:
-        return index.known[1]
-    names = graph.vocabulary()
-    pattern = None
-    if names:
+    if replica is None or index is None or index.graph is None:
+        return None
+    if index.stamp != (id(replica.lexical), replica.lexical.changes):
+        return None
+    if index.known is None or index.known[0] is not index.graph:
+        names = index.graph.vocabulary()
         ordered = sorted(names, key=len, reverse=True)[:_MAX_KNOWN]
-        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, ordered)) + r")(?![\w-])", re.IGNORECASE)
-    found = (pattern, names) if pattern is not None else None
-    if index is not None:
-        index.known = (graph, found)
-    return found
+        alternatives = "|".join(map(re.escape, ordered))
+        pattern = re.compile(rf"(?<![\w-])({alternatives})(?![\w-])", re.IGNORECASE) if ordered else None
+        index.known = (index.graph, (pattern, names) if pattern is not None else None)
+    return index.known[1]
 
 
 def _with_known(found: Extraction, text: str, pattern: re.Pattern[str], names: dict[str, str]) -> Extraction:
