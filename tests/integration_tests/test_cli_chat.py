@@ -26,7 +26,7 @@ def spawn(*args: str, env: dict[str, str]) -> pexpect.spawn:
     child = pexpect.spawn(
         sys.executable,
         ["-m", "langchain_session_rag", *args],
-        env={**os.environ, "NO_COLOR": "1", "TERM": "dumb", **env},
+        env={**os.environ, "NO_COLOR": "1", "TERM": "dumb", "PYTHONFAULTHANDLER": "1", **env},
         encoding="utf-8",
         timeout=240,
         dimensions=(50, 250),
@@ -45,10 +45,20 @@ def say(child: pexpect.spawn, text: str) -> str:
     return shown
 
 
+def expect_end(child: pexpect.spawn) -> None:
+    """Wait for the chat to end; if it hangs, fail with every thread's stack (faulthandler, on SIGABRT)."""
+    try:
+        child.expect(pexpect.EOF, timeout=120)
+    except pexpect.TIMEOUT:
+        child.kill(signal.SIGABRT)
+        child.expect(pexpect.EOF, timeout=30)
+        pytest.fail(f"the chat did not end; its threads:\n{child.before}")
+
+
 def quit_chat(child: pexpect.spawn) -> str:
     child.expect_exact("you> ")
     child.sendline("/quit")
-    child.expect(pexpect.EOF)
+    expect_end(child)
     child.close()
     assert child.exitstatus == 0, child.before
     return child.before
@@ -99,7 +109,7 @@ def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path) -> None:
     assert "called Bubbles" in shown
     chat.expect_exact("you> ")
     chat.sendintr()  # Ctrl-C at the prompt leaves, and what was said is kept
-    chat.expect(pexpect.EOF)
+    expect_end(chat)
     chat.close()
     assert chat.exitstatus == 0
     assert "kept (1 exchange(s))" in chat.before
@@ -175,7 +185,7 @@ def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path) -> None:
     assert "Forgot 1 chunk(s) of this session" in say(chat, "/forget")
     chat.expect_exact("you> ")
     chat.kill(signal.SIGTERM)  # the terminal window closed
-    chat.expect(pexpect.EOF)
+    expect_end(chat)
     chat.close()
     assert "forgotten chunk(s) erased from the store's files" in chat.before
     stored = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
