@@ -12,7 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import select
 import signal
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -348,7 +351,7 @@ def _leaver(session: ChatSession) -> Callable[[int, object], None]:
 def _loop(session: ChatSession) -> None:
     while True:
         try:
-            line = input("you> ").strip()
+            line = read_line("you> ").strip()
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: leave
             out.print()
             return
@@ -372,6 +375,50 @@ def _loop(session: ChatSession) -> None:
                 raise
             out.print()
             err.print(f"No answer: a model server did not answer ({exc}; chat model: {session.describe}). Try again.")
+
+
+def read_line(prompt: str) -> str:
+    """``input(prompt)``, except that a signal never waits for the next Enter (on a POSIX terminal).
+
+    ``input()`` runs a signal's handler only when the signal interrupts its blocking read: a Ctrl-C or SIGTERM that
+    lands just before the read (between the prompt and the read, or on another thread) is acted on only after the
+    next line is typed. Here the signal's wake-up byte (``signal.set_wakeup_fd``) ends the wait whenever it came, and
+    the handler runs (Ctrl-C raises ``KeyboardInterrupt``). Off a terminal, or off the main thread: ``input()``.
+
+    Raises:
+        EOFError: End of input (Ctrl-D at the start of a line), as ``input()``.
+    """
+    stdin, stdout = sys.stdin, sys.stdout
+    try:
+        fd = stdin.fileno()
+        terminal = os.isatty(fd) and os.isatty(stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # replaced streams (notebooks, test runners)
+        terminal = False
+    if not terminal or os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        return input(prompt)
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_write, False)
+    previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    try:
+        stdout.flush()
+        sys.stderr.write(prompt)  # where input() writes it on a terminal
+        sys.stderr.flush()
+        line = b""
+        while True:
+            ready, _, _ = select.select([fd, wake_read], [], [])
+            if wake_read in ready:
+                os.read(wake_read, 512)  # a signal came: its handler runs now (and raises, to end the read)
+            if fd in ready:
+                chunk = os.read(fd, 4096)  # a terminal in canonical mode returns a line at most
+                if not chunk and not line:
+                    raise EOFError
+                line += chunk
+                if not chunk or line.endswith(b"\n"):
+                    return line.removesuffix(b"\n").decode(stdin.encoding or "utf-8", "surrogateescape")
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(wake_read)
+        os.close(wake_write)
 
 
 def _fault_point(name: str, *, wait: bool = True) -> None:

@@ -1,0 +1,89 @@
+"""The chat's prompt ends on a signal whenever it lands, even just before the read (driven on a real terminal)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import textwrap
+
+import pexpect
+import pytest
+
+BLOCKED_READING = {"x86_64": {"0", "7", "23", "270", "271"}, "aarch64": {"63", "72", "73"}}
+"""System call numbers of read, poll, select, pselect6 and ppoll: the main thread waits for the terminal."""
+
+CHILD = textwrap.dedent(
+    """
+    import signal, sys, threading, time
+    from langchain_session_rag.cli.chat import read_line
+
+    if sys.argv[1] == "lines":  # echo each line typed until Ctrl-D
+        try:
+            while True:
+                print(repr(read_line("you> ")), flush=True)
+        except EOFError:
+            print("end of input")
+        sys.exit(0)
+    main = threading.get_native_id()
+    waits = set(sys.argv[1].split(","))
+
+    def poke() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until the main thread is blocked on the terminal
+            with open(f"/proc/self/task/{main}/syscall") as fh:
+                if fh.read().split()[0] in waits:
+                    break
+            time.sleep(0.01)
+        print("[poke]", flush=True)
+        # Delivered to this thread: the main thread's read is not interrupted, as when a signal lands just
+        # before the read. Only the wake-up byte can end the wait.
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+
+    threading.Thread(target=poke, daemon=True).start()
+    try:
+        read_line("you> ")
+    except KeyboardInterrupt:
+        print("interrupted")
+    """
+)
+
+
+def spawn(tmp_path: os.PathLike[str], *args: str) -> pexpect.spawn:
+    script = os.path.join(tmp_path, "child.py")  # noqa: PTH118
+    with open(script, "w", encoding="utf-8") as fh:  # noqa: PTH123
+        fh.write(CHILD)
+    return pexpect.spawn(
+        sys.executable, [script, *args], encoding="utf-8", timeout=60, env={**os.environ, "TERM": "dumb"}
+    )
+
+
+@pytest.mark.skipif(
+    platform.machine() not in BLOCKED_READING or not sys.platform.startswith("linux"), reason="Linux /proc"
+)
+def test_a_signal_that_does_not_interrupt_the_read_still_ends_the_prompt(tmp_path: os.PathLike[str]) -> None:
+    child = spawn(tmp_path, ",".join(BLOCKED_READING[platform.machine()]))
+    child.expect_exact("you> ")
+    child.expect_exact("[poke]")
+    index = child.expect_exact(["interrupted", pexpect.TIMEOUT], timeout=20)
+    if index == 1:
+        child.sendline("")  # what input() needs before it runs the handler
+        child.expect(pexpect.EOF)
+        pytest.fail(f"the prompt waited for Enter after the signal:\n{child.before}")
+    child.expect(pexpect.EOF)
+
+
+def test_the_prompt_reads_lines_as_input_does(tmp_path: os.PathLike[str]) -> None:
+    child = spawn(tmp_path, "lines")
+    child.expect_exact("you> ")
+    child.sendline("héllo wörld")
+    child.expect_exact("'héllo wörld'")
+    child.expect_exact("you> ")
+    child.sendline("")
+    child.expect_exact("''")
+    child.expect_exact("you> ")
+    child.sendeof()  # Ctrl-D at the start of a line
+    child.expect_exact("end of input")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
