@@ -377,13 +377,32 @@ def _loop(session: ChatSession) -> None:
             err.print(f"No answer: a model server did not answer ({exc}; chat model: {session.describe}). Try again.")
 
 
+_WAKE: tuple[int, int] | None = None
+"""The pipe a signal writes a byte to while the prompt waits (made once, kept for the process)."""
+_TYPED = bytearray()
+"""What a terminal not in canonical mode returned past the line read (the next lines)."""
+
+
+def _wake_pipe() -> tuple[int, int]:
+    """The wake-up pipe, emptied of the bytes of signals handled since the last prompt."""
+    global _WAKE  # noqa: PLW0603 - one pipe for the process, never one per prompt
+    if _WAKE is None:
+        _WAKE = os.pipe()
+        for end in _WAKE:
+            os.set_blocking(end, False)
+    with contextlib.suppress(BlockingIOError):
+        os.read(_WAKE[0], 4096)
+    return _WAKE
+
+
 def read_line(prompt: str) -> str:
     """``input(prompt)``, except that a signal never waits for the next Enter (on a POSIX terminal).
 
     ``input()`` runs a signal's handler only when the signal interrupts its blocking read: a Ctrl-C or SIGTERM that
     lands just before the read (between the prompt and the read, or on another thread) is acted on only after the
     next line is typed. Here the signal's wake-up byte (``signal.set_wakeup_fd``) ends the wait whenever it came, and
-    the handler runs (Ctrl-C raises ``KeyboardInterrupt``). Off a terminal, or off the main thread: ``input()``.
+    the handler runs (Ctrl-C raises ``KeyboardInterrupt``); a wake-up fd set before (an asyncio loop's) gets the byte
+    too. Off a terminal, or off the main thread: ``input()``.
 
     Raises:
         EOFError: End of input (Ctrl-D at the start of a line), as ``input()``.
@@ -396,29 +415,35 @@ def read_line(prompt: str) -> str:
         terminal = False
     if not terminal or os.name != "posix" or threading.current_thread() is not threading.main_thread():
         return input(prompt)
-    wake_read, wake_write = os.pipe()
-    os.set_blocking(wake_write, False)
+    wake, wake_write = _wake_pipe()
+    stdout.flush()
+    sys.stderr.write(prompt)  # where input() writes it on a terminal
+    sys.stderr.flush()
     previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
     try:
-        stdout.flush()
-        sys.stderr.write(prompt)  # where input() writes it on a terminal
-        sys.stderr.flush()
-        line = b""
-        while True:
-            ready, _, _ = select.select([fd, wake_read], [], [])
-            if wake_read in ready:
-                os.read(wake_read, 512)  # a signal came: its handler runs now (and raises, to end the read)
+        waiting = select.poll()  # not select(): any fd number
+        waiting.register(fd, select.POLLIN)
+        waiting.register(wake, select.POLLIN)
+        while b"\n" not in _TYPED:
+            ready = dict(waiting.poll())
+            if wake in ready:  # a signal came: its handler runs now (and raises, to end the read)
+                with contextlib.suppress(BlockingIOError):
+                    woke = os.read(wake, 4096)
+                    if previous >= 0:
+                        with contextlib.suppress(OSError):
+                            os.write(previous, woke)
             if fd in ready:
                 chunk = os.read(fd, 4096)  # a terminal in canonical mode returns a line at most
-                if not chunk and not line:
-                    raise EOFError
-                line += chunk
-                if not chunk or line.endswith(b"\n"):
-                    return line.removesuffix(b"\n").decode(stdin.encoding or "utf-8", "surrogateescape")
+                if not chunk:  # Ctrl-D: the end of input, or of the line typed so far
+                    if not _TYPED:
+                        raise EOFError
+                    break
+                _TYPED.extend(chunk)
+        line, _, rest = bytes(_TYPED).partition(b"\n")
+        _TYPED[:] = rest
+        return line.decode(stdin.encoding or "utf-8", "surrogateescape")
     finally:
         signal.set_wakeup_fd(previous)
-        os.close(wake_read)
-        os.close(wake_write)
 
 
 def _fault_point(name: str, *, wait: bool = True) -> None:

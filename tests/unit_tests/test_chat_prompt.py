@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
 import sys
 import textwrap
 
@@ -15,15 +16,31 @@ BLOCKED_READING = {"x86_64": {"0", "7", "23", "270", "271"}, "aarch64": {"63", "
 
 CHILD = textwrap.dedent(
     """
-    import signal, sys, threading, time
+    import os, signal, sys, threading, time
     from langchain_session_rag.cli.chat import read_line
 
-    if sys.argv[1] == "lines":  # echo each line typed until Ctrl-D
+    if sys.argv[1] in ("lines", "raw"):  # echo each line typed (and the open files) until Ctrl-D
+        if sys.argv[1] == "raw":  # a terminal not in canonical mode: each read returns what is there
+            import termios
+            attrs = termios.tcgetattr(0)
+            attrs[3] &= ~termios.ICANON
+            termios.tcsetattr(0, termios.TCSANOW, attrs)
         try:
             while True:
-                print(repr(read_line("you> ")), flush=True)
+                line = read_line("you> ")
+                print(repr(line), len(os.listdir("/proc/self/fd")), flush=True)
         except EOFError:
             print("end of input")
+        sys.exit(0)
+    if sys.argv[1] == "asyncio":  # a wake-up fd set before (an asyncio loop's) still gets the signal
+        import asyncio
+
+        async def main() -> None:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, print, "SIGUSR1 handled")
+            print(repr(read_line("you> ")), flush=True)
+            await asyncio.sleep(0.5)
+
+        asyncio.run(main())
         sys.exit(0)
     main = threading.get_native_id()
     waits = set(sys.argv[1].split(","))
@@ -77,13 +94,35 @@ def test_the_prompt_reads_lines_as_input_does(tmp_path: os.PathLike[str]) -> Non
     child = spawn(tmp_path, "lines")
     child.expect_exact("you> ")
     child.sendline("héllo wörld")
-    child.expect_exact("'héllo wörld'")
-    child.expect_exact("you> ")
-    child.sendline("")
-    child.expect_exact("''")
+    child.expect_exact("'héllo wörld' ")
+    opened = child.readline().strip()
+    for _ in range(3):  # no file left open by a prompt
+        child.expect_exact("you> ")
+        child.sendline("")
+        child.expect_exact("'' ")
+        assert child.readline().strip() == opened
     child.expect_exact("you> ")
     child.sendeof()  # Ctrl-D at the start of a line
     child.expect_exact("end of input")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_lines_pasted_at_once_are_read_one_by_one_off_canonical_mode(tmp_path: os.PathLike[str]) -> None:
+    child = spawn(tmp_path, "raw")
+    child.expect_exact("you> ")
+    child.send("one\ntwo\n")
+    child.expect_exact("'one' ")
+    child.expect_exact("'two' ")
+    child.close(force=True)
+
+
+def test_an_asyncio_loops_signal_handler_still_runs(tmp_path: os.PathLike[str]) -> None:
+    child = spawn(tmp_path, "asyncio")
+    child.expect_exact("you> ")
+    child.kill(signal.SIGUSR1)
+    child.sendline("hello")
+    child.expect_exact("'hello'")
+    child.expect_exact("SIGUSR1 handled")
+    child.expect(pexpect.EOF)
