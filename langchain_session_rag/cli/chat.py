@@ -12,10 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import select
 import signal
-import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +24,7 @@ from rich.table import Table
 
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, err, out, printable, shorten, status, store_options
+from langchain_session_rag.cli.terminal import read_line
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
@@ -348,14 +346,21 @@ def _leaver(session: ChatSession) -> Callable[[int, object], None]:
     return leave
 
 
+def _typed() -> str | None:
+    """The next line typed, stripped (bytes that are not UTF-8: U+FFFD); ``None`` on Ctrl-D or Ctrl-C."""
+    try:
+        typed = read_line("you> ")
+    except KeyboardInterrupt:
+        return None
+    return None if typed is None else typed.strip().encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _loop(session: ChatSession) -> None:
     while True:
-        try:
-            line = read_line("you> ").strip()
-        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C at the prompt: leave
+        line = _typed()
+        if line is None:  # Ctrl-D or Ctrl-C at the prompt: leave
             out.print()
             return
-        line = line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")  # bytes that are not UTF-8: U+FFFD
         if not line:
             continue
         if line.startswith("/"):
@@ -375,75 +380,6 @@ def _loop(session: ChatSession) -> None:
                 raise
             out.print()
             err.print(f"No answer: a model server did not answer ({exc}; chat model: {session.describe}). Try again.")
-
-
-_WAKE: tuple[int, int] | None = None
-"""The pipe a signal writes a byte to while the prompt waits (made once, kept for the process)."""
-_TYPED = bytearray()
-"""What a terminal not in canonical mode returned past the line read (the next lines)."""
-
-
-def _wake_pipe() -> tuple[int, int]:
-    """The wake-up pipe, emptied of the bytes of signals handled since the last prompt."""
-    global _WAKE  # noqa: PLW0603 - one pipe for the process, never one per prompt
-    if _WAKE is None:
-        _WAKE = os.pipe()
-        for end in _WAKE:
-            os.set_blocking(end, False)
-    with contextlib.suppress(BlockingIOError):
-        os.read(_WAKE[0], 4096)
-    return _WAKE
-
-
-def read_line(prompt: str) -> str:
-    """``input(prompt)``, except that a signal never waits for the next Enter (on a POSIX terminal).
-
-    ``input()`` runs a signal's handler only when the signal interrupts its blocking read: a Ctrl-C or SIGTERM that
-    lands just before the read (between the prompt and the read, or on another thread) is acted on only after the
-    next line is typed. Here the signal's wake-up byte (``signal.set_wakeup_fd``) ends the wait whenever it came, and
-    the handler runs (Ctrl-C raises ``KeyboardInterrupt``); a wake-up fd set before (an asyncio loop's) gets the byte
-    too. Off a terminal, or off the main thread: ``input()``.
-
-    Raises:
-        EOFError: End of input (Ctrl-D at the start of a line), as ``input()``.
-    """
-    stdin, stdout = sys.stdin, sys.stdout
-    try:
-        fd = stdin.fileno()
-        terminal = os.isatty(fd) and os.isatty(stdout.fileno())
-    except (AttributeError, OSError, ValueError):  # replaced streams (notebooks, test runners)
-        terminal = False
-    if not terminal or os.name != "posix" or threading.current_thread() is not threading.main_thread():
-        return input(prompt)
-    wake, wake_write = _wake_pipe()
-    stdout.flush()
-    sys.stderr.write(prompt)  # where input() writes it on a terminal
-    sys.stderr.flush()
-    previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
-    try:
-        waiting = select.poll()  # not select(): any fd number
-        waiting.register(fd, select.POLLIN)
-        waiting.register(wake, select.POLLIN)
-        while b"\n" not in _TYPED:
-            ready = dict(waiting.poll())
-            if wake in ready:  # a signal came: its handler runs now (and raises, to end the read)
-                with contextlib.suppress(BlockingIOError):
-                    woke = os.read(wake, 4096)
-                    if previous >= 0:
-                        with contextlib.suppress(OSError):
-                            os.write(previous, woke)
-            if fd in ready:
-                chunk = os.read(fd, 4096)  # a terminal in canonical mode returns a line at most
-                if not chunk:  # Ctrl-D: the end of input, or of the line typed so far
-                    if not _TYPED:
-                        raise EOFError
-                    break
-                _TYPED.extend(chunk)
-        line, _, rest = bytes(_TYPED).partition(b"\n")
-        _TYPED[:] = rest
-        return line.decode(stdin.encoding or "utf-8", "surrogateescape")
-    finally:
-        signal.set_wakeup_fd(previous)
 
 
 def _fault_point(name: str, *, wait: bool = True) -> None:

@@ -17,7 +17,7 @@ BLOCKED_READING = {"x86_64": {"0", "7", "23", "270", "271"}, "aarch64": {"63", "
 CHILD = textwrap.dedent(
     """
     import os, signal, sys, threading, time
-    from langchain_session_rag.cli.chat import read_line
+    from langchain_session_rag.cli.terminal import read_line
 
     if sys.argv[1] in ("lines", "raw"):  # echo each line typed (and the open files) until Ctrl-D
         if sys.argv[1] == "raw":  # a terminal not in canonical mode: each read returns what is there
@@ -25,12 +25,9 @@ CHILD = textwrap.dedent(
             attrs = termios.tcgetattr(0)
             attrs[3] &= ~termios.ICANON
             termios.tcsetattr(0, termios.TCSANOW, attrs)
-        try:
-            while True:
-                line = read_line("you> ")
-                print(repr(line), len(os.listdir("/proc/self/fd")), flush=True)
-        except EOFError:
-            print("end of input")
+        while (line := read_line("you> ")) is not None:
+            print(repr(line), len(os.listdir("/proc/self/fd")), flush=True)
+        print("end of input")
         sys.exit(0)
     if sys.argv[1] == "asyncio":  # a wake-up fd set before (an asyncio loop's) still gets the signal
         import asyncio
