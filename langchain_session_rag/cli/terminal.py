@@ -9,22 +9,23 @@ import signal
 import sys
 import threading
 
-_WAKE: tuple[int, int] | None = None
-"""The pipe a signal writes a byte to while the prompt waits (made once, kept for the process)."""
+_WAKE: tuple[int, int, int] | None = None
+"""The process id and the pipe a signal writes a byte to while the prompt waits (one per process, kept)."""
 _TYPED = bytearray()
 """What a terminal not in canonical mode returned past the line read (the next lines)."""
 
 
 def _wake_pipe() -> tuple[int, int]:
-    """The wake-up pipe, emptied of the bytes of signals handled since the last prompt."""
+    """This process's wake-up pipe, emptied of the bytes of signals handled since the last prompt."""
     global _WAKE  # noqa: PLW0603 - one pipe for the process, never one per prompt
-    if _WAKE is None:
-        _WAKE = os.pipe()
-        for end in _WAKE:
+    if _WAKE is None or _WAKE[0] != os.getpid():  # new, or made before a fork(): the parent's
+        _TYPED.clear()
+        _WAKE = (os.getpid(), *os.pipe())
+        for end in _WAKE[1:]:
             os.set_blocking(end, False)
     with contextlib.suppress(BlockingIOError):
-        os.read(_WAKE[0], 4096)
-    return _WAKE
+        os.read(_WAKE[1], 4096)
+    return _WAKE[1], _WAKE[2]
 
 
 def read_line(prompt: str) -> str | None:
@@ -52,28 +53,43 @@ def read_line(prompt: str) -> str | None:
     stdout.flush()
     sys.stderr.write(prompt)  # where input() writes it on a terminal
     sys.stderr.flush()
-    previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+    previous: int | None = None
     try:
-        waiting = select.poll()  # not select(): any fd number
-        waiting.register(fd, select.POLLIN)
-        waiting.register(wake, select.POLLIN)
-        while b"\n" not in _TYPED:
-            ready = dict(waiting.poll())
-            if wake in ready:  # a signal came: its handler runs now (and raises, to end the read)
-                with contextlib.suppress(BlockingIOError):
-                    woke = os.read(wake, 4096)
-                    if previous >= 0:
-                        with contextlib.suppress(OSError):
-                            os.write(previous, woke)
-            if fd in ready:
-                chunk = os.read(fd, 4096)  # a terminal in canonical mode returns a line at most
-                if not chunk:  # Ctrl-D: the end of input, or of the line typed so far
-                    if not _TYPED:
-                        return None
-                    break
-                _TYPED.extend(chunk)
-        line, _, rest = bytes(_TYPED).partition(b"\n")
-        _TYPED[:] = rest
-        return line.decode(stdin.encoding or "utf-8", "surrogateescape")
+        previous = signal.set_wakeup_fd(wake_write, warn_on_full_buffer=False)
+        line = _wait_for_line(fd, wake, None if previous in (-1, wake_write) else previous)
+    except BaseException:  # Ctrl-C, a signal's handler: what was typed of the line goes, as with input()
+        _TYPED.clear()
+        raise
     finally:
-        signal.set_wakeup_fd(previous)
+        if previous is not None:
+            try:
+                signal.set_wakeup_fd(previous)
+            except (OSError, ValueError):  # closed since, or made blocking: nobody can be woken through it
+                signal.set_wakeup_fd(-1)
+    return None if line is None else line.decode(stdin.encoding or "utf-8", "surrogateescape")
+
+
+def _wait_for_line(fd: int, wake: int, forward: int | None) -> bytes | None:
+    """The next line typed at ``fd`` (``None``: end of input); each signal byte on ``wake`` goes on to ``forward``."""
+    waiting = select.poll()  # not select(): any fd number
+    waiting.register(fd, select.POLLIN)
+    waiting.register(wake, select.POLLIN)
+    while b"\n" not in _TYPED:
+        ready = dict(waiting.poll())
+        if wake in ready:  # a signal came: its handler runs now (and raises, to end the read)
+            with contextlib.suppress(BlockingIOError):
+                woke = os.read(wake, 4096)
+                if forward is not None:
+                    with contextlib.suppress(OSError):  # never block on it: only a non-blocking fd is written
+                        if not os.get_blocking(forward):
+                            os.write(forward, woke)
+        if fd in ready:
+            chunk = os.read(fd, 4096)  # a terminal in canonical mode returns a line at most
+            if not chunk:  # Ctrl-D: the end of input, or of the line typed so far
+                if not _TYPED:
+                    return None
+                break
+            _TYPED.extend(chunk)
+    line, _, rest = bytes(_TYPED).partition(b"\n")
+    _TYPED[:] = rest
+    return line

@@ -29,6 +29,16 @@ CHILD = textwrap.dedent(
             print(repr(line), len(os.listdir("/proc/self/fd")), flush=True)
         print("end of input")
         sys.exit(0)
+    if sys.argv[1] == "closed":  # a wake-up fd set before and closed since: the line typed is still returned
+        r, w = os.pipe()
+        os.dup2(w, 900)
+        os.set_blocking(900, False)
+        signal.set_wakeup_fd(900)
+        for end in (r, w, 900):
+            os.close(end)
+        signal.signal(signal.SIGUSR1, lambda *_: None)
+        print(repr(read_line("you> ")), signal.set_wakeup_fd(-1), flush=True)
+        sys.exit(0)
     if sys.argv[1] == "asyncio":  # a wake-up fd set before (an asyncio loop's) still gets the signal
         import asyncio
 
@@ -122,4 +132,13 @@ def test_an_asyncio_loops_signal_handler_still_runs(tmp_path: os.PathLike[str]) 
     child.sendline("hello")
     child.expect_exact("'hello'")
     child.expect_exact("SIGUSR1 handled")
+    child.expect(pexpect.EOF)
+
+
+def test_a_closed_wake_up_fd_set_before_loses_nothing(tmp_path: os.PathLike[str]) -> None:
+    child = spawn(tmp_path, "closed")
+    child.expect_exact("you> ")
+    child.kill(signal.SIGUSR1)
+    child.sendline("still here")
+    child.expect_exact("'still here' -1")
     child.expect(pexpect.EOF)
