@@ -1,4 +1,4 @@
-"""The memory endpoints: search, sessions, forget (with a receipt), export, core memory; each user's own only.
+"""The memory endpoints: search, sessions, relations, forget (with a receipt), export, core memory; each user's own.
 
 Every endpoint acts for the user the request's credentials name; there is no parameter naming a user, so no
 request can reach another user's memory.
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.relations.graph import Relation, Source
 from langchain_session_rag.server.http import parse_body, read_body
 from langchain_session_rag.server.schemas import ApiError, unavailable
 
@@ -59,6 +60,33 @@ class CoreWrite(BaseModel):
 
 def _when(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+def _source(source: Source) -> dict[str, Any]:
+    return {
+        "chunk_id": source.chunk_id,
+        "session_id": source.session_id,
+        "timestamp": _when(source.timestamp),
+        "marker": source.marker,
+    }
+
+
+def relation_json(rel: Relation) -> dict[str, Any]:
+    """A relation as the API returns it: its line, validity intervals and the chunks it came from."""
+    return {
+        "object": "memory.relation",
+        "line": rel.render(),
+        "subject": rel.subject,
+        "predicate": rel.predicate,
+        "object_name": rel.object,
+        "current": rel.current,
+        "valid_from": _when(rel.valid_from),
+        "valid_to": _when(rel.valid_to),
+        "intervals": [[_when(start), _when(end)] for start, end in rel.intervals],
+        "replaced_by": rel.replaced_by,
+        "sources": [_source(s) for s in rel.sources],
+        "closed_by": _source(rel.closed_by) if rel.closed_by is not None else None,
+    }
 
 
 def _refused(exc: SessionRAGError) -> ApiError:
@@ -112,6 +140,8 @@ def add_memory_routes(
         ]
         return {"object": "list", "data": data}
 
+    add_relations_route(app, memory, user_of)
+
     @app.post("/v1/memory/forget")
     async def forget(request: Request) -> dict[str, Any]:
         user = user_of(request)
@@ -149,6 +179,39 @@ def add_memory_routes(
             "text": version.text,
             "at": version.at.isoformat(),
         }
+
+
+def add_relations_route(app: FastAPI, memory: SessionVectorMemory, user_of: Callable[[Request], str]) -> None:
+    """Add ``GET /v1/memory/relations`` to ``app``."""
+
+    @app.get("/v1/memory/relations")
+    async def relations(
+        request: Request,
+        entity: Annotated[str, Query(min_length=1, max_length=200)],
+        to: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+        as_of: Annotated[str | None, Query(max_length=64)] = None,
+        hops: Annotated[int, Query(ge=1, le=2)] = 1,
+    ) -> dict[str, Any]:
+        """The user's relations of ``entity``; with ``to``, the chains linking them (see ``find_relations``)."""
+        try:
+            return await find_relations(memory.for_user(user_of(request)), entity, to, as_of, hops)
+        except SessionRAGError as exc:
+            raise _refused(exc) from exc
+
+
+async def find_relations(
+    mine: SessionVectorMemory, entity: str, to: str | None, as_of: str | None, hops: int
+) -> dict[str, Any]:
+    """``entity``'s relations (``hops=2``: and its neighbours'), or the chains linking it to ``to``.
+
+    Chains are at most two relations long. ``as_of``: only what held then (an ISO 8601 date or time).
+    """
+    if to is not None:
+        chains = await mine.apaths(entity, to, as_of=as_of)
+        paths = [{"object": "memory.path", "relations": [relation_json(r) for r in chain]} for chain in chains]
+        return {"object": "list", "data": paths}
+    found = await mine.aneighbours(entity, hops=hops, as_of=as_of) if hops > 1 else await mine.arelations(entity, as_of)
+    return {"object": "list", "data": [relation_json(r) for r in found]}
 
 
 async def forget_with_receipt(memory: SessionVectorMemory, user: str, asked: ForgetRequest) -> dict[str, Any]:

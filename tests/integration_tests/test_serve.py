@@ -327,3 +327,17 @@ def test_workers_that_all_fail_to_start_make_serve_exit_non_zero(
     assert proc.returncode == 3, said
     assert "this factory always fails" in said
     assert "failed to start" in said
+
+
+def test_relations_are_served_per_user_and_forgetting_the_session_removes_them(server: Server) -> None:
+    carol = httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {CAROL}"}, timeout=60)
+    bob = httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {BOB}"}, timeout=60)
+    said = "Our billing API moved from Heroku to Kubernetes in March."
+    reply = carol.post("/v1/chat/completions", json={"model": "m", "messages": [{"role": "user", "content": said}]})
+    session = reply.headers["x-session-id"]
+    asked = {"entity": "billing API"}
+    lines = [r["line"] for r in carol.get("/v1/memory/relations", params=asked).json()["data"]]
+    assert any(line.startswith("billing API — runs on → Kubernetes [S: ") for line in lines), lines
+    assert bob.get("/v1/memory/relations", params=asked).json()["data"] == []
+    carol.post("/v1/memory/forget", json={"session_id": session})
+    assert carol.get("/v1/memory/relations", params=asked).json()["data"] == []

@@ -227,3 +227,35 @@ def test_max_tokens_over_half_a_known_window_is_refused_before_any_worker(
     assert "--max-tokens" in done.output
     assert "at most" in done.output
     assert not (tmp_path / "s").exists()
+
+
+def test_relations_are_the_users_own_with_markers_and_validity(http: TestClient) -> None:
+    assert chat(http, "Our analytics service switched from PostgreSQL to ClickHouse last week.").status_code == 200
+    found = http.get("/v1/memory/relations", params={"entity": "analytics service"}, headers=ALICE)
+    assert found.status_code == 200, found.text
+    rels = {(r["predicate"], r["object_name"]): r for r in found.json()["data"]}
+    now, before = rels[("uses", "ClickHouse")], rels[("uses", "PostgreSQL")]
+    assert now["current"]
+    assert now["valid_to"] is None
+    assert not before["current"]
+    assert before["replaced_by"] == "ClickHouse"
+    assert before["valid_to"] is not None
+    assert now["line"].startswith("analytics service — uses → ClickHouse [S: ")
+    assert now["sources"][0]["marker"].startswith("[S: ")
+    linked = http.get("/v1/memory/relations", params={"entity": "ClickHouse", "to": "PostgreSQL"}, headers=ALICE)
+    assert linked.json()["data"][0]["object"] == "memory.path"
+    past = http.get(
+        "/v1/memory/relations", params={"entity": "analytics service", "as_of": "2000-01-01"}, headers=ALICE
+    )
+    assert [r["object_name"] for r in past.json()["data"]] == ["PostgreSQL"]  # held then (since an unknown time)
+    bob = http.get("/v1/memory/relations", params={"entity": "analytics service"}, headers={HEADER: "bob"})
+    assert bob.status_code == 200
+    assert bob.json()["data"] == []  # another user: nothing, not even that the entity exists
+    for params in (
+        {"entity": "analytics service", "as_of": "last tuesday"},
+        {"entity": " "},
+        {"entity": "x", "hops": 3},
+    ):
+        refused = http.get("/v1/memory/relations", params=params, headers=ALICE)
+        assert refused.status_code == 422, (params, refused.text)
+    assert http.get("/v1/memory/relations", params={"entity": "analytics service"}).status_code == 401
