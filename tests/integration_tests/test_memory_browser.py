@@ -270,14 +270,16 @@ def test_keyboard_and_screen_reader_use(tmp_path: Path, browser: Browser) -> Non
         shutil.rmtree(launcher.parent)
         page.goto(ui.address)
         assert focus_order(page, 10) == [
-            "Skip to the content", "Sessions", "Search", "Forget", "Core memory", "Import", "Sign out", "Text", "When",
-            "Filter",
+            "Skip to the content", "Sessions", "Search", "Relations", "Forget", "Core memory", "Import", "Sign out",
+            "Text", "When",
         ]  # fmt: skip
         page.goto(f"{ui.base}/ui/sessions")
         page.keyboard.press("Tab")
         page.keyboard.press("Enter")  # the skip link: focus moves to the page's content
         assert page.evaluate("() => document.activeElement.id") == "main"
-        for path in ("sessions", "search?q=anything", "forget", "forget/confirm?all=1", "core", "import"):
+        pages = ("sessions", "search?q=anything", "relations", "relations?entity=Porto", "forget",
+                 "forget/confirm?all=1", "core", "import")  # fmt: skip
+        for path in pages:
             page.goto(f"{ui.base}/ui/{path}")
             assert page.evaluate(UNLABELLED) == [], path
             expect(page.get_by_role("heading", level=1)).to_have_count(1)

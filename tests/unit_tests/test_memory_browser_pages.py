@@ -407,3 +407,34 @@ async def test_a_compaction_waits_for_page_reads_and_holds_new_ones() -> None:
     assert events[:4] == ["first reads", "first done", "compaction", "compaction done"]
     assert events[4] == "second reads"
     second.cancel()
+
+
+def test_the_relations_page_shows_the_users_own_with_validity_and_sessions(memory: SessionVectorMemory) -> None:
+    said = [("user", "Our analytics service switched from PostgreSQL to ClickHouse."), ("assistant", "Noted.")]
+    when = "2026-03-09T10:00:00+00:00"
+    memory.add_messages([{"role": r, "content": c, "timestamp": when} for r, c in said], session_id="db-switch")
+    memory.for_user("bob").add_messages(
+        [{"role": "user", "content": "Our billing API runs on Kubernetes."}, {"role": "assistant", "content": "OK."}],
+        session_id="bob-infra",
+    )
+    memory.flush()
+    http = signed_in(memory)
+    listed = http.get("/ui/relations").text
+    assert 'href="/ui/relations?entity=analytics+service"' in listed
+    assert "billing API" not in listed  # Bob's
+    page = http.get("/ui/relations", params={"entity": "analytics service"})
+    assert page.status_code == 200
+    rows = re.findall(r"<tr><td>(.*?)</td></tr>", page.text)
+    (now,) = [r for r in rows if r.split("</td><td>")[0].endswith("ClickHouse</a>")]
+    (before,) = [r for r in rows if r.split("</td><td>")[0].endswith("PostgreSQL</a>")]
+    assert now.split("</td><td>")[1:3] == ["yes", "2026-03-09 → now"]
+    assert before.split("</td><td>")[1:4] == ["no", "unknown → 2026-03-09", "ClickHouse"]
+    assert 'href="/ui/session?id=db-switch"' in now
+    assert "[S: 2026-03-09]" in now
+    assert "no relation of this entity" in http.get("/ui/relations", params={"entity": "billing API"}).text
+    refused = http.get("/ui/relations", params={"entity": "analytics service", "as_of": "whenever"})
+    assert refused.status_code == 200
+    assert 'role="alert"' in refused.text
+    hostile = http.get("/ui/relations", params={"entity": HOSTILE})
+    assert "<script" not in hostile.text
+    assert "<img" not in hostile.text

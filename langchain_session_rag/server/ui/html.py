@@ -26,8 +26,8 @@ HEADERS = {
     "X-Frame-Options": "DENY",
 }
 """Sent with every page: no script, nothing fetched from elsewhere, not framed, not cached (it is private data)."""
-NAV = (("sessions", "Sessions"), ("search", "Search"), ("forget", "Forget"), ("core", "Core memory"),
-       ("import", "Import"))  # fmt: skip
+NAV = (("sessions", "Sessions"), ("search", "Search"), ("relations", "Relations"), ("forget", "Forget"),
+       ("core", "Core memory"), ("import", "Import"))  # fmt: skip
 
 
 def esc(value: object) -> str:

@@ -24,6 +24,7 @@ from langchain_session_rag.server.ui.core import add_core_routes
 from langchain_session_rag.server.ui.html import HEADERS, PREFIX, esc, notice, page
 from langchain_session_rag.server.ui.html import field as input_field
 from langchain_session_rag.server.ui.imports import add_import_routes
+from langchain_session_rag.server.ui.relations import relations_body
 from langchain_session_rag.server.ui.search import SearchSettings, search_body
 from langchain_session_rag.server.ui.sessions import session_body, sessions_body
 
@@ -159,7 +160,7 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
 
 
 def _view_routes(app: FastAPI, pages: Pages) -> None:
-    """Sessions, one session, Search."""
+    """Sessions, one session, Search, Relations."""
 
     @app.get(PREFIX, include_in_schema=False)
     @app.get(f"{PREFIX}/", include_in_schema=False)
@@ -187,6 +188,12 @@ def _view_routes(app: FastAPI, pages: Pages) -> None:
     async def search_page(request: Request, q: str = "") -> Response:
         seen, mine = pages.viewer(request)
         return pages.shown("Search", await search_body(mine, q[:10_000], pages.search), seen, "search")
+
+    @app.get(f"{PREFIX}/relations", include_in_schema=False)
+    async def relations_page(request: Request, entity: str = "", as_of: str = "") -> Response:
+        seen, mine = pages.viewer(request)
+        body = await relations_body(mine, entity[:200], as_of[:64])
+        return pages.shown("Relations", body, seen, "relations")
 
 
 def _forget_routes(app: FastAPI, pages: Pages) -> None:
