@@ -32,17 +32,7 @@ def parse_timestamp(value: TimestampLike, *, what: str = "timestamp") -> datetim
             msg = f"Invalid {what} {value!r}: epoch seconds out of range."
             raise InvalidTimestampError(msg) from exc
     elif isinstance(value, str):
-        text = value.strip()
-        if text.endswith(("Z", "z")):
-            text = text[:-1] + "+00:00"
-        try:
-            parsed = datetime.fromisoformat(text)
-        except ValueError as exc:
-            msg = (
-                f"Invalid {what} {value!r}: expected ISO 8601 such as '2026-02-06T10:00:00' "
-                "or '2026-02-06T10:00:00+01:00'."
-            )
-            raise InvalidTimestampError(msg) from exc
+        parsed = _from_text(value, what)
     else:
         msg = (
             f"Invalid {what} {value!r} of type {type(value).__name__}: "
@@ -51,7 +41,25 @@ def parse_timestamp(value: TimestampLike, *, what: str = "timestamp") -> datetim
         raise InvalidTimestampError(msg)
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
+    try:
+        parsed.astimezone(timezone.utc)  # every comparison is in UTC: a time without one is refused here
+    except OverflowError as exc:
+        msg = f"Invalid {what} {value!r}: in UTC it falls outside the years 1 to 9999."
+        raise InvalidTimestampError(msg) from exc
     return parsed
+
+
+def _from_text(value: str, what: str) -> datetime:
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError as exc:
+        msg = (
+            f"Invalid {what} {value!r}: expected ISO 8601 such as '2026-02-06T10:00:00' or '2026-02-06T10:00:00+01:00'."
+        )
+        raise InvalidTimestampError(msg) from exc
 
 
 def utcnow() -> datetime:

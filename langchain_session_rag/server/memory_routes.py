@@ -190,7 +190,7 @@ def add_relations_route(app: FastAPI, memory: SessionVectorMemory, user_of: Call
         entity: Annotated[str, Query(min_length=1, max_length=200)],
         to: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
         as_of: Annotated[str | None, Query(max_length=64)] = None,
-        hops: Annotated[int, Query(ge=1, le=2)] = 1,
+        hops: Annotated[int | None, Query(ge=1, le=2)] = None,
     ) -> dict[str, Any]:
         """The user's relations of ``entity``; with ``to``, the chains linking them (see ``find_relations``)."""
         try:
@@ -200,17 +200,19 @@ def add_relations_route(app: FastAPI, memory: SessionVectorMemory, user_of: Call
 
 
 async def find_relations(
-    mine: SessionVectorMemory, entity: str, to: str | None, as_of: str | None, hops: int
+    mine: SessionVectorMemory, entity: str, to: str | None, as_of: str | None, hops: int | None
 ) -> dict[str, Any]:
     """``entity``'s relations (``hops=2``: and its neighbours'), or the chains linking it to ``to``.
 
-    Chains are at most two relations long. ``as_of``: only what held then (an ISO 8601 date or time).
+    Chains are at most ``hops`` relations long (2 by default). ``as_of``: only what held then (an ISO 8601 date or
+    time; a date is its start, 00:00 UTC).
     """
     if to is not None:
-        chains = await mine.apaths(entity, to, as_of=as_of)
+        chains = await mine.apaths(entity, to, max_hops=hops or 2, as_of=as_of)
         paths = [{"object": "memory.path", "relations": [relation_json(r) for r in chain]} for chain in chains]
         return {"object": "list", "data": paths}
-    found = await mine.aneighbours(entity, hops=hops, as_of=as_of) if hops > 1 else await mine.arelations(entity, as_of)
+    many = hops is not None and hops > 1
+    found = await mine.aneighbours(entity, hops=2, as_of=as_of) if many else await mine.arelations(entity, as_of)
     return {"object": "list", "data": [relation_json(r) for r in found]}
 
 

@@ -432,9 +432,12 @@ def test_the_relations_page_shows_the_users_own_with_validity_and_sessions(memor
     assert 'href="/ui/session?id=db-switch"' in now
     assert "[S: 2026-03-09]" in now
     assert "no relation of this entity" in http.get("/ui/relations", params={"entity": "billing API"}).text
-    refused = http.get("/ui/relations", params={"entity": "analytics service", "as_of": "whenever"})
-    assert refused.status_code == 200
-    assert 'role="alert"' in refused.text
+    for when in ("whenever", "0001-01-01T00:00:00+01:00"):
+        refused = http.get("/ui/relations", params={"entity": "analytics service", "as_of": when})
+        assert refused.status_code == 200
+        assert 'role="alert"' in refused.text
+    closed_only = http.get("/ui/relations", params={"entity": "PostgreSQL"}).text  # said and closed by one chunk
+    assert closed_only.count('href="/ui/session?id=db-switch"') == 1
     hostile = http.get("/ui/relations", params={"entity": HOSTILE})
     assert "<script" not in hostile.text
     assert "<img" not in hostile.text

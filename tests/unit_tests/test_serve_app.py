@@ -244,6 +244,10 @@ def test_relations_are_the_users_own_with_markers_and_validity(http: TestClient)
     assert now["sources"][0]["marker"].startswith("[S: ")
     linked = http.get("/v1/memory/relations", params={"entity": "ClickHouse", "to": "PostgreSQL"}, headers=ALICE)
     assert linked.json()["data"][0]["object"] == "memory.path"
+    two = http.get(
+        "/v1/memory/relations", params={"entity": "ClickHouse", "to": "PostgreSQL", "hops": 1}, headers=ALICE
+    )
+    assert two.json()["data"] == []  # linked through the analytics service only: two relations
     past = http.get(
         "/v1/memory/relations", params={"entity": "analytics service", "as_of": "2000-01-01"}, headers=ALICE
     )

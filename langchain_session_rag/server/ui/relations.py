@@ -40,7 +40,7 @@ def _relation_row(rel: Relation) -> list[str]:
         "yes" if rel.current else "no",
         _held(rel),
         esc(rel.replaced_by or ""),
-        _said(rel.sources + ([rel.closed_by] if rel.closed_by is not None else [])),
+        _said(list(dict.fromkeys(rel.sources + ([rel.closed_by] if rel.closed_by is not None else [])))),
     ]
 
 
@@ -57,7 +57,12 @@ def _form(entity: str, as_of: str) -> str:
     return (
         f'<form method="get" action="{url("relations")}" role="search" aria-label="Find relations" class="filters">'
         + field("entity", "Entity", value=entity, kind="search", hint="A project, tool, person, place or pet.")
-        + field("as_of", "As of", value=as_of, hint="A date (YYYY-MM-DD): only what held then. Empty: all.")
+        + field(
+            "as_of",
+            "As of",
+            value=as_of,
+            hint="A date (YYYY-MM-DD, its start in UTC): only what held then. Empty: all, current and past.",
+        )
         + '<button type="submit">Show</button></form>'
     )
 
@@ -67,10 +72,11 @@ async def relations_body(mine: SessionVectorMemory, entity: str, as_of: str) -> 
     form = _form(entity, as_of)
     try:
         if not entity.strip():
-            known = (await mine.aentities())[:MOST_ENTITIES]
-            rows = [_entity_row(info) for info in known]
+            known = await mine.aentities()
+            rows = [_entity_row(info) for info in known[:MOST_ENTITIES]]
+            shown = f"the {MOST_ENTITIES} most mentioned of {len(known):,}" if len(known) > MOST_ENTITIES else "all"
             return form + table(
-                "Entities in your memory (the most mentioned first)",
+                f"Entities in your memory ({shown}, the most mentioned first)",
                 ["Entity", "Type", "Also called", "Chunks"],
                 rows,
                 empty="No entity found in your memory yet.",
