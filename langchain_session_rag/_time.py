@@ -42,7 +42,7 @@ def parse_timestamp(value: TimestampLike, *, what: str = "timestamp") -> datetim
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     try:
-        parsed.astimezone(timezone.utc)  # every comparison is in UTC: a time without one is refused here
+        parsed.astimezone(timezone.utc)  # every comparison is in UTC: a time with no UTC equivalent is refused here
     except OverflowError as exc:
         msg = f"Invalid {what} {value!r}: in UTC it falls outside the years 1 to 9999."
         raise InvalidTimestampError(msg) from exc
