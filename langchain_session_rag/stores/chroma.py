@@ -8,26 +8,25 @@ in-process replica (:mod:`langchain_session_rag.memory.replica`), so the collect
 
 from __future__ import annotations
 
-import functools
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreUnavailableError
+from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log
-from langchain_session_rag.stores.adapter import client_location, is_connection_error, is_embedded, persist_directory
+from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
+from langchain_session_rag.stores.chroma_calls import server_call
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
+from langchain_session_rag.stores.index_files import index_guard
 from langchain_session_rag.stores.records import stamp
 
 if TYPE_CHECKING:
     from chromadb import Collection
     from chromadb.api import ClientAPI
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 MANIFEST_VERSION = 1
 
@@ -36,23 +35,6 @@ def _distance_to_similarity(space: str) -> Callable[[float], float]:
     if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
         return lambda d: 1.0 - d / 2.0
     return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
-
-
-def _server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Turn a lost server connection into :class:`StoreUnavailableError` (typed, retryable)."""
-
-    @functools.wraps(method)
-    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        try:
-            return method(*args, **kwargs)
-        except Exception as exc:
-            if isinstance(exc, StoreUnavailableError) or not is_connection_error(exc):
-                raise
-            name = getattr(args[0], "name", "?") if args else "?"
-            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); retry later."
-            raise StoreUnavailableError(msg) from exc
-
-    return call
 
 
 _COMPANIONS: dict[str, ChromaBackend] = {}
@@ -66,7 +48,7 @@ class ChromaBackend:
 
     embeds_itself = False
 
-    @_server_call  # opening reads the manifest: a server that does not answer is a StoreUnavailableError
+    @server_call  # opening reads the manifest: a server that does not answer is a StoreUnavailableError
     def __init__(
         self,
         client: ClientAPI,
@@ -92,6 +74,11 @@ class ChromaBackend:
         self.client = client
         self.name = name
         self._single = collection
+        folder = persist_directory(client)
+        self.files_guard = index_guard(folder) if folder is not None else None
+        """Zeroes what Chroma writes from uninitialised memory into an embedded store's index files."""
+        if self.files_guard is not None and collection is not None:
+            self.files_guard.hands_off()  # the caller may write to the collection directly, at any moment
         self._collections: dict[int, Collection] = {}
         self._manifest = client.get_or_create_collection(
             f"{collection.name if collection is not None else name}-manifest",
@@ -103,7 +90,8 @@ class ChromaBackend:
         if meta.get("migration"):
             from langchain_session_rag.stores.migration import recover  # noqa: PLC0415 - migration imports this module
 
-            recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
+            with self._guarded():
+                recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
 
     @property
     def process_key(self) -> str:
@@ -251,12 +239,12 @@ class ChromaBackend:
             )
         return owners
 
-    @_server_call
+    @server_call
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
         return {i for i, owner in self._owners(user_id, ids).items() if owner == user_id}
 
-    @_server_call
+    @server_call
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for *another* user of the same collection."""
         return {i for i, owner in self._owners(user_id, ids).items() if owner != user_id}
@@ -266,7 +254,7 @@ class ChromaBackend:
         if self._single is None and not is_embedded(self.client):
             change_log.append(self._manifest, user_id, ids)
 
-    @_server_call
+    @server_call
     def change_log(self, user_id: str) -> set[str] | None:
         """Ids of the user's change-log entries (see :mod:`~langchain_session_rag.stores.change_log`).
 
@@ -277,22 +265,22 @@ class ChromaBackend:
             return None
         return change_log.entries(self._manifest, user_id)
 
-    @_server_call
+    @server_call
     def changed_ids(self, user_id: str, entries: Sequence[str]) -> set[str] | None:  # noqa: ARG002 - protocol
         """The record ids the change-log ``entries`` name (``None``: list the user's revisions instead)."""
         return change_log.touched(self._manifest, entries)
 
-    @_server_call
+    @server_call
     def listing(self, user_id: str) -> dict[str, str]:
         """Id → fingerprint (revision) of every record of the user: ids and metadata only, in pages."""
         return listing(self._collection(user_id), user_id)
 
-    @_server_call
+    @server_call
     def pages(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> Iterator[RecordPage]:
         """The user's records among ``ids`` in pages of ``PAGE``, vectors as one float32 array per page."""
         return read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings)
 
-    @_server_call
+    @server_call
     def add(self, user_id: str, records: Sequence[Record]) -> None:
         """Upsert records of one user in batches of the client's maximum size.
 
@@ -315,7 +303,7 @@ class ChromaBackend:
             )
         self._changed(user_id, [r.id for r in records])
 
-    @_server_call
+    @server_call
     def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
         """Add records whose ids are not stored yet; an id already stored keeps its record (the first insert wins)."""
         col = self._collection(user_id)
@@ -327,7 +315,7 @@ class ChromaBackend:
         )
         self._changed(user_id, [r.id for r in records])
 
-    @_server_call
+    @server_call
     def query(
         self,
         user_id: str,
@@ -356,14 +344,14 @@ class ChromaBackend:
             )
         ]
 
-    @_server_call
+    @server_call
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
         """Every record of the user matching ``where`` (ids first, then the records in bounded pages)."""
         col = self._collection(user_id)
         ids = user_ids(col, user_id, self._scoped(user_id, where))
         return as_records(read_pages(col, user_id, ids, embeddings=with_embeddings))
 
-    @_server_call
+    @server_call
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Delete the user's records among ``ids`` (others' records are never touched)."""
         owned = sorted(self.existing_ids(user_id, ids))
@@ -373,27 +361,27 @@ class ChromaBackend:
         if ids:
             self._changed(user_id, ids)
 
-    @_server_call
+    @server_call
     def all_ids(self, user_id: str) -> list[str]:
         """Ids of every record of the user (an ids-only read)."""
         return user_ids(self._collection(user_id), user_id)
 
-    @_server_call
+    @server_call
     def fetch(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> list[Record]:
         """The user's records among ``ids`` (read by ids in bounded pages)."""
         return as_records(read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings))
 
-    @_server_call
+    @server_call
     def purge(self, user_id: str) -> int:
         """Delete every record of the user; return how many."""
         return purge(self, user_id)
 
-    @_server_call
+    @server_call
     def count(self) -> int:
         """Number of chunks in the whole store (all users)."""
         return sum(c.count() for c in self.all_collections())
 
-    @_server_call
+    @server_call
     def users(self) -> dict[str, int]:
         """Every user of the store and how many chunks each has (reads every record's metadata: for statistics)."""
         return user_counts(self.all_collections(), self.max_batch)
@@ -406,7 +394,12 @@ class ChromaBackend:
         """
         from langchain_session_rag.stores.migration import rebuild  # noqa: PLC0415 - migration imports this module
 
-        return rebuild(self, embed=embed, model_id=model_id)
+        with self._guarded():
+            return rebuild(self, embed=embed, model_id=model_id)
+
+    def _guarded(self) -> contextlib.AbstractContextManager[None]:
+        """Run direct Chroma calls (a rebuild's) as one call of the index guard (a no-op off an embedded store)."""
+        return self.files_guard.using() if self.files_guard is not None else contextlib.nullcontext()
 
     def companion(self, suffix: str) -> ChromaBackend:
         """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
@@ -434,11 +427,12 @@ class ChromaBackend:
         from langchain_session_rag.stores.migration import rebuild, vacuum  # noqa: PLC0415
 
         base = self._single.name if self._single is not None else self.name
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
-        for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
-            if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
-                rebuild(self.companion(suffix))  # a companion opened by another process counts too
-        kept = rebuild(self)
+        with self._guarded():
+            names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+            for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
+                if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
+                    rebuild(self.companion(suffix))  # a companion opened by another process counts too
+            kept = rebuild(self)
         path = self.persist_directory
         if path is not None:
             vacuum(path)

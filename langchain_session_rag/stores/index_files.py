@@ -1,26 +1,42 @@
 """Zero the unused slots of Chroma's on-disk vector index files, which Chroma fills from uninitialised memory.
 
 An embedded Chroma keeps each vector index as a folder of ``header.bin``, ``data_level0.bin`` (one fixed-size
-slot per element), ``length.bin`` (one 4-byte link count per element) and ``link_lists.bin``. The two per-element
-files are written for the index's whole capacity (100 slots and up), and the slots past the element count hold
-whatever the process's heap held: pointers, and fragments of texts it had handled, a forgotten one included (a
-byte scan of a compacted folder found a forgotten marker in ``length.bin``). Chroma never reads those slots; this
-module overwrites them with zeros, so :meth:`ChromaBackend.compact` can promise that no forgotten byte is left.
+slot per element), ``length.bin`` (one 4-byte vector length per element) and ``link_lists.bin``. When it creates
+an index, and again each time a process first loads an index that was never flushed (one of fewer than 1,000
+elements), it writes the two per-element files for the index's whole capacity (100 slots and up) straight from
+memory it never initialised: the slots past the element count hold whatever the process's heap held, pointers and
+fragments of texts it had handled, another user's or a forgotten one included (a byte scan found a secret of an
+encrypted store in a fresh ``length.bin``). Chroma never reads those slots; this module overwrites them with zeros.
 
 Only slots at or past the element count recorded in ``header.bin`` are touched, so a live index loads and
 answers as before; a header of another layout is left alone (reported by :func:`scrub_index_files`).
+:class:`IndexFileGuard` does it as the files are written: :class:`~langchain_session_rag.stores.chroma.ChromaBackend`
+runs each of its calls on an embedded store inside :meth:`IndexFileGuard.using`, and the call's end zeroes the
+slots of every index file that changed, while no other call on that folder runs in the process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import struct
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+from langchain_session_rag import _fork
+
+_LOGGER = logging.getLogger(__name__)
 
 # hnswlib's persistent header as Chroma writes it: a version (int32) then offsetLevel0, max_elements,
 # cur_element_count, size_data_per_element (size_t each).
 _HEADER = struct.Struct("<i4Q")
-_LINK_COUNT_BYTES = 4
+_LENGTH_BYTES = 4
 _CHUNK = 1 << 20
+_RECENT_NS = 2_000_000_000
+"""A folder changed this recently is listed again: file times advance in clock ticks, not nanoseconds."""
 
 
 def _zero_from(path: Path, start: int) -> bool:
@@ -43,8 +59,30 @@ def _zero_from(path: Path, start: int) -> bool:
     return dirty
 
 
+def _scrub_index(header: Path) -> int | None:
+    """Zero the unused slots of one index (its ``header.bin``); the files that held non-zero bytes there.
+
+    ``None`` when the header has a layout this module does not know (nothing is touched).
+    """
+    raw = header.read_bytes()
+    if len(raw) < _HEADER.size:
+        return None
+    version, _offset, max_elements, count, slot = _HEADER.unpack_from(raw)
+    if version != 1 or slot <= 0 or count > max_elements:
+        return None
+    scrubbed = 0
+    for name, width in (("data_level0.bin", slot), ("length.bin", _LENGTH_BYTES)):
+        target = header.with_name(name)
+        if target.is_file() and _zero_from(target, count * width):
+            scrubbed += 1
+    return scrubbed
+
+
 def scrub_index_files(folder: str | Path) -> dict[str, int]:
     """Zero the unused slots of every vector index under ``folder``; return counts of what was found.
+
+    Run it while no process has the folder's store open (or through :meth:`IndexFileGuard.sweep` in the one that
+    has): Chroma writes these files as it adds elements.
 
     Returns a dict with ``indexes`` (index folders seen), ``scrubbed`` (files that held non-zero bytes in unused
     slots) and ``skipped`` (index folders whose header has a layout this function does not know).
@@ -52,16 +90,136 @@ def scrub_index_files(folder: str | Path) -> dict[str, int]:
     counts = {"indexes": 0, "scrubbed": 0, "skipped": 0}
     for header in sorted(Path(folder).glob("*/header.bin")):
         counts["indexes"] += 1
-        raw = header.read_bytes()
-        if len(raw) < _HEADER.size:
+        scrubbed = _scrub_index(header)
+        if scrubbed is None:
             counts["skipped"] += 1
-            continue
-        version, _offset, max_elements, count, slot = _HEADER.unpack_from(raw)
-        if version != 1 or slot <= 0 or count > max_elements:
-            counts["skipped"] += 1
-            continue
-        for name, width in (("data_level0.bin", slot), ("length.bin", _LINK_COUNT_BYTES)):
-            target = header.with_name(name)
-            if target.is_file() and _zero_from(target, count * width):
-                counts["scrubbed"] += 1
+        else:
+            counts["scrubbed"] += scrubbed
     return counts
+
+
+class IndexFileGuard:
+    """Keeps the index files of one embedded store folder free of uninitialised memory, in this process.
+
+    Chroma calls on the folder run inside :meth:`using` (any number at once, and nested); when the outermost one
+    of a thread ends, :meth:`sweep` compares every ``header.bin`` with what it last saw (inode, size, time) and,
+    if one changed or appeared, waits until no call runs (new ones wait meanwhile), zeroes the new index files'
+    unused slots and lets the calls go on. A sweep that finds nothing changed takes no lock, so the common call
+    pays a directory listing. The first sweep in a process zeroes every index of the folder (a process that
+    ended or crashed between Chroma's write and its sweep leaves its slots to the next one).
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        """A guard for ``folder`` (one per folder and process: use :func:`index_guard`)."""
+        self.folder = Path(folder)
+        self._seen: dict[str, tuple[int, int, int]] = {}
+        self._hands_off = False
+        self._listed = -1
+        self._headers_at: list[str] = []
+        self.renew()
+        _fork.after_fork_in_child(self, IndexFileGuard.renew)
+
+    def renew(self) -> None:
+        """Unheld locks and no call running (also in a forked child, whose copies may be held)."""
+        self._state = threading.Condition(threading.Lock())
+        self._calls = 0
+        self._sweeping = False
+        self._depth = threading.local()
+
+    def hands_off(self) -> None:
+        """Sweep only when forced (``compact()``): code outside this package writes to the folder too.
+
+        A collection handed in by the caller (a ``langchain_chroma.Chroma``) may be written to directly at any
+        moment; zeroing slots while such a write flushes could zero elements it just wrote.
+        """
+        self._hands_off = True
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[None]:
+        """Run Chroma calls on the folder; the outermost one's end sweeps (see the class)."""
+        depth: int = getattr(self._depth, "value", 0)
+        if depth == 0:
+            with self._state:
+                while self._sweeping:
+                    self._state.wait()
+                self._calls += 1
+        self._depth.value = depth + 1
+        try:
+            yield
+        finally:
+            self._depth.value = depth
+            if depth == 0:
+                with self._state:
+                    self._calls -= 1
+                    self._state.notify_all()
+                self.sweep()
+
+    def _headers(self) -> dict[str, tuple[int, int, int]]:
+        """Index folder name → (inode, size, modification time in ns) of its ``header.bin``."""
+        try:
+            listed = os.stat(self.folder).st_mtime_ns  # noqa: PTH116 - the hot path
+            # a folder was added or removed, or may have been within the file system's clock tick: list again
+            if listed != self._listed or time.time_ns() - listed < _RECENT_NS:
+                self._listed, self._headers_at = (
+                    listed,
+                    [
+                        os.path.join(entry.path, "header.bin")  # noqa: PTH118
+                        for entry in os.scandir(self.folder)
+                        if entry.is_dir()
+                    ],
+                )
+        except OSError:  # the folder is gone (a test's temporary folder, a store deleted by hand)
+            return {}
+        found: dict[str, tuple[int, int, int]] = {}
+        for header in self._headers_at:
+            with contextlib.suppress(OSError):  # not an index folder, or removed meanwhile
+                stat = os.stat(header)  # noqa: PTH116
+                found[os.path.basename(os.path.dirname(header))] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)  # noqa: PTH119, PTH120
+        return found
+
+    def sweep(self, *, force: bool = False) -> int:
+        """Zero the unused slots of the index files that changed since the last sweep (all with ``force``).
+
+        Returns how many files held non-zero bytes there. Inside a call (:meth:`using`) it does nothing: the
+        outermost call's end sweeps.
+        """
+        if getattr(self._depth, "value", 0) or (self._hands_off and not force):
+            return 0
+        if not force and self._headers() == self._seen:
+            return 0
+        with self._state:
+            while self._sweeping:
+                self._state.wait()
+            self._sweeping = True
+            while self._calls:
+                self._state.wait()
+        try:
+            current = self._headers()
+            scrubbed = 0
+            for name, signature in current.items():
+                if force or self._seen.get(name) != signature:
+                    try:
+                        scrubbed += _scrub_index(self.folder / name / "header.bin") or 0
+                    except OSError as exc:  # read-only, removed meanwhile: the call itself succeeded
+                        _LOGGER.warning("Could not zero the unused slots of the index files in %s: %s", name, exc)
+                        current.pop(name)  # tried again at the next sweep
+            self._seen = current
+            return scrubbed
+        finally:
+            with self._state:
+                self._sweeping = False
+                self._state.notify_all()
+
+
+_GUARDS: dict[str, IndexFileGuard] = {}
+_GUARDS_LOCK = _fork.ChildLock()
+
+
+def index_guard(folder: str | Path) -> IndexFileGuard:
+    """The process's :class:`IndexFileGuard` of an embedded store folder (shared by every store opened on it)."""
+    key = os.path.realpath(folder)
+    with _GUARDS_LOCK:
+        guard = _GUARDS.get(key)
+        if guard is None:
+            guard = _GUARDS[key] = IndexFileGuard(key)
+        return guard

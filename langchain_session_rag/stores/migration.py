@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
-from langchain_session_rag.stores.index_files import scrub_index_files
+from langchain_session_rag.stores.index_files import index_guard
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -173,4 +173,4 @@ def vacuum(path: str | Path) -> None:
     if done.returncode != 0:
         msg = f"`chroma vacuum --path {path}` failed: {(done.stderr or done.stdout).strip()[-500:]}"
         raise UnsupportedOperationError(msg)
-    scrub_index_files(path)
+    index_guard(path).sweep(force=True)
