@@ -8,9 +8,11 @@ fails if one is read anywhere else).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import sys
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
@@ -145,6 +147,27 @@ def chroma_collection_of(vectorstore: Any) -> tuple[ClientAPI, Collection] | Non
     if module is None or not isinstance(vectorstore, module.Chroma):
         return None
     return vectorstore._client, vectorstore._collection  # noqa: SLF001 - see the docstring
+
+
+def vector_segments(client: ClientAPI) -> dict[str, str] | None:
+    """Index folder (vector segment id) → collection id, for every collection of an embedded store.
+
+    Chroma names each collection's index folder after its vector segment, which its public API does not show; this
+    reads the ``segments`` table of the folder's ``chroma.sqlite3`` (read-only). ``None`` when that fails (not an
+    embedded store, or a Chroma whose file differs): callers then treat every folder as unknown.
+    """
+    import sqlite3  # noqa: PLC0415 - only for the stores that compact or hand in a collection
+
+    folder = persist_directory(client)
+    if folder is None:
+        return None
+    uri = "file:" + urllib.parse.quote(os.path.join(folder, "chroma.sqlite3")) + "?mode=ro"  # noqa: PTH118
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            rows = db.execute("SELECT id, collection FROM segments WHERE scope = 'VECTOR'").fetchall()
+    except sqlite3.Error:
+        return None
+    return {str(segment): str(collection) for segment, collection in rows}
 
 
 class _RefusedBindings:

@@ -18,10 +18,9 @@ from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
-from langchain_session_rag.stores.chroma_calls import server_call
+from langchain_session_rag.stores.chroma_calls import files_guard, server_call, sweep_files
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
-from langchain_session_rag.stores.index_files import index_guard
 from langchain_session_rag.stores.records import stamp
 
 if TYPE_CHECKING:
@@ -74,11 +73,8 @@ class ChromaBackend:
         self.client = client
         self.name = name
         self._single = collection
-        folder = persist_directory(client)
-        self.files_guard = index_guard(folder) if folder is not None else None
+        self.files_guard = files_guard(client, collection)
         """Zeroes what Chroma writes from uninitialised memory into an embedded store's index files."""
-        if self.files_guard is not None and collection is not None:
-            self.files_guard.hands_off()  # the caller may write to the collection directly, at any moment
         self._collections: dict[int, Collection] = {}
         self._manifest = client.get_or_create_collection(
             f"{collection.name if collection is not None else name}-manifest",
@@ -90,7 +86,7 @@ class ChromaBackend:
         if meta.get("migration"):
             from langchain_session_rag.stores.migration import recover  # noqa: PLC0415 - migration imports this module
 
-            with self._guarded():
+            with self.guarded():
                 recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
 
     @property
@@ -278,7 +274,13 @@ class ChromaBackend:
     @server_call
     def pages(self, user_id: str, ids: Sequence[str], *, with_embeddings: bool = False) -> Iterator[RecordPage]:
         """The user's records among ``ids`` in pages of ``PAGE``, vectors as one float32 array per page."""
-        return read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings)
+        source = read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings)
+        while True:  # each page read as one call of the index guard (the pages are read after this method returned)
+            with self.guarded():
+                page = next(source, None)
+            if page is None:
+                return
+            yield page
 
     @server_call
     def add(self, user_id: str, records: Sequence[Record]) -> None:
@@ -394,12 +396,17 @@ class ChromaBackend:
         """
         from langchain_session_rag.stores.migration import rebuild  # noqa: PLC0415 - migration imports this module
 
-        with self._guarded():
-            return rebuild(self, embed=embed, model_id=model_id)
+        count = rebuild(self, embed=embed, model_id=model_id)
+        self.sweep_index_files()
+        return count
 
-    def _guarded(self) -> contextlib.AbstractContextManager[None]:
-        """Run direct Chroma calls (a rebuild's) as one call of the index guard (a no-op off an embedded store)."""
+    def guarded(self) -> contextlib.AbstractContextManager[None]:
+        """Run direct Chroma calls (a rebuild's steps) as one call of the index guard (no-op off an embedded store)."""
         return self.files_guard.using() if self.files_guard is not None else contextlib.nullcontext()
+
+    def sweep_index_files(self) -> None:
+        """Zero every index file's unused slots; remove deleted collections' index folders (see :func:`sweep_files`)."""
+        sweep_files(self, self._space)
 
     def companion(self, suffix: str) -> ChromaBackend:
         """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
@@ -427,13 +434,13 @@ class ChromaBackend:
         from langchain_session_rag.stores.migration import rebuild, vacuum  # noqa: PLC0415
 
         base = self._single.name if self._single is not None else self.name
-        with self._guarded():
-            names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
-            for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
-                if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
-                    rebuild(self.companion(suffix))  # a companion opened by another process counts too
-            kept = rebuild(self)
+        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
+            if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
+                rebuild(self.companion(suffix))  # a companion opened by another process counts too
+        kept = rebuild(self)
         path = self.persist_directory
         if path is not None:
             vacuum(path)
+        self.sweep_index_files()
         return kept

@@ -5,11 +5,17 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from langchain_session_rag.errors import StoreUnavailableError
-from langchain_session_rag.stores.adapter import is_connection_error
-from langchain_session_rag.stores.index_files import IndexFileGuard
+from langchain_session_rag.stores.adapter import is_connection_error, persist_directory, vector_segments
+from langchain_session_rag.stores.index_files import IndexFileGuard, index_guard
+
+if TYPE_CHECKING:
+    from chromadb import Collection
+    from chromadb.api import ClientAPI
+
+    from langchain_session_rag.stores.chroma import ChromaBackend
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -37,3 +43,37 @@ def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
             raise StoreUnavailableError(msg) from exc
 
     return call
+
+
+def files_guard(client: ClientAPI, collection: Collection | None) -> IndexFileGuard | None:
+    """The index guard of a store on ``client`` (``None`` off an embedded store).
+
+    A collection handed in by the caller may be written to at any moment, not through the guard: its index
+    folder (all of them, when Chroma's file cannot tell which) is left to forced sweeps.
+    """
+    folder = persist_directory(client)
+    if folder is None:
+        return None
+    guard = index_guard(folder)
+    if collection is not None:
+        segments = vector_segments(client)
+        mine = [name for name, owner in (segments or {}).items() if owner == str(collection.id)]
+        guard.hands_off(mine or None)
+    return guard
+
+
+def sweep_files(backend: ChromaBackend, space: Callable[[Collection], str]) -> None:
+    """Zero every index file's unused slots and remove the index folders of deleted collections (embedded only).
+
+    Chroma leaves a deleted collection's index folder on disk, its vectors and ids in it, and a rebuild deletes
+    every collection it copies. The index folders of collections handed in by the caller are swept too (their l2
+    and inner-product ``length.bin`` whole: Chroma writes even its live entries from uninitialised memory).
+    """
+    if backend.files_guard is None:
+        return
+    with backend.guarded():
+        segments = vector_segments(backend.client)
+        spaces = {str(c.id): space(c) for c in backend.client.list_collections()}
+    whole = {name for name, owner in (segments or {}).items() if spaces.get(owner, "cosine") != "cosine"}
+    live = set(segments) if segments is not None else None
+    backend.files_guard.sweep(force=True, live=live, whole_lengths=whole)

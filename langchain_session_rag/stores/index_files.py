@@ -20,10 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from langchain_session_rag import _fork
@@ -36,7 +37,8 @@ _HEADER = struct.Struct("<i4Q")
 _LENGTH_BYTES = 4
 _CHUNK = 1 << 20
 _RECENT_NS = 2_000_000_000
-"""A folder changed this recently is listed again: file times advance in clock ticks, not nanoseconds."""
+"""A folder whose last change is less than this before the last listing is listed again: file times advance in
+clock ticks, so a folder added in the tick of an earlier change leaves the folder's time as it was."""
 
 
 def _zero_from(path: Path, start: int) -> bool:
@@ -59,10 +61,11 @@ def _zero_from(path: Path, start: int) -> bool:
     return dirty
 
 
-def _scrub_index(header: Path) -> int | None:
+def _scrub_index(header: Path, *, whole_lengths: bool = False) -> int | None:
     """Zero the unused slots of one index (its ``header.bin``); the files that held non-zero bytes there.
 
-    ``None`` when the header has a layout this module does not know (nothing is touched).
+    ``None`` when the header has a layout this module does not know (nothing is touched). With ``whole_lengths``
+    every entry of ``length.bin`` is zeroed (an index whose lengths Chroma never reads).
     """
     raw = header.read_bytes()
     if len(raw) < _HEADER.size:
@@ -71,9 +74,12 @@ def _scrub_index(header: Path) -> int | None:
     if version != 1 or slot <= 0 or count > max_elements:
         return None
     scrubbed = 0
-    for name, width in (("data_level0.bin", slot), ("length.bin", _LENGTH_BYTES)):
+    for name, start in (
+        ("data_level0.bin", count * slot),
+        ("length.bin", 0 if whole_lengths else count * _LENGTH_BYTES),
+    ):
         target = header.with_name(name)
-        if target.is_file() and _zero_from(target, count * width):
+        if target.is_file() and _zero_from(target, start):
             scrubbed += 1
     return scrubbed
 
@@ -105,16 +111,20 @@ class IndexFileGuard:
     of a thread ends, :meth:`sweep` compares every ``header.bin`` with what it last saw (inode, size, time) and,
     if one changed or appeared, waits until no call runs (new ones wait meanwhile), zeroes the new index files'
     unused slots and lets the calls go on. A sweep that finds nothing changed takes no lock, so the common call
-    pays a directory listing. The first sweep in a process zeroes every index of the folder (a process that
-    ended or crashed between Chroma's write and its sweep leaves its slots to the next one).
+    pays a ``stat`` per index folder. The first sweep in a process zeroes every index of the folder (a process
+    that ended or crashed between Chroma's write and its sweep leaves its slots to the next one).
+
+    Chroma rewrites a header whenever it writes the other files (it creates or loads an index, or flushes
+    elements), and it fills unused slots only when it creates or first loads an index in a process: a header's
+    modification time is enough to see it, even where file times advance in clock ticks.
     """
 
     def __init__(self, folder: str | Path) -> None:
         """A guard for ``folder`` (one per folder and process: use :func:`index_guard`)."""
         self.folder = Path(folder)
         self._seen: dict[str, tuple[int, int, int]] = {}
-        self._hands_off = False
-        self._listed = -1
+        self._hands_off: set[str] | None = set()
+        self._listed = (-1, 0)
         self._headers_at: list[str] = []
         self.renew()
         _fork.after_fork_in_child(self, IndexFileGuard.renew)
@@ -126,29 +136,35 @@ class IndexFileGuard:
         self._sweeping = False
         self._depth = threading.local()
 
-    def hands_off(self) -> None:
-        """Sweep only when forced (``compact()``): code outside this package writes to the folder too.
+    def hands_off(self, names: Iterable[str] | None = None) -> None:
+        """Leave the index folders ``names`` (all, with ``None``) to forced sweeps: other code writes to them.
 
         A collection handed in by the caller (a ``langchain_chroma.Chroma``) may be written to directly at any
-        moment; zeroing slots while such a write flushes could zero elements it just wrote.
+        moment; zeroing slots while such a write flushes could zero elements it just wrote. ``compact()`` sweeps
+        them (run it while your code does not write to the collection).
         """
-        self._hands_off = True
+        if names is None or self._hands_off is None:
+            self._hands_off = None
+        else:
+            self._hands_off.update(names)
 
     @contextlib.contextmanager
     def using(self) -> Iterator[None]:
         """Run Chroma calls on the folder; the outermost one's end sweeps (see the class)."""
         depth: int = getattr(self._depth, "value", 0)
-        if depth == 0:
-            with self._state:
-                while self._sweeping:
-                    self._state.wait()
-                self._calls += 1
-        self._depth.value = depth + 1
+        entered = False
         try:
+            if depth == 0:
+                with self._state:
+                    while self._sweeping:
+                        self._state.wait()
+                    entered = True
+                    self._calls += 1
+            self._depth.value = depth + 1
             yield
         finally:
             self._depth.value = depth
-            if depth == 0:
+            if entered:
                 with self._state:
                     self._calls -= 1
                     self._state.notify_all()
@@ -157,17 +173,16 @@ class IndexFileGuard:
     def _headers(self) -> dict[str, tuple[int, int, int]]:
         """Index folder name → (inode, size, modification time in ns) of its ``header.bin``."""
         try:
-            listed = os.stat(self.folder).st_mtime_ns  # noqa: PTH116 - the hot path
-            # a folder was added or removed, or may have been within the file system's clock tick: list again
-            if listed != self._listed or time.time_ns() - listed < _RECENT_NS:
-                self._listed, self._headers_at = (
-                    listed,
-                    [
-                        os.path.join(entry.path, "header.bin")  # noqa: PTH118
-                        for entry in os.scandir(self.folder)
-                        if entry.is_dir()
-                    ],
-                )
+            changed = os.stat(self.folder).st_mtime_ns  # noqa: PTH116 - the hot path
+            # a folder was added or removed since the last listing, or may have been within a clock tick of it
+            if changed != self._listed[0] or changed > self._listed[1] - _RECENT_NS:
+                listed_at = time.time_ns()
+                self._headers_at = [
+                    os.path.join(entry.path, "header.bin")  # noqa: PTH118
+                    for entry in os.scandir(self.folder)
+                    if entry.is_dir()
+                ]
+                self._listed = (changed, listed_at)
         except OSError:  # the folder is gone (a test's temporary folder, a store deleted by hand)
             return {}
         found: dict[str, tuple[int, int, int]] = {}
@@ -177,13 +192,20 @@ class IndexFileGuard:
                 found[os.path.basename(os.path.dirname(header))] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)  # noqa: PTH119, PTH120
         return found
 
-    def sweep(self, *, force: bool = False) -> int:
+    def sweep(self, *, force: bool = False, live: set[str] | None = None, whole_lengths: Iterable[str] = ()) -> int:
         """Zero the unused slots of the index files that changed since the last sweep (all with ``force``).
+
+        Args:
+            force: Every index folder, those left alone by :meth:`hands_off` included.
+            live: The index folders of the store's collections: with ``force``, any other index folder (left on
+                disk by a deleted collection, with its vectors and ids) is removed.
+            whole_lengths: Index folders whose ``length.bin`` Chroma never reads (l2 and inner-product spaces,
+                where it writes even the live elements' entries from uninitialised memory): zeroed whole.
 
         Returns how many files held non-zero bytes there. Inside a call (:meth:`using`) it does nothing: the
         outermost call's end sweeps.
         """
-        if getattr(self._depth, "value", 0) or (self._hands_off and not force):
+        if getattr(self._depth, "value", 0) or (self._hands_off is None and not force):
             return 0
         if not force and self._headers() == self._seen:
             return 0
@@ -191,24 +213,35 @@ class IndexFileGuard:
             while self._sweeping:
                 self._state.wait()
             self._sweeping = True
-            while self._calls:
-                self._state.wait()
         try:
-            current = self._headers()
-            scrubbed = 0
-            for name, signature in current.items():
-                if force or self._seen.get(name) != signature:
-                    try:
-                        scrubbed += _scrub_index(self.folder / name / "header.bin") or 0
-                    except OSError as exc:  # read-only, removed meanwhile: the call itself succeeded
-                        _LOGGER.warning("Could not zero the unused slots of the index files in %s: %s", name, exc)
-                        current.pop(name)  # tried again at the next sweep
-            self._seen = current
-            return scrubbed
+            with self._state:
+                while self._calls > 0:
+                    self._state.wait()
+            return self._scrub_changed(force, live, set(whole_lengths))
         finally:
             with self._state:
                 self._sweeping = False
                 self._state.notify_all()
+
+    def _scrub_changed(self, force: bool, live: set[str] | None, whole_lengths: set[str]) -> int:
+        """The body of :meth:`sweep`, with no call running."""
+        if force and live is not None:
+            for entry in list(os.scandir(self.folder)):
+                index = Path(entry.path)
+                if entry.is_dir() and entry.name not in live and (index / "header.bin").exists():
+                    shutil.rmtree(index, ignore_errors=True)
+        current = self._headers()
+        scrubbed = 0
+        for name, signature in current.items():
+            if not force and (self._seen.get(name) == signature or name in (self._hands_off or ())):
+                continue
+            try:
+                scrubbed += _scrub_index(self.folder / name / "header.bin", whole_lengths=name in whole_lengths) or 0
+            except OSError as exc:  # read-only, removed meanwhile: the call itself succeeded
+                _LOGGER.warning("Could not zero the unused slots of the index files in %s: %s", name, exc)
+                current.pop(name)  # tried again at the next sweep
+        self._seen = current
+        return scrubbed
 
 
 _GUARDS: dict[str, IndexFileGuard] = {}

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
-from langchain_session_rag.stores.index_files import index_guard
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -50,21 +49,23 @@ def _names(backend: ChromaBackend) -> set[str]:
 
 
 def _drop_copies(backend: ChromaBackend, sources: list[str]) -> None:
-    existing = _names(backend)
-    for name in sources:
-        if name + NEXT_SUFFIX in existing:
-            backend.client.delete_collection(name + NEXT_SUFFIX)
+    with backend.guarded():
+        existing = _names(backend)
+        for name in sources:
+            if name + NEXT_SUFFIX in existing:
+                backend.client.delete_collection(name + NEXT_SUFFIX)
 
 
 def _switch(backend: ChromaBackend, sources: list[str]) -> None:
     """Replace each source by its complete copy (idempotent: a re-run finishes what a killed run began)."""
     for name in sources:
-        existing = _names(backend)
-        if name + NEXT_SUFFIX not in existing:
-            continue  # switched already
-        if name in existing:
-            backend.client.delete_collection(name)
-        backend.client.get_collection(name + NEXT_SUFFIX).modify(name=name)
+        with backend.guarded():
+            existing = _names(backend)
+            if name + NEXT_SUFFIX not in existing:
+                continue  # switched already
+            if name in existing:
+                backend.client.delete_collection(name)
+            backend.client.get_collection(name + NEXT_SUFFIX).modify(name=name)
         fault_point("rebuild:switched-one")
 
 
@@ -88,13 +89,15 @@ def recover(backend: ChromaBackend) -> bool:
 def _copy(backend: ChromaBackend, name: str, embed: Embed | None, model_id: str | None) -> tuple[int, int | None]:
     """Copy one collection to ``name-next`` (re-embedded when ``embed`` is given) and verify it."""
     client = backend.client
-    source = client.get_collection(name)
-    config: Any = {"hnsw": {"space": backend.space_of(source)}}
-    target = client.create_collection(name + NEXT_SUFFIX, configuration=config)
+    with backend.guarded():  # each step of the copy is one call of the index guard; the embedding runs outside
+        source = client.get_collection(name)
+        config: Any = {"hnsw": {"space": backend.space_of(source)}}
+        target = client.create_collection(name + NEXT_SUFFIX, configuration=config)
     dimension: int | None = None
     copied = 0
     while True:
-        page: Any = source.get(include=["documents", "metadatas", "embeddings"], limit=PAGE, offset=copied)
+        with backend.guarded():
+            page: Any = source.get(include=["documents", "metadatas", "embeddings"], limit=PAGE, offset=copied)
         ids = list(page["ids"])
         if not ids:
             break
@@ -108,11 +111,14 @@ def _copy(backend: ChromaBackend, name: str, embed: Embed | None, model_id: str 
                 meta["embedding_model"] = model_id
         for start in range(0, len(ids), backend.max_batch):
             end = start + backend.max_batch
-            target.add(ids=ids[start:end], documents=docs[start:end], metadatas=metas[start:end],
-                       embeddings=vectors[start:end])  # fmt: skip
+            with backend.guarded():
+                target.add(ids=ids[start:end], documents=docs[start:end], metadatas=metas[start:end],
+                           embeddings=vectors[start:end])  # fmt: skip
         copied += len(ids)
         fault_point("rebuild:copy-page")
-    if set(target.get(include=[])["ids"]) != set(source.get(include=[])["ids"]):
+    with backend.guarded():
+        same = set(target.get(include=[])["ids"]) == set(source.get(include=[])["ids"])
+    if not same:
         msg = f"The copy of collection {name!r} does not hold the same ids; the store was left unchanged."
         raise StoreWriteError(msg)
     return copied, dimension
@@ -153,9 +159,6 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
 def vacuum(path: str | Path) -> None:
     """Run ``chroma vacuum`` on an embedded store folder: purge applied log entries and rebuild the file.
 
-    Then zero the unused slots of the folder's vector index files, which Chroma writes from uninitialised
-    memory (see :mod:`langchain_session_rag.stores.index_files`).
-
     Raises:
         UnsupportedOperationError: The ``chroma`` command is not installed, or the vacuum failed.
     """
@@ -173,4 +176,3 @@ def vacuum(path: str | Path) -> None:
     if done.returncode != 0:
         msg = f"`chroma vacuum --path {path}` failed: {(done.stderr or done.stdout).strip()[-500:]}"
         raise UnsupportedOperationError(msg)
-    index_guard(path).sweep(force=True)

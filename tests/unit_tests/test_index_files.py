@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sqlite3
 import struct
 import subprocess
 import sys
@@ -12,6 +15,7 @@ from typing import Any
 
 import pytest
 from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.stores.index_files import IndexFileGuard, scrub_index_files
@@ -66,6 +70,7 @@ STEPS = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SemanticCache, SessionVectorMemory
 
 folder, step = sys.argv[1], sys.argv[2]
@@ -175,6 +180,7 @@ print(total)
 def test_indexes_flushed_while_threads_write_and_read_load_whole_in_another_process(
     tmp_path: Path, fake_embeddings: Any
 ) -> None:
+    """Sweeps after every call never zero a flushed element (that a sweep waits for running calls is tested above)."""
     memory = SessionVectorMemory.local(path=tmp_path / "s", user_id="ana", embeddings=fake_embeddings)
     failures: list[BaseException] = []
 
@@ -199,3 +205,134 @@ def test_indexes_flushed_while_threads_write_and_read_load_whole_in_another_proc
                           check=False, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout) >= 1200
+
+
+def test_an_interrupt_while_a_sweep_waits_leaves_the_folder_usable(tmp_path: Path) -> None:
+    guard = IndexFileGuard(tmp_path)
+    index = fake_index(tmp_path / "a", count=1)
+    inside, leave = threading.Event(), threading.Event()
+
+    def call() -> None:
+        with guard.using():
+            inside.set()
+            leave.wait(30)
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    inside.wait(30)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(KeyboardInterrupt):
+            guard.sweep(force=True)  # waits for the call above: Ctrl-C lands meanwhile
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    leave.set()
+    caller.join(30)
+
+    def later_call() -> None:
+        with guard.using():
+            pass
+
+    later = threading.Thread(target=later_call)
+    later.start()
+    later.join(30)
+    assert not later.is_alive(), "a later call is not blocked by the interrupted sweep"
+    assert (index / "data_level0.bin").read_bytes() == b"L" * 8 + bytes(80), "the call's own end swept"
+
+
+class BlockingEmbeddings(DeterministicFakeEmbedding):
+    """Fake vectors; the second ``embed_documents`` call waits until ``release`` is set."""
+
+    calls: int = 0
+    started: Any = None
+    release: Any = None
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.calls += 1
+        if self.calls == 2:
+            self.started.set()
+            self.release.wait(60)
+        return super().embed_documents(texts)
+
+
+def test_a_reembedding_does_not_hold_up_the_other_calls_while_it_embeds(tmp_path: Path, fake_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "s", user_id="ana", embeddings=fake_embeddings)
+    for user in ("ana", "bob", "cy", "dee"):  # several shards: the rebuild copies one, then embeds the next
+        memory.for_user(user).add_messages([{"role": "user", "content": f"{user} keeps bees."}], session_id="s1")
+    memory.flush()
+    slow = BlockingEmbeddings(size=16, started=threading.Event(), release=threading.Event())
+    done: list[int] = []
+    rebuild = threading.Thread(target=lambda: done.append(SessionVectorMemory.reembed(memory.backend.client, embeddings=slow)))  # fmt: skip
+    rebuild.start()
+    try:
+        assert slow.started.wait(60)
+        reader = threading.Thread(target=lambda: [memory.backend.all_ids(u) for u in ("ana", "bob", "cy", "dee")])
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive(), "store calls run while the new model embeds"
+    finally:
+        slow.release.set()
+        rebuild.join(120)
+    assert done == [4]
+
+
+HANDED_IN = """
+import sys
+from langchain_chroma import Chroma
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_session_rag import SessionVectorMemory
+
+folder, step = sys.argv[1], sys.argv[2]
+fake = DeterministicFakeEmbedding(size=16)
+local = SessionVectorMemory.local(path=folder, user_id="ana", embeddings=fake)
+theirs = Chroma(client=local.backend.client, collection_name="theirs", embedding_function=fake)  # l2, langchain's default
+mine = SessionVectorMemory(vectorstore=theirs, user_id="ana", embeddings=fake)
+if step == "write":
+    theirs.add_texts([f"Note {i}." for i in range(1100)])  # the caller's own writes: flushed at 1,000
+    mine.add_messages([{"role": "user", "content": "Through the memory."}], session_id="t1")
+    for user in ("ana", "bob", "cy", "dee"):
+        local.for_user(user).add_messages([{"role": "user", "content": f"{user} rows."}], session_id="s1")
+    local.flush()
+    mine.flush()
+else:
+    local.for_user("bob").forget_all()
+    print(local.compact())
+"""
+
+
+@pytest.mark.slow  # subprocesses with glibc's malloc perturbation
+def test_a_handed_in_collection_is_left_alone_until_compact_which_also_drops_deleted_indexes(tmp_path: Path) -> None:
+    store = tmp_path / "s"
+
+    def run(step: str) -> str:
+        done = subprocess.run([sys.executable, "-c", HANDED_IN, str(store), step], env={**os.environ, **PERTURBED},
+                              capture_output=True, text=True, check=False, timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    def segments() -> dict[str, str]:
+        with contextlib.closing(sqlite3.connect(store / "chroma.sqlite3")) as db:
+            return dict(db.execute("SELECT id, collection FROM segments WHERE scope = 'VECTOR'").fetchall())
+
+    run("write")
+    with contextlib.closing(sqlite3.connect(store / "chroma.sqlite3")) as db:
+        (theirs,) = db.execute("SELECT id FROM collections WHERE name = 'theirs'").fetchone()
+    their_index = next(name for name, owner in segments().items() if owner == theirs)
+    dirty = uninitialised_files(store)
+    assert dirty, "the l2 collection's own lengths hold uninitialised memory"
+    assert {Path(f).parent.name for f in dirty} == {their_index}, "the package's own indexes were zeroed"
+    before = {f.parent.name for f in store.glob("*/header.bin")}
+    run("compact")
+    assert uninitialised_files(store) == [], "compact() zeroes the handed-in collection's files too"
+    after = {f.parent.name for f in store.glob("*/header.bin")}
+    assert after <= set(segments()), "no index folder of a deleted collection is left"
+    assert before - after, "the rebuild's deleted collections had left their folders"
+    done = subprocess.run([sys.executable, "-c", CHECK, str(store)], capture_output=True, text=True, check=False,
+                          timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) >= 1100 + 1 + 3
