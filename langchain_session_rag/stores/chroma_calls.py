@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from langchain_session_rag.stores.chroma import ChromaBackend
 
+_LOGGER = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -58,6 +60,13 @@ def files_guard(client: ClientAPI, collection: Collection | None) -> IndexFileGu
     if collection is not None:
         segments = vector_segments(client)
         mine = [name for name, owner in (segments or {}).items() if owner == str(collection.id)]
+        if not mine:
+            _LOGGER.warning(
+                "Could not tell which index folder of %s holds the collection %r handed in: the folder's index files"
+                " are zeroed only by compact().",
+                folder,
+                collection.name,
+            )
         guard.hands_off(mine or None)
     return guard
 
@@ -69,11 +78,22 @@ def sweep_files(backend: ChromaBackend, space: Callable[[Collection], str]) -> N
     every collection it copies. The index folders of collections handed in by the caller are swept too (their l2
     and inner-product ``length.bin`` whole: Chroma writes even its live entries from uninitialised memory).
     """
-    if backend.files_guard is None:
+    guard = backend.files_guard
+    if guard is None:
         return
-    with backend.guarded():
+
+    def layout() -> tuple[set[str] | None, set[str]]:
         segments = vector_segments(backend.client)
         spaces = {str(c.id): space(c) for c in backend.client.list_collections()}
-    whole = {name for name, owner in (segments or {}).items() if spaces.get(owner, "cosine") != "cosine"}
-    live = set(segments) if segments is not None else None
-    backend.files_guard.sweep(force=True, live=live, whole_lengths=whole)
+        whole = {name for name, owner in (segments or {}).items() if spaces.get(owner, "cosine") != "cosine"}
+        return (set(segments) if segments is not None else None), whole
+
+    guard.sweep(force=True, layout=layout)
+
+
+def forget_indexes(backend: ChromaBackend, name: str) -> None:
+    """Before a rebuild deletes collection ``name``: have the guard remove its index folders afterwards."""
+    if backend.files_guard is None:
+        return
+    owner = str(backend.client.get_collection(name).id)
+    backend.files_guard.forget(s for s, c in (vector_segments(backend.client) or {}).items() if c == owner)

@@ -24,10 +24,13 @@ import shutil
 import struct
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from langchain_session_rag import _fork
+
+Layout = Callable[[], tuple[set[str] | None, set[str]]]
+"""Reads the index folders of a store folder's collections (``None``: unknown) and those zeroed whole."""
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -126,8 +129,10 @@ class IndexFileGuard:
         self._hands_off: set[str] | None = set()
         self._listed = (-1, 0)
         self._headers_at: list[str] = []
+        self._deleted: set[str] = set()
+        self._forked = False
         self.renew()
-        _fork.after_fork_in_child(self, IndexFileGuard.renew)
+        _fork.after_fork_in_child(self, IndexFileGuard.in_forked_child)
 
     def renew(self) -> None:
         """Unheld locks and no call running (also in a forked child, whose copies may be held)."""
@@ -192,44 +197,64 @@ class IndexFileGuard:
                 found[os.path.basename(os.path.dirname(header))] = (stat.st_ino, stat.st_size, stat.st_mtime_ns)  # noqa: PTH119, PTH120
         return found
 
-    def sweep(self, *, force: bool = False, live: set[str] | None = None, whole_lengths: Iterable[str] = ()) -> int:
+    def sweep(self, *, force: bool = False, layout: Layout | None = None) -> int:
         """Zero the unused slots of the index files that changed since the last sweep (all with ``force``).
 
         Args:
             force: Every index folder, those left alone by :meth:`hands_off` included.
-            live: The index folders of the store's collections: with ``force``, any other index folder (left on
-                disk by a deleted collection, with its vectors and ids) is removed.
-            whole_lengths: Index folders whose ``length.bin`` Chroma never reads (l2 and inner-product spaces,
-                where it writes even the live elements' entries from uninitialised memory): zeroed whole.
+            layout: Read once no call runs (so no collection is created meanwhile through this package): the
+                index folders of the folder's collections (``None`` when unknown) and those whose ``length.bin``
+                Chroma never reads (l2 and inner-product spaces, where it writes even the live elements' entries
+                from uninitialised memory: zeroed whole). An index folder of no collection whose header is older
+                than the read by :data:`_RECENT_NS` is removed (a deleted collection's, with its vectors and ids).
 
-        Returns how many files held non-zero bytes there. Inside a call (:meth:`using`) it does nothing: the
-        outermost call's end sweeps.
+        Returns how many files held non-zero bytes there. Inside a call (:meth:`using`), in a forked child (its
+        parent may be writing), or in a folder left to forced sweeps, it does nothing.
         """
-        if getattr(self._depth, "value", 0) or (self._hands_off is None and not force):
+        if getattr(self._depth, "value", 0) or self._forked or (self._hands_off is None and not force):
             return 0
-        if not force and self._headers() == self._seen:
+        if not force and not self._deleted and self._headers() == self._seen:
             return 0
-        with self._state:
-            while self._sweeping:
-                self._state.wait()
-            self._sweeping = True
+        mine = False
         try:
             with self._state:
+                while self._sweeping:
+                    self._state.wait()
+                self._sweeping = mine = True
                 while self._calls > 0:
                     self._state.wait()
-            return self._scrub_changed(force, live, set(whole_lengths))
+            live: set[str] | None = None
+            whole: set[str] = set()
+            read_at = time.time_ns()
+            if layout is not None:
+                live, whole = layout()
+            self._remove_orphans(live, read_at)
+            return self._scrub_changed(force, whole)
         finally:
-            with self._state:
-                self._sweeping = False
-                self._state.notify_all()
+            if mine:
+                with self._state:
+                    self._sweeping = False
+                    self._state.notify_all()
 
-    def _scrub_changed(self, force: bool, live: set[str] | None, whole_lengths: set[str]) -> int:
+    def forget(self, names: Iterable[str]) -> None:
+        """Index folders of collections this process deleted: the next sweep removes them."""
+        self._deleted.update(names)
+
+    def _remove_orphans(self, live: set[str] | None, read_at: int) -> None:
+        """Remove the folders :meth:`forget` named, and (given ``live``) old index folders of no collection."""
+        for name in list(self._deleted):
+            shutil.rmtree(self.folder / name, ignore_errors=True)
+            self._deleted.discard(name)
+        if live is None:
+            return
+        for entry in list(os.scandir(self.folder)):
+            header = Path(entry.path) / "header.bin"
+            with contextlib.suppress(OSError):  # not an index folder, or removed meanwhile
+                if entry.name not in live and header.stat().st_mtime_ns < read_at - _RECENT_NS:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+    def _scrub_changed(self, force: bool, whole_lengths: set[str]) -> int:
         """The body of :meth:`sweep`, with no call running."""
-        if force and live is not None:
-            for entry in list(os.scandir(self.folder)):
-                index = Path(entry.path)
-                if entry.is_dir() and entry.name not in live and (index / "header.bin").exists():
-                    shutil.rmtree(index, ignore_errors=True)
         current = self._headers()
         scrubbed = 0
         for name, signature in current.items():
@@ -243,9 +268,15 @@ class IndexFileGuard:
         self._seen = current
         return scrubbed
 
+    def in_forked_child(self) -> None:
+        """In a forked child: never sweep (the parent's calls, invisible here, may be writing the files)."""
+        self.renew()
+        self._forked = True
+
 
 _GUARDS: dict[str, IndexFileGuard] = {}
 _GUARDS_LOCK = _fork.ChildLock()
+_fork.on_fork_in_child(_GUARDS.clear)  # a store the child opens itself gets a guard of its own
 
 
 def index_guard(folder: str | Path) -> IndexFileGuard:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
+from langchain_session_rag.stores.chroma_calls import forget_indexes
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -53,6 +54,7 @@ def _drop_copies(backend: ChromaBackend, sources: list[str]) -> None:
         existing = _names(backend)
         for name in sources:
             if name + NEXT_SUFFIX in existing:
+                forget_indexes(backend, name + NEXT_SUFFIX)
                 backend.client.delete_collection(name + NEXT_SUFFIX)
 
 
@@ -64,6 +66,7 @@ def _switch(backend: ChromaBackend, sources: list[str]) -> None:
             if name + NEXT_SUFFIX not in existing:
                 continue  # switched already
             if name in existing:
+                forget_indexes(backend, name)
                 backend.client.delete_collection(name)
             backend.client.get_collection(name + NEXT_SUFFIX).modify(name=name)
         fault_point("rebuild:switched-one")

@@ -336,3 +336,55 @@ def test_a_handed_in_collection_is_left_alone_until_compact_which_also_drops_del
                           timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout) >= 1100 + 1 + 3
+
+
+def test_only_folders_of_deleted_collections_are_removed_never_one_created_meanwhile(tmp_path: Path) -> None:
+    guard = IndexFileGuard(tmp_path)
+    _, old, _ = (fake_index(tmp_path / n, count=1) for n in ("live", "old", "forgotten"))
+    os.utime(old / "header.bin", ns=(1, 1))  # no collection owns it, and it was last written long ago
+    guard.forget(["forgotten"])
+
+    def layout() -> tuple[set[str] | None, set[str]]:
+        fake_index(tmp_path / "meanwhile", count=0)  # created by other code right after the read: no owner seen
+        return {"live"}, set()
+
+    guard.sweep(force=True, layout=layout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["live", "meanwhile"]
+
+
+def test_a_forked_child_never_sweeps_its_parents_folder(tmp_path: Path) -> None:
+    guard = IndexFileGuard(tmp_path)
+    index = fake_index(tmp_path / "a", count=1)
+    pid = os.fork()
+    if pid == 0:  # the child: a call's end and a forced sweep
+        try:
+            with guard.using():
+                pass
+            os._exit(0 if guard.sweep(force=True) == 0 else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"secret" in (index / "data_level0.bin").read_bytes(), "the child left the parent's files alone"
+    assert guard.sweep(force=True) == 2, "the parent still sweeps"
+
+
+@pytest.mark.slow  # a compaction, and a second process loads what was written meanwhile
+def test_shards_first_written_while_a_compaction_runs_load_whole_in_another_process(
+    tmp_path: Path, fake_embeddings: Any
+) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "s", user_id="ana", embeddings=fake_embeddings)
+    memory.add_messages([{"role": "user", "content": "Ana rows."}], session_id="s1")
+    memory.flush()
+    compacting = threading.Thread(target=memory.compact)
+    compacting.start()
+    written = 0
+    while compacting.is_alive() or written < 8:  # new users land in shards (and index folders) of their own
+        memory.for_user(f"new{written}").add_documents([Document(f"note {written}-{i}") for i in range(30)])
+        written += 1
+    compacting.join(300)
+    memory.flush()
+    done = subprocess.run([sys.executable, "-c", CHECK, str(tmp_path / "s")], capture_output=True, text=True,
+                          check=False, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) >= 30 * written
