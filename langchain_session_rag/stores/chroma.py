@@ -18,7 +18,7 @@ from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
-from langchain_session_rag.stores.chroma_calls import files_guard, server_call, sweep_files
+from langchain_session_rag.stores.chroma_calls import files_guard, server_call, store_write, sweep_files
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
 from langchain_session_rag.stores.records import stamp
@@ -282,6 +282,7 @@ class ChromaBackend:
                 return
             yield page
 
+    @store_write
     @server_call
     def add(self, user_id: str, records: Sequence[Record]) -> None:
         """Upsert records of one user in batches of the client's maximum size.
@@ -305,6 +306,7 @@ class ChromaBackend:
             )
         self._changed(user_id, [r.id for r in records])
 
+    @store_write
     @server_call
     def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
         """Add records whose ids are not stored yet; an id already stored keeps its record (the first insert wins)."""
@@ -353,6 +355,7 @@ class ChromaBackend:
         ids = user_ids(col, user_id, self._scoped(user_id, where))
         return as_records(read_pages(col, user_id, ids, embeddings=with_embeddings))
 
+    @store_write
     @server_call
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Delete the user's records among ``ids`` (others' records are never touched)."""
@@ -373,6 +376,7 @@ class ChromaBackend:
         """The user's records among ``ids`` (read by ids in bounded pages)."""
         return as_records(read_pages(self._collection(user_id), user_id, ids, embeddings=with_embeddings))
 
+    @store_write
     @server_call
     def purge(self, user_id: str) -> int:
         """Delete every record of the user; return how many."""

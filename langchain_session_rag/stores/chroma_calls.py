@@ -5,9 +5,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import StoreUnavailableError
 from langchain_session_rag.stores.adapter import is_connection_error, persist_directory, vector_segments
 from langchain_session_rag.stores.index_files import IndexFileGuard, index_guard
@@ -97,3 +99,82 @@ def forget_indexes(backend: ChromaBackend, name: str) -> None:
         return
     owner = str(backend.client.get_collection(name).id)
     backend.files_guard.forget(s for s, c in (vector_segments(backend.client) or {}).items() if c == owner)
+
+
+class _WritesAndRebuilds:
+    """One store's writes (any number at once, re-entrant per thread) against its rebuild (alone).
+
+    A rebuild copies each collection, checks the copy and, once every one is copied, deletes the originals: a
+    write landing on an original after its copy was checked would be deleted with it. Writes wait while a store
+    rebuilds (reads go on); they wait outside the index guard, so the rebuild's guarded steps never wait for them.
+    """
+
+    def __init__(self) -> None:
+        self._state = threading.Condition(threading.Lock())
+        self._writes = 0
+        self._rebuilder: int | None = None
+        self._depth = threading.local()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        depth: int = getattr(self._depth, "value", 0)
+        entered = False
+        try:
+            if depth == 0 and self._rebuilder != threading.get_ident():
+                with self._state:
+                    while self._rebuilder is not None:
+                        self._state.wait()
+                    self._writes += 1
+                    entered = True
+            self._depth.value = depth + 1
+            yield
+        finally:
+            self._depth.value = depth
+            if entered:
+                with self._state:
+                    self._writes -= 1
+                    self._state.notify_all()
+
+    @contextlib.contextmanager
+    def rebuilding(self) -> Iterator[None]:
+        mine = False
+        try:
+            with self._state:
+                while self._rebuilder is not None and self._rebuilder != threading.get_ident():
+                    self._state.wait()
+                mine = self._rebuilder is None
+                self._rebuilder = threading.get_ident()
+                while self._writes > 0:
+                    self._state.wait()
+            yield
+        finally:
+            if mine:
+                with self._state:
+                    self._rebuilder = None
+                    self._state.notify_all()
+
+
+_STORES: dict[str, _WritesAndRebuilds] = {}
+_STORES_LOCK = _fork.ChildLock()
+_fork.on_fork_in_child(_STORES.clear)
+
+
+def _store_lock(backend: ChromaBackend) -> _WritesAndRebuilds:
+    with _STORES_LOCK:
+        return _STORES.setdefault(backend.process_key, _WritesAndRebuilds())
+
+
+def store_write(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run a store's write method once no rebuild of the store runs in this process (see :func:`rebuilding`)."""
+
+    @functools.wraps(method)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _store_lock(args[0]).writing():  # type: ignore[arg-type]
+            return method(*args, **kwargs)
+
+    return call
+
+
+def rebuilding(backend: ChromaBackend) -> contextlib.AbstractContextManager[None]:
+    """Hold the store's writes in this process while it is rebuilt (they run once it is done)."""
+    return _store_lock(backend).rebuilding()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
-from langchain_session_rag.stores.chroma_calls import forget_indexes
+from langchain_session_rag.stores.chroma_calls import forget_indexes, rebuilding
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -135,6 +135,11 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
         embed: Re-embeds texts (a re-embedding); ``None`` keeps the stored vectors (a compaction).
         model_id: The model to record after a re-embedding.
     """
+    with rebuilding(backend):  # a write after a collection's copy was checked would be deleted with it
+        return _rebuild(backend, embed, model_id)
+
+
+def _rebuild(backend: ChromaBackend, embed: Embed | None, model_id: str | None) -> int:
     recover(backend)
     sources = [c.name for c in backend.all_collections()]
     _set_state(backend, {"phase": "copy", "sources": sources})

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.stores.base import shard_of
 from langchain_session_rag.stores.index_files import IndexFileGuard, scrub_index_files
 
 HEADER = struct.Struct("<i4Q")
@@ -388,3 +390,30 @@ def test_shards_first_written_while_a_compaction_runs_load_whole_in_another_proc
                           check=False, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout) >= 30 * written
+
+
+@pytest.mark.slow  # a compaction (it runs `chroma vacuum`)
+def test_a_write_to_a_shard_already_copied_by_a_compaction_is_kept(tmp_path: Path, fake_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path / "s", user_id="ana", embeddings=fake_embeddings)
+    mine = shard_of("ana", 32)
+    later = next(u for u in (f"user{i}" for i in range(1000)) if shard_of(u, 32) > mine)  # copied after ana's shard
+    memory.add_documents([Document(f"ana {i}") for i in range(5)])
+    memory.for_user(later).add_documents([Document(f"later {i}") for i in range(3000)])  # a long copy
+    memory.flush()
+    client = memory.backend.client
+    wrote = threading.Event()
+
+    def write_once_ana_is_copied() -> None:
+        target = f"session_memory-u{shard_of(later, 32):02d}-next"
+        while target not in {c.name for c in client.list_collections()}:
+            time.sleep(0.01)
+        memory.add_documents([Document(f"during {i}") for i in range(5)])  # waits for the rebuild: kept
+        memory.flush()
+        wrote.set()
+
+    writer = threading.Thread(target=write_once_ana_is_copied)
+    writer.start()
+    memory.compact()
+    writer.join(120)
+    assert wrote.is_set()
+    assert len(memory.backend.all_ids("ana")) == 10
