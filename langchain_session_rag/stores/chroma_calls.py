@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from langchain_session_rag import _fork
@@ -101,67 +100,23 @@ def forget_indexes(backend: ChromaBackend, name: str) -> None:
     backend.files_guard.forget(s for s, c in (vector_segments(backend.client) or {}).items() if c == owner)
 
 
-class _WritesAndRebuilds:
-    """One store's writes (any number at once, re-entrant per thread) against its rebuild (alone).
+_STORES: dict[str, _fork.SharedExclusive] = {}
+"""Per store (process key): its writes on the shared side, its rebuild on the exclusive one.
 
-    A rebuild copies each collection, checks the copy and, once every one is copied, deletes the originals: a
-    write landing on an original after its copy was checked would be deleted with it. Writes wait while a store
-    rebuilds (reads go on); they wait outside the index guard, so the rebuild's guarded steps never wait for them.
-    """
-
-    def __init__(self) -> None:
-        self._state = threading.Condition(threading.Lock())
-        self._writes = 0
-        self._rebuilder: int | None = None
-        self._depth = threading.local()
-
-    @contextlib.contextmanager
-    def writing(self) -> Iterator[None]:
-        depth: int = getattr(self._depth, "value", 0)
-        entered = False
-        try:
-            if depth == 0 and self._rebuilder != threading.get_ident():
-                with self._state:
-                    while self._rebuilder is not None:
-                        self._state.wait()
-                    self._writes += 1
-                    entered = True
-            self._depth.value = depth + 1
-            yield
-        finally:
-            self._depth.value = depth
-            if entered:
-                with self._state:
-                    self._writes -= 1
-                    self._state.notify_all()
-
-    @contextlib.contextmanager
-    def rebuilding(self) -> Iterator[None]:
-        mine = False
-        try:
-            with self._state:
-                while self._rebuilder is not None and self._rebuilder != threading.get_ident():
-                    self._state.wait()
-                mine = self._rebuilder is None
-                self._rebuilder = threading.get_ident()
-                while self._writes > 0:
-                    self._state.wait()
-            yield
-        finally:
-            if mine:
-                with self._state:
-                    self._rebuilder = None
-                    self._state.notify_all()
-
-
-_STORES: dict[str, _WritesAndRebuilds] = {}
+A rebuild copies each collection, checks the copy and, once every one is copied, deletes the originals: a write
+landing on an original after its copy was checked would be deleted with it. Writes wait while a store rebuilds
+(reads go on); they wait outside the index guard, so the rebuild's guarded steps never wait for them.
+"""
 _STORES_LOCK = _fork.ChildLock()
 _fork.on_fork_in_child(_STORES.clear)
 
 
-def _store_lock(backend: ChromaBackend) -> _WritesAndRebuilds:
+def _store_lock(backend: ChromaBackend) -> _fork.SharedExclusive:
     with _STORES_LOCK:
-        return _STORES.setdefault(backend.process_key, _WritesAndRebuilds())
+        lock = _STORES.get(backend.process_key)
+        if lock is None:
+            lock = _STORES[backend.process_key] = _fork.SharedExclusive()
+        return lock
 
 
 def store_write(method: Callable[_P, _R]) -> Callable[_P, _R]:
@@ -169,7 +124,7 @@ def store_write(method: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(method)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with _store_lock(args[0]).writing():  # type: ignore[arg-type]
+        with _store_lock(args[0]).shared():  # type: ignore[arg-type]
             return method(*args, **kwargs)
 
     return call
@@ -177,4 +132,4 @@ def store_write(method: Callable[_P, _R]) -> Callable[_P, _R]:
 
 def rebuilding(backend: ChromaBackend) -> contextlib.AbstractContextManager[None]:
     """Hold the store's writes in this process while it is rebuilt (they run once it is done)."""
-    return _store_lock(backend).rebuilding()
+    return _store_lock(backend).exclusive()

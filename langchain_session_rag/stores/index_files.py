@@ -22,7 +22,6 @@ import logging
 import os
 import shutil
 import struct
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -131,15 +130,9 @@ class IndexFileGuard:
         self._headers_at: list[str] = []
         self._deleted: set[str] = set()
         self._forked = False
-        self.renew()
+        self._lock = _fork.SharedExclusive()
+        """Store calls on the shared side, sweeps on the exclusive one."""
         _fork.after_fork_in_child(self, IndexFileGuard.in_forked_child)
-
-    def renew(self) -> None:
-        """Unheld locks and no call running (also in a forked child, whose copies may be held)."""
-        self._state = threading.Condition(threading.Lock())
-        self._calls = 0
-        self._sweeping = False
-        self._depth = threading.local()
 
     def hands_off(self, names: Iterable[str] | None = None) -> None:
         """Leave the index folders ``names`` (all, with ``None``) to forced sweeps: other code writes to them.
@@ -156,23 +149,12 @@ class IndexFileGuard:
     @contextlib.contextmanager
     def using(self) -> Iterator[None]:
         """Run Chroma calls on the folder; the outermost one's end sweeps (see the class)."""
-        depth: int = getattr(self._depth, "value", 0)
-        entered = False
+        outermost = False
         try:
-            if depth == 0:
-                with self._state:
-                    while self._sweeping:
-                        self._state.wait()
-                    entered = True
-                    self._calls += 1
-            self._depth.value = depth + 1
-            yield
+            with self._lock.shared() as outermost:
+                yield
         finally:
-            self._depth.value = depth
-            if entered:
-                with self._state:
-                    self._calls -= 1
-                    self._state.notify_all()
+            if outermost:
                 self.sweep()
 
     def _headers(self) -> dict[str, tuple[int, int, int]]:
@@ -211,18 +193,11 @@ class IndexFileGuard:
         Returns how many files held non-zero bytes there. Inside a call (:meth:`using`), in a forked child (its
         parent may be writing), or in a folder left to forced sweeps, it does nothing.
         """
-        if getattr(self._depth, "value", 0) or self._forked or (self._hands_off is None and not force):
+        if self._lock.held_shared or self._forked or (self._hands_off is None and not force):
             return 0
         if not force and not self._deleted and self._headers() == self._seen:
             return 0
-        mine = False
-        try:
-            with self._state:
-                while self._sweeping:
-                    self._state.wait()
-                self._sweeping = mine = True
-                while self._calls > 0:
-                    self._state.wait()
+        with self._lock.exclusive():
             live: set[str] | None = None
             whole: set[str] = set()
             read_at = time.time_ns()
@@ -230,11 +205,6 @@ class IndexFileGuard:
                 live, whole = layout()
             self._remove_orphans(live, read_at)
             return self._scrub_changed(force, whole)
-        finally:
-            if mine:
-                with self._state:
-                    self._sweeping = False
-                    self._state.notify_all()
 
     def forget(self, names: Iterable[str]) -> None:
         """Index folders of collections this process deleted: the next sweep removes them."""
@@ -270,7 +240,6 @@ class IndexFileGuard:
 
     def in_forked_child(self) -> None:
         """In a forked child: never sweep (the parent's calls, invisible here, may be writing the files)."""
-        self.renew()
         self._forked = True
 
 
