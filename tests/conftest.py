@@ -59,6 +59,7 @@ SLOW_TESTS = frozenset({
     "test_bounded_importers.py::test_the_cli_refuses_a_zip_bomb_in_one_line",
     "test_core_memory.py::test_compact_in_another_process_erases_forgotten_core_text",
     "test_fork_safety.py::test_a_forked_child_refuses_an_embedded_store_its_parent_opened",
+    "test_fork_safety.py::test_a_forked_child_refuses_to_reopen_its_parents_folder_even_after_the_parent_exits",
     "test_hostile_text.py::test_the_cli_lists_a_screenful_of_skipped_items_then_the_count",
     "test_quoting_attacks.py::test_the_cli_refuses_an_unfit_session_and_reports_renamed_imports",
     # loopback TCP servers (a port that hangs up, a silent one)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -14,6 +13,7 @@ from langchain_core.runnables import ensure_config
 from langchain_core.tracers.context import register_configure_hook
 
 from langchain_session_rag import _checks as checks
+from langchain_session_rag import _fork
 
 SHARED_SCOPE = "shared"
 """The shared namespace. A user's namespace is ``"user:" + user_id``, so no user id can name the shared one."""
@@ -63,7 +63,7 @@ class _RunMetadataCapture(BaseCallbackHandler):
         self._end(run_id)
 
 
-_CAPTURE_LOCK = threading.Lock()
+_CAPTURE_LOCK = _fork.ChildLock()
 _CAPTURE_INSTALLED = False
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
+from langchain_session_rag import _fork
 from langchain_session_rag.memory.annotate import annotate
 from langchain_session_rag.memory.chunk_index import renumber
 from langchain_session_rag.memory.relational import attach_facts
@@ -17,7 +17,7 @@ from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.limits import check_record_keys
 from langchain_session_rag.stores.records import stamp
 
-_INDEX_LOCK = threading.Lock()
+_INDEX_LOCK = _fork.ChildLock()
 
 
 @dataclass(frozen=True)

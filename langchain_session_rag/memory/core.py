@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from langchain_session_rag import _fork
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import (
     CoreMemoryConflictError,
@@ -51,18 +52,26 @@ _ATTEMPTS = 30
 _BACKOFF = 0.005
 """Seconds of the random back-off after each lost race, times the attempt number (30 attempts: at most ~2 s)."""
 _SEEN: dict[tuple[str, str, str], int] = {}
+"""The latest version of each block this process has seen (where the next read starts probing)."""
 _TRUSTED: dict[tuple[str, str], dict[str, Record]] = {}
 """Current blocks of embedded stores (only this process writes them), by store and user."""
+_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS_LOCK = _fork.ChildLock()
+
+
+def _forget_all_in_child() -> None:
+    """After fork(): the parent may write blocks after the copy was taken, and a block's lock may be held there."""
+    _SEEN.clear()
+    _TRUSTED.clear()
+    _LOCKS.clear()
+
+
+_fork.on_fork_in_child(_forget_all_in_child)
 
 
 def forget_cached(process_key: str, user_id: str) -> None:
     """Drop the in-process copy of a user's blocks (after an edit, or after the user was forgotten)."""
     _TRUSTED.pop((process_key, user_id), None)
-
-
-"""The latest version of each block this process has seen (where the next read starts probing)."""
-_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
-_LOCKS_LOCK = threading.Lock()
 
 
 def _lock_for(store: str, user_id: str, block: str) -> threading.Lock:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from langchain_session_rag import _fork
 from langchain_session_rag._checks import one_line
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.chunking.messages import Turn
@@ -38,7 +38,7 @@ LOG_FIELD = "daily-log"
 
 _META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
 _FENCE = re.compile(r"^(`{3,})text$")
-LOG_LOCK = threading.Lock()
+LOG_LOCK = _fork.ChildLock()
 """Held while a day file is written (appends and rewrites after forgetting)."""
 
 

@@ -14,7 +14,6 @@ import dataclasses
 import os
 import shutil
 import tempfile
-import threading
 import weakref
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from langchain_session_rag import _fork
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.chunking.messages import Turn
 from langchain_session_rag.errors import FileAccessError
@@ -304,7 +304,7 @@ class LinkableCache(Protocol):
 
 
 _LINKS: dict[str, weakref.WeakSet[DerivedTier]] = {}
-_LINKS_LOCK = threading.Lock()
+_LINKS_LOCK = _fork.ChildLock()
 
 
 def link_tier(store_key: str, tier: DerivedTier) -> None:

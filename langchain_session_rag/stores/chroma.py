@@ -16,7 +16,7 @@ from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArg
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log
-from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory
+from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory, refuse_reopened
 from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
 from langchain_session_rag.stores.chroma_calls import files_guard, server_call, store_write, sweep_files
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
@@ -70,8 +70,8 @@ class ChromaBackend:
         if shards < 1:
             msg = f"shards must be >= 1, got {shards!r}."
             raise InvalidArgumentError(msg)
-        self.client = client
-        self.name = name
+        refuse_reopened(client)
+        self.client, self.name = client, name
         self._single = collection
         self.files_guard = files_guard(client, collection)
         """Zeroes what Chroma writes from uninitialised memory into an embedded store's index files."""

@@ -8,9 +8,9 @@ folder separated from its keyring is refused instead of looking empty.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import EncryptionKeyError, InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.privacy.keyring import (
     MASTER_KEY_ENV,
@@ -26,7 +26,8 @@ from langchain_session_rag.stores.encrypted import CIPHER, EncryptedBackend
 ENCRYPTION_MARK = "encryption"
 """Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
 _KEYRINGS: dict[tuple[str, str], Keyring] = {}
-_KEYRINGS_LOCK = threading.Lock()
+_KEYRINGS_LOCK = _fork.ChildLock()
+_fork.on_fork_in_child(_KEYRINGS.clear)  # keys the parent creates or destroys after the fork: read them afresh
 
 
 def default_keyring_dir(backend: MemoryBackend) -> str | None:

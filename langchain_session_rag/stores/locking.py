@@ -2,7 +2,9 @@
 
 A child forked from the process holding a folder's lock does not hold it: at the fork its copy of the lock's
 descriptor is closed (the parent keeps the lock) and the folder is recorded as inherited, so that the chromadb
-clients opened before the fork refuse to work in the child (see ``stores/adapter.py``).
+clients opened before the fork refuse to work in the child (see ``stores/adapter.py``), and so does opening the
+folder again in the child: chromadb keeps an open folder's state process-wide, with its threads in the parent,
+and a child's new client for that folder hangs on its first count or read, even after the parent exited.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ _LOCKS: dict[str, tuple[int, int]] = {}
 """Embedded store folders this process holds: resolved path → (lock file descriptor, pid)."""
 _LOCKS_GUARD = _fork.ChildLock()
 _INHERITED: dict[str, int] = {}
-"""In a forked child: the folders its parent (pid) held at the fork."""
+"""In a forked child: the folders its parent (pid), or an earlier ancestor, had open at the fork."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -30,9 +32,10 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
     without ``fcntl`` no lock is taken.)
 
     Raises:
-        StoreLockedError: Another process holds the folder.
+        StoreLockedError: Another process holds the folder, or this process was forked from one that had it open.
         InvalidStorePathError: The path is a file, or the folder cannot be created.
     """
+    refuse_inherited(str(path))
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -74,14 +77,39 @@ def _release_in_child() -> None:
 _fork.on_fork_in_child(_release_in_child)
 
 
+def inherit(path: str, parent: int) -> None:
+    """In a forked child: record that ``parent`` had the embedded store ``path`` open at the fork."""
+    _INHERITED.setdefault(os.path.realpath(path), parent)
+
+
+def refuse_inherited(path: str | None) -> None:
+    """Refuse to open, in a forked child, an embedded store its parent (or an ancestor) had open.
+
+    Raises:
+        StoreLockedError: This process was forked from one that had the folder open.
+    """
+    key = os.path.realpath(path) if path else None
+    if key is None or key not in _INHERITED:
+        return
+    msg = (
+        f"The embedded store {key!r} was open in process {_INHERITED[key]}, and this process was forked from it: "
+        "a forked child cannot open that folder again (chromadb keeps an open folder's state for the whole "
+        "process, with its threads in the parent; the child's calls would hang, even after the parent exits). "
+        "Open the store only in processes whose parent never opened it (gunicorn: without --preload or in "
+        "post_fork; multiprocessing: the 'spawn' start method; a daemon: open it after daemonizing), or run a "
+        "Chroma server (`chroma run --path DIR`) and use SessionVectorMemory.server(host, port, ...)."
+    )
+    raise StoreLockedError(msg)
+
+
 def forked_store_message(path: str | None) -> str:
     """Why a chromadb client opened before fork() refuses to work in the child, and what to do instead."""
     key = os.path.realpath(path) if path else "in memory"
     parent = _INHERITED.get(key, _fork.forked_from())
     return (
         f"The embedded store {key!r} was opened in process {parent} before fork(); this forked child cannot use "
-        "it (embedded Chroma is not process-safe, and its threads stay in the parent). Open the memory after the "
-        "fork, in the worker (gunicorn: without --preload or in post_fork; multiprocessing: the 'spawn' start "
-        "method), with one writer process per folder, or run a Chroma server (`chroma run --path DIR`) and use "
-        "SessionVectorMemory.server(host, port, ...)."
+        "it (embedded Chroma is not process-safe, and its threads stay in the parent), nor open the folder again. "
+        "Open the memory only in processes whose parent never opened it (gunicorn: without --preload or in "
+        "post_fork; multiprocessing: the 'spawn' start method), with one writer process per folder, or run a "
+        "Chroma server (`chroma run --path DIR`) and use SessionVectorMemory.server(host, port, ...)."
     )

@@ -177,3 +177,93 @@ def test_a_forked_child_does_not_keep_the_store_lock_past_its_parent(tmp_path: P
 
     assert run_forked(child) == "closed"
     assert os.path.samestat(os.fstat(fd), lock_file)  # the parent keeps it
+
+
+REOPEN_AFTER_PARENT_EXITS = """
+import faulthandler, os, sys, time
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_session_rag import SessionVectorMemory
+
+folder, other = sys.argv[1], sys.argv[2]
+embeddings = DeterministicFakeEmbedding(size=8)
+memory = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
+memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+memory.core.append("memory", "- parent")
+gone, told = os.pipe()
+if os.fork() == 0:
+    os.close(told)
+    os.read(gone, 1)  # the parent has exited: it no longer holds the folder's lock
+    time.sleep(0.3)
+    faulthandler.dump_traceback_later(60, exit=True)  # a hang prints where and fails the test
+    try:
+        again = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
+        print("reopened", again.core.read("memory"), again.count(), flush=True)
+    except Exception as exc:
+        print("reopen", type(exc).__name__, exc, flush=True)
+    fresh = SessionVectorMemory.local(path=other, user_id="alice", embeddings=embeddings)
+    fresh.core.append("memory", "- child")
+    fresh.add_messages([{"role": "user", "content": "child wrote this"}], session_id="c")
+    print("other folder", fresh.core.read("memory"), fresh.count(), flush=True)
+    os._exit(0)
+os._exit(0)  # closes `told`: the child goes on
+"""
+
+
+def test_a_forked_child_refuses_to_reopen_its_parents_folder_even_after_the_parent_exits(tmp_path: Path) -> None:
+    # chromadb keeps an open folder's state for the whole process: a child's new client for it hung on its first read.
+    out = subprocess.run(
+        [sys.executable, "-c", REOPEN_AFTER_PARENT_EXITS, str(tmp_path / "store"), str(tmp_path / "other")],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    lines = out.stdout.splitlines()  # the child keeps the pipe open: run() returns when both have exited
+    assert len(lines) == 2, (lines, out.stderr[-3000:])
+    assert lines[0].startswith("reopen StoreLockedError "), lines[0]
+    assert "was open in process" in lines[0]
+    assert "forked from it" in lines[0]
+    assert "'spawn'" in lines[0]
+    assert "SessionVectorMemory.server" in lines[0]
+    assert lines[1] == "other folder - child 1"  # another folder opens and works in the child
+
+
+def test_a_client_a_forked_child_opens_on_its_parents_folder_is_refused(tmp_path: Path) -> None:
+    import chromadb
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+    from langchain_session_rag.errors import StoreLockedError
+    from langchain_session_rag.stores.chroma import ChromaBackend
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
+    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+    memory.core.append("memory", "- parent")
+
+    def child() -> str:
+        answers = []
+        try:  # the caller's own client, past the package's lock (such a client hung on some first reads)
+            ChromaBackend(chromadb.PersistentClient(path=str(tmp_path / "store")), name="session_memory").count()
+        except StoreLockedError as exc:
+            answers.append("refused" if "forked from it" in str(exc) else str(exc))
+        fresh = SessionVectorMemory.local(path=tmp_path / "other", user_id="alice", embeddings=embeddings)
+        fresh.core.append("memory", "- child")
+        answers.append(fresh.core.read("memory"))
+        return " / ".join(answers)
+
+    assert run_forked(child) == "refused / - child"
+    assert memory.core.read("memory") == "- parent"  # the parent goes on
+
+
+def test_a_core_memory_block_lock_held_at_the_fork_is_free_in_the_child() -> None:
+    from langchain_session_rag.memory import core
+
+    lock = core._lock_for("store", "alice", "memory")
+    with lock:  # held by the parent's thread that forks: in the child no thread would ever release it
+
+        def child() -> str:
+            taken = core._lock_for("store", "alice", "memory").acquire(timeout=5)
+            return "taken" if taken else "held forever"
+
+        assert run_forked(child) == "taken"
