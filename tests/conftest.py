@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import signal
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,6 +25,8 @@ from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # chromadb: no telemetry (the store also sets it)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`cmd &`, nohup): ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the tests press Ctrl-C: their children must hear it
 
 SLOW_FIXTURES = frozenset({"real_embeddings", "make_memory", "chroma_server"})
 """A test using one of these (directly or through another fixture) loads the real model or starts a server."""
