@@ -432,7 +432,7 @@ class SemanticCache(BaseModel):
         also checks the memories behind an entry on every hit (its ``source_check``): an entry whose sources another
         process forgot or changed misses as ``stale_version`` and is deleted.
         """
-        link_tier(memory.backend.process_key, self._tier)
+        link_tier(memory.backend.process_key, self._tier, in_process=memory.backend.single_process)
         if not self.shared and self.source_check is None:
             self.source_check = memory_source_check(memory)
 

@@ -63,6 +63,16 @@ _STATES: weakref.WeakValueDictionary[str, StoreState] = weakref.WeakValueDiction
 _LOCK = _fork.ChildLock()
 
 
+def _drop_embedded_in_child() -> None:
+    """After fork(): drop the embedded stores' states (their clients refuse here); a server's works in the child."""
+    for key, state in list(_STATES.items()):
+        if state.trusted:
+            del _STATES[key]
+
+
+_fork.on_fork_in_child(_drop_embedded_in_child)
+
+
 def state_of(backend: MemoryBackend) -> StoreState:
     """The state of ``backend``'s store (created on first use)."""
     key = backend.process_key

@@ -8,11 +8,10 @@ fails if one is read anywhere else).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import sys
-import urllib.parse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
@@ -23,7 +22,14 @@ from langchain_session_rag.errors import (
     StoreLockedError,
     StoreUnavailableError,
 )
-from langchain_session_rag.stores.locking import forked_store_message, inherit, lock_embedded_store, refuse_inherited
+from langchain_session_rag.stores.locking import (
+    forked_store_message,
+    inherit,
+    lock_embedded_store,
+    note_handed_in,
+    read_chroma_db,
+    refuse_inherited,
+)
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -146,6 +152,7 @@ def refuse_reopened(client: ClientAPI) -> None:
     bindings = getattr(getattr(client, "_server", None), "bindings", None)  # chromadb's RustBindingsAPI
     if folder is not None and not isinstance(bindings, _RefusedBindings):  # a client from before the fork refuses
         refuse_inherited(folder)
+        note_handed_in(folder)
 
 
 def chroma_collection_of(vectorstore: Any) -> tuple[ClientAPI, Collection] | None:
@@ -168,18 +175,11 @@ def vector_segments(client: ClientAPI) -> dict[str, str] | None:
     reads the ``segments`` table of the folder's ``chroma.sqlite3`` (read-only). ``None`` when that fails (not an
     embedded store, or a Chroma whose file differs): callers then treat every folder as unknown.
     """
-    import sqlite3  # noqa: PLC0415 - only for the stores that compact or hand in a collection
-
     folder = persist_directory(client)
-    if folder is None:
-        return None
-    uri = "file:" + urllib.parse.quote(os.path.join(folder, "chroma.sqlite3")) + "?mode=ro"  # noqa: PTH118
-    try:
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
-            rows = db.execute("SELECT id, collection FROM segments WHERE scope = 'VECTOR'").fetchall()
-    except sqlite3.Error:
-        return None
-    return {str(segment): str(collection) for segment, collection in rows}
+    rows = (
+        None if folder is None else read_chroma_db(folder, "SELECT id, collection FROM segments WHERE scope = 'VECTOR'")
+    )
+    return None if rows is None else {str(segment): str(collection) for segment, collection in rows}
 
 
 class _RefusedBindings:
@@ -226,8 +226,8 @@ def _renew_clients_in_child() -> None:
                 folder = system.settings.persist_directory if system.settings.is_persistent else None
                 component.bindings = _RefusedBindings(folder or None)
                 systems.pop(identifier, None)
-                if folder:
-                    inherit(folder, _fork.forked_from() or os.getppid())  # reopening it in this child would hang
+                if folder:  # reopening it (or a copy) in this child would hang
+                    inherit(folder, _fork.forked_from() or os.getppid(), by_path=Path(folder).is_absolute())
 
 
 _fork.on_fork_in_child(_renew_clients_in_child)

@@ -15,10 +15,16 @@ from typing import TYPE_CHECKING, Any
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
-from langchain_session_rag.stores import change_log
+from langchain_session_rag.stores import change_log, chroma_reads
 from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory, refuse_reopened
 from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
-from langchain_session_rag.stores.chroma_calls import files_guard, server_call, store_write, sweep_files
+from langchain_session_rag.stores.chroma_calls import (
+    companion_store,
+    files_guard,
+    server_call,
+    store_write,
+    sweep_files,
+)
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
 from langchain_session_rag.stores.records import stamp
@@ -30,14 +36,6 @@ if TYPE_CHECKING:
 MANIFEST_VERSION = 1
 
 
-def _distance_to_similarity(space: str) -> Callable[[float], float]:
-    if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
-        return lambda d: 1.0 - d / 2.0
-    return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
-
-
-_COMPANIONS: dict[str, ChromaBackend] = {}
-"""Companion stores opened in this process, by their parent's process key and suffix."""
 _GENERATIONS: dict[str, int] = {}
 """Per store (process key): how often its collections were rebuilt in this process."""
 
@@ -340,7 +338,7 @@ class ChromaBackend:
             where=self._scoped(user_id, where),
             include=["documents", "metadatas", "distances"],
         )
-        to_sim = _distance_to_similarity(self._space(col))
+        to_sim = chroma_reads.distance_to_similarity(self._space(col))
         return [
             (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
             for i, t, m, d in zip(
@@ -415,12 +413,9 @@ class ChromaBackend:
     def companion(self, suffix: str) -> ChromaBackend:
         """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
         base = self._single.name if self._single is not None else self.name
-        key = f"{self.process_key}|{suffix}"
-        backend = _COMPANIONS.get(key)
-        if backend is None:
-            backend = ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
-            _COMPANIONS[key] = backend
-        return backend
+        return companion_store(
+            f"{self.process_key}|{suffix}", lambda: ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
+        )
 
     def stores_beside(self) -> list[ChromaBackend]:
         """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""

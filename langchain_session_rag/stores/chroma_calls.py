@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import StoreUnavailableError
-from langchain_session_rag.stores.adapter import is_connection_error, persist_directory, vector_segments
+from langchain_session_rag.stores.adapter import is_connection_error, is_embedded, persist_directory, vector_segments
 from langchain_session_rag.stores.index_files import IndexFileGuard, index_guard
 
 if TYPE_CHECKING:
@@ -22,6 +22,28 @@ if TYPE_CHECKING:
 _LOGGER = logging.getLogger(__name__)
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+_COMPANIONS: dict[str, ChromaBackend] = {}
+"""Companion stores opened in this process, by their parent's process key and suffix."""
+
+
+def companion_store(key: str, make: Callable[[], ChromaBackend]) -> ChromaBackend:
+    """The process's companion store ``key`` (``make()`` opens it the first time)."""
+    backend = _COMPANIONS.get(key)
+    if backend is None:
+        backend = _COMPANIONS[key] = make()
+    return backend
+
+
+def _drop_embedded_companions() -> None:
+    """After fork(): an embedded store's companions hold the parent's client (refused here); a server's work."""
+    for key, backend in list(_COMPANIONS.items()):
+        if is_embedded(backend.client):
+            del _COMPANIONS[key]
+
+
+_fork.on_fork_in_child(_drop_embedded_companions)
 
 
 def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import urllib.parse
 from pathlib import Path
+from typing import Any
 
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError
@@ -21,6 +23,10 @@ _LOCKS: dict[str, tuple[int, int]] = {}
 _LOCKS_GUARD = _fork.ChildLock()
 _INHERITED: dict[str, int] = {}
 """In a forked child: the folders its parent (pid), or an earlier ancestor, had open at the fork."""
+_HANDED_IN: set[str] = set()
+"""Folders of embedded clients handed to the package in this process (not locked by it), resolved when handed in."""
+_INHERITED_IDS: dict[str, int] = {}
+"""In a forked child: the ids of the collections and segments in those folders at the fork (a copy has the same)."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -68,18 +74,52 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
 def _release_in_child() -> None:
     """After fork(): the lock stays the parent's; the child closes its copy of the descriptor and records the folder."""
     for key, (fd, pid) in list(_LOCKS.items()):
-        _INHERITED[key] = pid
+        inherit(key, pid)
         with contextlib.suppress(OSError):
             os.close(fd)  # the parent's descriptor still holds the lock; this copy would keep it past the parent
     _LOCKS.clear()
+    for key in _HANDED_IN:
+        inherit(key, os.getppid())
+    _HANDED_IN.clear()
+
+
+def note_handed_in(path: str) -> None:
+    """Record the folder of an embedded client handed to the package (a forked child then refuses to reopen it)."""
+    _HANDED_IN.add(os.path.realpath(path))  # now: a relative path's working directory may change before a fork
 
 
 _fork.on_fork_in_child(_release_in_child)
 
 
-def inherit(path: str, parent: int) -> None:
-    """In a forked child: record that ``parent`` had the embedded store ``path`` open at the fork."""
-    _INHERITED.setdefault(os.path.realpath(path), parent)
+def read_chroma_db(folder: str, query: str) -> list[Any] | None:
+    """The rows of ``query`` on an embedded folder's ``chroma.sqlite3``, read-only (``None``: no file, or it failed)."""
+    import sqlite3  # noqa: PLC0415 - only for stores that compact, hand in a collection, or run in a forked child
+
+    uri = "file:" + urllib.parse.quote(os.path.join(folder, "chroma.sqlite3")) + "?mode=ro"  # noqa: PTH118
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+            return db.execute(query).fetchall()
+    except sqlite3.Error:
+        return None
+
+
+def _folder_ids(folder: str) -> set[str]:
+    rows = read_chroma_db(folder, "SELECT id FROM collections UNION SELECT id FROM segments")
+    return {str(row[0]) for row in rows or ()}
+
+
+def inherit(path: str, parent: int, *, by_path: bool = True) -> None:
+    """In a forked child: record that ``parent`` had the embedded store ``path`` open at the fork.
+
+    chromadb keeps its state by collection, so the folder's collection and segment ids are recorded too: a copy of
+    the folder made before the fork hangs the child as the folder does. ``by_path=False`` records only the ids (for
+    a relative path given to chromadb: the working directory may have changed since the folder was opened).
+    """
+    key = os.path.realpath(path)
+    if by_path:
+        _INHERITED.setdefault(key, parent)
+    for found in _folder_ids(key):
+        _INHERITED_IDS.setdefault(found, parent)
 
 
 def refuse_inherited(path: str | None) -> None:
@@ -88,13 +128,19 @@ def refuse_inherited(path: str | None) -> None:
     Raises:
         StoreLockedError: This process was forked from one that had the folder open.
     """
-    key = os.path.realpath(path) if path else None
-    if key is None or key not in _INHERITED:
+    if not path or not (_INHERITED or _INHERITED_IDS):
+        return
+    key = os.path.realpath(path)
+    parent = _INHERITED.get(key)
+    if parent is None and _INHERITED_IDS:
+        parent = next((_INHERITED_IDS[i] for i in _folder_ids(key) if i in _INHERITED_IDS), None)
+    if parent is None:
         return
     msg = (
-        f"The embedded store {key!r} was open in process {_INHERITED[key]}, and this process was forked from it: "
-        "a forked child cannot open that folder again (chromadb keeps an open folder's state for the whole "
-        "process, with its threads in the parent; the child's calls would hang, even after the parent exits). "
+        f"The embedded store {key!r} (or the folder it was copied from) was open in process {parent}, and this "
+        "process was forked from it: a forked child cannot open that folder again (chromadb keeps an open "
+        "store's state for the whole process, with its threads in the parent; the child's calls would hang, even "
+        "after the parent exits). "
         "Open the store only in processes whose parent never opened it (gunicorn: without --preload or in "
         "post_fork; multiprocessing: the 'spawn' start method; a daemon: open it after daemonizing), or run a "
         "Chroma server (`chroma run --path DIR`) and use SessionVectorMemory.server(host, port, ...)."

@@ -267,3 +267,89 @@ def test_a_core_memory_block_lock_held_at_the_fork_is_free_in_the_child() -> Non
             return "taken" if taken else "held forever"
 
         assert run_forked(child) == "taken"
+
+
+def test_a_copy_of_the_parents_folder_is_refused_in_the_child_and_a_fresh_one_works(tmp_path: Path) -> None:
+    import shutil
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    seed = SessionVectorMemory.local(path=tmp_path / "template", user_id="alice", embeddings=embeddings)
+    seed.add_messages([{"role": "user", "content": "seeded"}], session_id="p")
+    seed.core.append("memory", "- seeded")
+    shutil.copytree(tmp_path / "template", tmp_path / "worker")  # one folder per worker, copied before the fork
+
+    def child() -> str:
+        answers = []
+        try:  # chromadb keeps its state by collection: the copy's core-memory read hung like the folder's
+            copy = SessionVectorMemory.local(path=tmp_path / "worker", user_id="alice", embeddings=embeddings)
+            answers.append(copy.core.read("memory"))
+        except Exception as exc:  # noqa: BLE001 - the test reads the error's type and message
+            answers.append(f"{type(exc).__name__}: {'copied from' in str(exc)}")
+        fresh = SessionVectorMemory.local(path=tmp_path / "fresh", user_id="alice", embeddings=embeddings)
+        fresh.core.append("memory", "- fresh")
+        answers.append(fresh.core.read("memory"))
+        return " / ".join(answers)
+
+    assert run_forked(child) == "StoreLockedError: True / - fresh"
+
+
+def test_a_relative_folder_is_judged_where_it_was_opened_not_where_the_fork_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    memory = SessionVectorMemory.local(path="A", user_id="alice", embeddings=embeddings)
+    memory.add_messages([{"role": "user", "content": "parent"}], session_id="p")
+    monkeypatch.chdir(tmp_path / "elsewhere")  # a daemon changes directory before it forks
+
+    def child() -> str:
+        answers = []
+        for folder in (tmp_path / "A", tmp_path / "elsewhere" / "A"):
+            try:
+                other = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
+                other.add_messages([{"role": "user", "content": "child"}], session_id="c")
+                answers.append(f"{folder.parent.name}/A opened")
+            except Exception as exc:  # noqa: BLE001, PERF203 - the test reads the error type
+                answers.append(f"{folder.parent.name}/A {type(exc).__name__}")
+        return " / ".join(answers)
+
+    assert run_forked(child) == f"{tmp_path.name}/A StoreLockedError / elsewhere/A opened"
+
+
+def test_a_new_in_memory_store_works_in_a_forked_child_beside_a_linked_cache(tmp_path: Path) -> None:
+    import chromadb
+    from chromadb.config import Settings
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SemanticCache, SessionVectorMemory
+
+    embeddings, settings = DeterministicFakeEmbedding(size=8), Settings(anonymized_telemetry=False)
+
+    def in_memory() -> SessionVectorMemory:
+        client = chromadb.EphemeralClient(settings=settings)
+        return SessionVectorMemory(chroma_client=client, user_id="alice", embeddings=embeddings)
+
+    memory = in_memory()
+    cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=embeddings)
+    cache.link_memory(memory)  # an embedded cache: refused in the child, so it must not stop the child's forget
+    memory.add_messages([{"role": "user", "content": "parent"}], session_id="p")
+    memory.core.append("memory", "- parent")
+
+    def child() -> str:
+        fresh = in_memory()
+        fresh.add_messages([{"role": "user", "content": "child"}], session_id="c")
+        fresh.core.append("memory", "- child")
+        return f"{fresh.count()} {fresh.core.read('memory')} forgot {fresh.forget(session_id='c')} {fresh.count()}"
+
+    assert run_forked(child) == "1 - child forgot 1 0"
+    assert memory.count() == 1
+    assert memory.core.read("memory") == "- parent"
