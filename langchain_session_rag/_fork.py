@@ -60,21 +60,42 @@ def forked_from() -> int | None:
 class ChildLock:
     """A ``threading.Lock`` that a forked child gets anew, unheld (a copied lock may be held by a thread left behind).
 
-    For module-level locks: ``_LOCK = ChildLock()``, then ``with _LOCK:`` as with a lock.
+    ``_LOCK = ChildLock()`` (or ``self._lock = ChildLock()``), then ``with _LOCK:`` as with a lock. The lock notes
+    the process it belongs to and, in a forked child, is replaced on its first use there, so it costs nothing to
+    create (no reset is registered: an object made per request may have one).
     """
+
+    __slots__ = ("_lock", "_pid")
 
     def __init__(self) -> None:
         """A new, unheld lock."""
         self._lock = threading.Lock()
-        after_fork_in_child(self, ChildLock.renew)
+        self._pid = os.getpid()
 
-    def renew(self) -> None:
-        """A new, unheld lock (called in a forked child)."""
-        self._lock = threading.Lock()
+    def _own(self) -> threading.Lock:
+        """This process's lock: a new one on the first use in a forked child."""
+        if self._pid != os.getpid():
+            with _GUARD:  # two threads of the child must not each make one
+                if self._pid != os.getpid():
+                    self._lock = threading.Lock()
+                    self._pid = os.getpid()
+        return self._lock
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Acquire the lock, as ``threading.Lock.acquire``."""
+        return self._own().acquire(blocking, timeout)
+
+    def release(self) -> None:
+        """Release the lock."""
+        self._lock.release()
+
+    def locked(self) -> bool:
+        """Whether a thread of this process holds the lock."""
+        return self._own().locked()
 
     def __enter__(self) -> bool:
         """Acquire the lock."""
-        return self._lock.acquire()
+        return self._own().acquire()
 
     def __exit__(self, *exc: object) -> None:
         """Release the lock."""

@@ -14,6 +14,7 @@ import json
 from typing import TYPE_CHECKING
 
 from langchain_session_rag.cache.scope import USER_SCOPE_PREFIX
+from langchain_session_rag.stores.adapter import refuse_forked_client
 from langchain_session_rag.stores.encrypted import EncryptedBackend
 
 if TYPE_CHECKING:
@@ -57,6 +58,15 @@ class CacheTier:
     def tier_key(self) -> str:
         """The cache store's process key."""
         return self.backend.process_key
+
+    def check_usable(self) -> None:
+        """Refuse, before the memory forgets anything, a cache store this process cannot use.
+
+        Raises:
+            StoreLockedError: The cache is an embedded store opened before this process was forked from it.
+        """
+        inner = self.backend.inner if isinstance(self.backend, EncryptedBackend) else self.backend
+        refuse_forked_client(getattr(inner, "client", None))
 
     def forget_derived(self, user_id: str, forgotten: Forgotten | None) -> int:
         """Delete the user's entries derived from ``forgotten`` (``None``: all of them); return how many."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from langchain_core.load import dumps, loads
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import Generation
 
+from langchain_session_rag import _fork
 from langchain_session_rag.cache.scope import (
     bound_user_allowed,
     check_user_id,
@@ -119,7 +119,7 @@ class SemanticLLMCache(BaseCache):
         install_capture()
         self._warned = False
         self._views: OrderedDict[str, SemanticCache] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = _fork.ChildLock()
 
     def for_user(self, user_id: str) -> SemanticLLMCache:
         """This cache bound to one user, for direct calls and per-request models (``ChatX(cache=...)``).

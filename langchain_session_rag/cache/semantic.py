@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, cast
@@ -30,6 +29,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.messages import BaseMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from langchain_session_rag import _fork
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
@@ -125,7 +125,7 @@ class SemanticCache(BaseModel):
     _backend: MemoryBackend = PrivateAttr()
     _tier: CacheTier = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _lock: _fork.ChildLock = PrivateAttr(default_factory=_fork.ChildLock)
     _vectors: VectorMemo = PrivateAttr(default_factory=VectorMemo)
     """Question vectors of recent lookups and word vectors of the guards (shared by ``for_user`` views)."""
 
@@ -168,7 +168,7 @@ class SemanticCache(BaseModel):
         other = self.model_copy(update={"user_id": check_user_id(user_id)})
         if not share_stats:
             other._stats = CacheStats()  # noqa: SLF001 - the copy's own attribute
-            other._lock = threading.Lock()  # noqa: SLF001
+            other._lock = _fork.ChildLock()  # noqa: SLF001
         return other
 
     def note_skipped(self, reason: str) -> None:

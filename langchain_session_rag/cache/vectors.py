@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
 from langchain_core.embeddings import Embeddings
+
+from langchain_session_rag import _fork
 
 RECENT_VECTORS = 256
 """Question vectors kept from lookups for the update that follows a miss (same text, same model)."""
@@ -20,7 +21,7 @@ class VectorMemo:
 
     def __init__(self) -> None:
         """Start empty."""
-        self._lock = threading.Lock()
+        self._lock = _fork.ChildLock()
         self._recent: OrderedDict[str, list[float]] = OrderedDict()
         self._words: OrderedDict[str, list[float]] = OrderedDict()
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -55,7 +54,7 @@ _SEEN: dict[tuple[str, str, str], int] = {}
 """The latest version of each block this process has seen (where the next read starts probing)."""
 _TRUSTED: dict[tuple[str, str], dict[str, Record]] = {}
 """Current blocks of embedded stores (only this process writes them), by store and user."""
-_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS: dict[tuple[str, str, str], _fork.ChildLock] = {}
 _LOCKS_LOCK = _fork.ChildLock()
 
 
@@ -74,9 +73,9 @@ def forget_cached(process_key: str, user_id: str) -> None:
     _TRUSTED.pop((process_key, user_id), None)
 
 
-def _lock_for(store: str, user_id: str, block: str) -> threading.Lock:
+def _lock_for(store: str, user_id: str, block: str) -> _fork.ChildLock:
     with _LOCKS_LOCK:
-        return _LOCKS.setdefault((store, user_id, block), threading.Lock())
+        return _LOCKS.setdefault((store, user_id, block), _fork.ChildLock())
 
 
 class CoreMemory:

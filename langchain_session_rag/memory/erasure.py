@@ -330,10 +330,21 @@ _fork.on_fork_in_child(_drop_in_process_links)
 
 
 def linked_tiers(store_key: str, extra: Collection[DerivedTier] = ()) -> list[DerivedTier]:
-    """The live tiers linked to a store, plus ``extra``, one per storage."""
+    """The live tiers linked to a store, plus ``extra``, one per storage.
+
+    Each tier that can tell (``check_usable()``, as a semantic cache's) is checked first, so that a forget refuses
+    before it erases anything rather than stop halfway with a tier still holding what it derived.
+
+    Raises:
+        StoreLockedError: A tier's store cannot be used in this process (an embedded cache in a forked child).
+    """
     with _LINKS_LOCK:
         tiers = [*_LINKS.get(store_key, ()), *extra]
     unique: dict[str, DerivedTier] = {}
     for tier in tiers:
         unique.setdefault(tier.tier_key, tier)
+    for tier in unique.values():
+        check = getattr(tier, "check_usable", None)
+        if check is not None:
+            check()
     return list(unique.values())

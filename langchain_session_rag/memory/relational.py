@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -131,7 +130,7 @@ def chunk_facts(record: Record, *, read_missing: bool = True) -> ChunkFacts | No
 class _Index:
     seen: dict[str, tuple[str, ChunkFacts | None]] = field(default_factory=dict)
     graph: RelationGraph | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: _fork.ChildLock = field(default_factory=_fork.ChildLock)
     known: tuple[RelationGraph, tuple[re.Pattern[str], dict[str, str]] | None] | None = None
     """The graph the user's known names were taken from, and their compiled pattern."""
     stamp: tuple[int, int] = (0, -1)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.replica import UserReplica
 
@@ -37,7 +37,7 @@ class ReplicaCache:
         self.max_chunks = max_chunks
         self.max_user_chunks = max_user_chunks
         self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = _fork.ChildLock()
 
     def get(self, user_id: str, *, max_users: int | None = None, max_chunks: int | None = None) -> UserReplica:
         """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits.

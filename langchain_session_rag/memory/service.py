@@ -219,6 +219,7 @@ class MemoryService:
         ids: Sequence[str] | None = None,
     ) -> int:
         """Delete the user's chunks matching every criterion, then what the other tiers hold of them."""
+        tiers = linked_tiers(self.backend.process_key)  # checked before anything is erased
         removed = self.user(user_id).forget(session_id, before, ids)
         gone = Forgotten.of(
             removed,
@@ -226,7 +227,7 @@ class MemoryService:
             before=None if before is None else parse_timestamp(before, what="before"),
             by_ids=ids is not None,
         )
-        for tier in linked_tiers(self.backend.process_key):
+        for tier in tiers:
             tier.forget_derived(user_id, gone)
         if self.writing.daily_log_dir is not None:
             erase_logs(self.writing.daily_log_dir, user_id, gone, self.cipher(user_id))
@@ -237,6 +238,7 @@ class MemoryService:
 
         The keys go first (an encrypted store): whatever the deletions after it leave, nothing of it opens.
         """
+        tiers = linked_tiers(self.backend.process_key)  # checked before anything is erased
         shredded = [self.keyring.shred(user_id)] if self.keyring is not None else []
         removed = self.user(user_id).forget_all()
         if CORE_MEMORY in self.backend.capabilities:
@@ -244,7 +246,7 @@ class MemoryService:
             core.purge(user_id)  # the core memory and its history go too (not counted)
             forget_cached(core.process_key, user_id)
         cached = 0
-        for tier in linked_tiers(self.backend.process_key):
+        for tier in tiers:
             shredded.extend(tier.shred(user_id) if isinstance(tier, ShreddingTier) else [])
             cached += tier.forget_derived(user_id, None)
         logs = self.writing.daily_log_dir is not None and erase_user_logs(self.writing.daily_log_dir, user_id)

@@ -18,7 +18,6 @@ import json
 import os
 import secrets
 import tempfile
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -30,6 +29,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import EncryptionKeyError, FileAccessError
 
 MASTER_KEY_ENV = "SESSION_RAG_MASTER_KEY"
@@ -200,7 +200,7 @@ class Keyring:
         self._master = AESGCM(_derive(master, "wrap"))
         self._check_id = master_fingerprint(master)
         self._keys: dict[str, tuple[tuple[int, int, int], list[DataKey]]] = {}
-        self._lock = threading.Lock()
+        self._lock = _fork.ChildLock()
         self.keyring_id = ""
         """A random id of this keyring, recorded by the stores it serves (a store opened with another refuses)."""
         if not create and not (self.folder / "master.json").exists():

@@ -9,13 +9,13 @@ write never fails or loses its findings because the model did.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.relations.model import Extraction, Extractor, Mention, Statement, safe_name
 from langchain_session_rag.relations.patterns import PatternExtractor
@@ -86,7 +86,7 @@ class LLMExtractor:
         self.fallbacks = 0
         """Chunks the model failed on, extracted by the patterns instead."""
         self._fallback: Extractor = fallback if fallback is not None else PatternExtractor()
-        self._lock = threading.Lock()
+        self._lock = _fork.ChildLock()
         self._structured: Any = None
 
     def _runnable(self) -> Any:

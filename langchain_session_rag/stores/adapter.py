@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -182,6 +183,19 @@ def vector_segments(client: ClientAPI) -> dict[str, str] | None:
     return None if rows is None else {str(segment): str(collection) for segment, collection in rows}
 
 
+def refuse_forked_client(client: object) -> None:
+    """Refuse, in a forked child, a chromadb client its parent opened on an embedded store (its calls would hang).
+
+    For a caller about to change other stores first (a forget reaching a linked cache): it refuses before them.
+
+    Raises:
+        StoreLockedError: ``client`` is an embedded client opened before this process was forked.
+    """
+    bindings = getattr(getattr(client, "_server", None), "bindings", None)
+    if isinstance(bindings, _RefusedBindings):
+        raise StoreLockedError(forked_store_message(bindings.path))
+
+
 class _RefusedBindings:
     """Stands in a forked child for the Rust bindings of an embedded chromadb client opened before the fork."""
 
@@ -207,6 +221,7 @@ def _renew_clients_in_child() -> None:
     module = sys.modules.get("chromadb.api.shared_system_client")
     if module is None:
         return
+    module.SharedSystemClient._refcount_lock = threading.Lock()  # noqa: SLF001 - a parent's thread may hold it
     systems = module.SharedSystemClient._identifier_to_system  # noqa: SLF001 - see the docstring
     for identifier, system in list(systems.items()):
         for component in list(system._instances.values()):  # noqa: SLF001

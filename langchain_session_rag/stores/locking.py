@@ -25,8 +25,9 @@ _INHERITED: dict[str, int] = {}
 """In a forked child: the folders its parent (pid), or an earlier ancestor, had open at the fork."""
 _HANDED_IN: set[str] = set()
 """Folders of embedded clients handed to the package in this process (not locked by it), resolved when handed in."""
-_INHERITED_IDS: dict[str, int] = {}
-"""In a forked child: the ids of the collections and segments in those folders at the fork (a copy has the same)."""
+_INHERITED_IDS: dict[str, tuple[int, str]] = {}
+"""In a forked child: the ids of the collections and segments in those folders at the fork (a copy has the same),
+with the ancestor that had the folder open and the folder."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -81,6 +82,25 @@ def _release_in_child() -> None:
     for key in _HANDED_IN:
         inherit(key, os.getppid())
     _HANDED_IN.clear()
+    for folder in _open_chroma_folders():  # where they are now: a folder may have moved since it was opened
+        inherit(folder, os.getppid())
+
+
+def _open_chroma_folders() -> set[str]:
+    """The folders of every ``chroma.sqlite3`` this process has open, where they are now (Linux; else none)."""
+    found: set[str] = set()
+    try:
+        descriptors = list(Path("/proc/self/fd").iterdir())
+    except OSError:
+        return found
+    for fd in descriptors:
+        try:
+            target = fd.readlink()
+        except OSError:
+            continue
+        if target.name == "chroma.sqlite3":
+            found.add(str(target.parent))
+    return found
 
 
 def note_handed_in(path: str) -> None:
@@ -119,7 +139,7 @@ def inherit(path: str, parent: int, *, by_path: bool = True) -> None:
     if by_path:
         _INHERITED.setdefault(key, parent)
     for found in _folder_ids(key):
-        _INHERITED_IDS.setdefault(found, parent)
+        _INHERITED_IDS.setdefault(found, (parent, key))
 
 
 def refuse_inherited(path: str | None) -> None:
@@ -132,12 +152,17 @@ def refuse_inherited(path: str | None) -> None:
         return
     key = os.path.realpath(path)
     parent = _INHERITED.get(key)
+    what = f"The embedded store {key!r} was open in process {parent}"
     if parent is None and _INHERITED_IDS:
-        parent = next((_INHERITED_IDS[i] for i in _folder_ids(key) if i in _INHERITED_IDS), None)
+        parent, opened = next((_INHERITED_IDS[i] for i in _folder_ids(key) if i in _INHERITED_IDS), (None, ""))
+        what = (
+            f"The embedded store {key!r} holds the collections of {opened!r} (one copied from the other, or both "
+            f"of one folder), which process {parent} had open"
+        )
     if parent is None:
         return
     msg = (
-        f"The embedded store {key!r} (or the folder it was copied from) was open in process {parent}, and this "
+        f"{what}, and this "
         "process was forked from it: a forked child cannot open that folder again (chromadb keeps an open "
         "store's state for the whole process, with its threads in the parent; the child's calls would hang, even "
         "after the parent exits). "
@@ -150,11 +175,13 @@ def refuse_inherited(path: str | None) -> None:
 
 def forked_store_message(path: str | None) -> str:
     """Why a chromadb client opened before fork() refuses to work in the child, and what to do instead."""
-    key = os.path.realpath(path) if path else "in memory"
+    key = os.path.realpath(path) if path else ""
     parent = _INHERITED.get(key, _fork.forked_from())
+    what = f"The embedded store {key!r}" if key else "An in-memory Chroma store"
+    again = "nor open the folder again" if key else "a new one made in the child works"
     return (
-        f"The embedded store {key!r} was opened in process {parent} before fork(); this forked child cannot use "
-        "it (embedded Chroma is not process-safe, and its threads stay in the parent), nor open the folder again. "
+        f"{what} was opened in process {parent} before fork(); this forked child cannot use "
+        f"it (embedded Chroma is not process-safe, and its threads stay in the parent), {again}. "
         "Open the memory only in processes whose parent never opened it (gunicorn: without --preload or in "
         "post_fork; multiprocessing: the 'spawn' start method), with one writer process per folder, or run a "
         "Chroma server (`chroma run --path DIR`) and use SessionVectorMemory.server(host, port, ...)."

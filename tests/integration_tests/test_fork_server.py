@@ -146,3 +146,38 @@ def test_a_fork_while_another_thread_reads_a_replica_does_not_hang_the_child(
         release.set()
         thread.join()
     assert answer == "User: The parent keeps bees."
+
+
+def test_a_forget_in_a_child_refuses_before_erasing_when_a_linked_cache_is_the_parents(
+    chroma_server: tuple[str, int], tmp_path: Path
+) -> None:
+    """A server memory linked to an embedded cache the parent opened: the child's forget cannot reach the cache.
+
+    Erasing the memory and then failing on the cache would leave the parent serving the forgotten answer.
+    """
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SemanticCache
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=embeddings,
+                                        collection_name="fork-linked")  # fmt: skip
+    cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=embeddings)
+    cache.link_memory(memory)
+    memory.add_messages([{"role": "user", "content": "My PIN is 4321"}, {"role": "assistant", "content": "Noted."}],
+                        session_id="pin")  # fmt: skip
+    cache.update("What is my PIN?", "4321", metadata={"memory_session": "pin"})
+
+    def child() -> str:
+        memory.forget(session_id="pin")
+        return "forgotten"
+
+    answer = run_forked(child)
+    assert answer.startswith("StoreLockedError: The embedded store "), answer
+    assert str(tmp_path / "cache") in answer
+    assert memory.count() == 1, "nothing erased: the forget refused before it began"
+    assert cache.lookup("What is my PIN?") is not None
+    memory.forget(session_id="pin")  # the parent, which can reach both, erases both
+    assert memory.count() == 0
+    assert cache.lookup("What is my PIN?") is None

@@ -290,38 +290,74 @@ _THREAD_LOCKS = {"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore", 
 """``threading`` objects holding a lock: one held by another thread at a fork() stays held in the child."""
 
 
-def module_level_thread_locks(path: Path) -> list[str]:
-    """Module-level ``threading`` locks (``path:line:name``): not renewed in a forked child unless the module does it."""
-    found = []
-    for node in ast.parse(path.read_text()).body:
-        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-        target = (node.targets[0] if isinstance(node, ast.Assign) else node.target) if value is not None else None
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
-            owner = value.func.value
-            if isinstance(owner, ast.Name) and owner.id == "threading" and value.func.attr in _THREAD_LOCKS:
-                name = target.id if isinstance(target, ast.Name) else "?"
-                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}:{name}")
+def _annotations(tree: ast.AST) -> set[int]:
+    """The nodes inside type annotations (a ``threading.Lock`` named in a type makes no lock)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign):
+            roots: list[ast.expr | None] = [node.annotation]
+        elif isinstance(node, ast.arg):
+            roots = [node.annotation]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            roots = [node.returns]
+        else:
+            continue
+        found.update(id(sub) for root in roots if root is not None for sub in ast.walk(root))
     return found
 
 
-RENEWED_BY_THEIR_MODULE = {"models/_llama_server.py:_CLOSED"}
-"""Module-level ``threading`` objects that their module replaces in a forked child itself."""
+def thread_locks(path: Path) -> list[str]:
+    """Every ``threading`` lock a module makes (``path:line:target``), at module level or in a function or class.
+
+    ``target`` is what the new lock is assigned to (``_LOCK``, ``self._lock``), or ``?`` (an argument, a default
+    factory). A lock held by another thread at a fork() stays held in the child.
+    """
+    tree = ast.parse(path.read_text())
+    targets: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            targets[id(node.value)] = ast.unparse(target)
+    calls = {id(node.func): node for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    typed = _annotations(tree)
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr in _THREAD_LOCKS) or id(node) in typed:
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id == "threading":
+            call = calls.get(id(node))
+            name = targets.get(id(call), "?") if call is not None else "?"
+            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}:{name}")
+    return found
 
 
-def test_module_level_locks_are_renewed_in_a_forked_child() -> None:
-    """``_fork.ChildLock()`` instead of ``threading.Lock()`` (``_fork`` renews its own at the fork)."""
-    hits = [hit for p in modules() if p.name != "_fork.py" for hit in module_level_thread_locks(p)]
-    hits = [hit for hit in hits if f"{hit.split(':')[0]}:{hit.split(':')[2]}" not in RENEWED_BY_THEIR_MODULE]
-    assert hits == [], "use _fork.ChildLock() for these module-level locks"
+RENEWED_BY_THEIR_OWNER = {
+    "models/_llama_server.py:_CLOSED",  # replaced by the module's own reset in a child
+    "models/_llama_server.py:stop",  # a thread's stop flag, made and waited on by the function that starts it
+    "memory/writes.py:self._lock",  # WriteQueue.start_empty makes both anew in a child
+    "memory/writes.py:self._wake",
+    "memory/replica.py:self.lock",  # re-entrant; a child replaces every ReplicaCache, so every replica
+    "stores/adapter.py:module.SharedSystemClient._refcount_lock",  # chromadb's, replaced in a child
+}
+"""``threading`` objects their owner replaces in a forked child itself; every other lock is a ``ChildLock``."""
+
+
+def test_every_lock_is_renewed_in_a_forked_child() -> None:
+    """``_fork.ChildLock()`` instead of ``threading.Lock()``, at module level and per object."""
+    hits = [hit for p in modules() if p.name != "_fork.py" for hit in thread_locks(p)]
+    hits = [hit for hit in hits if f"{hit.split(':')[0]}:{hit.split(':')[2]}" not in RENEWED_BY_THEIR_OWNER]
+    assert hits == [], "use _fork.ChildLock() for these locks, or renew them in a child and list them"
 
 
 def test_the_lock_check_finds_what_it_looks_for() -> None:
     PROBE.write_text(
         "import threading\n_A = threading.Lock()\n_B: threading.RLock = threading.RLock()\n"
-        "_C = _fork.ChildLock()\ndef f():\n    lock = threading.Lock()\n_D = threading.Event()\n"
+        "_C = _fork.ChildLock()\ndef f(x: threading.Lock) -> threading.Lock:\n    lock = threading.Lock()\n"
+        "_D = threading.Event()\nclass K:\n    _e: threading.Lock = PrivateAttr(default_factory=threading.Lock)\n"
+        "    def __init__(self):\n        self._f = threading.Condition()\n"
     )
     try:
-        hits = module_level_thread_locks(PROBE)
+        hits = thread_locks(PROBE)
     finally:
         PROBE.unlink()
-    assert [h.split(":", 1)[1] for h in hits] == ["2:_A", "3:_B", "7:_D"]
+    assert sorted(h.split(":", 1)[1] for h in hits) == ["11:self._f", "2:_A", "3:_B", "6:lock", "7:_D", "9:?"]

@@ -6,13 +6,15 @@ stay in the parent. Each test forks and bounds the wait, so a hang fails the tes
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,10 +78,9 @@ def test_a_forked_child_writes_through_the_write_queue_its_parent_started() -> N
     assert backend.added == ["alice/parent", "alice/parent2"]
 
 
-def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
-    from langchain_session_rag import _fork
-
-    lock = _fork.ChildLock()
+@contextlib.contextmanager
+def held_by_another_thread(lock: Any) -> Iterator[None]:
+    """``lock`` held by another thread of this process for the block (as a fork could find it)."""
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -91,15 +92,70 @@ def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> Non
     holder.start()
     held.wait()
     try:
-
-        def child() -> str:
-            with lock:
-                return f"taken, forked from {_fork.forked_from()}"
-
-        assert run_forked(child).startswith("taken, forked from ")
+        yield
     finally:
         release.set()
         holder.join()
+
+
+def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
+    from langchain_session_rag import _fork
+
+    lock = _fork.ChildLock()
+
+    def child() -> str:
+        with lock:
+            return f"taken, forked from {_fork.forked_from()}"
+
+    with held_by_another_thread(lock):
+        assert run_forked(child).startswith("taken, forked from ")
+    with lock:  # the parent's lock is its own again
+        pass
+
+
+def test_chromadbs_client_lock_held_at_the_fork_is_free_in_the_child(tmp_path: Path) -> None:
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    SessionVectorMemory.local(path=tmp_path / "parent", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+
+    def child() -> str:
+        memory = SessionVectorMemory.local(
+            path=tmp_path / "child", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8)
+        )
+        memory.add_messages([{"role": "user", "content": "child"}], session_id="c")
+        return f"count {memory.count()}"
+
+    with held_by_another_thread(SharedSystemClient._refcount_lock):  # as while a parent's thread opens a client
+        assert run_forked(child) == "count 1"
+
+
+def test_locks_of_objects_held_at_the_fork_are_free_in_the_child(tmp_path: Path) -> None:
+    """A cache, its vector memo, an LLM cache and a keyring whose lock a parent's thread held when it forked."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SemanticCache, SemanticLLMCache
+    from langchain_session_rag.privacy.keyring import Keyring
+
+    cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+    llm_cache = SemanticLLMCache(cache, config_key="user_id").for_user("alice")
+    ring = Keyring(tmp_path / "keys", b"k" * 32)
+    uses: list[tuple[Any, Callable[[], object]]] = [
+        (cache._lock, lambda: cache.note_skipped("forked")),
+        (cache._vectors._lock, lambda: cache._vectors.remember("q", [1.0])),
+        (llm_cache._lock, llm_cache._view),
+        (ring._lock, lambda: ring.current("alice")),
+    ]
+    for lock, use in uses:
+
+        def child(use: Callable[[], object] = use) -> str:
+            use()
+            return "used"
+
+        with held_by_another_thread(lock):
+            assert run_forked(child) == "used", lock
 
 
 EMBEDDED_THEN_FORK = """
@@ -189,6 +245,9 @@ embeddings = DeterministicFakeEmbedding(size=8)
 memory = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
 memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
 memory.core.append("memory", "- parent")
+if len(sys.argv) > 3:  # moved while open: where the child finds it is not where it was opened
+    os.rename(folder, sys.argv[3])
+    folder = sys.argv[3]
 gone, told = os.pipe()
 if os.fork() == 0:
     os.close(told)
@@ -209,10 +268,14 @@ os._exit(0)  # closes `told`: the child goes on
 """
 
 
-def test_a_forked_child_refuses_to_reopen_its_parents_folder_even_after_the_parent_exits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved before the fork"])
+def test_a_forked_child_refuses_to_reopen_its_parents_folder_even_after_the_parent_exits(
+    tmp_path: Path, moved: bool
+) -> None:
     # chromadb keeps an open folder's state for the whole process: a child's new client for it hung on its first read.
+    folders = [str(tmp_path / "store"), str(tmp_path / "other")] + ([str(tmp_path / "moved")] if moved else [])
     out = subprocess.run(
-        [sys.executable, "-c", REOPEN_AFTER_PARENT_EXITS, str(tmp_path / "store"), str(tmp_path / "other")],
+        [sys.executable, "-c", REOPEN_AFTER_PARENT_EXITS, *folders],
         capture_output=True,
         text=True,
         timeout=180,
@@ -288,7 +351,8 @@ def test_a_copy_of_the_parents_folder_is_refused_in_the_child_and_a_fresh_one_wo
             copy = SessionVectorMemory.local(path=tmp_path / "worker", user_id="alice", embeddings=embeddings)
             answers.append(copy.core.read("memory"))
         except Exception as exc:  # noqa: BLE001 - the test reads the error's type and message
-            answers.append(f"{type(exc).__name__}: {'copied from' in str(exc)}")
+            names = f"holds the collections of {str(tmp_path / 'template')!r}" in str(exc)
+            answers.append(f"{type(exc).__name__}: {names}")
         fresh = SessionVectorMemory.local(path=tmp_path / "fresh", user_id="alice", embeddings=embeddings)
         fresh.core.append("memory", "- fresh")
         answers.append(fresh.core.read("memory"))
