@@ -61,24 +61,25 @@ class ChildLock:
     """A ``threading.Lock`` that a forked child gets anew, unheld (a copied lock may be held by a thread left behind).
 
     ``_LOCK = ChildLock()`` (or ``self._lock = ChildLock()``), then ``with _LOCK:`` as with a lock. The lock notes
-    the process it belongs to and, in a forked child, is replaced on its first use there, so it costs nothing to
-    create (no reset is registered: an object made per request may have one).
+    how many forks deep its process is and, in a forked child, is replaced on its first use there, so it costs
+    nothing to create (no reset is registered: an object made per request may have one). Known limit: a thread that
+    forks while holding it should not release it in the child after another thread there has taken it.
     """
 
-    __slots__ = ("_lock", "_pid")
+    __slots__ = ("_depth", "_lock")
 
     def __init__(self) -> None:
         """A new, unheld lock."""
         self._lock = threading.Lock()
-        self._pid = os.getpid()
+        self._depth = len(_PARENT)
 
     def _own(self) -> threading.Lock:
         """This process's lock: a new one on the first use in a forked child."""
-        if self._pid != os.getpid():
+        if self._depth != len(_PARENT):  # made in an ancestor (a process id could be reused; the depth cannot)
             with _GUARD:  # two threads of the child must not each make one
-                if self._pid != os.getpid():
+                if self._depth != len(_PARENT):
                     self._lock = threading.Lock()
-                    self._pid = os.getpid()
+                    self._depth = len(_PARENT)
         return self._lock
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:

@@ -430,7 +430,8 @@ class SemanticCache(BaseModel):
         or were answered in a forgotten session (metadata ``memory_session``), ``forget_all()`` all the user's
         entries, and ``memory.compact()`` compacts this cache's files too, wherever they are. A per-user cache
         also checks the memories behind an entry on every hit (its ``source_check``): an entry whose sources another
-        process forgot or changed misses as ``stale_version`` and is deleted.
+        process forgot or changed misses as ``stale_version`` and is deleted. Raises ``StoreLockedError`` for a cache
+        this process cannot use (an embedded one its parent opened before fork()).
         """
         link_tier(memory.backend.process_key, self._tier, in_process=memory.backend.single_process)
         if not self.shared and self.source_check is None:

@@ -313,7 +313,11 @@ def link_tier(store_key: str, tier: DerivedTier, *, in_process: bool = False) ->
     """Make ``tier`` follow the forgetting and compaction of the store ``store_key`` (for its lifetime).
 
     ``in_process``: the store is embedded (its links are dropped in a forked child, where it cannot be used).
+
+    Raises:
+        StoreLockedError: The tier's store cannot be used in this process (an embedded cache its parent opened).
     """
+    _check_usable(tier)
     with _LINKS_LOCK:
         _LINKS.setdefault(store_key, weakref.WeakSet()).add(tier)
         if in_process:
@@ -344,7 +348,11 @@ def linked_tiers(store_key: str, extra: Collection[DerivedTier] = ()) -> list[De
     for tier in tiers:
         unique.setdefault(tier.tier_key, tier)
     for tier in unique.values():
-        check = getattr(tier, "check_usable", None)
-        if check is not None:
-            check()
+        _check_usable(tier)
     return list(unique.values())
+
+
+def _check_usable(tier: DerivedTier) -> None:
+    check = getattr(tier, "check_usable", None)  # a semantic cache's: not part of the protocol
+    if check is not None:
+        check()

@@ -26,8 +26,13 @@ _INHERITED: dict[str, int] = {}
 _HANDED_IN: set[str] = set()
 """Folders of embedded clients handed to the package in this process (not locked by it), resolved when handed in."""
 _INHERITED_IDS: dict[str, tuple[int, str]] = {}
-"""In a forked child: the ids of the collections and segments in those folders at the fork (a copy has the same),
-with the ancestor that had the folder open and the folder."""
+"""In a forked child: the ids of the collections and segments in those folders (a copy has the same), with the
+ancestor that had the folder open and the folder; read on the first check, never in the fork's hook."""
+_PENDING_IDS: dict[str, int] = {}
+"""Folders whose ids are still to be read (the hook after fork() must not call SQLite: a lock another thread of
+the parent held inside it would be held for ever in the child)."""
+_INHERITED_FILES: dict[tuple[int, int], tuple[int, str]] = {}
+"""In a forked child: the device and inode of those folders' ``chroma.sqlite3`` (the folder moved: the same file)."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -73,34 +78,20 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
 
 
 def _release_in_child() -> None:
-    """After fork(): the lock stays the parent's; the child closes its copy of the descriptor and records the folder."""
+    """After fork(): the lock stays the parent's; the child closes its copy of the descriptor and records the folder.
+
+    Only system calls here (no SQLite, no logging): this runs in the child before anything else.
+    """
     for key, (fd, pid) in list(_LOCKS.items()):
         inherit(key, pid)
+        with contextlib.suppress(OSError):  # where the folder is now: it may have moved since it was opened
+            inherit(str(Path(f"/proc/self/fd/{fd}").readlink().parent), pid)
         with contextlib.suppress(OSError):
             os.close(fd)  # the parent's descriptor still holds the lock; this copy would keep it past the parent
     _LOCKS.clear()
     for key in _HANDED_IN:
         inherit(key, os.getppid())
     _HANDED_IN.clear()
-    for folder in _open_chroma_folders():  # where they are now: a folder may have moved since it was opened
-        inherit(folder, os.getppid())
-
-
-def _open_chroma_folders() -> set[str]:
-    """The folders of every ``chroma.sqlite3`` this process has open, where they are now (Linux; else none)."""
-    found: set[str] = set()
-    try:
-        descriptors = list(Path("/proc/self/fd").iterdir())
-    except OSError:
-        return found
-    for fd in descriptors:
-        try:
-            target = fd.readlink()
-        except OSError:
-            continue
-        if target.name == "chroma.sqlite3":
-            found.add(str(target.parent))
-    return found
 
 
 def note_handed_in(path: str) -> None:
@@ -131,15 +122,32 @@ def _folder_ids(folder: str) -> set[str]:
 def inherit(path: str, parent: int, *, by_path: bool = True) -> None:
     """In a forked child: record that ``parent`` had the embedded store ``path`` open at the fork.
 
-    chromadb keeps its state by collection, so the folder's collection and segment ids are recorded too: a copy of
-    the folder made before the fork hangs the child as the folder does. ``by_path=False`` records only the ids (for
-    a relative path given to chromadb: the working directory may have changed since the folder was opened).
+    chromadb keeps its state by collection, so the folder's collection and segment ids count too (read on the first
+    check): a copy of the folder made before the fork hangs the child as the folder does. So does the folder moved:
+    its database file is recorded. ``by_path=False`` records only the ids (for a relative path given to chromadb:
+    the working directory may have changed since the folder was opened).
     """
     key = os.path.realpath(path)
-    if by_path:
-        _INHERITED.setdefault(key, parent)
-    for found in _folder_ids(key):
-        _INHERITED_IDS.setdefault(found, (parent, key))
+    _PENDING_IDS.setdefault(key, parent)
+    if not by_path:
+        return
+    _INHERITED.setdefault(key, parent)
+    with contextlib.suppress(OSError):
+        found = os.stat(os.path.join(key, "chroma.sqlite3"))  # noqa: PTH116, PTH118 - a system call, no more
+        _INHERITED_FILES.setdefault((found.st_dev, found.st_ino), (parent, key))
+
+
+def _inherited_by_content(key: str) -> tuple[int, str] | None:
+    """The ancestor and folder whose database file, or collections, the folder ``key`` holds (``None``: none)."""
+    with contextlib.suppress(OSError):
+        found = os.stat(os.path.join(key, "chroma.sqlite3"))  # noqa: PTH116, PTH118
+        if (found.st_dev, found.st_ino) in _INHERITED_FILES:
+            return _INHERITED_FILES[found.st_dev, found.st_ino]
+    for folder, parent in list(_PENDING_IDS.items()):
+        for found_id in _folder_ids(folder):
+            _INHERITED_IDS.setdefault(found_id, (parent, folder))
+        _PENDING_IDS.pop(folder, None)
+    return next((_INHERITED_IDS[i] for i in _folder_ids(key) if i in _INHERITED_IDS), None) if _INHERITED_IDS else None
 
 
 def refuse_inherited(path: str | None) -> None:
@@ -148,19 +156,20 @@ def refuse_inherited(path: str | None) -> None:
     Raises:
         StoreLockedError: This process was forked from one that had the folder open.
     """
-    if not path or not (_INHERITED or _INHERITED_IDS):
+    if not path or not (_INHERITED or _INHERITED_IDS or _PENDING_IDS):
         return
     key = os.path.realpath(path)
     parent = _INHERITED.get(key)
     what = f"The embedded store {key!r} was open in process {parent}"
-    if parent is None and _INHERITED_IDS:
-        parent, opened = next((_INHERITED_IDS[i] for i in _folder_ids(key) if i in _INHERITED_IDS), (None, ""))
-        what = (
-            f"The embedded store {key!r} holds the collections of {opened!r} (one copied from the other, or both "
-            f"of one folder), which process {parent} had open"
-        )
     if parent is None:
-        return
+        found = _inherited_by_content(key)
+        if found is None:
+            return
+        parent, opened = found
+        what = (
+            f"The embedded store {key!r} holds the collections of {opened!r} (the same folder moved, one copied "
+            f"from the other, or both from one folder), which process {parent} had open"
+        )
     msg = (
         f"{what}, and this "
         "process was forked from it: a forked child cannot open that folder again (chromadb keeps an open "
@@ -177,12 +186,17 @@ def forked_store_message(path: str | None) -> str:
     """Why a chromadb client opened before fork() refuses to work in the child, and what to do instead."""
     key = os.path.realpath(path) if path else ""
     parent = _INHERITED.get(key, _fork.forked_from())
-    what = f"The embedded store {key!r}" if key else "An in-memory Chroma store"
-    again = "nor open the folder again" if key else "a new one made in the child works"
+    if not key:
+        return (
+            f"An in-memory Chroma store was created in process {parent} before fork(); this forked child cannot use "
+            "it (its threads stay in the parent). Create the memory or cache in the child (a new in-memory store "
+            "works there), or use the 'spawn' start method, or run a Chroma server (`chroma run`) and use "
+            "SessionVectorMemory.server(host, port, ...) or SemanticCache.server(...)."
+        )
     return (
-        f"{what} was opened in process {parent} before fork(); this forked child cannot use "
-        f"it (embedded Chroma is not process-safe, and its threads stay in the parent), {again}. "
-        "Open the memory only in processes whose parent never opened it (gunicorn: without --preload or in "
+        f"The embedded store {key!r} was opened in process {parent} before fork(); this forked child cannot use "
+        "it (embedded Chroma is not process-safe, and its threads stay in the parent), nor open the folder again. "
+        "Open it only in processes whose parent never opened it (gunicorn: without --preload or in "
         "post_fork; multiprocessing: the 'spawn' start method), with one writer process per folder, or run a "
         "Chroma server (`chroma run --path DIR`) and use SessionVectorMemory.server(host, port, ...)."
     )

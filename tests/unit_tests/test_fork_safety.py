@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import shutil
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from langchain_session_rag.errors import StoreLockedError
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import Record
 
@@ -417,3 +419,99 @@ def test_a_new_in_memory_store_works_in_a_forked_child_beside_a_linked_cache(tmp
     assert run_forked(child) == "1 - child forgot 1 0"
     assert memory.count() == 1
     assert memory.core.read("memory") == "- parent"
+
+
+def test_the_fork_hook_reads_no_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's own locks may be held by another thread of the parent at the fork: the child's hook must not call it."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+    from langchain_session_rag.stores import locking
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
+    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+    memory.core.append("memory", "- parent")
+    reads: list[str] = []
+    real = locking.read_chroma_db
+    monkeypatch.setattr(locking, "read_chroma_db", lambda folder, query: reads.append(folder) or real(folder, query))
+
+    def child() -> str:
+        during_hook = len(reads)
+        shutil.copytree(tmp_path / "store", tmp_path / "copy")  # made after the fork: known by its collections
+        try:
+            SessionVectorMemory.local(path=tmp_path / "copy", user_id="alice", embeddings=embeddings)
+        except StoreLockedError as exc:
+            return f"{during_hook} reads in the hook; copy refused: {'holds the collections of' in str(exc)}"
+        return f"{during_hook} reads in the hook; copy opened"
+
+    assert run_forked(child) == "0 reads in the hook; copy refused: True"
+
+
+def test_a_folder_moved_after_the_fork_is_refused_where_it_is_now(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
+    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+
+    def child() -> str:
+        (tmp_path / "store").rename(tmp_path / "moved")
+        try:
+            SessionVectorMemory.local(path=tmp_path / "moved", user_id="alice", embeddings=embeddings)
+        except StoreLockedError as exc:
+            named = repr(str(tmp_path / "store")) in str(exc)
+            return f"refused, names the folder it was: {named}"
+        return "opened"
+
+    assert run_forked(child) == "refused, names the folder it was: True"
+
+
+def test_a_database_the_parent_merely_reads_is_not_refused_in_the_child(tmp_path: Path) -> None:
+    import sqlite3
+
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+
+    def make() -> str:  # a store made by another process
+        made = SessionVectorMemory.local(path=tmp_path / "other", user_id="alice", embeddings=embeddings)
+        made.add_messages([{"role": "user", "content": "made elsewhere"}], session_id="o")
+        made.flush()
+        return "made"
+
+    assert run_forked(make) == "made"
+    reader = sqlite3.connect(f"file:{tmp_path / 'other' / 'chroma.sqlite3'}?mode=ro", uri=True)
+    try:
+        assert reader.execute("SELECT count(*) FROM collections").fetchone()[0] >= 1
+
+        def child() -> str:
+            opened = SessionVectorMemory.local(path=tmp_path / "other", user_id="alice", embeddings=embeddings)
+            return f"count {opened.count()}"
+
+        assert run_forked(child) == "count 1"
+    finally:
+        reader.close()
+
+
+def test_a_cache_the_parent_opened_cannot_be_linked_in_the_child(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SemanticCache, SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=embeddings)
+
+    def child() -> str:
+        memory = SessionVectorMemory.local(path=tmp_path / "child", user_id="alice", embeddings=embeddings)
+        try:
+            cache.link_memory(memory)
+        except StoreLockedError as exc:
+            return f"refused: {str(tmp_path / 'cache') in str(exc)}"
+        return "linked"
+
+    assert run_forked(child) == "refused: True"
