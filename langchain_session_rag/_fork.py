@@ -10,6 +10,7 @@ code of the child. ``os.register_at_fork`` runs nothing for ``subprocess`` (whic
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import threading
@@ -50,6 +51,20 @@ def on_fork_in_child(reset: Callable[[], None]) -> None:
 
     with _GUARD:
         _RESETS.append(run)
+
+
+_INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: the first lookup in a child would take the loader's lock
+_KEPT: list[object] = []
+
+
+def keep_forever(obj: object) -> None:
+    """Never free ``obj`` in this process.
+
+    For a forked child's copy of something whose threads stay in the parent: freeing it would wait for them for
+    ever, also when the child exits.
+    """
+    _KEPT.append(obj)
+    _INCREF(ctypes.py_object(obj))
 
 
 def forked_from() -> int | None:

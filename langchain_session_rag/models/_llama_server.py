@@ -14,7 +14,6 @@ only in the workers, the parent never, or use the ``spawn`` start method) instea
 from __future__ import annotations
 
 import atexit
-import ctypes
 import os
 import queue
 import secrets
@@ -224,7 +223,7 @@ def _orphan_in_child() -> None:
     for server in _SERVERS.values():
         if server._server is not None:  # noqa: SLF001 - this module's own class
             _BEFORE_FORK.append(server._server)  # noqa: SLF001
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(server._server))  # noqa: SLF001 - never freed
+            _fork.keep_forever(server._server)  # noqa: SLF001 - never freed
             server._server = None  # noqa: SLF001
     _SERVERS.clear()
 

@@ -13,7 +13,6 @@ exchange cost about half of what widening the weights in every pass cost, and ev
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import os
 from dataclasses import dataclass
@@ -112,8 +111,7 @@ class OnnxEncoder:
         The copy's thread pool has no threads in the child: freeing it waits for them forever (an exiting child
         would hang), and a pass through it is not safe.
         """
-        _LEFT_IN_PARENT.append(self.session)
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(self.session))  # immortal: not freed when the child exits
+        _fork.keep_forever(self.session)  # not freed when the child exits
         self.session = None
 
     def _session(self) -> Any:

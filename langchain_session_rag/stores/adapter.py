@@ -8,7 +8,6 @@ fails if one is read anywhere else).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import threading
@@ -25,9 +24,9 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.stores.locking import (
     forked_store_message,
-    inherit,
     lock_embedded_store,
     note_handed_in,
+    note_open_elsewhere,
     read_chroma_db,
     refuse_inherited,
 )
@@ -206,7 +205,45 @@ class _RefusedBindings:
         raise StoreLockedError(forked_store_message(self.path))
 
 
-_KEPT: list[Any] = []
+class _SessionAfterFork:
+    """Stands in a forked child for a Chroma server client's HTTP session until its first use, which makes a new one.
+
+    Not made in the hook after fork(): a new ``httpx.Client`` builds an SSL context (OpenSSL's locks, file reads),
+    and another thread of the parent may have held those locks at the fork.
+    """
+
+    def __init__(self, component: Any, parents: Any) -> None:
+        self._component = component
+        self._parents = parents
+        self._lock = _fork.ChildLock()
+
+    def __getattr__(self, name: str) -> Any:
+        with self._lock:
+            if self._component._session is self:  # noqa: SLF001 - chromadb's client; see _renew_clients_in_child
+                import httpx  # noqa: PLC0415 - chromadb's HTTP client imported it already
+
+                verify = self._component._settings.chroma_server_ssl_verify  # noqa: SLF001
+                options: dict[str, Any] = {} if verify is None else {"verify": verify}
+                self._component._session = httpx.Client(  # noqa: SLF001
+                    timeout=self._parents.timeout,
+                    limits=self._component.http_limits,
+                    headers=self._parents.headers,
+                    **options,
+                )
+        return getattr(self._component._session, name)  # noqa: SLF001
+
+
+def _open_embedded_folders() -> list[tuple[str, bool]]:
+    """The folders of the embedded chromadb clients open in this process (judged by path when absolute)."""
+    module = sys.modules.get("chromadb.api.shared_system_client")
+    if module is None:
+        return []
+    systems = module.SharedSystemClient._identifier_to_system  # noqa: SLF001 - see _renew_clients_in_child
+    folders = [s.settings.persist_directory for s in list(systems.values()) if s.settings.is_persistent]
+    return [(folder, Path(folder).is_absolute()) for folder in folders if folder]
+
+
+note_open_elsewhere(_open_embedded_folders)
 
 
 def _renew_clients_in_child() -> None:
@@ -214,9 +251,9 @@ def _renew_clients_in_child() -> None:
 
     chromadb shares one ``System`` per server address or folder. A server's HTTP client (``httpx``) pools
     keep-alive connections: copied, parent and children would read one another's replies, so the child gets a new
-    pool. An embedded client's Rust bindings have their threads in the parent (a call hangs, and dropping them
-    hangs too): they are kept alive and never called, a stand-in raises StoreLockedError, and the ``System`` is
-    dropped from chromadb's cache so a client opened in the child starts afresh.
+    pool on first use. An embedded client's Rust bindings have their threads in the parent (a call hangs, and
+    dropping them hangs too): they are kept alive and never called, a stand-in raises StoreLockedError, and the
+    ``System`` is dropped from chromadb's cache so a client opened in the child starts afresh.
     """
     module = sys.modules.get("chromadb.api.shared_system_client")
     if module is None:
@@ -226,23 +263,16 @@ def _renew_clients_in_child() -> None:
     for identifier, system in list(systems.items()):
         for component in list(system._instances.values()):  # noqa: SLF001
             session = getattr(component, "_session", None)
+            if isinstance(session, _SessionAfterFork):
+                continue  # one component under several of the system's keys
             if session is not None and hasattr(component, "http_limits"):
-                import httpx  # noqa: PLC0415 - chromadb's HTTP client is imported already
-
-                verify = component._settings.chroma_server_ssl_verify  # noqa: SLF001
-                options: dict[str, Any] = {} if verify is None else {"verify": verify}
-                _KEPT.append(session)  # the parent's connections: never closed from here
-                component._session = httpx.Client(  # noqa: SLF001
-                    timeout=session.timeout, limits=component.http_limits, headers=session.headers, **options
-                )
+                _fork.keep_forever(session)  # the parent's connections: never closed from here
+                component._session = _SessionAfterFork(component, session)  # noqa: SLF001
             elif "bindings" in vars(component):
-                _KEPT.append(component.bindings)
-                ctypes.pythonapi.Py_IncRef(ctypes.py_object(component.bindings))  # never dropped: that hangs too
+                _fork.keep_forever(component.bindings)  # never dropped: that hangs too
                 folder = system.settings.persist_directory if system.settings.is_persistent else None
                 component.bindings = _RefusedBindings(folder or None)
                 systems.pop(identifier, None)
-                if folder:  # reopening it (or a copy) in this child would hang
-                    inherit(folder, _fork.forked_from() or os.getppid(), by_path=Path(folder).is_absolute())
 
 
 _fork.on_fork_in_child(_renew_clients_in_child)

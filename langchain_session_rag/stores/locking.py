@@ -5,13 +5,19 @@ descriptor is closed (the parent keeps the lock) and the folder is recorded as i
 clients opened before the fork refuse to work in the child (see ``stores/adapter.py``), and so does opening the
 folder again in the child: chromadb keeps an open folder's state process-wide, with its threads in the parent,
 and a child's new client for that folder hangs on its first count or read, even after the parent exited.
+What the child must refuse (the folders, their collection ids and database files) is read by the parent just
+before the fork: the child calls no SQLite to decide (another thread of the parent may have held SQLite's own
+locks at the fork).
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
+import re
 import urllib.parse
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +29,20 @@ _LOCKS: dict[str, tuple[int, int]] = {}
 _LOCKS_GUARD = _fork.ChildLock()
 _INHERITED: dict[str, int] = {}
 """In a forked child: the folders its parent (pid), or an earlier ancestor, had open at the fork."""
-_HANDED_IN: set[str] = set()
-"""Folders of embedded clients handed to the package in this process (not locked by it), resolved when handed in."""
+_HANDED_IN: dict[str, tuple[int, int] | None] = {}
+"""Folders of embedded clients handed to the package in this process (not locked by it), resolved when handed in,
+with their database file (found again where it is at a fork, if the folder moved since)."""
 _INHERITED_IDS: dict[str, tuple[int, str]] = {}
 """In a forked child: the ids of the collections and segments in those folders (a copy has the same), with the
-ancestor that had the folder open and the folder; read on the first check, never in the fork's hook."""
-_PENDING_IDS: dict[str, int] = {}
-"""Folders whose ids are still to be read (the hook after fork() must not call SQLite: a lock another thread of
-the parent held inside it would be held for ever in the child)."""
+ancestor that had the folder open and the folder."""
 _INHERITED_FILES: dict[tuple[int, int], tuple[int, str]] = {}
 """In a forked child: the device and inode of those folders' ``chroma.sqlite3`` (the folder moved: the same file)."""
+_OPEN_ELSEWHERE: list[Callable[[], list[tuple[str, bool]]]] = []
+"""Other embedded folders open in this process (chromadb's own clients, see ``stores/adapter.py``): each as its path
+and whether it is judged by its path (an absolute one)."""
+_AT_FORK: dict[str, tuple[frozenset[str], tuple[int, int] | None, bool, int]] = {}
+"""Taken in the parent just before fork(): each open folder's ids, database file, whether judged by path, owner."""
+_ID_PATTERN: list[re.Pattern[bytes]] = []
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -77,28 +87,86 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
         _LOCKS[key] = (fd, os.getpid())
 
 
-def _release_in_child() -> None:
-    """After fork(): the lock stays the parent's; the child closes its copy of the descriptor and records the folder.
+def _database_file(folder: str) -> tuple[int, int] | None:
+    """The device and inode of ``folder``'s ``chroma.sqlite3`` (``None``: none there)."""
+    try:
+        found = os.stat(os.path.join(folder, "chroma.sqlite3"))  # noqa: PTH116, PTH118 - a system call, no more
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
-    Only system calls here (no SQLite, no logging): this runs in the child before anything else.
+
+def _open_database_folder(file: tuple[int, int]) -> str | None:
+    """Where this process has the database file ``file`` open now (Linux; a folder moved since it was opened)."""
+    with contextlib.suppress(OSError):
+        for fd in Path("/proc/self/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = fd.resolve(strict=True)
+                found = target.stat()
+                if target.name == "chroma.sqlite3" and (found.st_dev, found.st_ino) == file:
+                    return str(target.parent)
+    return None
+
+
+def _before_fork() -> None:
+    """In the parent, just before fork(): the folders the child must refuse, their ids and database files.
+
+    Read here, not in the child: a forked child must not call SQLite (a lock another thread of the parent held
+    inside it at the fork stays held in the child for ever), and the folders may move after the fork.
     """
-    for key, (fd, pid) in list(_LOCKS.items()):
-        inherit(key, pid)
+    folders: dict[str, tuple[bool, int]] = {}
+    with _LOCKS_GUARD:
+        locked = dict(_LOCKS)
+    for key, (fd, owner) in locked.items():
+        folders[key] = (True, owner)
         with contextlib.suppress(OSError):  # where the folder is now: it may have moved since it was opened
-            inherit(str(Path(f"/proc/self/fd/{fd}").readlink().parent), pid)
+            folders.setdefault(str(Path(f"/proc/self/fd/{fd}").readlink().parent), (True, owner))
+    for key, file in list(_HANDED_IN.items()):
+        folders.setdefault(key, (True, os.getpid()))
+        moved = _open_database_folder(file) if file is not None and _database_file(key) != file else None
+        if moved is not None:
+            folders.setdefault(moved, (True, os.getpid()))
+    for provider in _OPEN_ELSEWHERE:
+        for path, by_path in provider():
+            folders.setdefault(os.path.realpath(path), (by_path, os.getpid()))
+    _AT_FORK.clear()
+    for folder, (by_path, owner) in folders.items():
+        _AT_FORK[folder] = (frozenset(_folder_ids(folder)), _database_file(folder), by_path, owner)
+
+
+def _release_in_child() -> None:
+    """After fork(): the lock stays the parent's; the child closes its copy of the descriptor and records the folders.
+
+    Only what the parent read before the fork is used here: this runs in the child before anything else.
+    """
+    for fd, _pid in _LOCKS.values():
         with contextlib.suppress(OSError):
             os.close(fd)  # the parent's descriptor still holds the lock; this copy would keep it past the parent
     _LOCKS.clear()
-    for key in _HANDED_IN:
-        inherit(key, os.getppid())
     _HANDED_IN.clear()
+    for folder, (ids, file, by_path, owner) in _AT_FORK.items():
+        if by_path:
+            _INHERITED.setdefault(folder, owner)
+        if file is not None:
+            _INHERITED_FILES.setdefault(file, (owner, folder))
+        for found in ids:
+            _INHERITED_IDS.setdefault(found, (owner, folder))
+    _AT_FORK.clear()
+    _ID_PATTERN.clear()
 
 
 def note_handed_in(path: str) -> None:
     """Record the folder of an embedded client handed to the package (a forked child then refuses to reopen it)."""
-    _HANDED_IN.add(os.path.realpath(path))  # now: a relative path's working directory may change before a fork
+    key = os.path.realpath(path)  # now: a relative path's working directory may change before a fork
+    _HANDED_IN[key] = _database_file(key)
 
 
+def note_open_elsewhere(provider: Callable[[], list[tuple[str, bool]]]) -> None:
+    """Add a source of embedded folders open in this process that a forked child must refuse too."""
+    _OPEN_ELSEWHERE.append(provider)
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_AT_FORK.clear)
 _fork.on_fork_in_child(_release_in_child)
 
 
@@ -119,35 +187,30 @@ def _folder_ids(folder: str) -> set[str]:
     return {str(row[0]) for row in rows or ()}
 
 
-def inherit(path: str, parent: int, *, by_path: bool = True) -> None:
-    """In a forked child: record that ``parent`` had the embedded store ``path`` open at the fork.
-
-    chromadb keeps its state by collection, so the folder's collection and segment ids count too (read on the first
-    check): a copy of the folder made before the fork hangs the child as the folder does. So does the folder moved:
-    its database file is recorded. ``by_path=False`` records only the ids (for a relative path given to chromadb:
-    the working directory may have changed since the folder was opened).
-    """
-    key = os.path.realpath(path)
-    _PENDING_IDS.setdefault(key, parent)
-    if not by_path:
-        return
-    _INHERITED.setdefault(key, parent)
-    with contextlib.suppress(OSError):
-        found = os.stat(os.path.join(key, "chroma.sqlite3"))  # noqa: PTH116, PTH118 - a system call, no more
-        _INHERITED_FILES.setdefault((found.st_dev, found.st_ino), (parent, key))
-
-
 def _inherited_by_content(key: str) -> tuple[int, str] | None:
-    """The ancestor and folder whose database file, or collections, the folder ``key`` holds (``None``: none)."""
-    with contextlib.suppress(OSError):
-        found = os.stat(os.path.join(key, "chroma.sqlite3"))  # noqa: PTH116, PTH118
-        if (found.st_dev, found.st_ino) in _INHERITED_FILES:
-            return _INHERITED_FILES[found.st_dev, found.st_ino]
-    for folder, parent in list(_PENDING_IDS.items()):
-        for found_id in _folder_ids(folder):
-            _INHERITED_IDS.setdefault(found_id, (parent, folder))
-        _PENDING_IDS.pop(folder, None)
-    return next((_INHERITED_IDS[i] for i in _folder_ids(key) if i in _INHERITED_IDS), None) if _INHERITED_IDS else None
+    """The ancestor and folder whose database file, or collections, the folder ``key`` holds (``None``: none).
+
+    Without SQLite (see :func:`_before_fork`): the ids are looked for in the database's bytes and its journal.
+    """
+    file = _database_file(key)
+    if file is None:
+        return None  # a new folder
+    if file in _INHERITED_FILES:
+        return _INHERITED_FILES[file]
+    if not _INHERITED_IDS:
+        return None
+    if not _ID_PATTERN:
+        _ID_PATTERN.append(re.compile(b"|".join(re.escape(found.encode()) for found in sorted(_INHERITED_IDS))))
+    for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
+        try:
+            with Path(key, name).open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                hit = _ID_PATTERN[0].search(data)
+                found = None if hit is None else bytes(hit.group()).decode()  # read before the map closes
+        except (OSError, ValueError):  # no journal, or an empty file (nothing to map)
+            continue
+        if found is not None:
+            return _INHERITED_IDS[found]
+    return None
 
 
 def refuse_inherited(path: str | None) -> None:
@@ -156,7 +219,7 @@ def refuse_inherited(path: str | None) -> None:
     Raises:
         StoreLockedError: This process was forked from one that had the folder open.
     """
-    if not path or not (_INHERITED or _INHERITED_IDS or _PENDING_IDS):
+    if not path or not (_INHERITED or _INHERITED_IDS or _INHERITED_FILES):
         return
     key = os.path.realpath(path)
     parent = _INHERITED.get(key)

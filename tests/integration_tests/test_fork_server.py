@@ -181,3 +181,32 @@ def test_a_forget_in_a_child_refuses_before_erasing_when_a_linked_cache_is_the_p
     memory.forget(session_id="pin")  # the parent, which can reach both, erases both
     assert memory.count() == 0
     assert cache.lookup("What is my PIN?") is None
+
+
+def test_the_child_makes_its_http_client_on_first_use_not_in_the_fork_hook(
+    chroma_server: tuple[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new httpx client builds an SSL context (OpenSSL's locks): not in the hook, where a parent's thread may hold them."""
+    import httpx
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    host, port = chroma_server
+    memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8),
+                                        collection_name="fork-lazy-http")  # fmt: skip
+    memory.add_messages([{"role": "user", "content": "The parent keeps bees."}], session_id="p")
+    memory.flush()
+    made: list[int] = []
+    real_init = httpx.Client.__init__
+
+    def recording_init(self: httpx.Client, *args: object, **kwargs: object) -> None:
+        made.append(os.getpid())
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(httpx.Client, "__init__", recording_init)
+
+    def child() -> str:
+        in_hook = made.count(os.getpid())
+        found = memory.invoke("bees")
+        return f"{in_hook} made in the hook; {made.count(os.getpid())} after a search; {len(found)} found"
+
+    assert run_forked(child) == "0 made in the hook; 1 after a search; 1 found"

@@ -421,8 +421,13 @@ def test_a_new_in_memory_store_works_in_a_forked_child_beside_a_linked_cache(tmp
     assert memory.core.read("memory") == "- parent"
 
 
-def test_the_fork_hook_reads_no_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SQLite's own locks may be held by another thread of the parent at the fork: the child's hook must not call it."""
+def test_a_forked_child_reads_no_database_to_refuse_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's own locks may be held by another thread of the parent at the fork: the child must not call it.
+
+    The parent reads what the child needs just before the fork; the child looks for the ids in the file's bytes.
+    """
+    import os
+
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langchain_session_rag import SessionVectorMemory
@@ -432,20 +437,24 @@ def test_the_fork_hook_reads_no_database(tmp_path: Path, monkeypatch: pytest.Mon
     memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
     memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
     memory.core.append("memory", "- parent")
-    reads: list[str] = []
+    readers: list[int] = []
     real = locking.read_chroma_db
-    monkeypatch.setattr(locking, "read_chroma_db", lambda folder, query: reads.append(folder) or real(folder, query))
+    monkeypatch.setattr(
+        locking, "read_chroma_db", lambda folder, query: readers.append(os.getpid()) or real(folder, query)
+    )
 
     def child() -> str:
-        during_hook = len(reads)
         shutil.copytree(tmp_path / "store", tmp_path / "copy")  # made after the fork: known by its collections
         try:
             SessionVectorMemory.local(path=tmp_path / "copy", user_id="alice", embeddings=embeddings)
         except StoreLockedError as exc:
-            return f"{during_hook} reads in the hook; copy refused: {'holds the collections of' in str(exc)}"
-        return f"{during_hook} reads in the hook; copy opened"
+            refused = "holds the collections of" in str(exc)
+        else:
+            refused = False
+        return f"{readers.count(os.getpid())} reads in the child; copy refused: {refused}"
 
-    assert run_forked(child) == "0 reads in the hook; copy refused: True"
+    assert run_forked(child) == "0 reads in the child; copy refused: True"
+    assert readers, "the parent read the ids before the fork"
 
 
 def test_a_folder_moved_after_the_fork_is_refused_where_it_is_now(tmp_path: Path) -> None:
@@ -515,3 +524,53 @@ def test_a_cache_the_parent_opened_cannot_be_linked_in_the_child(tmp_path: Path)
         return "linked"
 
     assert run_forked(child) == "refused: True"
+
+
+def test_copies_are_refused_after_the_parents_folder_moved_or_went_after_the_fork(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
+    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+    memory.core.append("memory", "- parent")
+    shutil.copytree(tmp_path / "store", tmp_path / "before")  # a copy made before the fork
+
+    def child() -> str:
+        (tmp_path / "store").rename(tmp_path / "moved")
+        shutil.copytree(tmp_path / "moved", tmp_path / "after")  # a copy of the moved folder
+        shutil.rmtree(tmp_path / "moved")
+        answers = []
+        for name in ("after", "before"):
+            try:
+                SessionVectorMemory.local(path=tmp_path / name, user_id="alice", embeddings=embeddings)
+                answers.append(f"{name} opened")
+            except StoreLockedError:  # noqa: PERF203 - each folder is its own case
+                answers.append(f"{name} refused")
+        return ", ".join(answers)
+
+    assert run_forked(child) == "after refused, before refused"
+
+
+def test_a_handed_in_client_whose_folder_moved_before_the_fork_is_refused_where_it_is(tmp_path: Path) -> None:
+    import chromadb
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    embeddings = DeterministicFakeEmbedding(size=8)
+    client = chromadb.PersistentClient(path=str(tmp_path / "store"))
+    memory = SessionVectorMemory(chroma_client=client, user_id="alice", embeddings=embeddings)
+    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
+    memory.flush()
+    (tmp_path / "store").rename(tmp_path / "moved")
+
+    def child() -> str:
+        try:
+            SessionVectorMemory.local(path=tmp_path / "moved", user_id="alice", embeddings=embeddings)
+        except StoreLockedError:
+            return "refused"
+        return "opened"
+
+    assert run_forked(child) == "refused"
