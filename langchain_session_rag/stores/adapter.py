@@ -212,12 +212,15 @@ class _SessionAfterFork:
     and another thread of the parent may have held those locks at the fork.
     """
 
-    def __init__(self, component: Any, parents: Any) -> None:
-        self._component = component
-        self._parents = parents
-        self._lock = _fork.ChildLock()
+    _OWN = frozenset({"_component", "_parents", "_lock"})
 
-    def __getattr__(self, name: str) -> Any:
+    def __init__(self, component: Any, parents: Any) -> None:
+        object.__setattr__(self, "_component", component)
+        object.__setattr__(self, "_parents", parents)
+        object.__setattr__(self, "_lock", _fork.ChildLock())
+
+    def _client(self) -> Any:
+        """The child's own HTTP session, made on the first call."""
         with self._lock:
             if self._component._session is self:  # noqa: SLF001 - chromadb's client; see _renew_clients_in_child
                 import httpx  # noqa: PLC0415 - chromadb's HTTP client imported it already
@@ -230,7 +233,15 @@ class _SessionAfterFork:
                     headers=self._parents.headers,
                     **options,
                 )
-        return getattr(self._component._session, name)  # noqa: SLF001
+        return self._component._session  # noqa: SLF001
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _SessionAfterFork._OWN or name.startswith("__"):  # copy, pickle and dunder lookups
+            raise AttributeError(name)
+        return getattr(self._client(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._client(), name, value)
 
 
 def _open_embedded_folders() -> list[tuple[str, bool]]:

@@ -13,9 +13,8 @@ locks at the fork).
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
-import re
+import sys
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -42,7 +41,12 @@ _OPEN_ELSEWHERE: list[Callable[[], list[tuple[str, bool]]]] = []
 and whether it is judged by its path (an absolute one)."""
 _AT_FORK: dict[str, tuple[frozenset[str], tuple[int, int] | None, bool, int]] = {}
 """Taken in the parent just before fork(): each open folder's ids, database file, whether judged by path, owner."""
-_ID_PATTERN: list[re.Pattern[bytes]] = []
+_KNOWN_IDS: dict[str, set[str]] = {}
+"""The ids last read from each open folder (a copy has at least the ids of the collections it was copied with)."""
+_COPY_CHECKS: dict[tuple[int, int, int, int], frozenset[str]] = {}
+"""In a forked child: the ids found in a folder's database, by its device, inode, size and modification time."""
+FORK_READ_TIMEOUT = 0.2
+"""Seconds the parent waits, just before a fork, for a writer's lock on an open folder's database."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -123,15 +127,24 @@ def _before_fork() -> None:
             folders.setdefault(str(Path(f"/proc/self/fd/{fd}").readlink().parent), (True, owner))
     for key, file in list(_HANDED_IN.items()):
         folders.setdefault(key, (True, os.getpid()))
-        moved = _open_database_folder(file) if file is not None and _database_file(key) != file else None
-        if moved is not None:
-            folders.setdefault(moved, (True, os.getpid()))
+        if file is not None and _database_file(key) != file:
+            moved = _open_database_folder(file)
+            if moved is None:
+                _HANDED_IN[key] = None  # gone: not looked for at every fork
+            else:
+                folders.setdefault(moved, (True, os.getpid()))
     for provider in _OPEN_ELSEWHERE:
-        for path, by_path in provider():
-            folders.setdefault(os.path.realpath(path), (by_path, os.getpid()))
+        with contextlib.suppress(Exception):  # a fork must not fail for it; the folders above still count
+            for path, by_path in provider():
+                folders.setdefault(os.path.realpath(path), (by_path, os.getpid()))
     _AT_FORK.clear()
     for folder, (by_path, owner) in folders.items():
-        _AT_FORK[folder] = (frozenset(_folder_ids(folder)), _database_file(folder), by_path, owner)
+        try:  # a writer holding the database: the last ids read; a failure must not lose the other folders
+            ids = _folder_ids(folder, timeout=FORK_READ_TIMEOUT)
+        except Exception:  # noqa: BLE001 - anything raised in a hook before fork() is only printed by Python
+            ids = set()
+        _KNOWN_IDS[folder] = ids = ids or _KNOWN_IDS.get(folder, set())
+        _AT_FORK[folder] = (frozenset(ids), _database_file(folder), by_path, owner)
 
 
 def _release_in_child() -> None:
@@ -152,7 +165,6 @@ def _release_in_child() -> None:
         for found in ids:
             _INHERITED_IDS.setdefault(found, (owner, folder))
     _AT_FORK.clear()
-    _ID_PATTERN.clear()
 
 
 def note_handed_in(path: str) -> None:
@@ -170,27 +182,33 @@ os.register_at_fork(before=_before_fork, after_in_parent=_AT_FORK.clear)
 _fork.on_fork_in_child(_release_in_child)
 
 
-def read_chroma_db(folder: str, query: str) -> list[Any] | None:
-    """The rows of ``query`` on an embedded folder's ``chroma.sqlite3``, read-only (``None``: no file, or it failed)."""
-    import sqlite3  # noqa: PLC0415 - only for stores that compact, hand in a collection, or run in a forked child
+def read_chroma_db(folder: str, query: str, *, timeout: float = 5.0) -> list[Any] | None:
+    """The rows of ``query`` on an embedded folder's ``chroma.sqlite3``, read-only (``None``: no file, or it failed).
 
-    uri = "file:" + urllib.parse.quote(os.path.join(folder, "chroma.sqlite3")) + "?mode=ro"  # noqa: PTH118
+    ``timeout``: how long to wait for a writer's lock on the database.
+    """
+    import sqlite3  # noqa: PLC0415 - only for stores that compact, hand in a collection, or fork
+
     try:
-        with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        uri = "file:" + urllib.parse.quote(os.path.join(folder, "chroma.sqlite3")) + "?mode=ro"  # noqa: PTH118
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=timeout)) as db:
             return db.execute(query).fetchall()
-    except sqlite3.Error:
+    except (sqlite3.Error, ValueError):  # ValueError: a path that is no text (UnicodeEncodeError)
         return None
 
 
-def _folder_ids(folder: str) -> set[str]:
-    rows = read_chroma_db(folder, "SELECT id FROM collections UNION SELECT id FROM segments")
+_IDS_QUERY = "SELECT id FROM collections UNION SELECT id FROM segments"
+
+
+def _folder_ids(folder: str, *, timeout: float = 5.0) -> set[str]:
+    rows = read_chroma_db(folder, _IDS_QUERY, timeout=timeout)
     return {str(row[0]) for row in rows or ()}
 
 
 def _inherited_by_content(key: str) -> tuple[int, str] | None:
     """The ancestor and folder whose database file, or collections, the folder ``key`` holds (``None``: none).
 
-    Without SQLite (see :func:`_before_fork`): the ids are looked for in the database's bytes and its journal.
+    The child reads no SQLite (see :func:`_before_fork`): a new interpreter reads the folder's ids for it.
     """
     file = _database_file(key)
     if file is None:
@@ -199,18 +217,41 @@ def _inherited_by_content(key: str) -> tuple[int, str] | None:
         return _INHERITED_FILES[file]
     if not _INHERITED_IDS:
         return None
-    if not _ID_PATTERN:
-        _ID_PATTERN.append(re.compile(b"|".join(re.escape(found.encode()) for found in sorted(_INHERITED_IDS))))
-    for name in ("chroma.sqlite3", "chroma.sqlite3-wal"):
+    ids = _ids_read_elsewhere(key)
+    return next((_INHERITED_IDS[found] for found in sorted(ids) if found in _INHERITED_IDS), None)
+
+
+_READ_IDS = (
+    "import sqlite3, sys, urllib.parse\n"
+    "uri = 'file:' + urllib.parse.quote(sys.argv[1]) + '?mode=ro'\n"
+    "db = sqlite3.connect(uri, uri=True, timeout=5)\n"
+    f"print('\\n'.join(str(row[0]) for row in db.execute({_IDS_QUERY!r})))\n"
+)
+
+
+def _ids_read_elsewhere(folder: str) -> frozenset[str]:
+    """The collection and segment ids of ``folder``, read by a new Python process (none if it cannot say)."""
+    database = os.path.join(folder, "chroma.sqlite3")  # noqa: PTH118
+    try:
+        found = os.stat(database)  # noqa: PTH116
+    except OSError:
+        return frozenset()
+    stamp = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
+    if stamp not in _COPY_CHECKS and sys.executable:  # no interpreter to run (an embedding host): no ids
+        import subprocess  # noqa: PLC0415 - only in a forked child that opens a folder it did not create
+
         try:
-            with Path(key, name).open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                hit = _ID_PATTERN[0].search(data)
-                found = None if hit is None else bytes(hit.group()).decode()  # read before the map closes
-        except (OSError, ValueError):  # no journal, or an empty file (nothing to map)
-            continue
-        if found is not None:
-            return _INHERITED_IDS[found]
-    return None
+            done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program, the path as an argument
+                [sys.executable, "-I", "-c", _READ_IDS, database],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return frozenset()
+        _COPY_CHECKS[stamp] = frozenset(done.stdout.split()) if done.returncode == 0 else frozenset()
+    return _COPY_CHECKS.get(stamp, frozenset())
 
 
 def refuse_inherited(path: str | None) -> None:
@@ -222,6 +263,8 @@ def refuse_inherited(path: str | None) -> None:
     if not path or not (_INHERITED or _INHERITED_IDS or _INHERITED_FILES):
         return
     key = os.path.realpath(path)
+    if _LOCKS.get(key, (0, 0))[1] == os.getpid():
+        return  # opened by this process, after the fork: checked then
     parent = _INHERITED.get(key)
     what = f"The embedded store {key!r} was open in process {parent}"
     if parent is None:

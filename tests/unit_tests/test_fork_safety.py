@@ -439,9 +439,12 @@ def test_a_forked_child_reads_no_database_to_refuse_a_folder(tmp_path: Path, mon
     memory.core.append("memory", "- parent")
     readers: list[int] = []
     real = locking.read_chroma_db
-    monkeypatch.setattr(
-        locking, "read_chroma_db", lambda folder, query: readers.append(os.getpid()) or real(folder, query)
-    )
+
+    def recording(folder: str, query: str, **options: float) -> object:
+        readers.append(os.getpid())
+        return real(folder, query, **options)
+
+    monkeypatch.setattr(locking, "read_chroma_db", recording)
 
     def child() -> str:
         shutil.copytree(tmp_path / "store", tmp_path / "copy")  # made after the fork: known by its collections
@@ -574,3 +577,54 @@ def test_a_handed_in_client_whose_folder_moved_before_the_fork_is_refused_where_
         return "opened"
 
     assert run_forked(child) == "refused"
+
+
+def written_store(path: Path, text: str = "parent wrote this") -> Any:
+    """A local memory at ``path`` holding one message, written through (fake embeddings)."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+    memory.add_messages([{"role": "user", "content": text}], session_id="p")
+    memory.flush()
+    return memory
+
+
+def opened_or_refused(path: Path) -> str:
+    """Open a local memory at ``path``: its count, or ``"refused"``."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SessionVectorMemory
+
+    try:
+        memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+    except StoreLockedError:
+        return "refused"
+    return f"count {memory.count()}"
+
+
+def test_a_store_quoting_the_parents_collection_ids_in_its_text_is_not_refused(tmp_path: Path) -> None:
+    from langchain_session_rag.stores import locking
+
+    written_store(tmp_path / "store")
+    ids = sorted(locking._folder_ids(str(tmp_path / "store")))
+    assert len(ids) >= 3
+    quoting = f"my collections {' '.join(ids)} return 500"
+    assert run_forked(lambda: str(written_store(tmp_path / "other", quoting).count())) == "1"  # another process's
+    assert run_forked(lambda: opened_or_refused(tmp_path / "other")) == "count 1"
+
+
+def test_a_copy_is_refused_when_a_writer_held_the_parents_database_at_the_fork(tmp_path: Path) -> None:
+    import sqlite3
+
+    written_store(tmp_path / "store")
+    assert run_forked(lambda: "an earlier fork") == "an earlier fork"  # the parent read the ids then
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    writer = sqlite3.connect(str(tmp_path / "store" / "chroma.sqlite3"), isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")  # the parent's read just before the next fork cannot get in
+    try:
+        assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
