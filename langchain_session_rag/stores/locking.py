@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +47,7 @@ _KNOWN_IDS: dict[str, set[str]] = {}
 _COPY_CHECKS: dict[tuple[int, int, int, int], frozenset[str]] = {}
 """In a forked child: the ids found in a folder's database, by its device, inode, size and modification time."""
 FORK_READ_TIMEOUT = 0.2
-"""Seconds the parent waits, just before a fork, for a writer's lock on an open folder's database."""
+"""Seconds the parent waits in all, just before a fork, for writers' locks on its open folders' databases."""
 LOCK_FILE = ".session-rag.lock"
 
 
@@ -138,9 +139,11 @@ def _before_fork() -> None:
             for path, by_path in provider():
                 folders.setdefault(os.path.realpath(path), (by_path, os.getpid()))
     _AT_FORK.clear()
+    deadline = time.monotonic() + FORK_READ_TIMEOUT  # for all the folders together
     for folder, (by_path, owner) in folders.items():
         try:  # a writer holding the database: the last ids read; a failure must not lose the other folders
-            ids = _folder_ids(folder, timeout=FORK_READ_TIMEOUT)
+            left = deadline - time.monotonic()
+            ids = _folder_ids(folder, timeout=left) if left > 0 else set()
         except Exception:  # noqa: BLE001 - anything raised in a hook before fork() is only printed by Python
             ids = set()
         _KNOWN_IDS[folder] = ids = ids or _KNOWN_IDS.get(folder, set())
@@ -218,40 +221,52 @@ def _inherited_by_content(key: str) -> tuple[int, str] | None:
     if not _INHERITED_IDS:
         return None
     ids = _ids_read_elsewhere(key)
+    if ids is None:
+        return _CANNOT_TELL
     return next((_INHERITED_IDS[found] for found in sorted(ids) if found in _INHERITED_IDS), None)
 
 
+_READ_IDS_SAYS = "session-rag: ids"
 _READ_IDS = (
     "import sqlite3, sys, urllib.parse\n"
     "uri = 'file:' + urllib.parse.quote(sys.argv[1]) + '?mode=ro'\n"
-    "db = sqlite3.connect(uri, uri=True, timeout=5)\n"
-    f"print('\\n'.join(str(row[0]) for row in db.execute({_IDS_QUERY!r})))\n"
+    "db = sqlite3.connect(uri, uri=True, timeout=2)\n"
+    f"ids = [str(row[0]) for row in db.execute({_IDS_QUERY!r})]\n"
+    f"print({_READ_IDS_SAYS!r}, *ids, sep='\\n')\n"
 )
+_CANNOT_TELL = (0, "")
+"""What :func:`_inherited_by_content` answers when the check could not run or failed (refused: it fails closed)."""
 
 
-def _ids_read_elsewhere(folder: str) -> frozenset[str]:
-    """The collection and segment ids of ``folder``, read by a new Python process (none if it cannot say)."""
+def _ids_read_elsewhere(folder: str) -> frozenset[str] | None:
+    """The collection and segment ids of ``folder``, read by a new Python process (``None``: it could not say)."""
     database = os.path.join(folder, "chroma.sqlite3")  # noqa: PTH118
     try:
         found = os.stat(database)  # noqa: PTH116
     except OSError:
         return frozenset()
     stamp = (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns)
-    if stamp not in _COPY_CHECKS and sys.executable:  # no interpreter to run (an embedding host): no ids
-        import subprocess  # noqa: PLC0415 - only in a forked child that opens a folder it did not create
+    if stamp in _COPY_CHECKS:
+        return _COPY_CHECKS[stamp]
+    if not Path(sys.executable or "none").name.lower().startswith(("python", "pypy")):
+        return None  # an embedding host (uWSGI, mod_wsgi) names itself: nothing to run
+    import subprocess  # noqa: PLC0415 - only in a forked child that opens a folder it did not create
 
-        try:
-            done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program, the path as an argument
-                [sys.executable, "-I", "-c", _READ_IDS, database],
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return frozenset()
-        _COPY_CHECKS[stamp] = frozenset(done.stdout.split()) if done.returncode == 0 else frozenset()
-    return _COPY_CHECKS.get(stamp, frozenset())
+    try:
+        done = subprocess.run(  # noqa: S603 - this interpreter, a fixed program, the path as an argument
+            [sys.executable, "-I", "-c", _READ_IDS, database],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    said = done.stdout.splitlines()
+    if done.returncode != 0 or not said or said[0] != _READ_IDS_SAYS:
+        return None  # not cached: a writer's lock, say, may be gone at the next look
+    _COPY_CHECKS[stamp] = frozenset(line for line in said[1:] if line)
+    return _COPY_CHECKS[stamp]
 
 
 def refuse_inherited(path: str | None) -> None:
@@ -276,6 +291,13 @@ def refuse_inherited(path: str | None) -> None:
             f"The embedded store {key!r} holds the collections of {opened!r} (the same folder moved, one copied "
             f"from the other, or both from one folder), which process {parent} had open"
         )
+        if found == _CANNOT_TELL:
+            parent = _fork.forked_from() or 0
+            what = (
+                f"This process cannot tell whether the embedded store {key!r} is a copy of a folder process "
+                f"{parent} had open (its check, in a new interpreter, could not run or failed; it is refused, not "
+                "risked)"
+            )
     msg = (
         f"{what}, and this "
         "process was forked from it: a forked child cannot open that folder again (chromadb keeps an open "

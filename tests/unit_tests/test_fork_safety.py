@@ -591,17 +591,23 @@ def written_store(path: Path, text: str = "parent wrote this") -> Any:
     return memory
 
 
-def opened_or_refused(path: Path) -> str:
-    """Open a local memory at ``path``: its count, or ``"refused"``."""
+def open_answer(path: Path) -> str:
+    """Open a local memory at ``path``: its count, or the refusal with its message."""
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langchain_session_rag import SessionVectorMemory
 
     try:
         memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
-    except StoreLockedError:
-        return "refused"
+    except StoreLockedError as exc:
+        return f"StoreLockedError: {exc}"
     return f"count {memory.count()}"
+
+
+def opened_or_refused(path: Path) -> str:
+    """Open a local memory at ``path``: its count, or ``"refused"``."""
+    answer = open_answer(path)
+    return "refused" if answer.startswith("StoreLockedError") else answer
 
 
 def test_a_store_quoting_the_parents_collection_ids_in_its_text_is_not_refused(tmp_path: Path) -> None:
@@ -628,3 +634,40 @@ def test_a_copy_is_refused_when_a_writer_held_the_parents_database_at_the_fork(t
     finally:
         writer.execute("ROLLBACK")
         writer.close()
+
+
+def test_a_folder_the_child_cannot_check_is_refused_not_risked(tmp_path: Path) -> None:
+    """No Python to run the check (an embedding host names itself as the executable): refused, with the reason."""
+    import sys
+
+    written_store(tmp_path / "store")
+
+    def child() -> str:
+        shutil.copytree(tmp_path / "store", tmp_path / "copy")
+        sys.executable = "/usr/sbin/uwsgi"
+        return open_answer(tmp_path / "copy")
+
+    answer = run_forked(child)
+    assert answer.startswith("StoreLockedError: This process cannot tell whether the embedded store "), answer
+    assert "'spawn'" in answer
+
+
+def test_a_check_that_fails_refuses_and_is_tried_again(tmp_path: Path) -> None:
+    """The copy's database held by a writer for longer than the check waits: refused, and not remembered."""
+    import sqlite3
+
+    from langchain_session_rag.stores import locking
+
+    written_store(tmp_path / "store")
+    assert run_forked(lambda: "an earlier fork") == "an earlier fork"
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    writer = sqlite3.connect(str(tmp_path / "copy" / "chroma.sqlite3"), isolation_level=None)
+    writer.execute("BEGIN EXCLUSIVE")  # held by this process: the child's check in a new interpreter waits, fails
+    try:
+        answer = run_forked(lambda: f"{open_answer(tmp_path / 'copy')} | remembered {len(locking._COPY_CHECKS)}")
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert answer.startswith("StoreLockedError: This process cannot tell whether"), answer
+    assert answer.endswith(" | remembered 0")
+    assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"  # the lock gone: known as a copy
