@@ -71,6 +71,7 @@ SLOW_TESTS = frozenset({
     "test_fork_safety.py::test_a_store_quoting_the_parents_collection_ids_in_its_text_is_not_refused",
     "test_fork_safety.py::test_a_copy_is_refused_when_a_writer_held_the_parents_database_at_the_fork",
     "test_fork_safety.py::test_a_check_that_fails_refuses_and_is_tried_again",
+    "test_fork_safety.py::test_a_copy_is_refused_when_the_fork_read_its_folders_past_the_wait",
     "test_hostile_text.py::test_the_cli_lists_a_screenful_of_skipped_items_then_the_count",
     "test_quoting_attacks.py::test_the_cli_refuses_an_unfit_session_and_reports_renamed_imports",
     # loopback TCP servers (a port that hangs up, a silent one)

@@ -142,8 +142,8 @@ def _before_fork() -> None:
     deadline = time.monotonic() + FORK_READ_TIMEOUT  # for all the folders together
     for folder, (by_path, owner) in folders.items():
         try:  # a writer holding the database: the last ids read; a failure must not lose the other folders
-            left = deadline - time.monotonic()
-            ids = _folder_ids(folder, timeout=left) if left > 0 else set()
+            left = max(deadline - time.monotonic(), 0.0)  # past it: still read, but wait for no writer
+            ids = _folder_ids(folder, timeout=left)
         except Exception:  # noqa: BLE001 - anything raised in a hook before fork() is only printed by Python
             ids = set()
         _KNOWN_IDS[folder] = ids = ids or _KNOWN_IDS.get(folder, set())

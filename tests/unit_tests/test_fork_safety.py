@@ -7,10 +7,12 @@ stay in the parent. Each test forks and bounds the wait, so a hang fails the tes
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import multiprocessing
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection
@@ -27,23 +29,29 @@ HANG = 60
 """Seconds after which a forked child counts as hung (it answers in well under a second)."""
 
 
-def _report(send: Connection, work: Callable[[], str]) -> None:
-    try:
-        send.send(work())
-    except Exception as exc:  # noqa: BLE001 - the test reads the error's type and message
-        send.send(f"{type(exc).__name__}: {exc}")
+def _report(send: Connection, work: Callable[[], str], stacks: str) -> None:
+    with Path(stacks).open("w") as out:
+        faulthandler.dump_traceback_later(HANG - 5, file=out)  # where a hung child waits, for the failure message
+        try:
+            send.send(work())
+        except Exception as exc:  # noqa: BLE001 - the test reads the error's type and message
+            send.send(f"{type(exc).__name__}: {exc}")
+        finally:
+            faulthandler.cancel_dump_traceback_later()
 
 
 def run_forked(work: Callable[[], str]) -> str:
     """``work()`` in a child forked from this process: its answer (or ``"Error: message"``); fails on a hang."""
     receive, send = multiprocessing.Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_report, args=(send, work))
-    child.start()
-    child.join(HANG)
-    if child.is_alive():
-        child.kill()
-        child.join()
-        pytest.fail(f"the forked child hung for {HANG} s")
+    with tempfile.TemporaryDirectory() as folder:
+        stacks = str(Path(folder) / "stacks.txt")
+        child = multiprocessing.get_context("fork").Process(target=_report, args=(send, work, stacks))
+        child.start()
+        child.join(HANG)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            pytest.fail(f"the forked child hung for {HANG} s; its threads then:\n{Path(stacks).read_text()[-6000:]}")
     assert child.exitcode == 0
     assert receive.poll(0), "the child answered nothing"
     return str(receive.recv())
@@ -671,3 +679,15 @@ def test_a_check_that_fails_refuses_and_is_tried_again(tmp_path: Path) -> None:
     assert answer.startswith("StoreLockedError: This process cannot tell whether"), answer
     assert answer.endswith(" | remembered 0")
     assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"  # the lock gone: known as a copy
+
+
+def test_a_copy_is_refused_when_the_fork_read_its_folders_past_the_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many open folders (a long-running process) use up the wait for writers: the folders are still read."""
+    from langchain_session_rag.stores import locking
+
+    monkeypatch.setattr(locking, "FORK_READ_TIMEOUT", 0.0)  # as when earlier folders took all of it
+    written_store(tmp_path / "store")
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"
