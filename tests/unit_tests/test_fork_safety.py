@@ -538,28 +538,14 @@ def test_a_cache_the_parent_opened_cannot_be_linked_in_the_child(tmp_path: Path)
 
 
 def test_copies_are_refused_after_the_parents_folder_moved_or_went_after_the_fork(tmp_path: Path) -> None:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
-    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
-    memory.core.append("memory", "- parent")
+    written_store(tmp_path / "store").core.append("memory", "- parent")
     shutil.copytree(tmp_path / "store", tmp_path / "before")  # a copy made before the fork
 
     def child() -> str:
         (tmp_path / "store").rename(tmp_path / "moved")
         shutil.copytree(tmp_path / "moved", tmp_path / "after")  # a copy of the moved folder
         shutil.rmtree(tmp_path / "moved")
-        answers = []
-        for name in ("after", "before"):
-            try:
-                SessionVectorMemory.local(path=tmp_path / name, user_id="alice", embeddings=embeddings)
-                answers.append(f"{name} opened")
-            except StoreLockedError:  # noqa: PERF203 - each folder is its own case
-                answers.append(f"{name} refused")
-        return ", ".join(answers)
+        return ", ".join(f"{name} {opened_or_refused(tmp_path / name)}" for name in ("after", "before"))
 
     assert run_forked(child) == "after refused, before refused"
 
