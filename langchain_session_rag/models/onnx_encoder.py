@@ -56,8 +56,6 @@ _TOKEN_VECTORS = 3
 """Dimensions of an output of token vectors (batch, tokens, features), mean-pooled here."""
 _ENCODERS: dict[tuple[str, str, int, bool], OnnxEncoder] = {}
 _LOCK = _fork.ChildLock()
-_LEFT_IN_PARENT: list[Any] = []
-"""In a forked child: the sessions loaded before the fork (see :meth:`OnnxEncoder.leave_in_parent`)."""
 
 
 def bundled_onnx_model() -> Path:
