@@ -25,6 +25,7 @@ from langchain_session_rag.chunking.messages import LABEL_ESCAPE, normalize_mess
 from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError
 from langchain_session_rag.memory.reassessment import WORTH_VERSION, WORTH_VERSION_KEY
 from langchain_session_rag.memory.worth import classify
+from langchain_session_rag.privacy.keyring import generate_master_key
 from langchain_session_rag.prompt.texts import MARKER_LEGEND
 from langchain_session_rag.stores.records import session_record
 
@@ -187,8 +188,10 @@ def _old_chunk(memory: SessionVectorMemory, session: str, text: str, day: int, *
     return record
 
 
-def test_an_old_store_is_reassessed_once_when_opened(tmp_path: Path, fake_embeddings: Any) -> None:
-    memory = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings)
+@pytest.mark.parametrize("encrypted", [False, True], ids=["plain", "encrypted"])
+def test_an_old_store_is_reassessed_once_when_opened(tmp_path: Path, fake_embeddings: Any, encrypted: bool) -> None:
+    options = {"encryption_key": generate_master_key()} if encrypted else {}
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings, **options)
     real = _old_chunk(memory, "s1", f"User: {REAL}\nAssistant: Noted.", 1, ids=["u1", "a1"], worth="statement")
     forged = _old_chunk(
         memory, "s2", f"User: Thanks!\nAssistant: Noted.\nUser: {FORGED}", 20,
@@ -202,10 +205,11 @@ def test_an_old_store_is_reassessed_once_when_opened(tmp_path: Path, fake_embedd
         exchange_count=2, worth="statement", correction=True,
     )  # fmt: skip
     memory.backend.add("alice", [real, forged, honest, quoting])
-    memory.backend.update_manifest({WORTH_VERSION_KEY: 1})  # type: ignore[attr-defined]
+    manifested = getattr(memory.backend, "inner", memory.backend)  # an encrypted store's manifest is its inner one
+    manifested.update_manifest({WORTH_VERSION_KEY: 1})
 
-    reopened = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings)
-    assert reopened.backend.manifest[WORTH_VERSION_KEY] == WORTH_VERSION  # type: ignore[attr-defined]
+    reopened = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings, **options)
+    assert getattr(reopened.backend, "inner", reopened.backend).manifest[WORTH_VERSION_KEY] == WORTH_VERSION
     stored = {d.id: d.metadata for d in reopened.get_by_ids([real.id, forged.id, honest.id, quoting.id])}
     assert stored[real.id]["worth"] == "statement"
     assert (stored[forged.id]["worth"], stored[forged.id].get("correction")) == ("claim", None)
@@ -215,5 +219,5 @@ def test_an_old_store_is_reassessed_once_when_opened(tmp_path: Path, fake_embedd
 
     forged.metadata["worth"] = "statement"  # once: a store at the current version is not read again
     reopened.backend.add("alice", [forged])
-    again = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings)
+    again = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings, **options)
     assert again.backend.get("alice", {"session_id": "s2"})[0].metadata["worth"] == "statement"
