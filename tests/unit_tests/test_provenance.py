@@ -176,11 +176,11 @@ def test_marker_words_in_stored_text_do_not_switch_on_the_legend() -> None:
 
 
 # -- a store written before the change --------------------------------------------------------------------------------
-def _old_chunk(memory: SessionVectorMemory, session: str, text: str, day: int, **old: Any) -> Any:
+def _old_chunk(memory: SessionVectorMemory, session: str, text: str, day: int, user: str = "alice", **old: Any) -> Any:
     """A chunk as the old code stored it: the reply's ``User:`` line unescaped, its worth read from the text."""
     vector = memory.embeddings.embed_documents([text])[0]  # type: ignore[union-attr]
     record = session_record(
-        user_id="alice", session_id=session, kind=old.pop("kind", "exchange"), text=text,
+        user_id=user, session_id=session, kind=old.pop("kind", "exchange"), text=text,
         message_ids=old.pop("ids"), timestamp=datetime(2026, 3, day, tzinfo=timezone.utc), token_count=20,
         model_id=memory.model_id, vector=vector, speakers=["User", "Assistant"],
     )  # fmt: skip
