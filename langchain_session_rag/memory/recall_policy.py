@@ -36,7 +36,7 @@ from langchain_session_rag.memory.worth import (
     WORTHS,
     Worth,
     chunk_turns,
-    judge,
+    judge_turns,
     subject_phrases,
 )
 from langchain_session_rag.stores.base import Record
@@ -157,7 +157,7 @@ def assess_candidate(c: Candidate) -> None:
         c.worth, c.correction = stored, meta.get("correction") is True
         c.asks = frozenset(str(meta.get("asks") or "").split())
     else:  # stored before worth existed (or with a value this version does not know)
-        worth, asks, c.correction = judge(meta, c.text) or ("statement", [], False)
+        worth, asks, c.correction = judge_turns(meta, turns)
         c.worth, c.asks = worth, frozenset(asks)
     model = " ".join(t for label, t in turns if label not in {USER_LABEL, ""})
     person = " ".join(t for label, t in turns if label in {USER_LABEL, ""})

@@ -186,18 +186,13 @@ def spoken_turns(text: str, speakers: Iterable[str] | None = None, exchanges: in
     return merged
 
 
-def assessable(text: str, source: str = "session", speakers: Iterable[str] | None = None) -> bool:
-    """Whether a chunk is a user's traffic with an assistant (or a note): the user speaks without a name in it.
+def user_speaks(turns: Iterable[tuple[str, str]]) -> bool:
+    """Whether the unnamed user speaks in these turns (:func:`turns_of`).
 
-    Conversations between named people (a group chat, an imported dialogue) are left as they are: there, a question
-    is often the evidence, and a newer remark is not a correction of an older one. Whoever answers the unnamed user
+    Conversations between named people (a group chat, an imported dialogue) are not assessed: there, a question is
+    often the evidence, and a newer remark is not a correction of an older one. Whoever answers the unnamed user
     (``Assistant``, or a named agent) is the model.
     """
-    return source == "note" or user_speaks(turns_of(text, speakers))
-
-
-def user_speaks(turns: Iterable[tuple[str, str]]) -> bool:
-    """Whether the unnamed user speaks in these turns (:func:`turns_of`)."""
     return any(label == USER_LABEL for label, _ in turns)
 
 
@@ -305,14 +300,17 @@ def chunk_turns(meta: dict[str, Any], text: str) -> list[tuple[str, str]] | None
 
 
 def judge(meta: dict[str, Any], text: str) -> tuple[Worth, list[str], bool] | None:
-    """A chunk's worth, asked words and correction flag from its text (``None``: not assessed).
+    """A chunk's worth, asked words and correction flag from its text (``None``: not assessed)."""
+    turns = chunk_turns(meta, text)
+    return None if turns is None else judge_turns(meta, turns)
+
+
+def judge_turns(meta: dict[str, Any], turns: Iterable[tuple[str, str]]) -> tuple[Worth, list[str], bool]:
+    """:func:`judge` of a chunk's turns (:func:`chunk_turns`).
 
     A note is what its author chose to keep: the user's note is a statement unless it only asks; a model's note is
     its claim (never a correction of the user).
     """
-    turns = chunk_turns(meta, text)
-    if turns is None:
-        return None
     worth, asks, correction = classify_turns(turns)
     if meta.get("source_type") == "note":
         worth, correction = ("claim", False) if by_model(meta) else ("statement", correction)
