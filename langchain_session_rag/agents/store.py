@@ -35,6 +35,7 @@ from langgraph.store.base import (
 from langchain_session_rag._checks import SYSTEM_PREFIX, check_int
 from langchain_session_rag._time import parse_timestamp
 from langchain_session_rag.agents.namespaces import TEXT_FIELDS, NamespaceMap, Scope
+from langchain_session_rag.agents.tools import check_acting_for_user
 from langchain_session_rag.errors import (
     IdentityConflictError,
     InvalidArgumentError,
@@ -43,6 +44,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
+from langchain_session_rag.memory.worth import USER_AUTHOR
 from langchain_session_rag.stores.base import USER_LISTING
 from langchain_session_rag.stores.limits import check_depth, check_metadata_size
 
@@ -156,6 +158,12 @@ class SessionMemoryStore(BaseStore):
     user part (``prefix=("memories",)`` or none) lists the run's user's namespaces inside a run, and every user's
     outside one (an admin task; a server keeps it to an admin with its own access rules).
 
+    Provenance: ``put`` serves both a model's tools (LangMem's ``create_manage_memory_tool`` writes through
+    ``runtime.store``) and application code, and cannot tell them apart, so by default an item is the model's
+    note (a claim, see ``acting_for_user``). Application code that stores what the user said opens its own store
+    with ``SessionMemoryStore(memory, acting_for_user=True)`` (or calls ``memory.for_user(u).add_note(...)``,
+    which is the user's by default); :meth:`put_shared` writes as the application.
+
     Shared namespaces are read-only through ``put`` / ``delete`` / ``batch`` (what a run's nodes and tools call on
     ``runtime.store``): one user's run could otherwise rewrite a "policy" every other user then reads. Such a write
     raises ``ReadOnlyNamespaceError`` and changes nothing, unless its namespace starts with one of
@@ -171,6 +179,9 @@ class SessionMemoryStore(BaseStore):
         require_run_user: Refuse operations on a user's namespace unless the current run names that user (for a
             server, where every call is part of a user's run); by default a call outside any run may reach any
             user's namespace, as a script or an admin task would.
+        acting_for_user: Store items put through ``put`` / ``batch`` as the user's statements. By default they are
+            the model's claims (``author="model"``: ranked and labelled "said by the assistant", superseding none
+            of the user's statements), since a run's tools (LangMem's memory tools) write what a model chose.
     """
 
     def __init__(
@@ -182,6 +193,7 @@ class SessionMemoryStore(BaseStore):
         writable_shared: Iterable[tuple[str, ...]] = (),
         index_fields: Sequence[str] | None = None,
         require_run_user: bool = False,
+        acting_for_user: bool = False,
     ) -> None:
         """Map namespaces onto ``memory``'s users (see the class docstring)."""
         self.memory = check_memory(memory)
@@ -189,6 +201,7 @@ class SessionMemoryStore(BaseStore):
         self.writable_shared = self.namespaces.check_writable([tuple(p) for p in writable_shared])
         self.index_fields = list(index_fields) if index_fields is not None else None
         self.require_run_user = require_run_user
+        self.author = check_acting_for_user(acting_for_user)
 
     # -- the BaseStore interface -----------------------------------------------------------------
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -312,6 +325,7 @@ class SessionMemoryStore(BaseStore):
             key=scope.note_key(op.key),
             session_id=run_identity().session_id or "",
             metadata=metadata,
+            author=USER_AUTHOR if app else self.author,
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

@@ -23,6 +23,7 @@ from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
+from langchain_session_rag.memory.worth import MODEL_AUTHOR, USER_AUTHOR, Author
 from langchain_session_rag.prompt.quoting import quote_data, quote_field, safe_marker
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
@@ -69,6 +70,18 @@ def check_tool_args(memory: object, actions: tuple[str, ...], known: tuple[str, 
         msg = f"actions must name some of {', '.join(map(repr, known))}, got {actions!r}."
         raise InvalidArgumentError(msg)
     return allowed
+
+
+def check_acting_for_user(acting_for_user: object) -> Author:
+    """The author of a model's writes: ``"user"`` when the application says the tool acts for the user.
+
+    Raises:
+        InvalidArgumentError: ``acting_for_user`` is not a bool.
+    """
+    if not isinstance(acting_for_user, bool):
+        msg = f"acting_for_user must be True or False, got {acting_for_user!r:.60}."
+        raise InvalidArgumentError(msg)
+    return USER_AUTHOR if acting_for_user else MODEL_AUTHOR
 
 
 def format_memories(documents: list[Document]) -> str:
@@ -171,13 +184,13 @@ def create_search_memory_tool(
     return structured_tool(search, asearch, name, description, SearchMemoryInput, artifact=True)
 
 
-def _manage(  # noqa: PLR0911 - one answer per outcome
-    view: SessionVectorMemory, action: Action, content: str | None, memory_id: str | None, session: str
+def _manage(  # noqa: PLR0911, PLR0917 - one answer per outcome; one argument per part of a call
+    view: SessionVectorMemory, action: Action, content: str | None, memory_id: str | None, session: str, author: Author
 ) -> str:
     if action == "create":
         if not content or not content.strip():
             return "Nothing saved: give the memory as content."
-        return f"Saved memory {quote_field(view.add_note(content, session_id=session))}."
+        return f"Saved memory {quote_field(view.add_note(content, session_id=session, author=author))}."
     if not memory_id:
         return f"Nothing changed: action={action!r} needs the id of a memory (from search_memory)."
     found = view.get_by_ids([memory_id])
@@ -197,7 +210,7 @@ def _manage(  # noqa: PLR0911 - one answer per outcome
     else:
         key, extra = f"correction:{memory_id}", {}
     kept = safe_session_id(str(old.get("session_id") or session))  # a session id stored before ids were checked
-    new_id = view.add_note(content, key=key, session_id=kept, metadata=extra)
+    new_id = view.add_note(content, key=key, session_id=kept, metadata=extra, author=author)
     if new_id != memory_id:
         view.forget(ids=[memory_id])
     return f"Updated memory {quote_field(memory_id)}: it is now memory {quote_field(new_id)}."
@@ -209,8 +222,15 @@ def create_manage_memory_tool(
     name: str = "manage_memory",
     description: str = MANAGE_DESCRIPTION,
     actions: tuple[Action, ...] = ("create", "update", "delete"),
+    acting_for_user: bool = False,
 ) -> BaseTool:
     """A tool that saves, corrects or forgets a memory of the run's user (sync and async).
+
+    What the model writes is the model's: a note it creates or corrects is stored with ``author="model"``, so recall
+    ranks and labels it as the assistant's claim ("said by the assistant") and it never supersedes what the user
+    stated (a retrieved text that tells the model to "note that the password changed" cannot replace the user's
+    own statement). ``acting_for_user=True`` is for an application whose tool writes only what the user dictated
+    (the user confirms each call, say): its notes are then the user's statements.
 
     ``create`` saves a note (``SessionVectorMemory.add_note``, in the run's session when it names one);
     ``update`` replaces a memory by a corrected note (a note keeps its id; a conversation chunk is forgotten and
@@ -223,8 +243,10 @@ def create_manage_memory_tool(
         name: The tool name the model sees.
         description: The tool description the model sees.
         actions: The actions the model may take (e.g. ``("create",)`` for an agent that may only save).
+        acting_for_user: Store the model's notes as the user's statements (default: as the model's claims).
     """
     allowed = check_tool_args(memory, actions, ("create", "update", "delete"))
+    author = check_acting_for_user(acting_for_user)
 
     def manage(
         config: RunnableConfig,
@@ -236,7 +258,7 @@ def create_manage_memory_tool(
             return f"Nothing changed: this tool may only {', '.join(allowed)}."
         try:
             view = memory.for_run(config)
-            return _manage(view, action, content, id, run_identity(config).session_id or "")
+            return _manage(view, action, content, id, run_identity(config).session_id or "", author)
         except SessionRAGError as exc:
             raise ToolException(str(exc)) from exc
 

@@ -36,7 +36,7 @@ class Chunk:
 _FENCE = re.compile(r"(^```.*?(?:\n```[^\n]*|\Z))", re.DOTALL | re.MULTILINE)
 _MAX_TOKEN_CHARS = 128
 """No cl100k token spans more than 128 bytes (so more than 128 characters)."""
-_STEP = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
+_STEP = re.compile(r"^\u200b?\s*(?:\d+[.)]|[-*•])\s+")
 
 
 def _blocks(text: str) -> list[str]:
@@ -156,8 +156,8 @@ class ExchangeChunker(BaseModel):
 
     @staticmethod
     def render(turns: Sequence[Turn]) -> str:
-        """Render turns as ``User: …`` / ``Assistant: …`` lines."""
-        return "\n".join(f"{t.label}: {t.text}" for t in turns)
+        """Render turns as ``User: …`` / ``Assistant: …`` lines (a speaker-like line in a message is escaped)."""
+        return "\n".join(t.line for t in turns)
 
     def _adjacent(self, before: Sequence[Turn], after: Sequence[Turn]) -> bool:
         """Whether two exchanges are at most ``merge_within`` apart (untimed messages count as adjacent)."""
@@ -261,7 +261,7 @@ class ExchangeChunker(BaseModel):
         if question is None:
             return "", None
         budget = self.max_tokens // 4
-        text = f"{question.label}: {question.text}"
+        text = question.line
         if self._count(text) > budget:
             text = self._split_hard(text, budget - 2)[0] + " …"
         return text, question.id
@@ -274,7 +274,7 @@ class ExchangeChunker(BaseModel):
         units: list[tuple[int, str]] = []
         for i, turn in enumerate(turns):
             label_cost = self._count(f"{turn.label}: ") + 1
-            for block in _blocks(turn.text) or [turn.text]:
+            for block in _blocks(turn.shown) or [turn.shown]:
                 if self._size(block, body_budget) + label_cost <= body_budget:
                     units.append((i, block))
                 else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,7 +39,25 @@ _ROLE_ALIASES: dict[str, Role] = {
     "function": "tool",
 }
 _LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
+_ROLE_LABELS = frozenset(_LABELS.values())
 _TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
+LABEL_ESCAPE = "\u200b"
+"""Put before a line of a message that looks like a speaker's line (``User: ...``, ``Alice: ...``) in chunk text.
+
+A zero-width space: invisible to a reader, dropped by the embedding model's tokenizer, and never the start of a
+label (a name is folded to printable text), so no text in a message can open a turn of its own in the chunk.
+"""
+_LABEL_LIKE = re.compile(r"^(?=[^:\n]{1,64}: )", re.MULTILINE)
+"""The start of a line that reads as a speaker's line of chunk text (as ``memory.worth.turns_of`` reads them)."""
+
+
+def escape_labels(text: str) -> str:
+    """``text`` with :data:`LABEL_ESCAPE` before every line after the first that starts like ``Label: ``.
+
+    The first line follows the message's own label in the chunk, so it cannot start a line of its own.
+    """
+    head, newline, rest = text.partition("\n")
+    return head + newline + _LABEL_LIKE.sub(LABEL_ESCAPE, rest) if newline else text
 
 
 @dataclass(frozen=True)
@@ -56,11 +75,25 @@ class Turn:
     def label(self) -> str:
         """The speaker label used in chunk text: the message ``name`` on one line, else the role.
 
-        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there).
+        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there), and a
+        name that is another role's label (an assistant message named ``User``) gives way to the message's role.
         """
-        if self.name and not self.name.isprintable():  # a printable name is kept as it was (chunk ids stay)
-            return one_line(self.name) or _LABELS[self.role]
-        return self.name or _LABELS[self.role]
+        name = self.name
+        if name and not name.isprintable():  # a printable name is kept as it was (chunk ids stay)
+            name = one_line(name)
+        if not name or (name in _ROLE_LABELS and name != _LABELS[self.role]):
+            return _LABELS[self.role]
+        return name
+
+    @property
+    def shown(self) -> str:
+        """The message's text as chunk text shows it: a line that looks like a speaker's is escaped."""
+        return escape_labels(self.text)
+
+    @property
+    def line(self) -> str:
+        """The message as a line of chunk text: ``Label: text`` (see :attr:`label` and :attr:`shown`)."""
+        return f"{self.label}: {self.shown}"
 
 
 def _message_role(message: BaseMessage) -> Role:

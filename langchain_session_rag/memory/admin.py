@@ -28,6 +28,7 @@ from langchain_session_rag.memory.listing import (
 )
 from langchain_session_rag.memory.scoped import UserStore
 from langchain_session_rag.memory.service import reembed_store
+from langchain_session_rag.memory.worth import Author
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.stores.adapter import open_chroma_client
@@ -61,6 +62,7 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
     session_id: str = "",
     metadata: dict[str, Any] | None = None,
     timestamp: TimestampLike | None = None,
+    author: Author = "user",
 ) -> str:
     """Save a note: a memory stated on purpose (a fact, a preference, a correction), not a conversation.
 
@@ -73,12 +75,16 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
         session_id: The session it was saved in (``""``: none).
         metadata: Extra metadata (scalar values; others are JSON-encoded).
         timestamp: When it was stated (default: now).
+        author: Who wrote it. ``"user"`` (the default: application code saving what the user said or typed) makes
+            it the user's statement, which recall ranks first and which may supersede an older one. ``"model"``
+            (what the memory tools pass for a model's notes) makes it the assistant's claim: labelled "said by
+            the assistant", ranked below the user's statements on its subject, superseding none of them.
 
     Returns:
         The note's id.
 
     Raises:
-        InvalidArgumentError: Empty text or key.
+        InvalidArgumentError: Empty text or key, an unknown ``author``.
         MessageTooLargeError: Text longer than ``max_message_chars``.
         InvalidMetadataError: A reserved or unstorable metadata key, metadata over its limits (see
             :mod:`~langchain_session_rag.stores.limits`), a key over 1,024 characters.
@@ -96,6 +102,7 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
         metadata=self.service.redacted_metadata(metadata),
         count=self.chunker.count,
         max_chars=self.max_message_chars,
+        author=author,
     )
     store.save([record])
     return record.id
@@ -109,10 +116,11 @@ async def aadd_note(
     session_id: str = "",
     metadata: dict[str, Any] | None = None,
     timestamp: TimestampLike | None = None,
+    author: Author = "user",
 ) -> str:
     """Async :meth:`add_note`."""
     return await asyncio.to_thread(
-        self.add_note, text, key=key, session_id=session_id, metadata=metadata, timestamp=timestamp
+        self.add_note, text, key=key, session_id=session_id, metadata=metadata, timestamp=timestamp, author=author
     )
 
 

@@ -75,7 +75,10 @@ def topics_of(text: str, limit: int = 3) -> list[str]:
 
 
 def annotate(records: Iterable[Record], scorer: Callable[[str], float] | None = None) -> None:
-    """Set ``importance`` and ``topics`` on records that lack them (an imported chunk keeps its own).
+    """Set ``importance`` and ``topics`` on records that lack them, and assess every record's worth.
+
+    An imported chunk keeps its importance and topics; its worth is always computed again from its text
+    (:func:`~langchain_session_rag.memory.worth.assess`).
 
     Raises:
         InvalidMetadataError: An importance outside [0, 1] (from the scorer or an import).

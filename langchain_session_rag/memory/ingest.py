@@ -126,7 +126,7 @@ class SessionPlanner:
         batch_ids = {t.id for t in turns}
         stored, start = self.chunks.view(session_id, batch_ids)
         said = {m: r.text for r in stored for m in decode_message_ids(r.metadata.get("message_ids"))}
-        fresh = [t for t in turns if t.id not in said or not _says(said[t.id], f"{t.label}: {t.text}")]
+        fresh = [t for t in turns if t.id not in said or not _says(said[t.id], t.line)]
         edits = [t.id for t in fresh if t.id in said]
         # A lone exchange cannot be segmented yet: it is stored as an exchange, for consolidate() to group.
         if chunking == "topic" and len(exchanges) > 1:

@@ -17,6 +17,7 @@ from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidArgumentError, InvalidMessageError, MessageTooLargeError
 from langchain_session_rag.memory.documents import stored_document
 from langchain_session_rag.memory.retrieval import source_condition, time_conditions
+from langchain_session_rag.memory.worth import AUTHOR_KEY, AUTHORS, USER_AUTHOR, Author
 from langchain_session_rag.stores.base import Record, Where, decode_message_ids
 from langchain_session_rag.stores.limits import check_name, check_utf8
 from langchain_session_rag.stores.records import chunk_id, user_metadata
@@ -158,6 +159,7 @@ def note_record(
     metadata: dict[str, Any] | None,
     count: Callable[[str], int],
     max_chars: int | None = None,
+    author: Author = USER_AUTHOR,
 ) -> Record:
     """A saved note (``source_type="note"``): its id is derived from ``key`` (or its text), so saving again replaces it.
 
@@ -165,12 +167,15 @@ def note_record(
     note is refused at once, not after tokenising megabytes.
 
     Raises:
-        InvalidArgumentError: Empty text or an empty key.
+        InvalidArgumentError: Empty text or an empty key, an ``author`` other than ``"user"`` / ``"model"``.
         MessageTooLargeError: Text longer than ``max_chars`` (the memory's ``max_message_chars``).
         InvalidMetadataError: Reserved or unstorable metadata, a key or session id over ``MAX_NAME_CHARS``.
     """
     if not isinstance(text, str) or not text.strip():
         msg = f"A note needs text, got {text!r:.80}."
+        raise InvalidArgumentError(msg)
+    if author not in AUTHORS:
+        msg = f"author must be one of {', '.join(map(repr, AUTHORS))}, got {author!r:.80}."
         raise InvalidArgumentError(msg)
     if max_chars is not None and len(text) > max_chars:
         msg = f"The note has {len(text):,} characters, over the limit of {max_chars:,} (max_message_chars)."
@@ -196,6 +201,7 @@ def note_record(
             "source_type": "note",
             "chunking": "note",
             "note_key": note_key,
+            AUTHOR_KEY: author,
             "timestamp": when.isoformat(),
             "timestamp_epoch": when.timestamp(),
             "message_ids": json.dumps([]),

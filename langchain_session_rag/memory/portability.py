@@ -23,6 +23,7 @@ from langchain_session_rag.errors import (
     MessageTooLargeError,
 )
 from langchain_session_rag.memory.reading import iter_lines, load_json
+from langchain_session_rag.memory.worth import AUTHOR_KEY, AUTHORS
 from langchain_session_rag.privacy.sealing import UserCipher, is_sealed
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.limits import (
@@ -117,6 +118,8 @@ def _checked_metadata(raw: dict[str, Any], path: object, lineno: int) -> dict[st
         msg = f"{path}:{lineno}: {exc} Nothing was imported."
         raise InvalidArgumentError(msg) from exc
     _check_time(meta, path, lineno)
+    if AUTHOR_KEY in meta and meta[AUTHOR_KEY] not in AUTHORS:
+        raise _fail(path, lineno, f"{AUTHOR_KEY} must be one of {', '.join(AUTHORS)}, got {meta[AUTHOR_KEY]!r:.60}")
     for key in ("chunk_index", "chunk_part", "token_count"):
         value = meta.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < -1):

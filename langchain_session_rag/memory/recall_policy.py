@@ -35,11 +35,9 @@ from langchain_session_rag.memory.worth import (
     USER_LABEL,
     WORTHS,
     Worth,
-    classify,
-    speakers_of,
+    chunk_turns,
+    judge_turns,
     subject_phrases,
-    turns_of,
-    user_speaks,
 )
 from langchain_session_rag.stores.base import Record
 
@@ -150,19 +148,17 @@ class Candidate:
 
 def assess_candidate(c: Candidate) -> None:
     """Read the chunk's worth, asked words and correction flag (stored at ingest, or from its text)."""
-    meta, source = c.meta, str(c.meta.get("source_type", "session"))
-    text = c.text if source == "session" else f"{USER_LABEL}: {c.text}"
-    speakers = speakers_of(meta) if source == "session" else None
-    turns = turns_of(text, speakers)
-    if source not in {"session", "note"} or not user_speaks(turns):
+    meta = c.meta
+    turns = chunk_turns(meta, c.text)
+    if turns is None:
         return
     stored = meta.get("worth")
     if stored in WORTHS:
         c.worth, c.correction = stored, meta.get("correction") is True
         c.asks = frozenset(str(meta.get("asks") or "").split())
     else:  # stored before worth existed (or with a value this version does not know)
-        worth, asks, c.correction = classify(text, speakers)
-        c.worth, c.asks = ("statement" if source == "note" else worth), frozenset(asks)
+        worth, asks, c.correction = judge_turns(meta, turns)
+        c.worth, c.asks = worth, frozenset(asks)
     model = " ".join(t for label, t in turns if label not in {USER_LABEL, ""})
     person = " ".join(t for label, t in turns if label in {USER_LABEL, ""})
     said = model if c.worth == "claim" else person

@@ -35,6 +35,7 @@ from langchain_session_rag.memory.erasure import (
     linked_tiers,
     reseal_logs,
 )
+from langchain_session_rag.memory.reassessment import reassess_store
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
 from langchain_session_rag.privacy.keyring import Keyring
@@ -128,6 +129,7 @@ class MemoryService:
             )
             raise UnsupportedOperationError(msg)
         backend.check_model(model_id, None)
+        reassess_store(backend)  # once per store: chunks assessed before speakers were read from the messages
         return cls(backend, state_of(backend), model_id, embeddings, writing, runtime)
 
     def with_settings(self, writing: WriteSettings, runtime: RuntimeSettings) -> MemoryService:

@@ -8,13 +8,18 @@ A personal assistant's memory fills with its own traffic: the same question aske
 worth      the chunk holds
 ========== ==================================================================================================
 statement  information a person stated (a user's message that is not only a question, a request or a thanks;
-           in a conversation between named people, any of them)
-claim      information only the assistant gave: the user asked, the model answered (the user never stated it)
+           in a conversation between named people, any of them), or a note the user saved
+claim      information only the assistant gave: the user asked, the model answered (the user never stated it), or
+           a note a model wrote through a tool (``author="model"``)
 question   a question or request without an answer: the user asked, the model had nothing ("I'm not sure")
 filler     acknowledgements, greetings and thanks on both sides
 ========== ==================================================================================================
 
 A speaker is the model when its label is ``Assistant`` (a message without a ``name``); a named speaker is a person.
+Who said what comes from the messages' roles: chunk text escapes any line of a message that looks like a speaker's
+(``User: ...`` quoted in a reply), so only the words the user typed can make a statement. A chunk stored before that
+is read by :func:`spoken_turns`, and a store re-assesses its older chunks once when it is opened
+(:mod:`.reassessment`). ``worth``, ``asks`` and ``correction`` are always computed here, never taken from an import.
 Questions also record the words they ask about (``asks``, stemmed content words) so repeats can be recognised, and a
 statement that corrects an earlier one ("changed to", "actually", "no longer", "moved from X to Y") is flagged
 (``correction``). Nothing is dropped: the worth only changes how recall ranks (:mod:`.recall_policy`).
@@ -78,6 +83,13 @@ _CORRECTION = re.compile(
 )
 
 
+_UNFINISHED = re.compile(
+    r"(?:\b(?:is|are|am|was|were|be|'s|'m|'re|my|our|your|the|a|an|to|called|named)|[:,\u2014-])\s*$",
+    re.IGNORECASE,
+)
+"""The end of a sentence that stops mid-clause (no closing punctuation: ``_SENTENCE`` keeps it)."""
+
+
 _OWNED = re.compile(r"\b(?:my|our|the|your)\s+([a-z0-9'-]+)(?:\s+([a-z0-9'-]+))?", re.IGNORECASE)
 
 
@@ -110,13 +122,23 @@ _REQUEST_WORDS = frozenset(tokenize("again remind please tell know remember reca
 
 _DEFAULT_LABELS = frozenset({"User", MODEL_LABEL, *_NOT_SPEAKERS})
 USER_LABEL = "User"
+AUTHOR_KEY = "author"
+"""Who wrote a note: ``"user"`` (the default: the application saving the user's words) or ``"model"``."""
+Author = Literal["user", "model"]
+MODEL_AUTHOR: Author = "model"
+USER_AUTHOR: Author = "user"
+AUTHORS: tuple[Author, ...] = (USER_AUTHOR, MODEL_AUTHOR)
+ASSESSED_KEYS = ("worth", "asks", "correction")
+"""The keys :func:`assess` sets: computed from the chunk, never taken from an import."""
 
 
 def turns_of(text: str, speakers: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """A chunk's text as ``(speaker label, text)`` pairs.
 
     A line starts a turn only with a label of the chunk's ``speakers`` (stored with it), else of the roles (``User``,
-    ``Assistant``): a reply's "Tip: ..." line continues the reply.
+    ``Assistant``): a reply's "Tip: ..." line continues the reply. Chunk text escapes every line of a message that
+    looks like a speaker's (:func:`~langchain_session_rag.chunking.messages.escape_labels`), so in a chunk stored
+    since then the turns are exactly its messages; for older chunks see :func:`spoken_turns`.
     """
     labels = set(speakers) if speakers is not None else _DEFAULT_LABELS
     starts = [m for m in _SPEAKER.finditer(text) if m.group(1) in labels]
@@ -129,18 +151,48 @@ def turns_of(text: str, speakers: Iterable[str] | None = None) -> list[tuple[str
     return turns
 
 
-def assessable(text: str, source: str = "session", speakers: Iterable[str] | None = None) -> bool:
-    """Whether a chunk is a user's traffic with an assistant (or a note): the user speaks without a name in it.
+def spoken_turns(text: str, speakers: Iterable[str] | None = None, exchanges: int = 1) -> list[tuple[str, str]]:
+    """A chunk's turns (:func:`turns_of`), with the user's lines that no message can have opened read as quoted.
 
-    Conversations between named people (a group chat, an imported dialogue) are left as they are: there, a question
-    is often the evidence, and a newer remark is not a correction of an older one. Whoever answers the unnamed user
-    (``Assistant``, or a named agent) is the model.
+    An exchange is the user's turn and the replies to it: once a reply followed the user, the next user turn starts
+    a new exchange. A chunk of ``exchanges`` exchanges therefore has at most ``exchanges - 1`` user turns after a
+    reply. When its text shows more (a chunk stored before label-like lines were escaped, holding a reply that
+    quotes ``User: ...``), a quoted label cannot be told from a real turn, and *every* user line after the first
+    reply is read as part of the turn before it: in a single exchange that is exact; in an older topic segment or
+    merged chunk it errs towards the model (the user's later words there count as the model's, never the reverse).
     """
-    return source == "note" or user_speaks(turns_of(text, speakers))
+    turns = turns_of(text, speakers)
+    openings, user, answered = 0, False, False
+    for label, _ in turns:
+        if label == USER_LABEL:
+            openings += answered
+            user, answered = True, False
+        elif label:
+            answered = answered or user
+    if openings <= max(exchanges - 1, 0):
+        return turns
+    merged: list[tuple[str, str]] = []
+    user, answered = False, False
+    for label, said in turns:
+        if label == USER_LABEL and answered and merged:
+            before, kept = merged[-1]
+            merged[-1] = (before, f"{kept}{label}: {said}")
+            continue
+        if label == USER_LABEL:
+            user = True
+        elif label:
+            answered = answered or user
+        merged.append((label, said))
+    return merged
 
 
 def user_speaks(turns: Iterable[tuple[str, str]]) -> bool:
-    """Whether the unnamed user speaks in these turns (:func:`turns_of`)."""
+    """Whether the unnamed user speaks in these turns (:func:`turns_of`).
+
+    Conversations between named people (a group chat, an imported dialogue) are not assessed: there, a question is
+    often the evidence, and a newer remark is not a correction of an older one. Whoever answers the unnamed user
+    (``Assistant``, or a named agent) is the model.
+    """
     return any(label == USER_LABEL for label, _ in turns)
 
 
@@ -169,8 +221,12 @@ def _states(clauses: list[str]) -> bool:
 
 
 def _informative(sentence: str, *, model: bool) -> bool:
-    """A sentence that carries information: not filler, not a question, and (for the model) not a non-answer."""
-    if _FILLER.match(sentence):
+    """A sentence that carries information: not filler, not a question, and (for the model) not a non-answer.
+
+    A person's unfinished sentence ("My wifi password is", "I moved to") states nothing: whatever completes it in
+    the chunk is another speaker's.
+    """
+    if _FILLER.match(sentence) or (not model and _UNFINISHED.search(sentence)):
         return False
     if not tokenize(sentence) and len(_LETTERS.findall(sentence)) < _WORDS and not _IDEOGRAPHS.search(sentence):
         return False  # no words (text in a script the word splitter does not read counts as words)
@@ -179,21 +235,26 @@ def _informative(sentence: str, *, model: bool) -> bool:
     return not is_question(sentence)
 
 
-def classify(text: str, speakers: Iterable[str] | None = None) -> tuple[Worth, list[str], bool]:
+def classify(text: str, speakers: Iterable[str] | None = None, exchanges: int = 1) -> tuple[Worth, list[str], bool]:
     """A chunk's worth, the words its questions ask about, and whether the user's statement in it is a correction.
 
-    What the user says before a question informs; a remark after it ("What's my wifi password? The guests are here
-    now.") only when it states a value (a number, a name). A chunk that asks corrects nothing.
+    Only the user's own turns (:func:`spoken_turns`) can make a statement. What the user says before a question
+    informs; a remark after it ("What's my wifi password? The guests are here now.") only when it states a value (a
+    number, a name). A chunk that asks corrects nothing.
     """
-    text = text.translate(_APOSTROPHES)
+    return classify_turns(spoken_turns(text.translate(_APOSTROPHES), speakers, exchanges))
+
+
+def classify_turns(turns: Iterable[tuple[str, str]]) -> tuple[Worth, list[str], bool]:
+    """:func:`classify` of turns already read."""
     person_info = model_info = asked = False
     asks: list[str] = []
     correction = False
-    for label, turn in turns_of(text, speakers):
+    for label, turn in turns:
         if label in _NOT_SPEAKERS:
             continue
         model, asking = label not in {USER_LABEL, ""}, False
-        for sentence in _sentences(turn):
+        for sentence in _sentences(turn.translate(_APOSTROPHES)):
             if _informative(sentence, model=model):
                 if model:
                     model_info = True
@@ -216,18 +277,59 @@ def speakers_of(meta: dict[str, Any]) -> list[str] | None:
     return decode_message_ids(meta["speakers"]) if meta.get("speakers") else None
 
 
-def assess(meta: dict[str, Any], text: str) -> None:
-    """Set ``worth`` (and ``asks``, ``correction``) on a session or note chunk that lacks them.
+def by_model(meta: dict[str, Any]) -> bool:
+    """Whether a note was written by a model (``author="model"``): its text is the model's claim, not the user's."""
+    return meta.get(AUTHOR_KEY) == MODEL_AUTHOR
 
-    A note is the user's own text: a statement unless it only asks. A chunk carried over from an export keeps its
-    values. Documents, core memory and conversations between named people (no unnamed user) are not assessed.
+
+def chunk_turns(meta: dict[str, Any], text: str) -> list[tuple[str, str]] | None:
+    """Who said what in a session chunk or note (``None`` for what is not assessed: documents, named people).
+
+    A session chunk's turns are read by :func:`spoken_turns`; a note is one turn, the user's, or the model's when a
+    model wrote it (:func:`by_model`).
     """
-    source, speakers = meta.get("source_type", "session"), speakers_of(meta)
-    if source not in {"session", "note"} or "worth" in meta or not assessable(text, source, speakers):
-        return
-    worth, asks, correction = classify(text if source == "session" else f"User: {text}", speakers)
-    meta["worth"] = "statement" if source == "note" else worth  # a note is what the user chose to keep
-    if asks:
-        meta["asks"] = padded(asks)
-    if correction:
-        meta["correction"] = True
+    source = meta.get("source_type", "session")
+    if source == "note":
+        return [(MODEL_LABEL if by_model(meta) else USER_LABEL, text)]
+    if source != "session":
+        return None
+    exchanges = meta.get("exchange_count")
+    count = exchanges if isinstance(exchanges, int) and not isinstance(exchanges, bool) else 1
+    turns = spoken_turns(text, speakers_of(meta), count)
+    return turns if user_speaks(turns) else None
+
+
+def judge(meta: dict[str, Any], text: str) -> tuple[Worth, list[str], bool] | None:
+    """A chunk's worth, asked words and correction flag from its text (``None``: not assessed)."""
+    turns = chunk_turns(meta, text)
+    return None if turns is None else judge_turns(meta, turns)
+
+
+def judge_turns(meta: dict[str, Any], turns: Iterable[tuple[str, str]]) -> tuple[Worth, list[str], bool]:
+    """:func:`judge` of a chunk's turns (:func:`chunk_turns`).
+
+    A note is what its author chose to keep: the user's note is a statement unless it only asks; a model's note is
+    its claim (never a correction of the user).
+    """
+    worth, asks, correction = classify_turns(turns)
+    if meta.get("source_type") == "note":
+        worth, correction = ("claim", False) if by_model(meta) else ("statement", correction)
+    return worth, asks, correction
+
+
+def assess(meta: dict[str, Any], text: str) -> bool:
+    """Set ``worth`` (and ``asks``, ``correction``) of a session or note chunk from its text; whether they changed.
+
+    Any values the metadata held (an import's, an older version's) are dropped first: they are always computed.
+    Documents, core memory and conversations between named people (no unnamed user) are not assessed.
+    """
+    before = {key: meta.pop(key) for key in ASSESSED_KEYS if key in meta}
+    judged = judge(meta, text)
+    if judged is not None:
+        worth, asks, correction = judged
+        meta["worth"] = worth
+        if asks:
+            meta["asks"] = padded(asks)
+        if correction:
+            meta["correction"] = True
+    return before != {key: meta[key] for key in ASSESSED_KEYS if key in meta}

@@ -246,7 +246,8 @@ class TokenBudget(BaseModel):
         context = [i for s in ("relations", "memories", "documents") for i in items[s] if i.kept]
         if context:
             body = "".join("".join(i.pieces or []) for i in context)
-            question = f"{CONTEXT_OPEN}\n{context_intro(body)}{body}\n{CONTEXT_CLOSE}\n\n{question}"
+            marks = [i.pieces[0] for i in context if i.pieces and i.section in {"memories", "documents"}]
+            question = f"{CONTEXT_OPEN}\n{context_intro(marks)}{body}\n{CONTEXT_CLOSE}\n\n{question}"
         messages.append(HumanMessage(question))
         return messages
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+
 DEFAULT_SYSTEM = "You are a helpful assistant with long-term memory of past conversations with this user."
 
 MEMORY_INSTRUCTIONS = (
@@ -35,11 +38,17 @@ MARKER_LEGEND = (
     " wrong; 'superseded' marks a record a newer one replaced; prefer what the user stated, and the newest."
 )
 """Added to the intro when a recalled memory's label carries such a note (see ``memory.recall_policy``)."""
+_NOTED_MARKER = re.compile(r"\[S: [0-9a-z -]+, (?:said by the assistant|superseded on [0-9-]+)\]")
+"""A session marker with a note of the recall policy: the package's own text (a session marker holds no stored text;
+a document's name is folded into ``[D: ...]``)."""
 
 
-def context_intro(body: str) -> str:
-    """The intro of the retrieved context, with :data:`MARKER_LEGEND` when a label in ``body`` needs it."""
-    noted = ", said by the assistant]" in body or ", superseded on " in body
+def context_intro(markers: Iterable[str]) -> str:
+    """The intro of the retrieved context, with :data:`MARKER_LEGEND` when one of the records' ``markers`` needs it.
+
+    Only the markers the package put before the records count: words in a record's quoted text never do.
+    """
+    noted = any(_NOTED_MARKER.fullmatch(m.strip()) for m in markers)
     return CONTEXT_INTRO[:-1] + ";" + MARKER_LEGEND if noted else CONTEXT_INTRO
 
 

@@ -51,6 +51,7 @@ RESERVED_KEYS = frozenset(
         "worth",
         "asks",
         "correction",
+        "author",
         REVISION_KEY,
     }
 )

@@ -57,13 +57,16 @@ def test_subjects_are_the_possessive_phrases() -> None:
     assert subject_phrases("I live at 12 Rosewood Lane.") == []
 
 
-def test_ingest_records_worth_and_keeps_an_imported_value() -> None:
+def test_ingest_records_worth_and_recomputes_an_imported_value() -> None:
     fresh = Record("a", exchange("What is my cat called?", "I'm not sure."), {"source_type": "session"})
-    imported = Record("b", exchange("What is my cat called?", "I'm not sure."), {"worth": "statement"})
-    document = Record("c", "What is my cat called?", {"source_type": "document"})
+    imported = Record(
+        "b", exchange("What is my cat called?", "I'm not sure."), {"worth": "statement", "correction": True}
+    )
+    document = Record("c", "What is my cat called?", {"source_type": "document", "worth": "statement"})
     annotate([fresh, imported, document])
     assert (fresh.metadata["worth"], fresh.metadata["asks"]) == ("question", " cat call ")
-    assert imported.metadata["worth"] == "statement"
+    assert imported.metadata["worth"] == "question"
+    assert "correction" not in imported.metadata
     assert "worth" not in document.metadata
 
 
