@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.privacy._folding import fold, original_span
 from langchain_session_rag.privacy._heuristics import (
     find_code_credentials,
     find_high_entropy,
@@ -136,7 +137,8 @@ def find_secrets(text: str) -> list[FoundSecret]:
     Raises:
         InvalidArgumentError: ``text`` is not a ``str`` (it is also a ``TypeError``).
     """
-    text = _check_text(text)
+    original = _check_text(text)
+    text, offsets = fold(original)  # what a reader sees: invisible characters dropped, look-alikes folded
     candidates = [
         *find_private_keys(text),
         *find_tokens(text),
@@ -157,7 +159,12 @@ def find_secrets(text: str) -> list[FoundSecret]:
         bisect.insort(taken, (start, end))
         aws = kind == "high-entropy" and _aws_secret(text, start, end)
         chosen.append((start, end, "aws-secret-key" if aws else kind))
-    return [FoundSecret(kind, start, end, text[start:end]) for start, end, kind in sorted(chosen)]
+    found: list[FoundSecret] = []
+    for start, end, kind in sorted(chosen):
+        first, last = original_span(offsets, start, end)
+        first = max(first, found[-1].end) if found else first  # two findings in one folded character: no overlap
+        found.append(FoundSecret(kind, first, last, original[first:last]))
+    return found
 
 
 def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
