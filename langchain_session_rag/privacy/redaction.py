@@ -73,6 +73,7 @@ PLACEHOLDER = re.compile(r"\[secret:[a-z0-9-]+\]")
 _RANK = {"private-key": 0, "password": 2, "credential": 3, "card-number": 2, "iban": 2, "high-entropy": 4}
 _AWS_CONTEXT = re.compile(r"aws|secret[ _-]?access[ _-]?key|AKIA|ASIA", re.IGNORECASE)
 _AWS_SECRET_LENGTH = 40
+_ID_SEPARATORS = re.compile(r"[-_.:/]")
 
 
 @dataclass(frozen=True)
@@ -205,12 +206,49 @@ def redact_secrets(text: str) -> RedactedText:
             # 'db at postgres://app:[secret:password]@db.internal:5432/app'
     """
     secrets = find_secrets(text)
-    if not secrets:
-        return RedactedText(text, ())
+    return RedactedText(_replaced(text, secrets) if secrets else text, tuple(secrets))
+
+
+def _replaced(text: str, secrets: list[FoundSecret]) -> str:
+    """``text`` with each of ``secrets`` (sorted, not overlapping) replaced by its placeholder."""
     parts: list[str] = []
     position = 0
     for secret in secrets:
         parts.extend((text[position : secret.start], f"[secret:{secret.kind}]"))
         position = secret.end
     parts.append(text[position:])
-    return RedactedText("".join(parts), tuple(secrets))
+    return "".join(parts)
+
+
+
+def refuse_secret(name: str, value: str) -> str:
+    """Refuse an identifier that holds a secret of a known format (a session id, a note key): it is never redacted.
+
+    An identifier is matched exactly (forgetting a session by its id, merging a session's turns, replacing a note
+    by its key): a placeholder in its place would merge different ids and make the stored one unreachable, so a
+    memory that redacts refuses it instead. The identifier is scanned as it is and with its separators
+    (``-_.:/``) read as spaces (``deploy-AKIA...``). A random-looking part alone (``high-entropy``) is not
+    refused: random ids (a UUID, ``secrets.token_urlsafe()``) are the norm. The error shows the identifier
+    redacted, never the secret.
+
+    Args:
+        name: What the identifier is (``"session_id"``, ``"note key"``), for the message.
+        value: The identifier.
+
+    Returns:
+        ``value``, when it holds no secret of a known format.
+
+    Raises:
+        InvalidArgumentError: ``value`` holds one; nothing was read or written.
+    """
+    for candidate in (value, _ID_SEPARATORS.sub(" ", value)):  # one character for one: the offsets hold
+        found = [secret for secret in find_secrets(candidate) if secret.kind != "high-entropy"]
+        if found:
+            kinds = ", ".join(sorted({secret.kind for secret in found}))
+            shown = redact_secrets(_replaced(value, found)).text
+            msg = (
+                f"{name} holds a secret ({kinds}): {shown!r:.200}. An id is not redacted (forgetting and merging "
+                f"by id need it exactly): choose a {name} without the secret. Nothing was stored."
+            )
+            raise InvalidArgumentError(msg)
+    return value

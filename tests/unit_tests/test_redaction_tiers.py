@@ -3,16 +3,19 @@ log, the graph's checkpoint or the prompt of a later turn (plumbing: fake embedd
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_session_rag import SemanticCache, SessionVectorMemory
+from langchain_session_rag import SemanticCache, SessionMemoryStore, SessionVectorMemory
+from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.graph import create_session_rag_graph
 from tests.unit_tests.test_encryption import Recording, scan
 
@@ -90,3 +93,59 @@ def test_every_write_path_redacts_core_memory_metadata_documents_and_imports(tmp
     assert "[secret:card-number]" in memory.core.pending()[0].text
     imported = [d for d in memory.list_memories() if d.metadata["session_id"] == "s0"]
     assert imported[0].page_content == "User: Key [secret:aws-access-key]"
+
+
+def test_a_session_id_or_note_key_holding_a_secret_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=DeterministicFakeEmbedding(size=16), redact_secrets=True
+    )
+    memory.add_messages([{"role": "user", "content": "Deploy on Friday"}], session_id="s0")
+    hello = [{"role": "user", "content": "hello"}]
+    disguised = "\u200b".join(AWS_KEY)  # quoting would drop the zero-width spaces: the id still holds the key
+    attempts: dict[str, Callable[[], object]] = {
+        "session id": lambda: memory.add_messages(hello, session_id=f"deploy-{AWS_KEY}"),
+        "disguised session id": lambda: memory.add_messages(hello, session_id=f"s-{disguised}"),
+        "note key": lambda: memory.add_note("Staging is eu-west-1", key=f"aws {AWS_KEY}"),
+        "note session id": lambda: memory.add_note("Staging is eu-west-1", session_id=f"s-{AWS_KEY}"),
+        "document session id": lambda: memory.add_documents([Document("Runbook")], session_id=f"s-{AWS_KEY}"),
+        "store key": lambda: SessionMemoryStore(memory).put(("memories", "alice"), f"k-{AWS_KEY}", {"content": "x"}),
+        "store namespace": lambda: SessionMemoryStore(memory).put(
+            ("memories", "alice", AWS_KEY), "k", {"content": "x"}
+        ),
+    }
+    for what, attempt in attempts.items():
+        with pytest.raises(InvalidArgumentError, match=r"\[secret:aws-access-key\]") as caught:
+            attempt()
+        assert AWS_KEY not in str(caught.value), what
+        assert "\u200b" not in str(caught.value), what
+    memory.flush()
+    assert scan([tmp_path / "m"], AWS_KEY) == []
+    assert [d.metadata["session_id"] for d in memory.list_memories(source_type="session")] == ["s0"]
+    for random_id in ("Zk39sLqP0aXv7TnR2wYb5cHdQ8", "session-123e4567-e89b-12d3-a456-426614174000"):
+        memory.add_messages(hello, session_id=random_id)  # random ids are the norm: not taken for secrets
+        memory.add_note("Random ids are fine", key=random_id)
+    plain = SessionVectorMemory.local(
+        path=tmp_path / "p", user_id="alice", embeddings=DeterministicFakeEmbedding(size=16)
+    )
+    plain.add_messages(hello, session_id=f"deploy-{AWS_KEY}")  # without redaction an id is anything fit
+    assert plain.list_memories()[0].metadata["session_id"] == f"deploy-{AWS_KEY}"
+
+
+def test_a_graph_run_whose_session_id_holds_a_secret_is_refused_before_it_starts(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=DeterministicFakeEmbedding(size=16), redact_secrets=True
+    )
+    model = Prompts(responses=["Hello."], prompts=[])
+    with SqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite")) as saver:
+        app = create_session_rag_graph(model, memory, background_writes=False).compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t1"}}
+        with pytest.raises(InvalidRequestError, match=r"session_id .*\[secret:aws-access-key\]") as caught:
+            app.invoke(
+                {"messages": [("user", "Hi")]},
+                config,
+                context={"user_id": "alice", "session_id": "\u200b".join(AWS_KEY)},
+            )
+        assert AWS_KEY not in str(caught.value)
+        assert app.get_state(config).values == {}
+    assert model.prompts == []
+    assert memory.list_memories() == []
