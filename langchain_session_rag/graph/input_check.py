@@ -99,15 +99,29 @@ def redact_input(run_input: Any) -> Any:
         return run_input
     raw = run_input["messages"]
     messages = convert_to_messages(raw if isinstance(raw, list | tuple) else [raw])  # checked before
-    changed = False
-    out: list[BaseMessage] = []
-    for message in messages:
-        content = _redacted_content(message.content)
-        if content is not None:
-            message = message.model_copy(update={"content": content})  # noqa: PLW2901
-            changed = True
-        out.append(message)
+    out = [redact_message(message) for message in messages]
+    changed = any(new is not old for new, old in zip(out, messages, strict=True))
     return {**run_input, "messages": out} if changed else run_input
+
+
+def redact_message(message: BaseMessage) -> BaseMessage:
+    """``message`` with every secret in its content and in its tool calls' arguments replaced (itself if none).
+
+    The graphs apply it to their input and to the answers they keep (the model's, an agent's messages), so a
+    secret reaches no checkpoint. The message id, the tool call ids and names are kept (a placeholder in a tool
+    call id would part a tool result from its call).
+    """
+    update: dict[str, Any] = {}
+    content = _redacted_content(message.content)
+    if content is not None:
+        update["content"] = content
+    for field in ("tool_calls", "invalid_tool_calls"):
+        calls = getattr(message, field, None)
+        if calls:
+            redacted = [{**call, "args": redact_nested(call.get("args"))} for call in calls]
+            if redacted != calls:
+                update[field] = redacted
+    return message.model_copy(update=update) if update else message
 
 
 def _redacted_content(content: Any) -> Any:

@@ -28,6 +28,7 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.graph import pinned as tiers
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
+from langchain_session_rag.graph.input_check import redact_message
 from langchain_session_rag.graph.model_window import budget_for, check_question
 from langchain_session_rag.graph.names import RETRIEVE_DOCUMENTS, RETRIEVE_MEMORIES
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
@@ -318,14 +319,20 @@ class SessionRAGNodes:
         user = run_ids(runtime)[0]
         with cache_scope(user, private=bool(self.user_specific(state))):
             answer = self._model.with_config(metadata={"user_id": user}).invoke(prompt_messages(state))
-        return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
+        return {"messages": [self._kept(answer)], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
         user = run_ids(runtime)[0]
         with cache_scope(user, private=bool(self.user_specific(state))):
             answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(prompt_messages(state))
-        return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
+        return {"messages": [self._kept(answer)], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    def _kept(self, answer: BaseMessage) -> BaseMessage:
+        """The answer as the state keeps it: with its secrets replaced when the memory redacts (no checkpoint holds
+        one; ``stream_mode="messages"`` streams the model's tokens before this).
+        """  # noqa: D205
+        return redact_message(answer) if self.memory.redact_secrets else answer
 
     # -- store ---------------------------------------------------------------------------------
     def _exchange(self, state: SessionRAGState) -> list[dict[str, Any]]:

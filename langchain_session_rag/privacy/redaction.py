@@ -220,7 +220,6 @@ def _replaced(text: str, secrets: list[FoundSecret]) -> str:
     return "".join(parts)
 
 
-
 def refuse_secret(name: str, value: str) -> str:
     """Refuse an identifier that holds a secret of a known format (a session id, a note key): it is never redacted.
 

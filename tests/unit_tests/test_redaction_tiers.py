@@ -11,12 +11,13 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_session_rag import SemanticCache, SessionMemoryStore, SessionVectorMemory
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
-from langchain_session_rag.graph import create_session_rag_graph
+from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
 from tests.unit_tests.test_encryption import Recording, scan
 
 AWS_KEY = "AKIAZ7QKXW4RTV2MNB3L"
@@ -149,3 +150,35 @@ def test_a_graph_run_whose_session_id_holds_a_secret_is_refused_before_it_starts
         assert app.get_state(config).values == {}
     assert model.prompts == []
     assert memory.list_memories() == []
+
+
+def _agent(answer: str) -> Any:
+    """An agent that calls a tool with the key, gets it back from the tool, and repeats it in its answer."""
+    call = {"name": "rotate", "args": {"key": AWS_KEY}, "id": "c1", "type": "tool_call"}
+    return RunnableLambda(lambda s: {"messages": [*s["messages"], AIMessage("", tool_calls=[call]),
+                                                  ToolMessage(f"rotated {AWS_KEY}", tool_call_id="c1"),
+                                                  AIMessage(answer)]})  # fmt: skip
+
+
+@pytest.mark.parametrize("graph", ["rag", "agent"])
+def test_the_models_answer_is_redacted_before_the_checkpoint(tmp_path: Path, graph: str) -> None:
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=DeterministicFakeEmbedding(size=16), redact_secrets=True
+    )
+    answer = f"Your old key {AWS_KEY} is revoked; card {CARD} too."
+    with SqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite")) as saver:
+        if graph == "rag":
+            builder = create_session_rag_graph(Prompts(responses=[answer], prompts=[]), memory, background_writes=False)
+        else:
+            builder = create_memory_agent_graph(_agent(answer), memory, background_writes=False)
+        app = builder.compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "t1"}}
+        out = app.invoke({"messages": [("user", "Is my old key still valid?")]}, config,
+                         context={"user_id": "alice", "session_id": "s1"})  # fmt: skip
+        with saver.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        history = [step.values for step in app.get_state_history(config)]
+    assert out["messages"][-1].text == "Your old key [secret:aws-access-key] is revoked; card [secret:card-number] too."
+    for secret in (AWS_KEY, CARD):
+        assert scan([tmp_path], secret) == [], secret
+        assert not any(secret in str(values) for values in history), secret
