@@ -21,6 +21,7 @@ from langchain_session_rag.cache.scope import (
     current_cache_user,
     install_capture,
     scope_is_private,
+    scope_redacts,
 )
 from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidArgumentError
@@ -137,7 +138,16 @@ class SemanticLLMCache(BaseCache):
         return self._user if bound_user_allowed(self._user, self.config_key) else None
 
     def _view(self) -> SemanticCache | None:
-        """The cache of the current request's user, or ``None`` (fail closed) when there is no user."""
+        """The cache of the current request's user, or ``None`` (fail closed) when there is no user.
+
+        In a scope that redacts (``cache_scope(..., redact=True)``) the view redacts secrets too.
+        """
+        view = self._scoped_view()
+        if view is not None and scope_redacts() and not view.redact_secrets:
+            return view.model_copy(update={"redact_secrets": True})  # same store, stats and lock
+        return view
+
+    def _scoped_view(self) -> SemanticCache | None:
         if self.cache.shared:
             return None if scope_is_private() else self.cache
         user = self._current_user()

@@ -317,14 +317,14 @@ class SessionRAGNodes:
         A process-wide LLM cache (``set_llm_cache(SemanticLLMCache(...))``) is scoped to this turn's user.
         """
         user = run_ids(runtime)[0]
-        with cache_scope(user, private=bool(self.user_specific(state))):
+        with cache_scope(user, private=bool(self.user_specific(state)), redact=self.memory.redact_secrets):
             answer = self._model.with_config(metadata={"user_id": user}).invoke(prompt_messages(state))
         return {"messages": [self._kept(answer)], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
         user = run_ids(runtime)[0]
-        with cache_scope(user, private=bool(self.user_specific(state))):
+        with cache_scope(user, private=bool(self.user_specific(state)), redact=self.memory.redact_secrets):
             answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(prompt_messages(state))
         return {"messages": [self._kept(answer)], "llm_calls": state.get("llm_calls", 0) + 1}
 

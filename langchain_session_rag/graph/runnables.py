@@ -99,13 +99,13 @@ def agent_node(agent: Runnable[Any, Any], *, redact: bool = False) -> tuple[Any,
 
     def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
         prompt, user = prompt_messages(state), run_ids(runtime)[0]
-        with cache_scope(user, private=True):
+        with cache_scope(user, private=True, redact=redact):
             result = agent.with_config(metadata={"user_id": user}).invoke({"messages": prompt}, config)
         return {"messages": added(result, prompt), "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
         prompt, user = prompt_messages(state), run_ids(runtime)[0]
-        with cache_scope(user, private=True):
+        with cache_scope(user, private=True, redact=redact):
             result = await agent.with_config(metadata={"user_id": user}).ainvoke({"messages": prompt}, config)
         return {"messages": added(result, prompt), "llm_calls": state.get("llm_calls", 0) + 1}
 

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_session_rag import SemanticCache, SessionMemoryStore, SessionVectorMemory
+from langchain_session_rag import SemanticCache, SemanticLLMCache, SessionMemoryStore, SessionVectorMemory
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
 from tests.unit_tests.test_encryption import Recording, scan
@@ -182,3 +182,30 @@ def test_the_models_answer_is_redacted_before_the_checkpoint(tmp_path: Path, gra
     for secret in (AWS_KEY, CARD):
         assert scan([tmp_path], secret) == [], secret
         assert not any(secret in str(values) for values in history), secret
+
+
+def test_a_cache_linked_to_a_redacting_memory_redacts_too(tmp_path: Path) -> None:
+    embeddings = DeterministicFakeEmbedding(size=16)
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=embeddings, redact_secrets=True)
+    cache = SemanticCache.local(path=tmp_path / "c", user_id="alice", embeddings=embeddings)  # its own flag: off
+    cache.link_memory(memory)  # what the graphs do with their cache=
+    assert cache.update("How do I rotate a key?", f"Run rotate --key {AWS_KEY}.")
+    assert cache.lookup("How do I rotate a key?") == "Run rotate --key [secret:aws-access-key]."
+    assert cache.update(f"Is {AWS_KEY} still valid?", "No.") is False
+    assert cache.for_user("bob").update("How do I rotate a token?", f"Use {AWS_KEY}.")
+    assert scan([tmp_path / "c"], AWS_KEY) == []
+
+
+def test_an_llm_cache_used_in_a_redacting_graph_stores_no_secret(tmp_path: Path) -> None:
+    embeddings = DeterministicFakeEmbedding(size=16)
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=embeddings, redact_secrets=True)
+    llm_cache = SemanticLLMCache(SemanticCache.local(path=tmp_path / "llm", user_id="anyone", embeddings=embeddings))
+    model = Prompts(responses=[f"Use the key {AWS_KEY} for boto3."], prompts=[], cache=llm_cache)
+    app = create_session_rag_graph(model, memory, background_writes=False).compile()
+    out = app.invoke({"messages": [("user", "How do I configure boto3?")]},
+                     context={"user_id": "alice", "session_id": "s1"})  # fmt: skip
+    assert out["messages"][-1].text == "Use the key [secret:aws-access-key] for boto3."
+    assert scan([tmp_path / "llm"], AWS_KEY) == []
+    stored = llm_cache.cache._backend.get("user:alice", {})  # the entry the model call wrote
+    assert len(stored) == 1
+    assert "Use the key [secret:aws-access-key] for boto3." in stored[0].metadata["answer"]
