@@ -25,7 +25,7 @@ from langchain_session_rag.graph.model_window import check_question
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
 from langchain_session_rag.graph.turn import check_turn
 from langchain_session_rag.identity import run_identity
-from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets, refuse_secret
+from langchain_session_rag.privacy.redaction import redact_message, refuse_secret
 from langchain_session_rag.prompt.budget import TokenBudget
 
 
@@ -102,40 +102,6 @@ def redact_input(run_input: Any) -> Any:
     out = [redact_message(message) for message in messages]
     changed = any(new is not old for new, old in zip(out, messages, strict=True))
     return {**run_input, "messages": out} if changed else run_input
-
-
-def redact_message(message: BaseMessage) -> BaseMessage:
-    """``message`` with every secret in its content and in its tool calls' arguments replaced (itself if none).
-
-    The graphs apply it to their input and to the answers they keep (the model's, an agent's messages), so a
-    secret reaches no checkpoint. The message id, the tool call ids and names are kept (a placeholder in a tool
-    call id would part a tool result from its call).
-    """
-    update: dict[str, Any] = {}
-    content = _redacted_content(message.content)
-    if content is not None:
-        update["content"] = content
-    for field in ("tool_calls", "invalid_tool_calls"):
-        calls = getattr(message, field, None)
-        if calls:
-            redacted = [{**call, "args": redact_nested(call.get("args"))} for call in calls]
-            if redacted != calls:
-                update[field] = redacted
-    return message.model_copy(update=update) if update else message
-
-
-def _redacted_content(content: Any) -> Any:
-    """A message's content with its secrets replaced; ``None`` when nothing was found.
-
-    Its text, or every string inside its parts (a tool result's nested text, an image URL with a password).
-    """
-    if isinstance(content, str):
-        found = redact_secrets(content)
-        return found.text if found.redacted else None
-    if not isinstance(content, list):
-        return None
-    redacted = redact_nested(content)
-    return redacted if redacted != content else None
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):

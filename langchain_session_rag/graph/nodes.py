@@ -28,7 +28,6 @@ from langchain_session_rag.errors import (
 )
 from langchain_session_rag.graph import pinned as tiers
 from langchain_session_rag.graph.cache_keys import judge_hit, model_key, run_configurable
-from langchain_session_rag.graph.input_check import redact_message
 from langchain_session_rag.graph.model_window import budget_for, check_question
 from langchain_session_rag.graph.names import RETRIEVE_DOCUMENTS, RETRIEVE_MEMORIES
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
@@ -40,6 +39,7 @@ from langchain_session_rag.graph.turn import (
 )
 from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.privacy.redaction import redact_message
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
 

@@ -14,10 +14,10 @@ from langgraph.runtime import Runtime, get_runtime
 
 from langchain_session_rag.cache.scope import cache_scope
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.graph.input_check import redact_message
 from langchain_session_rag.graph.names import AGENT, CACHE_LOOKUP, CALL_MODEL
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import prompt_messages
+from langchain_session_rag.privacy.redaction import redact_message
 
 INTERNAL_TAGS = (TAG_NOSTREAM,)
 """Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the

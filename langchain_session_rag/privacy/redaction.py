@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.privacy._folding import fold, original_span
@@ -35,6 +35,9 @@ from langchain_session_rag.privacy._heuristics import (
 )
 from langchain_session_rag.privacy._numbers import find_cards, find_ibans
 from langchain_session_rag.privacy._tokens import find_private_keys, find_tokens
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 SECRET_KINDS: frozenset[str] = frozenset(
     {
@@ -183,6 +186,44 @@ def redact_nested(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(redact_nested(v) for v in value)
     return value
+
+
+MessageT = TypeVar("MessageT", bound="BaseMessage")
+
+
+def redact_message(message: MessageT) -> MessageT:
+    """``message`` with every secret in its content and in its tool calls' arguments replaced (itself if none).
+
+    The graphs apply it to their input and to the answers they keep (the model's, an agent's messages), so a
+    secret reaches no checkpoint; an LLM cache that redacts, to the answers it stores. The message id, the tool
+    call ids and names are kept (a placeholder in a tool call id would part a tool result from its call).
+    """
+    update: dict[str, Any] = {}
+    content = _redacted_content(message.content)
+    if content is not None:
+        update["content"] = content
+    calls_of = {"tool_calls": getattr(message, "tool_calls", None)}  # an AI message's
+    calls_of["invalid_tool_calls"] = getattr(message, "invalid_tool_calls", None)
+    for field, calls in calls_of.items():
+        if calls:
+            redacted = [{**call, "args": redact_nested(call.get("args"))} for call in calls]
+            if redacted != calls:
+                update[field] = redacted
+    return message.model_copy(update=update) if update else message
+
+
+def _redacted_content(content: Any) -> Any:
+    """A message's content with its secrets replaced; ``None`` when nothing was found.
+
+    Its text, or every string inside its parts (a tool result's nested text, an image URL with a password).
+    """
+    if isinstance(content, str):
+        found = redact_secrets(content)
+        return found.text if found.redacted else None
+    if not isinstance(content, list):
+        return None
+    redacted = redact_nested(content)
+    return redacted if redacted != content else None
 
 
 def redact_secrets(text: str) -> RedactedText:

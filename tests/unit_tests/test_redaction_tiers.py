@@ -196,11 +196,12 @@ def test_a_cache_linked_to_a_redacting_memory_redacts_too(tmp_path: Path) -> Non
     assert scan([tmp_path / "c"], AWS_KEY) == []
 
 
-def test_an_llm_cache_used_in_a_redacting_graph_stores_no_secret(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", [AWS_KEY, "\u200b".join(AWS_KEY)], ids=["plain", "zero-width spaces"])
+def test_an_llm_cache_used_in_a_redacting_graph_stores_no_secret(tmp_path: Path, key: str) -> None:
     embeddings = DeterministicFakeEmbedding(size=16)
     memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice", embeddings=embeddings, redact_secrets=True)
     llm_cache = SemanticLLMCache(SemanticCache.local(path=tmp_path / "llm", user_id="anyone", embeddings=embeddings))
-    model = Prompts(responses=[f"Use the key {AWS_KEY} for boto3."], prompts=[], cache=llm_cache)
+    model = Prompts(responses=[f"Use the key {key} for boto3."], prompts=[], cache=llm_cache)
     app = create_session_rag_graph(model, memory, background_writes=False).compile()
     out = app.invoke({"messages": [("user", "How do I configure boto3?")]},
                      context={"user_id": "alice", "session_id": "s1"})  # fmt: skip
@@ -208,4 +209,4 @@ def test_an_llm_cache_used_in_a_redacting_graph_stores_no_secret(tmp_path: Path)
     assert scan([tmp_path / "llm"], AWS_KEY) == []
     stored = llm_cache.cache._backend.get("user:alice", {})  # the entry the model call wrote
     assert len(stored) == 1
-    assert "Use the key [secret:aws-access-key] for boto3." in stored[0].metadata["answer"]
+    assert "Use the key [secret:aws-access-key] for boto3." in stored[0].metadata["answer"]  # its JSON escapes no key
