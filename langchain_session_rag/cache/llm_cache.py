@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.load import dumps, loads
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, Generation
+from langchain_core.outputs import Generation
 
 from langchain_session_rag import _fork
 from langchain_session_rag.cache.scope import (
@@ -25,7 +25,6 @@ from langchain_session_rag.cache.scope import (
 )
 from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.privacy.redaction import redact_message, redact_secrets
 from langchain_session_rag.prompt.texts import CONTEXT_CLOSE, CONTEXT_OPEN
 
 USER_VIEWS = 256
@@ -199,7 +198,7 @@ class SemanticLLMCache(BaseCache):
         request = self._request(prompt, llm_string)
         if request is not None:
             view, question, history, key = request
-            view.update(question, dumps(_generations(return_val, view)), llm_string=key, history=history)
+            view.update(question, dumps(_generations(return_val)), llm_string=key, history=history)
 
     def clear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Delete the current user's entries (the shared scope's, for a shared cache)."""
@@ -221,7 +220,7 @@ class SemanticLLMCache(BaseCache):
         request = self._request(prompt, llm_string)
         if request is not None:
             view, question, history, key = request
-            await view.aupdate(question, dumps(_generations(return_val, view)), llm_string=key, history=history)
+            await view.aupdate(question, dumps(_generations(return_val)), llm_string=key, history=history)
 
     async def aclear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Async :meth:`clear`."""
@@ -230,20 +229,8 @@ class SemanticLLMCache(BaseCache):
             await view.aclear()
 
 
-def _generations(return_val: object, view: SemanticCache) -> list[Generation]:
-    """The generations to store, with their secrets replaced when ``view`` redacts.
-
-    Replaced before they are serialised: the JSON escapes invisible and non-ASCII characters (a zero-width space
-    as ``u200b`` after a backslash), which would hide a disguised key from a redaction of the serialised text.
-    """
+def _generations(return_val: object) -> list[Generation]:
     if not isinstance(return_val, Sequence) or not all(isinstance(g, Generation) for g in return_val):
         msg = f"return_val must be a list of Generation objects, got {type(return_val).__name__}."
         raise InvalidArgumentError(msg)
-    if not view.redact_secrets:
-        return list(return_val)
-    return [
-        ChatGeneration(message=redact_message(g.message), generation_info=g.generation_info)
-        if isinstance(g, ChatGeneration)
-        else g.model_copy(update={"text": redact_secrets(g.text).text})
-        for g in return_val
-    ]
+    return list(return_val)

@@ -142,7 +142,7 @@ def find_secrets(text: str) -> list[FoundSecret]:
         InvalidArgumentError: ``text`` is not a ``str`` (it is also a ``TypeError``).
     """
     original = _check_text(text)
-    text, offsets = fold(original)  # what a reader sees: invisible characters dropped, look-alikes folded
+    text, spans = fold(original)  # what a reader sees: invisible characters dropped, look-alikes folded
     candidates = [
         *find_private_keys(text),
         *find_tokens(text),
@@ -165,7 +165,7 @@ def find_secrets(text: str) -> list[FoundSecret]:
         chosen.append((start, end, "aws-secret-key" if aws else kind))
     found: list[FoundSecret] = []
     for start, end, kind in sorted(chosen):
-        first, last = original_span(offsets, start, end)
+        first, last = original_span(spans, start, end)
         first = max(first, found[-1].end) if found else first  # two findings in one folded character: no overlap
         found.append(FoundSecret(kind, first, last, original[first:last]))
     return found
@@ -195,8 +195,8 @@ def redact_message(message: MessageT) -> MessageT:
     """``message`` with every secret in its content and in its tool calls' arguments replaced (itself if none).
 
     The graphs apply it to their input and to the answers they keep (the model's, an agent's messages), so a
-    secret reaches no checkpoint; an LLM cache that redacts, to the answers it stores. The message id, the tool
-    call ids and names are kept (a placeholder in a tool call id would part a tool result from its call).
+    secret reaches no checkpoint. The message id, the tool call ids and names are kept (a placeholder in a tool
+    call id would part a tool result from its call).
     """
     update: dict[str, Any] = {}
     content = _redacted_content(message.content)

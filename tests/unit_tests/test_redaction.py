@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import sys
 import unicodedata
 from pathlib import Path
@@ -187,6 +188,8 @@ DISGUISED = [
     ),
     ("a fullwidth colon", "wifi password\uff1aMaple2024!", "password"),
     ("fullwidth password keyword and colon", f"{fullwidth('password:')} Maple2024!", "password"),
+    ("JSON escapes", json.dumps({"key": ZWSP.join(AWS), "note": "ok"}), "aws-access-key"),
+    ("JSON escapes of fullwidth letters", json.dumps(f"my key is {fullwidth(AWS)}"), "aws-access-key"),
     ("card grouped with dots", "charge it to 4111.1111.1111.1111 please", "card-number"),
     ("card grouped with non-breaking spaces", f"charge it to 4111{NBSP}1111{NBSP}1111{NBSP}1111 please", "card-number"),
     ("card grouped with narrow no-break spaces", f"card 4111{NNBSP}1111{NNBSP}1111{NNBSP}1111", "card-number"),
@@ -241,6 +244,11 @@ NOT_SECRETS = [
 @pytest.mark.parametrize("text", NOT_SECRETS)
 def test_ordinary_non_latin_text_is_left_exactly_as_it_is(text: str) -> None:
     assert redact_secrets(text) == RedactedText(text, ())
+
+
+def test_a_secret_in_json_text_is_replaced_inside_its_string() -> None:
+    text = json.dumps({"key": ZWSP.join(AWS), "city": "Zürich"})
+    assert json.loads(redact_secrets(text).text) == {"key": "[secret:aws-access-key]", "city": "Zürich"}
 
 
 def test_only_the_secret_changes_in_non_latin_text_around_it() -> None:

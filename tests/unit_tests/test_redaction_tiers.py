@@ -18,6 +18,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langchain_session_rag import SemanticCache, SemanticLLMCache, SessionMemoryStore, SessionVectorMemory
 from langchain_session_rag.errors import InvalidArgumentError, InvalidRequestError
 from langchain_session_rag.graph import create_memory_agent_graph, create_session_rag_graph
+from langchain_session_rag.privacy._folding import drop_invisible
 from tests.unit_tests.test_encryption import Recording, scan
 
 AWS_KEY = "AKIAZ7QKXW4RTV2MNB3L"
@@ -210,3 +211,18 @@ def test_an_llm_cache_used_in_a_redacting_graph_stores_no_secret(tmp_path: Path,
     stored = llm_cache.cache._backend.get("user:alice", {})  # the entry the model call wrote
     assert len(stored) == 1
     assert "Use the key [secret:aws-access-key] for boto3." in stored[0].metadata["answer"]  # its JSON escapes no key
+
+
+def test_a_disguised_key_in_a_store_value_or_nested_metadata_is_redacted(tmp_path: Path) -> None:
+    memory = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=DeterministicFakeEmbedding(size=16), redact_secrets=True
+    )
+    disguised = "\u200b".join(AWS_KEY)  # JSON writes it as A\u200bK\u200b...: the key is in the escapes
+    store = SessionMemoryStore(memory)
+    store.put(("memories", "alice"), "aws", {"content": f"key {disguised}", "extra": {"nested": disguised}})
+    memory.add_messages([{"role": "user", "content": "Deploy"}], session_id="s1", metadata={"vault": {"k": disguised}})
+    item = store.get(("memories", "alice"), "aws")
+    assert item is not None
+    assert item.value == {"content": "key [secret:aws-access-key]", "extra": {"nested": "[secret:aws-access-key]"}}
+    stored = [d for d in memory.list_memories() if d.metadata["session_id"] == "s1"]
+    assert AWS_KEY not in drop_invisible(str(stored[0].metadata))
