@@ -316,6 +316,7 @@ class SessionMemoryStore(BaseStore):
         if not isinstance(op.value, Mapping):
             msg = f"A store value must be a dict, got {type(op.value).__name__}."
             raise InvalidArgumentError(msg)
+        view.service.refuse_secret_ids(store_key=op.key, store_namespace=" ".join(scope.rest))  # ids are never redacted
         check_depth(op.value, "store_value")  # before any JSON encoding: a deep value would overflow the stack
         fields = op.index if isinstance(op.index, list) else self.index_fields
         metadata = scope.item_metadata(op.key, dict(op.value), fields)

@@ -91,11 +91,14 @@ def check_client(client: object) -> None:
 
 
 def check_question(question: object, standalone: object) -> None:
-    """The question (and its standalone rewrite, when given) are strings."""
+    """The question is a non-blank string (its standalone rewrite, when given, a string)."""
     for name, value in (("question", question), ("standalone", standalone)):
         if (value is not None or name == "question") and not isinstance(value, str):
             msg = f"{name} must be a string, got {type(value).__name__}."
             raise InvalidArgumentError(msg)
+    if isinstance(question, str) and not question.strip():
+        msg = f"question must be a non-blank string, got {question!r:.40}: pass the user's question."
+        raise InvalidArgumentError(msg)
 
 
 def cache_key(

@@ -21,6 +21,7 @@ from langchain_session_rag.cache.scope import (
     current_cache_user,
     install_capture,
     scope_is_private,
+    scope_redacts,
 )
 from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidArgumentError
@@ -137,7 +138,16 @@ class SemanticLLMCache(BaseCache):
         return self._user if bound_user_allowed(self._user, self.config_key) else None
 
     def _view(self) -> SemanticCache | None:
-        """The cache of the current request's user, or ``None`` (fail closed) when there is no user."""
+        """The cache of the current request's user, or ``None`` (fail closed) when there is no user.
+
+        In a scope that redacts (``cache_scope(..., redact=True)``) the view redacts secrets too.
+        """
+        view = self._scoped_view()
+        if view is not None and scope_redacts() and not view.redact_secrets:
+            return view.model_copy(update={"redact_secrets": True})  # same store, stats and lock
+        return view
+
+    def _scoped_view(self) -> SemanticCache | None:
         if self.cache.shared:
             return None if scope_is_private() else self.cache
         user = self._current_user()
@@ -161,27 +171,34 @@ class SemanticLLMCache(BaseCache):
                 self._views.popitem(last=False)
         return view
 
-    @staticmethod
-    def _key(prompt: str, llm_string: str) -> tuple[str, list[str], str]:
-        question, history, digest = _split_prompt(prompt)
-        return question, history, f"{llm_string}\x1e{digest}" if digest else llm_string
+    def _request(self, prompt: str, llm_string: str) -> tuple[SemanticCache, str, list[str], str] | None:
+        """The current user's view, the question, the earlier turns and the exact key; ``None``: not cached.
 
-    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
-        """Cached generations of the prompt for this model configuration, for the current user."""
+        A prompt without a question (no user message, or an image alone) is neither looked up nor stored.
+        """
         view = self._view()
         if view is None:
             return None
-        question, history, key = self._key(prompt, llm_string)
+        question, history, digest = _split_prompt(prompt)
+        if not question.strip():
+            return None
+        return view, question, history, f"{llm_string}\x1e{digest}" if digest else llm_string
+
+    def lookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
+        """Cached generations of the prompt for this model configuration, for the current user."""
+        request = self._request(prompt, llm_string)
+        if request is None:
+            return None
+        view, question, history, key = request
         answer = view.lookup(question, llm_string=key, history=history)
         return None if answer is None else loads(answer, allowed_objects="core")
 
     def update(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Store generations for the current user (skipped without one, and for volatile or follow-ups)."""
-        view = self._view()
-        if view is None:
-            return
-        question, history, key = self._key(prompt, llm_string)
-        view.update(question, dumps(_generations(return_val)), llm_string=key, history=history)
+        request = self._request(prompt, llm_string)
+        if request is not None:
+            view, question, history, key = request
+            view.update(question, dumps(_generations(return_val)), llm_string=key, history=history)
 
     def clear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Delete the current user's entries (the shared scope's, for a shared cache)."""
@@ -191,20 +208,19 @@ class SemanticLLMCache(BaseCache):
 
     async def alookup(self, prompt: str, llm_string: str) -> RETURN_VAL_TYPE | None:
         """Async :meth:`lookup`."""
-        view = self._view()
-        if view is None:
+        request = self._request(prompt, llm_string)
+        if request is None:
             return None
-        question, history, key = self._key(prompt, llm_string)
+        view, question, history, key = request
         answer = await view.alookup(question, llm_string=key, history=history)
         return None if answer is None else loads(answer, allowed_objects="core")
 
     async def aupdate(self, prompt: str, llm_string: str, return_val: RETURN_VAL_TYPE) -> None:
         """Async :meth:`update`."""
-        view = self._view()
-        if view is None:
-            return
-        question, history, key = self._key(prompt, llm_string)
-        await view.aupdate(question, dumps(_generations(return_val)), llm_string=key, history=history)
+        request = self._request(prompt, llm_string)
+        if request is not None:
+            view, question, history, key = request
+            await view.aupdate(question, dumps(_generations(return_val)), llm_string=key, history=history)
 
     async def aclear(self, **kwargs: Any) -> None:  # noqa: ARG002
         """Async :meth:`clear`."""

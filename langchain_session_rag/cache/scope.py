@@ -21,6 +21,7 @@ USER_SCOPE_PREFIX = "user:"
 _CACHE_USER: ContextVar[str | None] = ContextVar("langchain_session_rag_cache_user", default=None)
 """The scoped user: a run's user must agree with it."""
 _CACHE_PRIVATE: ContextVar[bool] = ContextVar("langchain_session_rag_cache_private", default=False)
+_CACHE_REDACT: ContextVar[bool] = ContextVar("langchain_session_rag_cache_redact", default=False)
 _RUN_METADATA: ContextVar[dict[str, Any] | None] = ContextVar("langchain_session_rag_run_metadata", default=None)
 
 
@@ -89,15 +90,17 @@ def check_user_id(user_id: object) -> str:
 
 
 @contextmanager
-def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
+def cache_scope(user_id: str, *, private: bool = False, redact: bool = False) -> Iterator[None]:
     """Restrict every :class:`SemanticLLMCache` call in this context (thread or task) to one user's runs.
 
     Inside the scope a cache serves only model runs that name this same user in their metadata (or a cache
     bound to this user with :meth:`SemanticLLMCache.for_user`); a run naming another user fails closed. A scope
     alone never names the user of a run: LangChain does not tell a cache which run asks, and a ``batch`` inside
     the scope may be other users' items. ``private=True`` says the prompts in the scope hold the user's own
-    data (memories, history): a shared cache is then not used at all. The graphs of this package set both
-    the scope and the run metadata every turn.
+    data (memories, history): a shared cache is then not used at all. ``redact=True`` says the run's memory
+    redacts secrets: a cache used in the scope redacts too (a question holding a secret is not cached, an answer
+    is stored redacted), whatever its own ``redact_secrets``. The graphs of this package set the scope (with
+    their memory's ``redact_secrets``) and the run metadata every turn.
 
     Example:
         .. code-block:: python
@@ -111,9 +114,11 @@ def cache_scope(user_id: str, *, private: bool = False) -> Iterator[None]:
     """
     token = _CACHE_USER.set(check_user_id(user_id))
     private_token = _CACHE_PRIVATE.set(private)
+    redact_token = _CACHE_REDACT.set(redact)
     try:
         yield
     finally:
+        _CACHE_REDACT.reset(redact_token)
         _CACHE_PRIVATE.reset(private_token)
         _CACHE_USER.reset(token)
 
@@ -141,6 +146,11 @@ def bound_user_allowed(user_id: str, config_key: str = "user_id") -> bool:
     """Whether a cache bound to ``user_id`` may serve the current run: no run metadata or scope names another user."""
     run = (_RUN_METADATA.get() or {}).get(config_key)
     return not any(o is not None and o != user_id for o in (run, _CACHE_USER.get()))
+
+
+def scope_redacts() -> bool:
+    """Whether the current :func:`cache_scope` asks caches to redact secrets (``redact=True``)."""
+    return _CACHE_REDACT.get()
 
 
 def scope_is_private() -> bool:

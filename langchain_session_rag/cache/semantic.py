@@ -120,7 +120,10 @@ class SemanticCache(BaseModel):
     """Encrypts the cache at rest, as ``SessionVectorMemory``'s (keys in ``keyring_dir``, default ``PATH.keys``)."""
     keyring_dir: str | os.PathLike[str] | None = None
     redact_secrets: bool = False
-    """A question holding a secret is neither looked up nor stored (miss ``secret``); answers are redacted."""
+    """A question holding a secret is neither looked up nor stored (miss ``secret``); answers are redacted. Turned
+    on by :meth:`link_memory` with a memory that redacts (the graphs link theirs), and for the calls of a
+    :class:`~langchain_session_rag.SemanticLLMCache` made in a ``cache_scope(..., redact=True)`` (the graphs' model
+    calls when their memory redacts)."""
 
     _backend: MemoryBackend = PrivateAttr()
     _tier: CacheTier = PrivateAttr()
@@ -432,7 +435,12 @@ class SemanticCache(BaseModel):
         also checks the memories behind an entry on every hit (its ``source_check``): an entry whose sources another
         process forgot or changed misses as ``stale_version`` and is deleted. Raises ``StoreLockedError`` for a cache
         this process cannot use (an embedded one its parent opened before fork()).
+
+        A memory that redacts secrets (``redact_secrets=True``) turns this cache's ``redact_secrets`` on: what the
+        memory never stores, the answers derived from it never hold either.
         """
+        if getattr(memory, "redact_secrets", False):
+            self.redact_secrets = True
         link_tier(memory.backend.process_key, self._tier, in_process=memory.backend.single_process)
         if not self.shared and self.source_check is None:
             self.source_check = memory_source_check(memory)

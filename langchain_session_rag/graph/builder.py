@@ -178,7 +178,7 @@ def create_memory_agent_graph(
     graph = CheckedStateGraph(SessionRAGState, context_schema=SessionContext)  # refuses a bad input before a run
     graph.budget = nodes.budget
     graph.redact = memory.redact_secrets
-    run, arun = agent_node(agent)
+    run, arun = agent_node(agent, redact=memory.redact_secrets)
     for name, sync, asyn in (
         (VALIDATE, nodes.load_core, nodes.aload_core),
         (RETRIEVE_MEMORIES, nodes.retrieve_memories, nodes.aretrieve_memories),

@@ -25,7 +25,7 @@ from langchain_session_rag.graph.model_window import check_question
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids_of
 from langchain_session_rag.graph.turn import check_turn
 from langchain_session_rag.identity import run_identity
-from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
+from langchain_session_rag.privacy.redaction import redact_message, refuse_secret
 from langchain_session_rag.prompt.budget import TokenBudget
 
 
@@ -44,16 +44,20 @@ def check_run_input(
     config: RunnableConfig | None,
     context: object,
     budget: TokenBudget | None = None,
+    *,
+    redact: bool = False,
 ) -> str | None:
     """Refuse a run's input before the run starts (see the module docstring).
 
     The run must name a fit ``user_id`` and ``session_id`` (in ``context`` or ``config["configurable"]``); when the
     input is a state, its messages must end with a non-empty user turn that fits ``budget`` with the
-    instructions. A resumed run (``None`` or a ``Command`` input) is checked for its ids only.
+    instructions. A resumed run (``None`` or a ``Command`` input) is checked for its ids only. With ``redact`` (a
+    memory that redacts secrets) a ``session_id`` holding a secret is refused: an id is stored as it is.
 
     Raises:
         QuestionTooLongError: The question does not fit ``budget`` (an ``InvalidRequestError``, HTTP 413).
-        InvalidRequestError: Any of these mistakes (the one class of a graph's input).
+        InvalidRequestError: Any of these mistakes (the one class of a graph's input), or a ``session_id`` holding
+            a secret when ``redact``.
         IdentityConflictError: The context and the configurable values name different users or sessions.
 
     Returns:
@@ -61,6 +65,11 @@ def check_run_input(
         the budget itself, e.g. off the event loop); ``None`` otherwise.
     """
     try:
+        if redact:  # before the fit check, whose message shows the id
+            for source in (context, (config or {}).get("configurable")):
+                raw = source.get("session_id") if isinstance(source, Mapping) else getattr(source, "session_id", None)
+                if isinstance(raw, str):
+                    refuse_secret("session_id", raw)
         run_ids_of(run_identity(config, context=context))
     except InvalidRequestError:
         raise
@@ -90,29 +99,9 @@ def redact_input(run_input: Any) -> Any:
         return run_input
     raw = run_input["messages"]
     messages = convert_to_messages(raw if isinstance(raw, list | tuple) else [raw])  # checked before
-    changed = False
-    out: list[BaseMessage] = []
-    for message in messages:
-        content = _redacted_content(message.content)
-        if content is not None:
-            message = message.model_copy(update={"content": content})  # noqa: PLW2901
-            changed = True
-        out.append(message)
+    out = [redact_message(message) for message in messages]
+    changed = any(new is not old for new, old in zip(out, messages, strict=True))
     return {**run_input, "messages": out} if changed else run_input
-
-
-def _redacted_content(content: Any) -> Any:
-    """A message's content with its secrets replaced; ``None`` when nothing was found.
-
-    Its text, or every string inside its parts (a tool result's nested text, an image URL with a password).
-    """
-    if isinstance(content, str):
-        found = redact_secrets(content)
-        return found.text if found.redacted else None
-    if not isinstance(content, list):
-        return None
-    redacted = redact_nested(content)
-    return redacted if redacted != content else None
 
 
 class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionContext, Any, Any]):
@@ -128,7 +117,8 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         **kwargs: Any,
     ) -> Iterator[Any]:
         """``CompiledStateGraph.stream``, after :func:`check_run_input` (raised at the call, not at the first step)."""
-        check_run_input(input, ensure_config(merge_configs(self.config, config)), kwargs.get("context"), self._budget)
+        merged = ensure_config(merge_configs(self.config, config))
+        check_run_input(input, merged, kwargs.get("context"), self._budget, redact=self._redacts)
         return super().stream(self._redacted(input), config, **kwargs)
 
     def astream(
@@ -144,7 +134,7 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
         still before the run starts: nothing is streamed, checkpointed, retrieved or stored for a refused run.
         """
         merged = ensure_config(merge_configs(self.config, config))
-        question = check_run_input(input, merged, kwargs.get("context"))
+        question = check_run_input(input, merged, kwargs.get("context"), redact=self._redacts)
         input = self._redacted(input)  # noqa: A001 - LangGraph's parameter name
         budget = self._budget
         if question is None or budget is None:
@@ -165,7 +155,12 @@ class CheckedCompiledStateGraph(CompiledStateGraph[SessionRAGState, SessionConte
 
     def _redacted(self, run_input: Any) -> Any:
         """The input with secrets replaced in its messages, when the graph redacts them (see ``redact_input``)."""
-        return redact_input(run_input) if getattr(self.builder, "redact", False) else run_input
+        return redact_input(run_input) if self._redacts else run_input
+
+    @property
+    def _redacts(self) -> bool:
+        """Whether the graph's memory redacts secrets (its input is redacted, a session id holding one refused)."""
+        return bool(getattr(self.builder, "redact", False))
 
     @property
     def _budget(self) -> TokenBudget | None:

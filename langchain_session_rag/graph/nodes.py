@@ -39,6 +39,7 @@ from langchain_session_rag.graph.turn import (
 )
 from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.privacy.redaction import redact_message
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.prompt.history import SummaryBuffer, split_turns
 
@@ -316,16 +317,22 @@ class SessionRAGNodes:
         A process-wide LLM cache (``set_llm_cache(SemanticLLMCache(...))``) is scoped to this turn's user.
         """
         user = run_ids(runtime)[0]
-        with cache_scope(user, private=bool(self.user_specific(state))):
+        with cache_scope(user, private=bool(self.user_specific(state)), redact=self.memory.redact_secrets):
             answer = self._model.with_config(metadata={"user_id": user}).invoke(prompt_messages(state))
-        return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
+        return {"messages": [self._kept(answer)], "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def acall_model(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`call_model`."""
         user = run_ids(runtime)[0]
-        with cache_scope(user, private=bool(self.user_specific(state))):
+        with cache_scope(user, private=bool(self.user_specific(state)), redact=self.memory.redact_secrets):
             answer = await self._model.with_config(metadata={"user_id": user}).ainvoke(prompt_messages(state))
-        return {"messages": [answer], "llm_calls": state.get("llm_calls", 0) + 1}
+        return {"messages": [self._kept(answer)], "llm_calls": state.get("llm_calls", 0) + 1}
+
+    def _kept(self, answer: BaseMessage) -> BaseMessage:
+        """The answer as the state keeps it: with its secrets replaced when the memory redacts (no checkpoint holds
+        one; ``stream_mode="messages"`` streams the model's tokens before this).
+        """  # noqa: D205
+        return redact_message(answer) if self.memory.redact_secrets else answer
 
     # -- store ---------------------------------------------------------------------------------
     def _exchange(self, state: SessionRAGState) -> list[dict[str, Any]]:

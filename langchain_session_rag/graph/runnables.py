@@ -17,6 +17,7 @@ from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.graph.names import AGENT, CACHE_LOOKUP, CALL_MODEL
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState, run_ids
 from langchain_session_rag.graph.turn import prompt_messages
+from langchain_session_rag.privacy.redaction import redact_message
 
 INTERNAL_TAGS = (TAG_NOSTREAM,)
 """Tags of the nodes that are not the answer: ``stream_mode="messages"`` shows no chat model token of them (the
@@ -84,12 +85,13 @@ def graph_node(name: str, sync: Callable[..., Any], asyn: Callable[..., Any]) ->
     return GraphNode(name, sync, asyn, [] if name in ANSWER_NODES else list(INTERNAL_TAGS))
 
 
-def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
+def agent_node(agent: Runnable[Any, Any], *, redact: bool = False) -> tuple[Any, Any]:
     """Sync and async bodies of a node that runs ``agent`` on the budgeted prompt.
 
     The agent (a compiled LangGraph agent, or any runnable taking and returning ``{"messages": [...]}``) sees
     the instructions, the history and the retrieved memories; the messages it adds (tool calls, tool results,
-    the answer) join the conversation.
+    the answer) join the conversation, with their secrets replaced when ``redact`` (the memory's
+    ``redact_secrets``).
     """
     if not isinstance(agent, Runnable):
         msg = f"agent must be a Runnable (a compiled graph or any runnable), got {type(agent).__name__}."
@@ -97,14 +99,18 @@ def agent_node(agent: Runnable[Any, Any]) -> tuple[Any, Any]:
 
     def run(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
         prompt, user = prompt_messages(state), run_ids(runtime)[0]
-        with cache_scope(user, private=True):
+        with cache_scope(user, private=True, redact=redact):
             result = agent.with_config(metadata={"user_id": user}).invoke({"messages": prompt}, config)
-        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
+        return {"messages": added(result, prompt), "llm_calls": state.get("llm_calls", 0) + 1}
 
     async def arun(state: SessionRAGState, runtime: Runtime[SessionContext], config: RunnableConfig) -> dict[str, Any]:
         prompt, user = prompt_messages(state), run_ids(runtime)[0]
-        with cache_scope(user, private=True):
+        with cache_scope(user, private=True, redact=redact):
             result = await agent.with_config(metadata={"user_id": user}).ainvoke({"messages": prompt}, config)
-        return {"messages": result["messages"][len(prompt) :], "llm_calls": state.get("llm_calls", 0) + 1}
+        return {"messages": added(result, prompt), "llm_calls": state.get("llm_calls", 0) + 1}
+
+    def added(result: dict[str, Any], prompt: list[Any]) -> list[Any]:
+        new = result["messages"][len(prompt) :]
+        return [redact_message(m) for m in new] if redact else new
 
     return run, arun

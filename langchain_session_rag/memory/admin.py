@@ -89,7 +89,10 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
         InvalidMetadataError: A reserved or unstorable metadata key, metadata over its limits (see
             :mod:`~langchain_session_rag.stores.limits`), a key over 1,024 characters.
         InvalidArgumentError: An unfit ``session_id`` (a line break, a control character, too long).
+        InvalidArgumentError: With ``redact_secrets``, a ``key`` or ``session_id`` holding a secret (ids are not
+            redacted: they must match exactly).
     """
+    self.service.refuse_secret_ids(session_id=session_id, key=key)  # before the fit check, whose message shows it
     check_session_id(session_id, empty_ok=True)
     store = user_store(self)
     record = note_record(

@@ -20,7 +20,7 @@ from langchain_session_rag.chunking.exchanges import Chunk, ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike, Turn, normalize_messages
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.chunk_index import SessionChunks, place
-from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
+from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets, refuse_secret
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.records import session_record, user_metadata
 
@@ -111,6 +111,8 @@ class SessionPlanner:
         self, messages: Sequence[MessageLike], session_id: str, metadata: dict[str, Any] | None, chunking: Chunking
     ) -> Batch:
         """Validate a batch and plan its write (nothing is written here)."""
+        if self.redact and isinstance(session_id, str):  # before the fit check, whose message shows the id
+            refuse_secret("session_id", session_id)  # an id is matched exactly: never redacted, refused
         check_session_id(session_id)
         if chunking not in ("exchange", "topic"):
             msg = f"chunking must be 'exchange' or 'topic', got {chunking!r}."

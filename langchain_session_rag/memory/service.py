@@ -39,7 +39,7 @@ from langchain_session_rag.memory.reassessment import reassess_store
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
 from langchain_session_rag.privacy.keyring import Keyring
-from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets
+from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets, refuse_secret
 from langchain_session_rag.privacy.sealing import UserCipher
 from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBackend
@@ -182,6 +182,17 @@ class MemoryService:
         if not metadata or not self.writing.redact_secrets:
             return metadata
         return {k: redact_nested(v) for k, v in metadata.items()}
+
+    def refuse_secret_ids(self, **ids: object) -> None:
+        """Refuse ids (a session id, a note key) holding a secret when the memory redacts (see ``refuse_secret``).
+
+        Raises:
+            InvalidArgumentError: An id holds a secret; nothing was stored.
+        """
+        if self.writing.redact_secrets:
+            for name, value in ids.items():
+                if isinstance(value, str) and value:
+                    refuse_secret(name, value)
 
     # -- encryption -----------------------------------------------------------------------------------
     @property

@@ -135,6 +135,7 @@ def similarity_profile(service: MemoryService, user_id: str, session_id: str) ->
 def _document_records(
     service: MemoryService, user_id: str, documents: Sequence[Document], session_id: str
 ) -> tuple[list[str], list[Record]]:
+    service.refuse_secret_ids(session_id=session_id)
     if service.writing.redact_secrets:
         documents = [
             Document(service.redacted(d.page_content), metadata=service.redacted_metadata(d.metadata) or {}, id=d.id)

@@ -2,7 +2,8 @@
 
 Both return ``(start, end, kind)`` spans in the text they are given. A card number must pass the Luhn check, start
 with a prefix of a card network whose lengths allow its digit count, and, when written in groups, use one separator
-and groups of three to six digits; a number announced as an order, tracking, ticket or phone number is left alone.
+(a space, a hyphen or a dot) and groups of three to six digits; a number announced as an order, tracking, ticket or
+phone number is left alone.
 An IBAN must start with a country code of the registry, have that country's length and pass the mod-97 check.
 """
 
@@ -14,7 +15,8 @@ CARD = "card-number"
 IBAN = "iban"
 
 _CARD_RE = re.compile(
-    r"(?<![\w+\-/.])\d{3,6}(?:[ -]\d{1,7}){1,5}(?![\w\-/]|\.\d)|(?<![\w+\-/.])\d{13,19}(?![\w\-/]|\.\d)"
+    r"(?<![\w+\-/.])\d{3,6}(?:[ .-]\d{1,7}){1,5}(?![\w\-/]|\.\d)|(?<![\w+\-/.])\d{13,19}(?![\w\-/]|\.\d)",
+    re.ASCII,
 )
 _NOT_A_CARD_BEFORE = re.compile(
     r"(?:order|invoice|tracking|parcel|shipment|ticket|booking|confirmation|reference|ref|isbn|imei|serial|phone|"
@@ -56,7 +58,7 @@ _IBAN_LENGTHS = dict(
     ).split()
 )
 _IBAN_START = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2})(\d{2})")
-_SEPARATORS = frozenset(" -")
+_SEPARATORS = frozenset(" .-")
 
 
 def luhn_valid(digits: str) -> bool:
@@ -80,7 +82,7 @@ def _grouping_ok(candidate: str) -> bool:
         return True
     if len(separators) > 1:
         return False
-    groups = re.split(r"[ -]", candidate)
+    groups = re.split(r"[ .-]", candidate)
     return len(groups[0]) == 4 and all(3 <= len(group) <= 6 for group in groups[1:-1]) and 1 <= len(groups[-1]) <= 6  # noqa: PLR2004
 
 
@@ -89,7 +91,7 @@ def find_cards(text: str) -> list[tuple[int, int, str]]:
     found = []
     for match in _CARD_RE.finditer(text):
         candidate = match.group()
-        digits = candidate.replace(" ", "").replace("-", "")
+        digits = candidate.replace(" ", "").replace("-", "").replace(".", "")
         if not 13 <= len(digits) <= 19 or not _grouping_ok(candidate):  # noqa: PLR2004
             continue
         if not (_card_network(digits) and luhn_valid(digits)):

@@ -24,9 +24,10 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.privacy._folding import fold, original_span
 from langchain_session_rag.privacy._heuristics import (
     find_code_credentials,
     find_high_entropy,
@@ -34,6 +35,9 @@ from langchain_session_rag.privacy._heuristics import (
 )
 from langchain_session_rag.privacy._numbers import find_cards, find_ibans
 from langchain_session_rag.privacy._tokens import find_private_keys, find_tokens
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 SECRET_KINDS: frozenset[str] = frozenset(
     {
@@ -72,6 +76,7 @@ PLACEHOLDER = re.compile(r"\[secret:[a-z0-9-]+\]")
 _RANK = {"private-key": 0, "password": 2, "credential": 3, "card-number": 2, "iban": 2, "high-entropy": 4}
 _AWS_CONTEXT = re.compile(r"aws|secret[ _-]?access[ _-]?key|AKIA|ASIA", re.IGNORECASE)
 _AWS_SECRET_LENGTH = 40
+_ID_SEPARATORS = re.compile(r"[-_.:/]")
 
 
 @dataclass(frozen=True)
@@ -136,7 +141,8 @@ def find_secrets(text: str) -> list[FoundSecret]:
     Raises:
         InvalidArgumentError: ``text`` is not a ``str`` (it is also a ``TypeError``).
     """
-    text = _check_text(text)
+    original = _check_text(text)
+    text, spans = fold(original)  # what a reader sees: invisible characters dropped, look-alikes folded
     candidates = [
         *find_private_keys(text),
         *find_tokens(text),
@@ -157,7 +163,12 @@ def find_secrets(text: str) -> list[FoundSecret]:
         bisect.insort(taken, (start, end))
         aws = kind == "high-entropy" and _aws_secret(text, start, end)
         chosen.append((start, end, "aws-secret-key" if aws else kind))
-    return [FoundSecret(kind, start, end, text[start:end]) for start, end, kind in sorted(chosen)]
+    found: list[FoundSecret] = []
+    for start, end, kind in sorted(chosen):
+        first, last = original_span(spans, start, end)
+        first = max(first, found[-1].end) if found else first  # two findings in one folded character: no overlap
+        found.append(FoundSecret(kind, first, last, original[first:last]))
+    return found
 
 
 def _overlaps(spans: list[tuple[int, int]], start: int, end: int) -> bool:
@@ -175,6 +186,44 @@ def redact_nested(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(redact_nested(v) for v in value)
     return value
+
+
+MessageT = TypeVar("MessageT", bound="BaseMessage")
+
+
+def redact_message(message: MessageT) -> MessageT:
+    """``message`` with every secret in its content and in its tool calls' arguments replaced (itself if none).
+
+    The graphs apply it to their input and to the answers they keep (the model's, an agent's messages), so a
+    secret reaches no checkpoint. The message id, the tool call ids and names are kept (a placeholder in a tool
+    call id would part a tool result from its call).
+    """
+    update: dict[str, Any] = {}
+    content = _redacted_content(message.content)
+    if content is not None:
+        update["content"] = content
+    calls_of = {"tool_calls": getattr(message, "tool_calls", None)}  # an AI message's
+    calls_of["invalid_tool_calls"] = getattr(message, "invalid_tool_calls", None)
+    for field, calls in calls_of.items():
+        if calls:
+            redacted = [{**call, "args": redact_nested(call.get("args"))} for call in calls]
+            if redacted != calls:
+                update[field] = redacted
+    return message.model_copy(update=update) if update else message
+
+
+def _redacted_content(content: Any) -> Any:
+    """A message's content with its secrets replaced; ``None`` when nothing was found.
+
+    Its text, or every string inside its parts (a tool result's nested text, an image URL with a password).
+    """
+    if isinstance(content, str):
+        found = redact_secrets(content)
+        return found.text if found.redacted else None
+    if not isinstance(content, list):
+        return None
+    redacted = redact_nested(content)
+    return redacted if redacted != content else None
 
 
 def redact_secrets(text: str) -> RedactedText:
@@ -198,12 +247,48 @@ def redact_secrets(text: str) -> RedactedText:
             # 'db at postgres://app:[secret:password]@db.internal:5432/app'
     """
     secrets = find_secrets(text)
-    if not secrets:
-        return RedactedText(text, ())
+    return RedactedText(_replaced(text, secrets) if secrets else text, tuple(secrets))
+
+
+def _replaced(text: str, secrets: list[FoundSecret]) -> str:
+    """``text`` with each of ``secrets`` (sorted, not overlapping) replaced by its placeholder."""
     parts: list[str] = []
     position = 0
     for secret in secrets:
         parts.extend((text[position : secret.start], f"[secret:{secret.kind}]"))
         position = secret.end
     parts.append(text[position:])
-    return RedactedText("".join(parts), tuple(secrets))
+    return "".join(parts)
+
+
+def refuse_secret(name: str, value: str) -> str:
+    """Refuse an identifier that holds a secret of a known format (a session id, a note key): it is never redacted.
+
+    An identifier is matched exactly (forgetting a session by its id, merging a session's turns, replacing a note
+    by its key): a placeholder in its place would merge different ids and make the stored one unreachable, so a
+    memory that redacts refuses it instead. The identifier is scanned as it is and with its separators
+    (``-_.:/``) read as spaces (``deploy-AKIA...``). A random-looking part alone (``high-entropy``) is not
+    refused: random ids (a UUID, ``secrets.token_urlsafe()``) are the norm. The error shows the identifier
+    redacted, never the secret.
+
+    Args:
+        name: What the identifier is (``"session_id"``, ``"note key"``), for the message.
+        value: The identifier.
+
+    Returns:
+        ``value``, when it holds no secret of a known format.
+
+    Raises:
+        InvalidArgumentError: ``value`` holds one; nothing was read or written.
+    """
+    for candidate in (value, _ID_SEPARATORS.sub(" ", value)):  # one character for one: the offsets hold
+        found = [secret for secret in find_secrets(candidate) if secret.kind != "high-entropy"]
+        if found:
+            kinds = ", ".join(sorted({secret.kind for secret in found}))
+            shown = redact_secrets(_replaced(value, found)).text
+            msg = (
+                f"{name} holds a secret ({kinds}): {shown!r:.200}. An id is not redacted (forgetting and merging "
+                f"by id need it exactly): choose a {name} without the secret. Nothing was stored."
+            )
+            raise InvalidArgumentError(msg)
+    return value

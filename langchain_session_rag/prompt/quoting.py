@@ -6,6 +6,8 @@ import re
 import unicodedata
 from datetime import datetime
 
+from langchain_session_rag.privacy._folding import FILLERS, INVISIBLE_CATEGORIES, drop_invisible
+
 _LESS = "<\uff1c\u2039\u3008\u27e8\u2329\u1438\u02c2\ufe64\u276e\u29fc\u300a\u27ea\u276c\u2770\u227a\u2989\u22d6\u2aa1"
 _LESS += "\u226a\u22d8\u25c1\u2af7\u2e28"
 _MORE = ">\uff1e\u203a\u3009\u27e9\u232a\u1433\u02c3\ufe65\u276f\u29fd\u300b\u27eb\u276d\u2771\u227b\u298a\u22d7\u2aa2"
@@ -14,10 +16,6 @@ _ANGLES = str.maketrans(
     dict.fromkeys(_LESS, "&lt;") | dict.fromkeys(_MORE, "&gt;") | dict.fromkeys("\u00ab\u00bb", '"')
 )
 """Angle brackets and their look-alikes (a tag cannot be written with them); guillemets become plain quotes."""
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs", "Cn"})
-_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u034f\u2800\u17b4\u17b5\u180b\u180c\u180d\u180f")
-_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
-_KEEP = frozenset("\n\t\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 _MARKER = re.compile(r"\[S: (?:\d{4}-\d{2}-\d{2}|unknown date)(?:, [a-z0-9 -]{1,60})?\]|\[D: [^\[\]]{1,120}\]")
 _MAX_MARKER = 120
 _UNSAFE = str.maketrans({"[": "(", "]": ")", "<": "(", ">": ")"})
@@ -27,31 +25,10 @@ _SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\
 _ESCAPED_SIGNS = frozenset(_LESS + _MORE + "[]\u00ab\u00bb")
 """Characters that could open a tag or a citation marker: escaped in a quoted field."""
 _MAX_FIELD = 512
-_HIDDEN_CATEGORIES = _INVISIBLE_CATEGORIES | {"Zl", "Zp"}
+_HIDDEN_CATEGORIES = INVISIBLE_CATEGORIES | {"Zl", "Zp"}
 _SELECTORS = frozenset(map(chr, [*range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)]))
-_SPECIAL = frozenset(_SHORT_ESCAPES) | _ESCAPED_SIGNS | _FILLERS | _SELECTORS
+_SPECIAL = frozenset(_SHORT_ESCAPES) | _ESCAPED_SIGNS | FILLERS | _SELECTORS
 """Printable characters a quoted field still escapes (with every character that is not printable)."""
-
-
-def _visible(text: str) -> str:
-    """Drop invisible characters; keep line breaks and tabs (quoting handles them).
-
-    Dropped: control, format (bidi, tag, zero-width), private-use and unassigned characters, variation
-    selectors, and invisible fillers.
-    """
-    if text.isascii():  # the common case, in C: only ASCII control characters can be invisible
-        return _ASCII_CONTROL.sub("", text)
-    return "".join(
-        ch
-        for ch in text
-        if ch in _KEEP
-        or (
-            unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
-            and ch not in _FILLERS
-            and not 0xFE00 <= ord(ch) <= 0xFE0F  # noqa: PLR2004 - variation selectors
-            and not 0xE0100 <= ord(ch) <= 0xE01EF  # noqa: PLR2004 - variation selectors supplement
-        )
-    )
 
 
 def quote_data(text: str) -> str:
@@ -60,7 +37,7 @@ def quote_data(text: str) -> str:
     Angle brackets and their look-alikes become ``&lt;`` / ``&gt;`` (no tag can be opened or closed), invisible
     and control characters are dropped, and every line (any Unicode line break) starts with ``"> "``.
     """
-    safe = _visible(text.translate(_ANGLES).replace("\r\n", "\n"))
+    safe = drop_invisible(text.translate(_ANGLES).replace("\r\n", "\n"))
     return "\n".join(f"> {line}" for line in safe.splitlines() or [""])
 
 
@@ -106,7 +83,7 @@ def safe_marker(value: object) -> str:
     A well-formed marker (``[S: 2026-02-06]``, ``[D: readme.md]``) is kept as it is; anything else (a
     ``metadata["source"]`` of a foreign retriever, a hostile file name) becomes ``[D: …]`` around its cleaned text.
     """
-    text = " ".join(_visible(str(value).translate(_ANGLES)).split())
+    text = " ".join(drop_invisible(str(value).translate(_ANGLES)).split())
     if _MARKER.fullmatch(text):
         return text
     inner = text.replace("[", "(").replace("]", ")")[:_MAX_MARKER] or "record"

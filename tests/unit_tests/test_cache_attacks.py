@@ -447,9 +447,14 @@ def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> No
     cache = make_cache("alice")
     with pytest.raises(InvalidArgumentError, match="question must be a string"):
         cache.lookup(None)  # type: ignore[arg-type]
-    assert cache.update("", "x") is False
-    assert cache.update("?!", "x") is False
-    assert cache.decide("").reason == "no_text"
+    for blank in ("", "  \n\t"):
+        for call in (lambda q: cache.update(q, "x"), cache.lookup, cache.decide):
+            with pytest.raises(InvalidArgumentError, match=r"question must be a non-blank string, got '") as caught:
+                call(blank)
+            assert repr(blank) in str(caught.value)
+    assert cache.update("?!", "x") is False  # a question without words is not an error: it is not cached
+    assert cache.decide("?!").reason == "no_text"
+    assert cache.stats.skipped_updates == {"no_text": 1}
 
 
 @pytest.mark.parametrize(

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.privacy import SECRET_KINDS, FoundSecret, RedactedText, find_secrets, redact_secrets
+from langchain_session_rag.prompt.quoting import quote_data
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -160,3 +163,97 @@ def test_the_tune_split_keeps_its_precision_and_recall() -> None:
     assert sum(positives) >= 150
     assert precision >= 0.97
     assert recall >= 0.97
+
+
+AWS = "AKIAZ7Q3K5M2P4R6T8W2"
+ZWSP, NBSP, NNBSP = "\u200b", "\u00a0", "\u202f"
+
+
+def fullwidth(text: str) -> str:
+    """``text`` in fullwidth forms (U+FF01..U+FF5E), as some keyboards and PDFs write Latin text."""
+    return "".join(chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else ch for ch in text)
+
+
+DISGUISED = [
+    ("zero-width spaces", f"my key is {ZWSP.join(AWS)} why does boto fail", "aws-access-key"),
+    ("word joiners and a BOM", "key " + "\u2060".join(AWS[:10]) + "\ufeff" + AWS[10:], "aws-access-key"),
+    ("soft hyphens", "key " + "\u00ad".join([AWS[:5], AWS[5:12], AWS[12:]]), "aws-access-key"),
+    ("an ASCII control character", f"key {AWS[:8]}\x00{AWS[8:]}", "aws-access-key"),
+    ("tag characters", f"key {AWS[:6]}\U000e0041\U000e0042{AWS[6:]}", "aws-access-key"),
+    ("fullwidth letters", f"my key is {fullwidth(AWS)} thanks", "aws-access-key"),
+    (
+        "mathematical letters",
+        "key " + "".join(chr(0x1D400 + ord(c) - 65) if c.isupper() else c for c in AWS),
+        "aws-access-key",
+    ),
+    ("a fullwidth colon", "wifi password\uff1aMaple2024!", "password"),
+    ("fullwidth password keyword and colon", f"{fullwidth('password:')} Maple2024!", "password"),
+    ("JSON escapes", json.dumps({"key": ZWSP.join(AWS), "note": "ok"}), "aws-access-key"),
+    ("JSON escapes of fullwidth letters", json.dumps(f"my key is {fullwidth(AWS)}"), "aws-access-key"),
+    ("card grouped with dots", "charge it to 4111.1111.1111.1111 please", "card-number"),
+    ("card grouped with non-breaking spaces", f"charge it to 4111{NBSP}1111{NBSP}1111{NBSP}1111 please", "card-number"),
+    ("card grouped with narrow no-break spaces", f"card 4111{NNBSP}1111{NNBSP}1111{NNBSP}1111", "card-number"),
+    ("card in fullwidth digits", f"card {fullwidth('4111 1111 1111 1111')} exp 04/27", "card-number"),
+    ("card in Arabic-Indic digits", "البطاقة ٤١١١ ١١١١ ١١١١ ١١١١ شكرا", "card-number"),
+    ("card grouped with en dashes", "amex 3782\u2013822463\u201310005 exp 04/27", "card-number"),
+    (
+        "IBAN grouped with non-breaking spaces",
+        f"IBAN DE89{NBSP}3704{NBSP}0044{NBSP}0532{NBSP}0130{NBSP}00 thanks",
+        "iban",
+    ),
+    (
+        "zero-width space inside a github token",
+        "token ghp_aB3dE5fG7hJ9kL1m" + ZWSP + "N3pQ5rS7tU9vW1xY3zA5",
+        "github-token",
+    ),
+]
+
+
+@pytest.mark.parametrize(("how", "text", "kind"), DISGUISED, ids=[case[0] for case in DISGUISED])
+def test_a_secret_disguised_with_look_alikes_or_invisible_characters_is_replaced_whole(
+    how: str, text: str, kind: str
+) -> None:
+    result = redact_secrets(text)
+    assert [s.kind for s in result.secrets] == [kind], how
+    secret = result.secrets[0]
+    assert text[secret.start : secret.end] == secret.value
+    assert result.text == text[: secret.start] + f"[secret:{kind}]" + text[secret.end :]
+    # What the model would read (quoted: invisible characters dropped; look-alikes read as their ASCII) holds no
+    # trace of the secret: none of its visible characters survive in a run of 4 or more.
+    seen = unicodedata.normalize("NFKC", quote_data(result.text))
+    plain = unicodedata.normalize("NFKC", quote_data(secret.value)).replace("> ", "")
+    assert not any(plain[i : i + 4] in seen for i in range(len(plain) - 3) if plain[i : i + 4].strip()), how
+
+
+NOT_SECRETS = [
+    "東京の天気はどうですか？明日は２０２６年１２月８日です。",
+    "我的电话号码是１３８０００１３８０００，订单号是ＡＢ１２３。",
+    "مرحبا، كيف حالك؟ سأصل الساعة ٣:٣٠ مساءً",
+    "Prix\u00a0: 12\u00a0€, livraison le 3\u202fdécembre — merci\u00a0!",
+    "Crème brûlée and pâté at the café in Zürich",
+    "Cre\u0300me bru\u0302le\u0301e (decomposed accents)",
+    "family: \U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466 and flag \U0001f3f3\ufe0f\u200d\U0001f308",
+    "हिन्दी में क्ष और क्\u200dष, فارسی می\u200cخواهم",
+    "한국어 문장입니다. ３개 주문했어요.",
+    "ｈｅｌｌｏ　ｗｏｒｌｄ，ｆｕｌｌｗｉｄｔｈ　ｔｅｘｔ",
+    "version 3.11.4.2024 and ip 192.168.10.254",
+    "\u200bzero\u200bwidth\u200bwords\u200b are not secrets",
+]
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_ordinary_non_latin_text_is_left_exactly_as_it_is(text: str) -> None:
+    assert redact_secrets(text) == RedactedText(text, ())
+
+
+def test_a_secret_in_json_text_is_replaced_inside_its_string() -> None:
+    text = json.dumps({"key": ZWSP.join(AWS), "city": "Zürich"})
+    assert json.loads(redact_secrets(text).text) == {"key": "[secret:aws-access-key]", "city": "Zürich"}
+
+
+def test_only_the_secret_changes_in_non_latin_text_around_it() -> None:
+    text = f"私のキーは{fullwidth(AWS)}です。\U0001f468\u200d\U0001f469\u200d\U0001f467 Zürich\u00a0!"
+    result = redact_secrets(text)
+    assert (
+        result.text == "私のキーは[secret:aws-access-key]です。\U0001f468\u200d\U0001f469\u200d\U0001f467 Zürich\u00a0!"
+    )
