@@ -581,3 +581,24 @@ def test_a_token_file_change_is_picked_up_without_a_restart(memory: SessionVecto
     tokens.chmod(0o644)
     token_file(tokens, {"alice": TOKEN})
     assert bearer(TOKEN) == 200  # fixed: served again
+
+
+def test_workers_share_sign_outs_through_their_folder(memory: SessionVectorMemory, tmp_path: Path) -> None:
+    """Two apps with one secret are two workers of a server: the sign-out folder is what they share."""
+    auth = Authenticator.from_token_file(token_file(tmp_path / "tokens", {"alice": TOKEN}))
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    folder = tmp_path / "sign-outs"
+    folder.mkdir(mode=0o700)
+
+    def worker(shared: Path | None) -> TestClient:
+        app = create_app(memory, model, auth=auth, pages_secret=b"s" * 32, sign_out_dir=shared)
+        return TestClient(app, base_url="http://127.0.0.1:8080", follow_redirects=False)
+
+    for shared, ended in ((folder, 303), (None, 200)):  # without the folder the other worker cannot know
+        one, other = worker(shared), worker(shared)
+        value = sign_in(one, TOKEN)
+        assert replayed(other, value) == 200
+        csrf = csrf_of(one.get("/ui/core").text)
+        assert one.post("/ui/logout", data={"csrf": csrf}, headers=SAME_ORIGIN).status_code == 303
+        assert (replayed(stranger(one), value), replayed(other, value)) == (303, ended)
+    assert [p.stat().st_mode & 0o777 for p in folder.iterdir()] == [0o600]  # one signed-out id, private
