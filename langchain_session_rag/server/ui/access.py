@@ -31,7 +31,7 @@ from starlette.responses import Response
 
 from langchain_session_rag.server.auth import Authenticator, TokenFileUnusable, Unauthenticated, digest_of
 from langchain_session_rag.server.ui.html import PREFIX
-from langchain_session_rag.server.ui.signin import SignIn, SignOuts, fingerprint
+from langchain_session_rag.server.ui.signin import SignIn, SignOuts, TokenPrints, fingerprint
 
 COOKIE = "session_rag_ui"
 """The cookie holding a signed-in browser's session value (never the token; for the pages' path only)."""
@@ -71,8 +71,13 @@ class UiAccess:
     hosts: frozenset[str] = frozenset()
     """Host names the pages answer to (``session-rag ui``: loopback only); empty: any."""
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
-    """Keys the forms' anti-forgery values; the same in every worker of a server (else a form posted to another
-    worker would be refused)."""
+    """Keys the sign-ins and the forms' anti-forgery values; the same in every worker of a server (else a sign-in
+    or a form would be refused by the other workers)."""
+    sign_outs: SignOuts = field(default_factory=SignOuts)
+    """Where sign-outs are recorded: the same folder for every worker of a server (default: this process only)."""
+    clock: Callable[[], float] = time.time
+    """Seconds since the epoch (a test moves it to expire sign-ins)."""
+    _prints: TokenPrints = field(default_factory=TokenPrints, repr=False, compare=False)
 
     def check_host(self, request: Request) -> None:
         """Refuse a request addressed to a host name not in :attr:`hosts` (a DNS-rebinding page).
@@ -84,12 +89,6 @@ class UiAccess:
         if problem:
             raise Refused(403, problem)
 
-    sign_outs: SignOuts = field(default_factory=SignOuts)
-    """Where sign-outs are recorded: the same folder for every worker of a server (default: this process only)."""
-    clock: Callable[[], float] = time.time
-    """Seconds since the epoch (a test moves it to expire sign-ins)."""
-    _prints: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
-
     def _users(self) -> Mapping[bytes, str]:
         """The token file's users now.
 
@@ -100,15 +99,6 @@ class UiAccess:
             return self.auth.users()
         except TokenFileUnusable as exc:
             raise Refused(503, str(exc)) from exc
-
-    def _user_of_print(self, token_print: str) -> str | None:
-        """The user whose token has this fingerprint now (``None``: no token in the file has it any more)."""
-        users = self._users()
-        if self._prints.get("of") is not users:  # the token file changed (or first use): fingerprint it again
-            prints = {fingerprint(digest, self.secret): user for digest, user in users.items()}
-            self._prints.update({"of": users, "users": prints})
-        found = self._prints["users"]
-        return found.get(token_print) if isinstance(found, dict) else None
 
     def _signed_in(self, request: Request) -> SignIn:
         """The browser's sign-in, when it still holds.
@@ -122,7 +112,7 @@ class UiAccess:
         signin = SignIn.opened(value, self.secret) if value else None
         if signin is None or signin.expired(self.clock()) or self.sign_outs.signed_out(signin.id):
             raise LoginNeeded
-        if self._user_of_print(signin.token_print) != signin.user:
+        if self._prints.user_of(signin.token_print, self._users(), self.secret) != signin.user:  # token still there
             raise LoginNeeded
         return signin
 

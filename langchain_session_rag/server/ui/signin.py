@@ -26,6 +26,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -42,6 +43,22 @@ _ID = re.compile(r"[0-9a-f]{32}")
 def fingerprint(digest: bytes, secret: bytes) -> str:
     """The fingerprint of a token (by its SHA-256 ``digest``) a sign-in carries: keyed, so it reveals nothing."""
     return hmac.new(secret, b"token\0" + digest, hashlib.sha256).hexdigest()[:32]
+
+
+class TokenPrints:
+    """Users by token fingerprint, made again when the token file's users change (one worker's, any thread's)."""
+
+    def __init__(self) -> None:
+        """Nothing fingerprinted yet."""
+        self._made: tuple[Mapping[bytes, str] | None, dict[str, str]] = (None, {})  # replaced whole: thread-safe
+
+    def user_of(self, token_print: str, users: Mapping[bytes, str], secret: bytes) -> str | None:
+        """The user of ``users`` (by token digest) whose token has this fingerprint (``None``: none has)."""
+        made_of, prints = self._made
+        if made_of is not users:  # the token file changed (or first use)
+            prints = {fingerprint(digest, secret): user for digest, user in users.items()}
+            self._made = (users, prints)
+        return prints.get(token_print)
 
 
 def _signature(payload: str, secret: bytes) -> str:
