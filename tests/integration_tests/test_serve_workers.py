@@ -212,7 +212,18 @@ def test_a_sign_out_on_one_worker_ends_the_sign_in_on_every_worker(
         for c in (one, other):
             assert c.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 401
         assert {worker_of(one, BOB), worker_of(other, BOB)} == {first, second}  # the same two connections all along
+        folder = Path(json.loads(settings_of(first))["sign_out_dir"])
+        assert json.loads(settings_of(second))["sign_out_dir"] == str(folder)
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert len(list(folder.iterdir())) == 3  # the three sign-outs above
     finally:
         for c in clients.values():
             c.close()
         server.stop()
+    assert not folder.exists()  # removed at exit, with the secret that signed the sign-ins
+
+
+def settings_of(pid: int) -> str:
+    """The settings ``session-rag serve`` handed a worker (its environment)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return next(v for k, _, v in (e.partition(b"=") for e in environ) if k == b"SESSION_RAG_SERVE_SETTINGS").decode()

@@ -557,7 +557,9 @@ def test_a_sign_in_expires_when_idle_and_after_its_lifetime(memory: SessionVecto
     assert LIFETIME == 12 * 3600
 
 
-def test_a_token_file_change_is_picked_up_without_a_restart(memory: SessionVectorMemory, tmp_path: Path) -> None:
+def test_a_token_file_change_is_picked_up_without_a_restart(
+    memory: SessionVectorMemory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     tokens = token_file(tmp_path / "tokens", {"alice": TOKEN})
     http = served(memory, Authenticator.from_token_file(tokens))
     api = "/v1/memory/sessions"
@@ -578,6 +580,9 @@ def test_a_token_file_change_is_picked_up_without_a_restart(memory: SessionVecto
     assert refused.status_code == 503
     assert refused.json()["error"]["message"] == "The server's token file is unusable; see the server log."
     assert replayed(http, alice) == 503  # the pages too
+    said = [r.getMessage() for r in caplog.records if "Refusing every request" in r.getMessage()]
+    assert len(said) == 1  # one line per reason, not per request
+    assert f"{tokens}, line 2" in said[0]
     tokens.chmod(0o644)
     token_file(tokens, {"alice": TOKEN})
     assert bearer(TOKEN) == 200  # fixed: served again
