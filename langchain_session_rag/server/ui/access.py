@@ -61,6 +61,10 @@ class Viewer:
     csrf: str
     signin: SignIn | None = None
     """The browser's sign-in (``None`` behind a proxy: no cookie)."""
+    renewed: str | None = None
+    """The renewed session value the page hands the browser (``None``: renewed less than a minute ago)."""
+    secure: bool = False
+    """Whether the page is served over https (the cookie is then ``Secure``)."""
 
 
 @dataclass(frozen=True)
@@ -132,9 +136,13 @@ class UiAccess:
             return Viewer(user=user, csrf=csrf_value(user, self.auth.trusted_header, self.secret))
         signin = self._signed_in(request)
         renewed = signin.renewed(self.clock())
-        if renewed is not None:  # handed back with the response (see add_ui_routes)
-            request.state.session_rag_renewed = renewed.sealed(self.secret)
-        return Viewer(user=signin.user, csrf=csrf_value(signin.user, signin.id, self.secret), signin=signin)
+        return Viewer(
+            user=signin.user,
+            csrf=csrf_value(signin.user, signin.id, self.secret),
+            signin=signin,
+            renewed=renewed.sealed(self.secret) if renewed is not None else None,
+            secure=request.url.scheme == "https",
+        )
 
     def token_user(self, token: str) -> str | None:
         """The user a sign-in token names (``None``: none).
@@ -177,9 +185,8 @@ class UiAccess:
         return form
 
 
-def hand_cookie(response: Response, value: str, request: Request) -> None:
+def hand_cookie(response: Response, value: str, *, secure: bool) -> None:
     """Give the browser its session value: ``HttpOnly``, ``SameSite=Strict``, the pages' path, ``Secure`` over https."""
-    secure = request.url.scheme == "https"
     response.set_cookie(COOKIE, value, httponly=True, samesite="strict", path=PREFIX, secure=secure)
 
 

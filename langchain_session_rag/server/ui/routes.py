@@ -71,7 +71,6 @@ def add_ui_routes(
     if compaction:  # page reads wait while the store is compacted
         _gated(app, pages)
     _door_routes(app)
-    _renewals(app)
     _sign_in_routes(app, access)
     _view_routes(app, pages)
     _forget_routes(app, pages)
@@ -115,19 +114,6 @@ def _door_routes(app: FastAPI) -> None:
         return Response(css, media_type="text/css", headers={**HEADERS, "Cache-Control": "max-age=3600"})
 
 
-def _renewals(app: FastAPI) -> None:
-    """A page that renewed its sign-in (:meth:`UiAccess.viewer`) hands the browser the renewed value."""
-
-    @app.middleware("http")
-    async def renew(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        value = getattr(request.state, "session_rag_renewed", None)  # set by UiAccess.viewer (the route's state)
-        given = any(h.startswith(f"{COOKIE}=") for h in response.headers.getlist("set-cookie"))  # signed in or out
-        if value and not given:
-            hand_cookie(response, value, request)
-        return response
-
-
 def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
     """Signing in (a form, or the address ``session-rag ui`` prints) and out."""
 
@@ -139,7 +125,7 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
         # a redirect would stay the link's navigation, and the browser would not send the SameSite=Strict cookie.
         on = f'<p><a href="{PREFIX}/sessions">Continue to your memory</a></p>'
         done = page("Signed in", on, user=None, then="sessions") if from_link else see("sessions")
-        hand_cookie(done, value, request)  # a session value, never the token
+        hand_cookie(done, value, secure=request.url.scheme == "https")  # a session value, never the token
         return done
 
     @app.get(f"{PREFIX}/login", include_in_schema=False)
