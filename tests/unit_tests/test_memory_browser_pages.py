@@ -516,6 +516,9 @@ def test_the_cookie_is_not_the_token_never_an_api_key_and_dies_at_sign_out(
     assert forged.status_code == 303
     assert memory.count() == 2  # nothing changed
     assert sign_in(http, TOKEN) != value  # a new sign-in is a new session
+    assert "Secure" not in http.post("/ui/login", data={"token": TOKEN}, headers=SAME_ORIGIN).headers["set-cookie"]
+    tls = TestClient(http.app, base_url="https://memory.example.com", follow_redirects=False)  # behind a TLS proxy
+    assert "Secure" in tls.post("/ui/login", data={"token": TOKEN}, headers=SAME_ORIGIN).headers["set-cookie"]
 
 
 def test_a_tampered_or_foreign_cookie_opens_nothing(memory: SessionVectorMemory, tmp_path: Path) -> None:
