@@ -13,6 +13,7 @@ import os
 import secrets
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, NoReturn
@@ -273,4 +274,4 @@ def serve(
 def _exit_on_term(signum: int, frame: object) -> NoReturn:
     """SIGTERM after the server stopped: exit through the ``finally`` blocks (128 + the signal, as the shell says)."""
     del frame
-    raise SystemExit(128 + signum)
+    sys.exit(128 + signum)
