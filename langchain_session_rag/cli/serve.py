@@ -11,8 +11,12 @@ import importlib
 import importlib.util
 import os
 import secrets
+import shutil
+import signal
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -256,6 +260,18 @@ def serve(
     if trusted_user_header and host not in LOOPBACK:
         err.print(f"session-rag serve: WARNING: anyone reaching {host}:{port} can claim any user with "
                   f"{trusted_user_header}; bind to loopback behind the proxy.")  # fmt: skip
-    os.environ.update(settings.to_env())
+    sign_outs = tempfile.mkdtemp(prefix="session-rag-serve-")  # mode 700: this account only; for every worker
+    os.environ.update(settings.model_copy(update={"sign_out_dir": sign_outs}).to_env())
     err.print(f"session-rag serve: http://{host}:{port}/v1 ({workers} worker(s), memory at {options.location})")
-    run_workers(host, port, workers)
+    previous = signal.signal(signal.SIGTERM, _exit_on_term)  # uvicorn re-raises a SIGTERM once it has stopped
+    try:
+        run_workers(host, port, workers)
+    finally:  # the sign-outs end with the secret that signed their sign-ins
+        shutil.rmtree(sign_outs, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_term(signum: int, frame: object) -> NoReturn:
+    """SIGTERM after the server stopped: exit through the ``finally`` blocks (128 + the signal, as the shell says)."""
+    del frame
+    sys.exit(128 + signum)

@@ -2,8 +2,9 @@
 
 It serves the pages ``session-rag serve`` serves at ``/ui``, for one user, on 127.0.0.1. No token file is needed:
 the command makes a random token and prints the address that signs in with it (as Jupyter does), so another
-account on the machine cannot open the page (``--open`` hands the browser a private file that redirects to it,
-not the address itself, which would show in the browser's command line).
+account on the machine cannot sign in (``--open`` hands the browser a private file that redirects to it, not the
+address itself, which would show in the browser's command line). The browser then holds a sign-in, not the token
+(:mod:`~langchain_session_rag.server.ui.signin`; docs/ui.md says what a captured one allows until it ends).
 """
 
 from __future__ import annotations

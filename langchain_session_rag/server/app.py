@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -27,6 +28,9 @@ from langchain_session_rag.server.schemas import ApiError, ChatRequest, chunk, c
 from langchain_session_rag.server.settings import DEFAULT_MAX_BODY_BYTES
 from langchain_session_rag.server.turns import SESSION_HEADER, Turn, TurnRunner, api_error
 
+if TYPE_CHECKING:
+    from langchain_session_rag.server.ui.access import UiAccess
+
 
 def create_app(
     memory: SessionVectorMemory,
@@ -41,6 +45,7 @@ def create_app(
     ready: Callable[[], str | None] | None = None,
     pages: bool = True,
     pages_secret: bytes | None = None,
+    sign_out_dir: str | Path | None = None,
     max_upload_bytes: int | None = None,
     allowed_hosts: Collection[str] = (),
 ) -> FastAPI:
@@ -57,8 +62,10 @@ def create_app(
         min_similarity: Recall only memories at least this similar to the question.
         ready: Returns why the chat model is not reachable (``None``: it is), for ``/readyz``.
         pages: Serve the memory browser at ``/ui`` (the same users; see :mod:`langchain_session_rag.server.ui`).
-        pages_secret: Keys the pages' anti-forgery values; give every worker of a server the same (default: random,
-            fine for one process).
+        pages_secret: Keys the pages' sign-ins and anti-forgery values; give every worker of a server the same
+            (default: random, fine for one process).
+        sign_out_dir: A folder, private to the server's account, where the pages record sign-outs; give every
+            worker of a server the same (default: this process's memory, fine for one process).
         max_upload_bytes: The largest file the browser's Import page takes (default: the importers' 256 MiB).
         allowed_hosts: Host names the server answers at (others: 403, before anything else runs); empty: any.
             ``session-rag serve`` behind a proxy on loopback answers only at loopback names (a DNS-rebinding page
@@ -137,24 +144,34 @@ def create_app(
 
     add_memory_routes(app, memory, user_of, max_body_bytes)
     if pages:  # the memory browser at /ui: the same users; never a compaction under the chat turns' writes
-        _add_pages(app, memory, auth, budget=budget, floor=min_similarity, secret=pages_secret, limit=max_upload_bytes)
+        access = _pages_access(auth, pages_secret, sign_out_dir)
+        _add_pages(app, memory, access, budget=budget, floor=min_similarity, limit=max_upload_bytes)
     return app
+
+
+def _pages_access(auth: Authenticator, secret: bytes | None, sign_out_dir: str | Path | None) -> UiAccess:
+    """The pages' door: the server's users, its secret (else a random one), its sign-outs' folder (else memory)."""
+    from langchain_session_rag.server.ui import UiAccess  # noqa: PLC0415
+    from langchain_session_rag.server.ui.signin import SignOuts  # noqa: PLC0415
+
+    sign_outs = SignOuts(Path(sign_out_dir) if sign_out_dir is not None else None)
+    if secret:
+        return UiAccess(auth=auth, secret=secret, sign_outs=sign_outs)
+    return UiAccess(auth=auth, sign_outs=sign_outs)
 
 
 def _add_pages(
     app: FastAPI,
     memory: SessionVectorMemory,
-    auth: Authenticator,
+    access: UiAccess,
     *,
     budget: TokenBudget,
     floor: float | None,
-    secret: bytes | None,
     limit: int | None,
 ) -> None:
     """The memory browser at ``/ui``: the same users; never a compaction under the chat turns' writes."""
-    from langchain_session_rag.server.ui import SearchSettings, UiAccess, add_ui_routes  # noqa: PLC0415
+    from langchain_session_rag.server.ui import SearchSettings, add_ui_routes  # noqa: PLC0415
 
-    access = UiAccess(auth=auth, secret=secret) if secret else UiAccess(auth=auth)
     search = SearchSettings(budget=budget, min_similarity=DEFAULT_SCORE_THRESHOLD if floor is None else floor)
     add_ui_routes(app, memory, access, search, compaction=False, upload_limit=limit)
 

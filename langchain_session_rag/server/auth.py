@@ -9,7 +9,10 @@ Token file format (UTF-8 text; one user per line; blank lines and lines starting
 The token is the first field: at least 16 characters of ``A-Z a-z 0-9 . _ ~ + / = -`` (``openssl rand -hex 24``
 makes one); the user id is the rest of the line. A token may appear once. The file must not be readable or
 writable by other users (``chmod 600``): a world-readable token file is refused, as ssh refuses such a key.
-Tokens are kept as SHA-256 digests in memory.
+Tokens are kept as SHA-256 digests in memory. The file is read again on the first request after it changes (its
+inode, size, times or mode), so a token added or removed takes effect without a restart; a change that breaks it
+(a malformed line, a mode others may read, the file gone) fails closed: every request gets 503
+(:data:`UNUSABLE`) until it is fixed, and the reason goes to the server log, once.
 
 Trusted header (``--trusted-user-header X-Forwarded-User``): the user is whatever that header says. Anyone who
 can reach the server directly can claim to be anyone; use it only behind a proxy that authenticates users,
@@ -19,26 +22,42 @@ sets the header and removes any copy a client sent, with the server bound to loo
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from langchain_session_rag._checks import user_id_problem
-from langchain_session_rag.errors import FileAccessError, InvalidArgumentError
+from langchain_session_rag._fork import ChildLock
+from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, SessionRAGError
 
 MIN_TOKEN_CHARS = 16
+UNUSABLE = "The server's token file is unusable; see the server log."
+"""All a client learns of a broken token file (the reason, with the file's path, goes to the server log)."""
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/=-]+")
 _HEADER = re.compile(r"[A-Za-z0-9-]{1,64}")
+_LOGGER = logging.getLogger("session_rag.serve")
 
 
 class Unauthenticated(Exception):  # noqa: N818 - an HTTP outcome (401), not a library error
     """The request names no user the server knows (answered with 401)."""
 
 
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8")).digest()
+class TokenFileUnusable(Unauthenticated):
+    """The token file changed into one that cannot be used: every request is refused (503) until it is fixed."""
+
+    status = 503
+
+    def __init__(self) -> None:
+        """The one generic sentence a client gets (:data:`UNUSABLE`)."""
+        super().__init__(UNUSABLE)
+
+
+def digest_of(token: str) -> bytes:
+    """The SHA-256 digest a token is known by (surrounding blanks ignored)."""
+    return hashlib.sha256(token.strip().encode("utf-8")).digest()
 
 
 def _line_error(path: Path, number: int, problem: str) -> InvalidArgumentError:
@@ -80,7 +99,7 @@ def read_token_file(path: str | Path) -> dict[bytes, str]:
         unfit = user_id_problem(user)
         if unfit is not None:
             raise _line_error(path, number, f"unfit user id ({unfit})")
-        digest = _digest(token)
+        digest = digest_of(token)
         if digest in users:
             raise _line_error(path, number, "this token is already given to another line; each token names one user")
         users[digest] = user
@@ -90,26 +109,88 @@ def read_token_file(path: str | Path) -> dict[bytes, str]:
     return users
 
 
+class TokenFile:
+    """A token file's users, read again on the first request after the file changes (fail closed when it breaks).
+
+    Every worker of a server holds its own and sees the same file: no state is shared but the file.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        """Read it once (a bad file is refused here, at start).
+
+        Raises:
+            FileAccessError: The file cannot be read, or other users may read or write it.
+            InvalidArgumentError: See :func:`read_token_file`.
+        """
+        self.path = Path(path)
+        self._lock = ChildLock()  # fork-safe: a worker forked while another thread reads the file
+        self._stamp = self._stamp_now()
+        self._users: dict[bytes, str] | None = read_token_file(self.path)
+        self._logged = ""
+
+    def _stamp_now(self) -> tuple[int, ...]:
+        info = self.path.stat()
+        return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_mode)
+
+    def users(self) -> Mapping[bytes, str]:
+        """The users by token digest, as the file says now (the same mapping object until the file changes).
+
+        Raises:
+            TokenFileUnusable: The file is gone, unreadable, open to other users or malformed (logged once).
+        """
+        with self._lock:
+            try:
+                stamp = self._stamp_now()
+                if stamp != self._stamp or self._users is None:
+                    self._users, self._stamp = None, stamp
+                    self._users = read_token_file(self.path)
+                    self._logged = ""
+            except (OSError, SessionRAGError) as exc:
+                self._users = None
+                if self._logged != str(exc):  # one line per distinct reason, not one per request
+                    self._logged = str(exc)
+                    _LOGGER.error("Refusing every request (503) until the token file is fixed: %s", exc)  # noqa: TRY400 - no traceback
+                raise TokenFileUnusable from None
+            return self._users
+
+
 @dataclass(frozen=True)
 class Authenticator:
     """Turns a request's headers into its user: a bearer token, or the trusted proxy's header."""
 
     tokens: dict[bytes, str] = field(default_factory=dict, repr=False)
+    """Users by the SHA-256 digest of their token, fixed (without ``token_file``)."""
     trusted_header: str | None = None
+    """The header a trusted proxy names the user in (instead of tokens)."""
+    token_file: TokenFile | None = field(default=None, repr=False)
+    """The token file, read again when it changes (instead of ``tokens``)."""
 
     def __post_init__(self) -> None:
         """Refuse a malformed header name, and an authenticator that knows no user."""
         if self.trusted_header is not None and not _HEADER.fullmatch(self.trusted_header):
             msg = f"--trusted-user-header must be a header name (letters, digits, '-'), got {self.trusted_header!r}."
             raise InvalidArgumentError(msg)
-        if not self.tokens and self.trusted_header is None:
+        if not self.tokens and self.trusted_header is None and self.token_file is None:
             msg = "No users: give a token file or a trusted user header."
             raise InvalidArgumentError(msg)
 
     @classmethod
     def from_token_file(cls, path: str | Path) -> Authenticator:
-        """The users of a token file (see the module docstring for its format)."""
-        return cls(tokens=read_token_file(path))
+        """The users of a token file (see the module docstring for its format), read again when it changes.
+
+        Raises:
+            FileAccessError: The file cannot be read, or other users may read or write it.
+            InvalidArgumentError: A malformed file (see :func:`read_token_file`).
+        """
+        return cls(token_file=TokenFile(path))
+
+    def users(self) -> Mapping[bytes, str]:
+        """The users by the SHA-256 digest of their token, now (the token file's, read again when it changed).
+
+        Raises:
+            TokenFileUnusable: The token file changed into one that cannot be used.
+        """
+        return self.token_file.users() if self.token_file is not None else self.tokens
 
     @classmethod
     def for_one_user(cls, token: str, user: str) -> Authenticator:
@@ -125,12 +206,12 @@ class Authenticator:
         if unfit is not None:
             msg = f"Unfit user id {user!r}: {unfit}."
             raise InvalidArgumentError(msg)
-        return cls(tokens={_digest(token): user})
+        return cls(tokens={digest_of(token): user})
 
     @classmethod
     def from_settings(cls, token_file: str | None, trusted_header: str | None) -> Authenticator:
         """The authenticator of ``--token-file`` or ``--trusted-user-header``."""
-        return cls(tokens=read_token_file(token_file) if token_file else {}, trusted_header=trusted_header)
+        return cls(token_file=TokenFile(token_file) if token_file else None, trusted_header=trusted_header)
 
     def user_of_pairs(self, pairs: Iterable[tuple[str, str]]) -> str:
         """The user of a request given its headers as sent (name, value pairs, in order, repeats kept).
@@ -159,6 +240,7 @@ class Authenticator:
 
         Raises:
             Unauthenticated: No credentials, or credentials naming no known user.
+            TokenFileUnusable: The token file changed into one that cannot be used.
         """
         if self.trusted_header is not None:
             user = headers.get(self.trusted_header.lower(), "").strip()
@@ -170,7 +252,7 @@ class Authenticator:
         if scheme.lower() != "bearer" or not token.strip():
             msg = "No API key: send the header `Authorization: Bearer TOKEN` (the client's api_key)."
             raise Unauthenticated(msg)
-        known = self.tokens.get(_digest(token.strip()))
+        known = self.users().get(digest_of(token))
         if known is None:
             msg = "Incorrect API key: this token is not in the server's token file."
             raise Unauthenticated(msg)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
 from langchain_session_rag.errors import SessionRAGError
-from langchain_session_rag.server.auth import Unauthenticated
+from langchain_session_rag.server.auth import TokenFileUnusable, Unauthenticated
 from langchain_session_rag.server.schemas import ApiError, unavailable
 
 if TYPE_CHECKING:
@@ -102,7 +102,9 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc if isinstance(exc, ApiError) else ApiError(500, str(exc)))
 
     async def on_unauthenticated(request: Request, exc: Exception) -> Response:
-        del request
+        del request  # 401, or 503 while the token file is unusable
+        if isinstance(exc, TokenFileUnusable):
+            return error_response(ApiError(exc.status, str(exc), code="token_file_unusable"))
         return error_response(ApiError(401, str(exc), code="invalid_api_key"))
 
     async def on_validation(request: Request, exc: Exception) -> Response:

@@ -62,7 +62,11 @@ class ServeSettings(BaseModel):
     allowed_hosts: tuple[str, ...] = ()
     """Host names the server answers at (empty: any); see ``create_app``'s ``allowed_hosts``."""
     pages_secret: str = ""
-    """Hex key of the memory browser's anti-forgery values, the same in every worker (the command makes one)."""
+    """Hex key of the memory browser's sign-ins and anti-forgery values, the same in every worker (the command
+    makes one at each start)."""
+    sign_out_dir: str | None = None
+    """The private folder where the memory browser's sign-outs are recorded, the same for every worker (the command
+    makes one at each start and removes it at exit); ``None``: each worker's own memory (one worker)."""
     write_linger: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """The memory's ``RuntimeSettings.write_linger`` (``None``: its default); a test sets it high to show that a
     turn's write is flushed before its response ends, whatever the linger."""

@@ -70,6 +70,7 @@ def build_app(settings: ServeSettings) -> FastAPI:
         min_similarity=settings.min_similarity,
         ready=ready,
         pages_secret=bytes.fromhex(settings.pages_secret) if settings.pages_secret else None,
+        sign_out_dir=settings.sign_out_dir,
         max_upload_bytes=settings.max_upload_bytes,
         allowed_hosts=settings.allowed_hosts,
     )

@@ -169,3 +169,17 @@ class EchoPromptModel(EchoMemoryModel):
 def prompt_echo() -> BaseChatModel:
     """The factory ``--chat-model`` names to echo the whole prompt."""
     return EchoPromptModel()
+
+
+class PidModel(EchoMemoryModel):
+    """Answers ``pid N``: the process id of the worker that answered (a test tells ``--workers N`` apart)."""
+
+    @staticmethod
+    def _answer(messages: list[BaseMessage]) -> str:
+        del messages
+        return f"pid {os.getpid()}"
+
+
+def pid() -> BaseChatModel:
+    """The factory ``--chat-model`` names to learn which worker answered."""
+    return PidModel()

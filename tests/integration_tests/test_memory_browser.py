@@ -12,11 +12,14 @@ import http.client
 import json
 import re
 import shutil
+import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
@@ -238,6 +241,63 @@ def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: 
         expect(page.get_by_role("alert")).to_have_text("This token is not known to the server.")
     finally:
         stranger.close()
+
+
+def replayed(base: str, value: str, path: str = "/ui/sessions") -> tuple[int, str | None]:
+    """A page fetched with a captured cookie value, by another program: its status and where it sends the browser."""
+    connection = http.client.HTTPConnection("127.0.0.1", int(base.rsplit(":", 1)[1]), timeout=60)
+    try:
+        connection.request("GET", path, headers={"Cookie": f"session_rag_ui={value}"})
+        answer = connection.getresponse()
+        answer.read()
+        return answer.status, answer.getheader("location")
+    finally:
+        connection.close()
+
+
+class Listener(BaseHTTPRequestHandler):
+    """Another program on another port of 127.0.0.1: it keeps the ``Cookie`` header of every request it gets."""
+
+    heard: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.heard.append(self.headers.get("Cookie", ""))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(b"<!doctype html><title>elsewhere</title><h1>Elsewhere</h1>")
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        del format, args
+
+
+def test_a_cookie_heard_on_another_port_is_no_token_and_ends_at_sign_out(browser: Browser, server: Server) -> None:
+    """Issue 43's attack: cookies are not port-isolated, so a listener on another port gets the sign-in cookie."""
+    listener = ThreadingHTTPServer(("127.0.0.1", 0), Listener)
+    threading.Thread(target=listener.serve_forever, daemon=True).start()
+    context, page = signed_in(browser, server.base, ALICE)
+    try:
+        page.goto(f"http://127.0.0.1:{listener.server_port}/ui/anything")  # the signed-in browser opens its page
+        expect(page.get_by_role("heading", level=1)).to_have_text("Elsewhere")
+        heard = [c for c in Listener.heard if "session_rag_ui=" in c]
+        assert heard, "Chromium sends the cookie to another port of the host (what the docs warn of)"
+        value = heard[-1].split("session_rag_ui=", 1)[1].split(";", 1)[0]
+        assert ALICE not in value
+        assert replayed(server.base, value) == (200, None)  # while signed in, it opens the pages (the docs say so)
+        stranger = urllib.request.Request(
+            f"{server.base}/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(stranger, timeout=30)
+        assert refused.value.code == 401  # never an API key
+        page.goto(f"{server.base}/ui/sessions")
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        assert replayed(server.base, value) == (303, "/ui/login")  # signed out: the heard value opens nothing
+    finally:
+        context.close()
+        listener.shutdown()
+        listener.server_close()
 
 
 UNLABELLED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button, a')]

@@ -341,3 +341,19 @@ def test_relations_are_served_per_user_and_forgetting_the_session_removes_them(s
     assert bob.get("/v1/memory/relations", params=asked).json()["data"] == []
     carol.post("/v1/memory/forget", json={"session_id": session})
     assert carol.get("/v1/memory/relations", params=asked).json()["data"] == []
+
+
+def test_the_sign_out_folder_is_private_and_removed_when_serve_stops(tmp_path: Path) -> None:
+    """One worker: uvicorn re-raises the SIGTERM it stopped on; the command still removes its sign-out folder."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    tokens = write_tokens(tmp_path / "tokens", {"alice": ALICE})
+    args = ("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--chat-model", ECHO)
+    running = Server(tmp_path / "serve.log", *args, TMPDIR=str(temp))
+    try:
+        made = list(temp.glob("session-rag-serve-*"))
+        assert [p.stat().st_mode & 0o777 for p in made] == [0o700]
+    finally:
+        running.stop()
+    assert running.proc.returncode == 128 + 15  # SIGTERM, through the command's clean-up
+    assert list(temp.glob("session-rag-serve-*")) == []

@@ -11,6 +11,7 @@ fourth: the forgotten fact never comes back.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import time
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ import httpx
 import pytest
 
 from tests.integration_tests.serve_support import ECHO, Server, write_tokens
+
+PID = "tests.integration_tests.serve_support:pid"
 
 pytestmark = pytest.mark.slow
 
@@ -127,3 +130,100 @@ def test_one_serve_with_four_uvicorn_workers(tmp_path: Path, tokens: Path, chrom
     finally:
         server.stop()
     assert outcome == {"misses": [], "cross": {}, "cross_after_forget": {}, "returned_after_forget": []}
+
+
+ALICE, BOB = "alice-signin-token-0123456789", "bob-signin-token-0123456789ab"
+COOKIE = "session_rag_ui"
+
+
+def worker_of(http: httpx.Client, bearer: str) -> int:
+    """The pid of the worker on the other end of ``http``'s kept-alive connection (asked through a chat turn)."""
+    body = {"model": "session-rag", "messages": [{"role": "user", "content": "Which worker are you?"}]}
+    reply = http.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {bearer}"})
+    assert reply.status_code == 200, reply.text
+    return int(reply.json()["choices"][0]["message"]["content"].removeprefix("pid "))
+
+
+def one_client_per_worker(base: str, workers: int) -> dict[int, httpx.Client]:
+    """A client whose kept-alive connection each worker accepted (new connections until every worker took one)."""
+    found: dict[int, httpx.Client] = {}
+    for _ in range(60):  # the kernel hands each new connection to any worker: bounded tries
+        http = httpx.Client(base_url=base, follow_redirects=False, timeout=60)
+        pid = worker_of(http, ALICE)
+        if pid in found:
+            http.close()
+        else:
+            found[pid] = http
+        if len(found) == workers:
+            return found
+    msg = f"{workers} workers, but 60 connections reached only {sorted(found)}"
+    raise AssertionError(msg)
+
+
+def page(http: httpx.Client, path: str, value: str) -> httpx.Response:
+    """A page fetched with a captured cookie value (the client keeps no cookie of its own)."""
+    http.cookies.clear()
+    return http.get(path, headers={"cookie": f"{COOKIE}={value}"})
+
+
+def signed_in_on(http: httpx.Client, token: str) -> str:
+    """Sign in on this worker; the session value the browser would keep."""
+    http.cookies.clear()
+    answer = http.post("/ui/login", data={"token": token}, headers={"sec-fetch-site": "same-origin"})
+    assert answer.status_code == 303, answer.text
+    return str(answer.cookies[COOKIE])
+
+
+def signed_out_on(http: httpx.Client, value: str) -> None:
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page(http, "/ui/core", value).text)
+    assert csrf is not None
+    http.cookies.clear()
+    headers = {"cookie": f"{COOKIE}={value}", "sec-fetch-site": "same-origin"}
+    assert http.post("/ui/logout", data={"csrf": csrf.group(1)}, headers=headers).status_code == 303
+
+
+def test_a_sign_out_on_one_worker_ends_the_sign_in_on_every_worker(
+    tmp_path: Path, chroma_server: tuple[str, int]
+) -> None:
+    """Issue 43: a cookie captured from another port opens nothing after sign-out, in any worker, and is no API key."""
+    tokens = write_tokens(tmp_path / "tokens", {"alice": ALICE, "bob": BOB})
+    host, port = chroma_server
+    args = ("--token-file", str(tokens), "--server", f"{host}:{port}", "--chat-model", PID, "--workers", "2")
+    server = Server(tmp_path / "serve.log", *args)
+    clients: dict[int, httpx.Client] = {}
+    try:
+        clients.update(one_client_per_worker(server.base, 2))
+        (first, one), (second, other) = clients.items()
+        for signs_in, signs_out, checks in ((one, one, other), (other, other, one), (one, other, one)):
+            value = signed_in_on(signs_in, ALICE)
+            assert ALICE not in value
+            assert [page(c, "/ui/sessions", value).status_code for c in (one, other)] == [200, 200]
+            for c in (one, other):  # the value is no API key on any worker
+                assert c.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"}).status_code == 401
+            signed_out_on(signs_out, value)
+            ended = [page(c, "/ui/sessions", value) for c in (checks, signs_out)]
+            assert [(r.status_code, r.headers["location"]) for r in ended] == [(303, "/ui/login")] * 2
+        # The token leaves the token file: her API key and her sign-in end on both workers, without a restart.
+        value = signed_in_on(one, ALICE)
+        bob = signed_in_on(other, BOB)
+        write_tokens(tokens, {"bob": BOB})
+        assert [page(c, "/ui/sessions", value).status_code for c in (one, other)] == [303, 303]
+        assert [page(c, "/ui/sessions", bob).status_code for c in (one, other)] == [200, 200]
+        for c in (one, other):
+            assert c.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {ALICE}"}).status_code == 401
+        assert {worker_of(one, BOB), worker_of(other, BOB)} == {first, second}  # the same two connections all along
+        folder = Path(json.loads(settings_of(first))["sign_out_dir"])
+        assert json.loads(settings_of(second))["sign_out_dir"] == str(folder)
+        assert folder.stat().st_mode & 0o777 == 0o700
+        assert len(list(folder.iterdir())) == 3  # the three sign-outs above
+    finally:
+        for c in clients.values():
+            c.close()
+        server.stop()
+    assert not folder.exists()  # removed at exit, with the secret that signed the sign-ins
+
+
+def settings_of(pid: int) -> str:
+    """The settings ``session-rag serve`` handed a worker (its environment)."""
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return next(v for k, _, v in (e.partition(b"=") for e in environ) if k == b"SESSION_RAG_SERVE_SETTINGS").decode()

@@ -6,10 +6,13 @@ forms, stored text shown as text, the forget and core pages' outcomes. The real-
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import re
 from pathlib import Path
 
 import pytest
+from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -18,10 +21,13 @@ from langchain_core.messages import AIMessage
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.cli.serve import served_hosts
 from langchain_session_rag.privacy import generate_master_key
+from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.server import Authenticator, create_app
-from langchain_session_rag.server.ui import create_ui_app
+from langchain_session_rag.server.http import install_error_handlers
+from langchain_session_rag.server.ui import SearchSettings, UiAccess, add_ui_routes, create_ui_app
 from langchain_session_rag.server.ui.access import COOKIE
 from langchain_session_rag.server.ui.context import Gate
+from langchain_session_rag.server.ui.signin import IDLE_LIMIT, LIFETIME
 
 TOKEN = "launch-token-0123456789"  # noqa: S105 - a test token
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
@@ -441,3 +447,166 @@ def test_the_relations_page_shows_the_users_own_with_validity_and_sessions(memor
     hostile = http.get("/ui/relations", params={"entity": HOSTILE})
     assert "<script" not in hostile.text
     assert "<img" not in hostile.text
+
+
+# Sign-in: the browser holds a session value, never the token (issue 43).
+
+BOB_TOKEN = "bob-token-0123456789abcdef"  # noqa: S105 - a test token
+SAME_ORIGIN = {"sec-fetch-site": "same-origin"}
+
+
+class Clock:
+    """A clock the test moves (seconds since the epoch)."""
+
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def token_file(path: Path, users: dict[str, str]) -> Path:
+    path.write_text("".join(f"{token} {user}\n" for user, token in users.items()), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def served(memory: SessionVectorMemory, auth: Authenticator) -> TestClient:
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    return TestClient(create_app(memory, model, auth=auth), base_url="http://127.0.0.1:8080", follow_redirects=False)
+
+
+def stranger(http: TestClient) -> TestClient:
+    """Another client of the same server, with no cookie of its own (a listener on another port replaying one)."""
+    return TestClient(http.app, base_url="http://127.0.0.1:8080", follow_redirects=False)
+
+
+def sign_in(http: TestClient, token: str) -> str:
+    """Sign in through the form; the session value the browser got."""
+    answer = http.post("/ui/login", data={"token": token}, headers=SAME_ORIGIN)
+    assert answer.status_code == 303, answer.text
+    return str(answer.cookies[COOKIE])
+
+
+def replayed(http: TestClient, value: str, path: str = "/ui/sessions") -> int:
+    """The status of a page fetched with a captured cookie value (another client: no cookie of its own)."""
+    return http.get(path, headers={"cookie": f"{COOKIE}={value}"}).status_code
+
+
+def test_the_cookie_is_not_the_token_never_an_api_key_and_dies_at_sign_out(
+    memory: SessionVectorMemory, tmp_path: Path
+) -> None:
+    """A listener on another port of the host gets the cookie: it never opens the API, and not the pages after sign-out."""
+    auth = Authenticator.from_token_file(token_file(tmp_path / "tokens", {"alice": TOKEN}))
+    http = served(memory, auth)
+    thief = stranger(http)
+    value = sign_in(http, TOKEN)
+    assert TOKEN not in value
+    bearer = thief.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"})
+    assert bearer.status_code == 401  # the cookie is no API key
+    assert thief.get("/v1/memory/sessions", headers={"cookie": f"{COOKIE}={value}"}).status_code == 401
+    assert replayed(thief, value) == 200  # while signed in, a captured cookie opens the pages (the docs say so)
+    csrf = csrf_of(http.get("/ui/core").text)
+    assert http.post("/ui/logout", data={"csrf": csrf}, headers=SAME_ORIGIN).status_code == 303
+    assert replayed(thief, value) == 303  # signed out: the captured value is dead
+    assert http.get("/ui/sessions").headers["location"] == "/ui/login"
+    forged = thief.post(
+        "/ui/forget", data={"all": "1", "sure": "1", "csrf": csrf}, headers={"cookie": f"{COOKIE}={value}"}
+    )
+    assert forged.status_code == 303
+    assert memory.count() == 2  # nothing changed
+    assert sign_in(http, TOKEN) != value  # a new sign-in is a new session
+    assert "Secure" not in http.post("/ui/login", data={"token": TOKEN}, headers=SAME_ORIGIN).headers["set-cookie"]
+    tls = TestClient(http.app, base_url="https://memory.example.com", follow_redirects=False)  # behind a TLS proxy
+    assert "Secure" in tls.post("/ui/login", data={"token": TOKEN}, headers=SAME_ORIGIN).headers["set-cookie"]
+
+
+def test_a_tampered_or_foreign_cookie_opens_nothing(memory: SessionVectorMemory, tmp_path: Path) -> None:
+    auth = Authenticator.from_token_file(token_file(tmp_path / "tokens", {"alice": TOKEN, "bob": BOB_TOKEN}))
+    http = served(memory, auth)
+    value = sign_in(http, BOB_TOKEN)
+    body, _, signature = value.rpartition(".")
+    version, _, payload = body.partition(".")
+    fields = json.loads(base64.urlsafe_b64decode(payload + "=="))
+    as_alice = base64.urlsafe_b64encode(json.dumps(["alice", *fields[1:]]).encode()).decode().rstrip("=")
+    assert replayed(stranger(http), value) == 200
+    for forged in (f"{body}.{'A' * len(signature)}", f"{version}.{as_alice}.{signature}", TOKEN, value[:-2]):
+        assert replayed(stranger(http), forged) == 303, forged
+    other_server = served(memory, auth)  # another server (another secret): the value means nothing there
+    assert replayed(other_server, value) == 303
+
+
+def test_a_sign_in_expires_when_idle_and_after_its_lifetime(memory: SessionVectorMemory) -> None:
+    clock = Clock()
+    app = FastAPI()
+    install_error_handlers(app)
+    access = UiAccess(auth=Authenticator.for_one_user(TOKEN, "alice"), clock=clock)
+    add_ui_routes(app, memory, access, SearchSettings(budget=TokenBudget(context_window=8192)), compaction=True)
+    http = TestClient(app, base_url="http://127.0.0.1:8765", follow_redirects=False)
+    captured = sign_in(http, TOKEN)
+    started = clock.now
+    while clock.now + IDLE_LIMIT * 0.9 < started + LIFETIME:  # in use: each page renews the idle limit
+        clock.now += IDLE_LIMIT * 0.9
+        assert http.get("/ui/sessions").status_code == 200, (clock.now - started) / 3600
+        assert replayed(stranger(http), captured) == (200 if clock.now - started < IDLE_LIMIT else 303)
+    clock.now = started + LIFETIME
+    assert http.get("/ui/sessions").status_code == 303  # the lifetime is absolute, however busy
+    sign_in(http, TOKEN)
+    clock.now += IDLE_LIMIT - 1
+    assert http.get("/ui/search").status_code == 200
+    clock.now += IDLE_LIMIT
+    assert http.get("/ui/search").status_code == 303  # idle too long
+    assert IDLE_LIMIT == 30 * 60
+    assert LIFETIME == 12 * 3600
+
+
+def test_a_token_file_change_is_picked_up_without_a_restart(
+    memory: SessionVectorMemory, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tokens = token_file(tmp_path / "tokens", {"alice": TOKEN})
+    http = served(memory, Authenticator.from_token_file(tokens))
+    api = "/v1/memory/sessions"
+
+    def bearer(token: str) -> int:
+        return http.get(api, headers={"Authorization": f"Bearer {token}"}).status_code
+
+    alice = sign_in(http, TOKEN)
+    assert bearer(BOB_TOKEN) == 401
+    token_file(tokens, {"alice": TOKEN, "bob": BOB_TOKEN})
+    assert (bearer(BOB_TOKEN), bearer(TOKEN), replayed(http, alice)) == (200, 200, 200)
+    token_file(tokens, {"bob": BOB_TOKEN})  # alice's token leaves the file: her API key and her sign-in end
+    assert (bearer(TOKEN), replayed(http, alice), bearer(BOB_TOKEN)) == (401, 303, 200)
+    token_file(tokens, {"alice": TOKEN, "bob": BOB_TOKEN})
+    assert bearer(TOKEN) == 200
+    tokens.write_text(f"{TOKEN} alice\nshort bob\n", encoding="utf-8")  # a broken edit: fail closed, say so
+    refused = http.get(api, headers={"Authorization": f"Bearer {TOKEN}"})
+    assert refused.status_code == 503
+    assert refused.json()["error"]["message"] == "The server's token file is unusable; see the server log."
+    assert replayed(http, alice) == 503  # the pages too
+    said = [r.getMessage() for r in caplog.records if "Refusing every request" in r.getMessage()]
+    assert len(said) == 1  # one line per reason, not per request
+    assert f"{tokens}, line 2" in said[0]
+    tokens.chmod(0o644)
+    token_file(tokens, {"alice": TOKEN})
+    assert bearer(TOKEN) == 200  # fixed: served again
+
+
+def test_workers_share_sign_outs_through_their_folder(memory: SessionVectorMemory, tmp_path: Path) -> None:
+    """Two apps with one secret are two workers of a server: the sign-out folder is what they share."""
+    auth = Authenticator.from_token_file(token_file(tmp_path / "tokens", {"alice": TOKEN}))
+    model = GenericFakeChatModel(messages=iter([AIMessage("ok")]))
+    folder = tmp_path / "sign-outs"
+    folder.mkdir(mode=0o700)
+
+    def worker(shared: Path | None) -> TestClient:
+        app = create_app(memory, model, auth=auth, pages_secret=b"s" * 32, sign_out_dir=shared)
+        return TestClient(app, base_url="http://127.0.0.1:8080", follow_redirects=False)
+
+    for shared, ended in ((folder, 303), (None, 200)):  # without the folder the other worker cannot know
+        one, other = worker(shared), worker(shared)
+        value = sign_in(one, TOKEN)
+        assert replayed(other, value) == 200
+        csrf = csrf_of(one.get("/ui/core").text)
+        assert one.post("/ui/logout", data={"csrf": csrf}, headers=SAME_ORIGIN).status_code == 303
+        assert (replayed(stranger(one), value), replayed(other, value)) == (303, ended)
+    assert [p.stat().st_mode & 0o777 for p in folder.iterdir()] == [0o600]  # one signed-out id, private

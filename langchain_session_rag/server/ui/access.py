@@ -1,13 +1,14 @@
 """Who is looking at the memory browser, and whether a form was really sent from it.
 
-The pages know the same users as the server's API: with a token file, a user signs in once with their token (kept
-in an ``HttpOnly``, ``SameSite=Strict`` cookie for the pages' path only); behind an authenticating proxy the
-proxy's user header names them on every request. ``session-rag ui`` makes a random token at start and prints an
-address that carries it, as Jupyter does: a local user needs no token file, and another account on the machine
-cannot open the page.
+The pages know the same users as the server's API: with a token file, a user signs in with their token and the
+browser gets a session value, never the token (:mod:`~langchain_session_rag.server.ui.signin`: signed, ends after
+30 idle minutes, 12 hours, a sign-out, or the token leaving the token file), in an ``HttpOnly``,
+``SameSite=Strict`` cookie for the pages' path only; behind an authenticating proxy the proxy's user header names
+them on every request. ``session-rag ui`` makes a random token at start and prints an address that carries it, as
+Jupyter does: a local user needs no token file, and another account on the machine cannot sign in.
 
 Every form that changes something (forget, core memory, import, sign out) is checked three ways: its
-anti-forgery field must be the one the pages gave this user, the browser must not say the request came from
+anti-forgery field must be the one the pages gave this sign-in, the browser must not say the request came from
 another site (``Sec-Fetch-Site``), and an ``Origin`` header, when sent, must be this server (its ``Host``, or the
 ``X-Forwarded-Host`` a proxy in front sets). The anti-forgery value is keyed by a secret of the server, so it
 cannot be computed from a user's name. ``session-rag ui`` also answers only requests addressed to a loopback name
@@ -19,16 +20,21 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from starlette.datastructures import FormData
 from starlette.requests import Request
+from starlette.responses import Response
 
-from langchain_session_rag.server.auth import Authenticator, Unauthenticated
+from langchain_session_rag.server.auth import Authenticator, TokenFileUnusable, Unauthenticated, digest_of
+from langchain_session_rag.server.ui.html import PREFIX
+from langchain_session_rag.server.ui.signin import SignIn, SignOuts, TokenPrints, fingerprint
 
 COOKIE = "session_rag_ui"
-"""The cookie holding a signed-in user's token (for the pages' path only)."""
+"""The cookie holding a signed-in browser's session value (never the token; for the pages' path only)."""
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 """The host names ``session-rag ui`` answers to."""
 MAX_FORM_FIELDS = 64
@@ -53,6 +59,12 @@ class Viewer:
 
     user: str
     csrf: str
+    signin: SignIn | None = None
+    """The browser's sign-in (``None`` behind a proxy: no cookie)."""
+    renewed: str | None = None
+    """The renewed session value the page hands the browser (``None``: renewed less than a minute ago)."""
+    secure: bool = False
+    """Whether the page is served over https (the cookie is then ``Secure``)."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +75,13 @@ class UiAccess:
     hosts: frozenset[str] = frozenset()
     """Host names the pages answer to (``session-rag ui``: loopback only); empty: any."""
     secret: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
-    """Keys the forms' anti-forgery values; the same in every worker of a server (else a form posted to another
-    worker would be refused)."""
+    """Keys the sign-ins and the forms' anti-forgery values; the same in every worker of a server (else a sign-in
+    or a form would be refused by the other workers)."""
+    sign_outs: SignOuts = field(default_factory=SignOuts)
+    """Where sign-outs are recorded: the same folder for every worker of a server (default: this process only)."""
+    clock: Callable[[], float] = time.time
+    """Seconds since the epoch (a test moves it to expire sign-ins)."""
+    _prints: TokenPrints = field(default_factory=TokenPrints, repr=False, compare=False)
 
     def check_host(self, request: Request) -> None:
         """Refuse a request addressed to a host name not in :attr:`hosts` (a DNS-rebinding page).
@@ -76,38 +93,84 @@ class UiAccess:
         if problem:
             raise Refused(403, problem)
 
-    def _credential(self, request: Request) -> tuple[str, str]:
-        """The user and what names them (the token, or the proxy's header value)."""
-        if self.auth.trusted_header is not None:
-            try:
-                return self.auth.user_of_pairs(request.headers.items()), self.auth.trusted_header
-            except Unauthenticated as exc:
-                raise Refused(401, str(exc)) from exc
-        token = request.cookies.get(COOKIE, "")
-        if not token:
-            raise LoginNeeded
-        try:
-            return self.auth.user_of({"authorization": f"Bearer {token}"}), token
-        except Unauthenticated as exc:
-            raise LoginNeeded from exc
-
-    def viewer(self, request: Request) -> Viewer:
-        """The signed-in user of a page request.
+    def _users(self) -> Mapping[bytes, str]:
+        """The token file's users now.
 
         Raises:
-            LoginNeeded: No token cookie, or one the server does not know (the page sends the browser to sign in).
-            Refused: A foreign host name, or no user header from the proxy (401).
+            Refused: 503 while the token file is unusable.
+        """
+        try:
+            return self.auth.users()
+        except TokenFileUnusable as exc:
+            raise Refused(503, str(exc)) from exc
+
+    def _signed_in(self, request: Request) -> SignIn:
+        """The browser's sign-in, when it still holds.
+
+        Raises:
+            LoginNeeded: No cookie, a value this server did not sign, an expired or signed-out sign-in, or one whose
+                token left the token file.
+            Refused: 503 while the token file is unusable.
+        """
+        value = request.cookies.get(COOKIE, "")
+        signin = SignIn.opened(value, self.secret) if value else None
+        if signin is None or signin.expired(self.clock()) or self.sign_outs.signed_out(signin.id):
+            raise LoginNeeded
+        if self._prints.user_of(signin.token_print, self._users(), self.secret) != signin.user:  # token still there
+            raise LoginNeeded
+        return signin
+
+    def viewer(self, request: Request) -> Viewer:
+        """The signed-in user of a page request (a sign-in last renewed over a minute ago is renewed).
+
+        Raises:
+            LoginNeeded: No sign-in, or one that has ended (the page sends the browser to sign in).
+            Refused: A foreign host name, no user header from the proxy (401), an unusable token file (503).
         """
         self.check_host(request)
-        user, credential = self._credential(request)
-        return Viewer(user=user, csrf=csrf_value(user, credential, self.secret))
+        if self.auth.trusted_header is not None:
+            try:
+                user = self.auth.user_of_pairs(request.headers.items())
+            except Unauthenticated as exc:
+                raise Refused(401, str(exc)) from exc
+            return Viewer(user=user, csrf=csrf_value(user, self.auth.trusted_header, self.secret))
+        signin = self._signed_in(request)
+        renewed = signin.renewed(self.clock())
+        return Viewer(
+            user=signin.user,
+            csrf=csrf_value(signin.user, signin.id, self.secret),
+            signin=signin,
+            renewed=renewed.sealed(self.secret) if renewed is not None else None,
+            secure=request.url.scheme == "https",
+        )
 
     def token_user(self, token: str) -> str | None:
-        """The user a sign-in token names (``None``: none)."""
-        try:
-            return self.auth.user_of({"authorization": f"Bearer {token.strip()}"})
-        except Unauthenticated:
+        """The user a sign-in token names (``None``: none).
+
+        Raises:
+            Refused: 503 while the token file is unusable.
+        """
+        return self._users().get(digest_of(token))
+
+    def one_user(self) -> bool:
+        """Whether the server knows one user only (``session-rag ui``: its token signs you in as yourself)."""
+        return len(self._users()) == 1
+
+    def sign_in(self, token: str) -> str | None:
+        """The session value that signs a browser in with ``token`` (``None``: the token names no user).
+
+        Raises:
+            Refused: 503 while the token file is unusable.
+        """
+        user = self.token_user(token)
+        if user is None:
             return None
+        return SignIn.new(user, fingerprint(digest_of(token), self.secret), self.clock()).sealed(self.secret)
+
+    def sign_out(self, viewer: Viewer) -> None:
+        """End the viewer's sign-in in every worker (nothing to end behind a proxy)."""
+        if viewer.signin is not None:
+            self.sign_outs.sign_out(viewer.signin, self.clock())
 
     async def form(self, request: Request, viewer: Viewer | None = None) -> FormData:
         """A POSTed form from these pages: same site, and (signed in) carrying the user's anti-forgery value.
@@ -120,6 +183,11 @@ class UiAccess:
         if viewer is not None and not hmac.compare_digest(str(form.get("csrf", "")), viewer.csrf):
             raise Refused(403, "This form is stale or was not sent from these pages: reload the page and try again.")
         return form
+
+
+def hand_cookie(response: Response, value: str, *, secure: bool) -> None:
+    """Give the browser its session value: ``HttpOnly``, ``SameSite=Strict``, the pages' path, ``Secure`` over https."""
+    response.set_cookie(COOKIE, value, httponly=True, samesite="strict", path=PREFIX, secure=secure)
 
 
 def host_problem(host: str, hosts: frozenset[str]) -> str:

@@ -18,7 +18,7 @@ from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.reading import file_limit
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.server.ui import forget as forget_page
-from langchain_session_rag.server.ui.access import COOKIE, LoginNeeded, Refused, UiAccess
+from langchain_session_rag.server.ui.access import COOKIE, LoginNeeded, Refused, UiAccess, hand_cookie
 from langchain_session_rag.server.ui.context import Pages, see
 from langchain_session_rag.server.ui.core import add_core_routes
 from langchain_session_rag.server.ui.html import HEADERS, PREFIX, esc, notice, page
@@ -96,8 +96,11 @@ def _door_routes(app: FastAPI) -> None:
 
     @app.exception_handler(LoginNeeded)
     async def on_login(request: Request, exc: Exception) -> Response:
-        del request, exc
-        return see("login")
+        del exc
+        answer = see("login")
+        if COOKIE in request.cookies:  # an ended sign-in: the browser drops it
+            answer.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
+        return answer
 
     @app.exception_handler(Refused)
     async def on_refused(request: Request, exc: Exception) -> Response:
@@ -114,14 +117,15 @@ def _door_routes(app: FastAPI) -> None:
 def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
     """Signing in (a form, or the address ``session-rag ui`` prints) and out."""
 
-    def signed_in(token: str, *, from_link: bool = False) -> Response:
-        if access.token_user(token) is None:
+    def signed_in(request: Request, token: str, *, from_link: bool = False) -> Response:
+        value = access.sign_in(token)
+        if value is None:
             return _login_page("This token is not known to the server.", status=401)
         # The token leaves the address bar at once. After a link (a terminal, --open's file), a page of ours goes on:
         # a redirect would stay the link's navigation, and the browser would not send the SameSite=Strict cookie.
         on = f'<p><a href="{PREFIX}/sessions">Continue to your memory</a></p>'
         done = page("Signed in", on, user=None, then="sessions") if from_link else see("sessions")
-        done.set_cookie(COOKIE, token.strip(), httponly=True, samesite="strict", path=PREFIX)
+        hand_cookie(done, value, secure=request.url.scheme == "https")  # a session value, never the token
         return done
 
     @app.get(f"{PREFIX}/login", include_in_schema=False)
@@ -132,8 +136,8 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
         if not token:
             return _login_page()
         direct = request.headers.get("sec-fetch-site", "none") in {"none", "same-origin"}  # typed, or from a terminal
-        if direct or len(access.auth.tokens) == 1:  # one user (session-rag ui): the only token signs in as yourself
-            return signed_in(token, from_link=not direct)
+        if direct or access.one_user():  # one user (session-rag ui): the only token signs in as yourself
+            return signed_in(request, token, from_link=not direct)
         user = access.token_user(token)  # a link on another site: ask first (it could sign you in as someone else)
         if user is None:
             return _login_page("This token is not known to the server.", status=401)
@@ -149,11 +153,13 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
     async def login(request: Request) -> Response:
         access.check_host(request)
         form = await access.form(request)
-        return signed_in(str(form.get("token", "")))
+        return signed_in(request, str(form.get("token", "")))
 
     @app.post(f"{PREFIX}/logout", include_in_schema=False)
     async def logout(request: Request) -> Response:
-        await access.form(request, access.viewer(request))
+        viewer = access.viewer(request)
+        await access.form(request, viewer)
+        access.sign_out(viewer)  # in every worker: a copy of the cookie opens nothing from now on
         done = see("login")
         done.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
         return done
