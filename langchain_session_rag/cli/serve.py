@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -124,13 +125,25 @@ def served_hosts(host: str, trusted_user_header: str | None, named: tuple[str, .
     """The host names the server answers at (empty: any).
 
     Those named (and loopback); else, behind a proxy that names the user and bound to loopback, loopback only (a
-    DNS-rebinding page must not reach it with its own user header); else any.
+    DNS-rebinding page must not reach it with its own user header), at any loopback address (``127.0.0.2``
+    too); else any.
     """
+    loopback = {*LOOPBACK, "[::1]", *([host.strip("[]")] if is_loopback(host) else [])}
     if named:
-        return tuple(sorted({*named, *LOOPBACK, "[::1]"}))
-    if trusted_user_header and host in LOOPBACK:
-        return tuple(sorted({*LOOPBACK, "[::1]"}))
+        return tuple(sorted({*named, *loopback}))
+    if trusted_user_header and is_loopback(host):
+        return tuple(sorted(loopback))
     return ()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only: ``localhost``, or any address of 127.0.0.0/8 or ``::1``."""
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def run_workers(host: str, port: int, workers: int) -> None:
@@ -251,9 +264,9 @@ def serve(
     Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once
     if options.server is not None:
         options.existing_client()  # a Chroma server that does not answer: refused here, not by every worker
-    if host not in LOOPBACK:
+    if not is_loopback(host):
         err.print(f"session-rag serve: listening on {host}, not loopback: use TLS in front (tokens travel in clear).")
-    if trusted_user_header and host not in LOOPBACK:
+    if trusted_user_header and not is_loopback(host):
         err.print(f"session-rag serve: WARNING: anyone reaching {host}:{port} can claim any user with "
                   f"{trusted_user_header}; bind to loopback behind the proxy.")  # fmt: skip
     os.environ.update(settings.to_env())

@@ -12,7 +12,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 
-from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.errors import ImportLimitError, SessionRAGError
+from langchain_session_rag.memory.reading import check_json_depth
 from langchain_session_rag.server.auth import Unauthenticated
 from langchain_session_rag.server.schemas import ApiError, unavailable
 
@@ -65,11 +66,16 @@ def _lone_surrogate(data: Any, loc: tuple[Any, ...] = ()) -> tuple[Any, ...] | N
 
 
 def parse_body(kind: type[M], body: bytes) -> M:
-    """``body`` as a ``kind``, or a 422 naming the first problem (malformed JSON, text that is not Unicode, a field).
+    """``body`` as a ``kind``, or a 422 naming the first problem (malformed or too deep JSON, not Unicode, a field).
 
     Raises:
         ApiError: 422 with ``param`` naming the field.
     """
+    try:
+        check_json_depth(body, "The request body")
+    except ImportLimitError as exc:  # json.loads would raise RecursionError: a 500 for what is the client's mistake
+        msg = f"The request body is JSON nested {exc.seen:,} levels deep, more than the limit of {exc.limit}."
+        raise ApiError(422, msg, code="invalid_json") from None
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

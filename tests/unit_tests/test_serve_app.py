@@ -22,6 +22,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.cli.app import cli
+from langchain_session_rag.cli.serve import served_hosts
 from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.chat_models import choose_chat_model
 from langchain_session_rag.server.settings import ServeSettings
@@ -263,3 +264,33 @@ def test_relations_are_the_users_own_with_markers_and_validity(http: TestClient)
         refused = http.get("/v1/memory/relations", params=params, headers=ALICE)
         assert refused.status_code == 422, (params, refused.text)
     assert http.get("/v1/memory/relations", params={"entity": "analytics service"}).status_code == 401
+
+
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/memory/forget"])
+def test_json_nested_thousands_deep_is_a_422_not_a_500(http: TestClient, model: CountingModel, route: str) -> None:
+    before = state(http)
+    for depth in (5_000, 100_000):
+        body = b'{"model": "m", "messages": ' + b"[" * depth + b"]" * depth + b"}"
+        reply = http.post(route, content=body, headers={**ALICE, "Content-Type": "application/json"})
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["error"]["code"] == "invalid_json"
+        assert "nested" in reply.json()["error"]["message"]
+    assert model.calls == 0
+    assert state(http) == before
+
+
+def test_behind_a_proxy_on_any_loopback_address_only_loopback_names_are_answered(
+    memory: SessionVectorMemory, model: CountingModel
+) -> None:
+    """``--host 127.0.0.2 --trusted-user-header``: a DNS-rebinding page (Host: evil.example) is refused too."""
+    for host in ("127.0.0.2", "127.1.2.3", "localhost", "::1"):
+        hosts = served_hosts(host, HEADER, ())
+        app = create_app(memory, model, auth=Authenticator(trusted_header=HEADER), allowed_hosts=hosts)
+        http = TestClient(app, raise_server_exceptions=False)
+        evil = http.get("/v1/memory/sessions", headers={**ALICE, "Host": "evil.example"})
+        assert evil.status_code == 403, (host, evil.text)
+        assert evil.json()["error"]["code"] == "host_not_allowed"
+        name = f"[{host}]" if ":" in host else host
+        assert http.get("/v1/memory/sessions", headers={**ALICE, "Host": f"{name}:8080"}).status_code == 200
+    assert served_hosts("0.0.0.0", HEADER, ()) == ()  # noqa: S104 - listening everywhere: any name (and a warning)
+    assert served_hosts("127.0.0.2", None, ()) == ()  # bearer tokens: a rebinding page has none
