@@ -24,6 +24,8 @@ from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
+PROTOCOL = "langchain_session_rag.server.connections:GuardedHTTPProtocol"
+"""uvicorn's HTTP protocol with a deadline for each request's headers and a cap on open connections."""
 LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
 """Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
 
@@ -160,9 +162,11 @@ def run_workers(host: str, port: int, workers: int) -> None:
     from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
 
     if workers == 1:
-        uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, log_level="warning")
+        uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, log_level="warning", http=PROTOCOL)
         return
-    config = uvicorn.Config(WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning")
+    config = uvicorn.Config(
+        WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning", http=PROTOCOL
+    )
     sock = config.bind_socket()
     supervisor = Multiprocess(config, sockets=[sock])
     try:
@@ -205,6 +209,10 @@ def run_workers(host: str, port: int, workers: int) -> None:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="A host name the server answers at (repeatable); behind a proxy on loopback only loopback names "
               "are answered unless named here.")  # fmt: skip
+@click.option("--header-timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+              help="Seconds a connection has to send a request's headers; a slower one is closed.")  # fmt: skip
+@click.option("--max-connections", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
+              help="Open connections per worker; more are closed at once (keep it under `ulimit -n`).")  # fmt: skip
 @store_options
 def serve(
     host: str,
@@ -221,6 +229,8 @@ def serve(
     min_similarity: float,
     max_upload_bytes: int | None,
     allowed_hosts: tuple[str, ...],
+    header_timeout: float,
+    max_connections: int,
     **store: Any,
 ) -> None:
     """Serve an OpenAI-compatible chat API whose answers recall each user's past conversations.
@@ -259,6 +269,8 @@ def serve(
         keep_secrets=options.keep_secrets,
         max_upload_bytes=max_upload_bytes,
         allowed_hosts=served_hosts(host, trusted_user_header, allowed_hosts),
+        header_timeout=header_timeout,
+        max_connections=max_connections,
         pages_secret=secrets.token_hex(32),
     ).check()
     Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once

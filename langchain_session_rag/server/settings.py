@@ -63,6 +63,11 @@ class ServeSettings(BaseModel):
     """Host names the server answers at (empty: any); see ``create_app``'s ``allowed_hosts``."""
     pages_secret: str = ""
     """Hex key of the memory browser's anti-forgery values, the same in every worker (the command makes one)."""
+    header_timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    """Seconds a connection has to send a request's whole headers (from its opening, or from its last answer); a
+    slower one is closed (see :mod:`~langchain_session_rag.server.connections`)."""
+    max_connections: int = Field(default=1000, ge=1)
+    """Open connections a worker keeps; one beyond them is closed at once (keep it well under ``ulimit -n``)."""
     write_linger: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """The memory's ``RuntimeSettings.write_linger`` (``None``: its default); a test sets it high to show that a
     turn's write is flushed before its response ends, whatever the linger."""
