@@ -50,7 +50,8 @@ class _Store:
         if self.hold is not None:
             self.hold.wait(5)
         if self.frozen:
-            raise httpx.ReadTimeout("timed out")
+            msg = "timed out"
+            raise httpx.ReadTimeout(msg)
         return "ok"
 
 
@@ -78,7 +79,7 @@ def test_a_call_past_its_deadline_trips_the_breaker_and_the_next_fail_at_once(he
     store = _Store(next(_PORTS))
     assert store.read() == "ok"
     store.frozen = True
-    with pytest.raises(StoreUnavailableError, match="did not answer .*sending it again is safe"):
+    with pytest.raises(StoreUnavailableError, match=r"did not answer .*sending it again is safe"):
         store.read()
     calls = store.calls
     for _ in range(20):  # refused without calling the server
