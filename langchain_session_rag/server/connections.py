@@ -37,10 +37,14 @@ def _settings() -> ServeSettings:
 class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
     """uvicorn's HTTP protocol with a deadline for each request's headers and a cap on open connections."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The protocol as uvicorn builds it, with no deadline running yet."""
+        super().__init__(*args, **kwargs)
+        self._late: asyncio.TimerHandle | None = None
+
     def connection_made(self, transport: asyncio.Transport) -> None:
         """Accept the connection, or close it at once when over the cap; start the headers' deadline."""
         super().connection_made(transport)
-        self._late: asyncio.TimerHandle | None = None
         cap = _settings().max_connections
         if len(self.connections) > cap:
             now = time.monotonic()
@@ -58,8 +62,8 @@ class GuardedHTTPProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     def connection_lost(self, exc: Exception | None) -> None:
         """Stop the deadline."""
-        if getattr(self, "_late", None) is not None:
-            self._late.cancel()  # type: ignore[union-attr]
+        if self._late is not None:
+            self._late.cancel()
             self._late = None
         super().connection_lost(exc)
 
