@@ -156,9 +156,10 @@ class StoreLockedError(SessionRAGError, RuntimeError):
 
 
 class StoreUnavailableError(SessionRAGError, ConnectionError):
-    """The Chroma server did not answer (down, restarting, unreachable).
+    """The Chroma server did not answer in time (down, restarting, unreachable, frozen past a call's deadline).
 
-    Retryable: nothing was changed by the failed call; try again when the server is back.
+    Retryable: try again when the server is back. A write cut off by its deadline may still be applied by the server;
+    sending it again is safe, since records are stored by ids derived from their content.
     """
 
 

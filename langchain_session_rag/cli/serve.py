@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import ipaddress
 import os
 import secrets
 import shutil
@@ -27,6 +28,8 @@ from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
+PROTOCOL = "langchain_session_rag.server.connections:GuardedHTTPProtocol"
+"""uvicorn's HTTP protocol with a deadline for each request's headers and a cap on open connections."""
 LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
 """Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
 
@@ -128,13 +131,25 @@ def served_hosts(host: str, trusted_user_header: str | None, named: tuple[str, .
     """The host names the server answers at (empty: any).
 
     Those named (and loopback); else, behind a proxy that names the user and bound to loopback, loopback only (a
-    DNS-rebinding page must not reach it with its own user header); else any.
+    DNS-rebinding page must not reach it with its own user header), at any loopback address (``127.0.0.2``
+    too); else any.
     """
+    loopback = {*LOOPBACK, "[::1]", *([host.strip("[]")] if is_loopback(host) else [])}
     if named:
-        return tuple(sorted({*named, *LOOPBACK, "[::1]"}))
-    if trusted_user_header and host in LOOPBACK:
-        return tuple(sorted({*LOOPBACK, "[::1]"}))
+        return tuple(sorted({*named, *loopback}))
+    if trusted_user_header and is_loopback(host):
+        return tuple(sorted(loopback))
     return ()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only: ``localhost``, or any address of 127.0.0.0/8 or ``::1``."""
+    if host in LOOPBACK:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def run_workers(host: str, port: int, workers: int) -> None:
@@ -151,9 +166,11 @@ def run_workers(host: str, port: int, workers: int) -> None:
     from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
 
     if workers == 1:
-        uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, log_level="warning")
+        uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, log_level="warning", http=PROTOCOL)
         return
-    config = uvicorn.Config(WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning")
+    config = uvicorn.Config(
+        WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning", http=PROTOCOL
+    )
     sock = config.bind_socket()
     supervisor = Multiprocess(config, sockets=[sock])
     try:
@@ -196,6 +213,10 @@ def run_workers(host: str, port: int, workers: int) -> None:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="A host name the server answers at (repeatable); behind a proxy on loopback only loopback names "
               "are answered unless named here.")  # fmt: skip
+@click.option("--header-timeout", type=click.FloatRange(0.1, 3600), default=10.0, show_default=True,
+              help="Seconds a connection has to send a request's headers; a slower one is closed.")  # fmt: skip
+@click.option("--max-connections", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
+              help="Open connections per worker; more are closed at once (keep it under `ulimit -n`).")  # fmt: skip
 @store_options
 def serve(
     host: str,
@@ -212,6 +233,8 @@ def serve(
     min_similarity: float,
     max_upload_bytes: int | None,
     allowed_hosts: tuple[str, ...],
+    header_timeout: float,
+    max_connections: int,
     **store: Any,
 ) -> None:
     """Serve an OpenAI-compatible chat API whose answers recall each user's past conversations.
@@ -250,14 +273,16 @@ def serve(
         keep_secrets=options.keep_secrets,
         max_upload_bytes=max_upload_bytes,
         allowed_hosts=served_hosts(host, trusted_user_header, allowed_hosts),
+        header_timeout=header_timeout,
+        max_connections=max_connections,
         pages_secret=secrets.token_hex(32),
     ).check()
     Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once
     if options.server is not None:
         options.existing_client()  # a Chroma server that does not answer: refused here, not by every worker
-    if host not in LOOPBACK:
+    if not is_loopback(host):
         err.print(f"session-rag serve: listening on {host}, not loopback: use TLS in front (tokens travel in clear).")
-    if trusted_user_header and host not in LOOPBACK:
+    if trusted_user_header and not is_loopback(host):
         err.print(f"session-rag serve: WARNING: anyone reaching {host}:{port} can claim any user with "
                   f"{trusted_user_header}; bind to loopback behind the proxy.")  # fmt: skip
     sign_outs = tempfile.mkdtemp(prefix="session-rag-serve-")  # mode 700: this account only; for every worker

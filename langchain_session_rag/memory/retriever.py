@@ -42,7 +42,7 @@ from langchain_session_rag.memory.settings import SourceType, check_query, check
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.relations.patterns import PatternExtractor
-from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, open_chroma_client
+from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, READ_TIMEOUT, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
 
 
@@ -300,18 +300,21 @@ class SessionVectorMemory(BaseRetriever):
         embeddings: Embeddings | None = None,
         collection_name: str = "session_memory",
         connect_timeout: float = CONNECT_TIMEOUT,
+        read_timeout: float = READ_TIMEOUT,
         **kwargs: Any,
     ) -> Self:
         """Use a Chroma server (``chroma run --path DIR --port 8000``), shared by many processes.
 
-        The server must answer within ``connect_timeout`` seconds (5 by default). Other keyword arguments are
-        the constructor's (``k``, ``runtime``, ...).
+        The server must answer within ``connect_timeout`` seconds (5 by default), and each later call within
+        ``read_timeout`` seconds (5 by default); past it the call raises ``StoreUnavailableError`` and, until the
+        server answers its heartbeat again, so does every call of this process to that server, at once. Other
+        keyword arguments are the constructor's (``k``, ``runtime``, ...).
 
         Raises:
             StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent past
                 ``connect_timeout``, or another kind of server); the message names the address and the fix.
         """
-        client = open_chroma_client(host=host, port=port, connect_timeout=connect_timeout)
+        client = open_chroma_client(host=host, port=port, connect_timeout=connect_timeout, read_timeout=read_timeout)
         return cls(
             chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs
         )

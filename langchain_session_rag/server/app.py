@@ -27,6 +27,7 @@ from langchain_session_rag.server.memory_routes import add_memory_routes
 from langchain_session_rag.server.schemas import ApiError, ChatRequest, chunk, completion, sse, unavailable
 from langchain_session_rag.server.settings import DEFAULT_MAX_BODY_BYTES
 from langchain_session_rag.server.turns import SESSION_HEADER, Turn, TurnRunner, api_error
+from langchain_session_rag.stores.chroma_calls import server_problem
 
 if TYPE_CHECKING:
     from langchain_session_rag.server.ui.access import UiAccess
@@ -112,14 +113,8 @@ def create_app(
 
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
-        problems: dict[str, str] = {}
-        try:
-            await memory.for_user("readyz-probe").alist_sessions()
-        except Exception as exc:  # noqa: BLE001 - reported, whatever it is
-            problems["store"] = f"{type(exc).__name__}: {exc}"
-        why = await asyncio.to_thread(ready) if ready is not None else None
-        if why is not None:
-            problems["model"] = why
+        store, model = await asyncio.gather(_store_problem(memory), _model_problem(ready))
+        problems = {name: why for name, why in (("store", store), ("model", model)) if why is not None}
         status = 503 if problems else 200
         return JSONResponse({"status": "unavailable" if problems else "ready", "problems": problems}, status)
 
@@ -158,6 +153,35 @@ def _pages_access(auth: Authenticator, secret: bytes | None, sign_out_dir: str |
     if secret:
         return UiAccess(auth=auth, secret=secret, sign_outs=sign_outs)
     return UiAccess(auth=auth, sign_outs=sign_outs)
+
+
+READY_WITHIN = 3.0
+"""Seconds ``/readyz`` waits for the store's and the model's answers: one that takes longer is not ready."""
+
+
+async def _store_problem(memory: SessionVectorMemory) -> str | None:
+    """Why the store cannot serve now: it does not answer a read in time, or this worker's calls to it are stuck.
+
+    The read goes through the server's breaker: refused at once while the server is known not to answer, and the
+    probe that closes it when it answers again (so a worker becomes ready again by itself).
+    """
+    try:
+        await asyncio.wait_for(memory.for_user("readyz-probe").alist_sessions(), READY_WITHIN)
+    except TimeoutError:
+        return f"the store did not answer within {READY_WITHIN:g} s"
+    except Exception as exc:  # noqa: BLE001 - reported, whatever it is
+        return f"{type(exc).__name__}: {exc}"
+    return server_problem()
+
+
+async def _model_problem(ready: Callable[[], str | None] | None) -> str | None:
+    """Why the chat model cannot answer now (``ready``'s reason), or that its check took too long."""
+    if ready is None:
+        return None
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(ready), READY_WITHIN)
+    except TimeoutError:
+        return f"the chat model's check did not finish within {READY_WITHIN:g} s"
 
 
 def _add_pages(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
@@ -11,8 +12,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
-from langchain_session_rag.errors import SessionRAGError
+from langchain_session_rag.errors import ImportLimitError, SessionRAGError
+from langchain_session_rag.memory.reading import check_json_depth
 from langchain_session_rag.server.auth import TokenFileUnusable, Unauthenticated
 from langchain_session_rag.server.schemas import ApiError, unavailable
 
@@ -20,24 +23,38 @@ if TYPE_CHECKING:
     from starlette.responses import Response
 
 M = TypeVar("M", bound=BaseModel)
+_LOGGER = logging.getLogger(__name__)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it is known to exceed ``limit`` bytes (never read whole).
 
     Raises:
-        ApiError: 413 when the declared or the received length is over the limit.
+        ApiError: 413 when the declared or the received length is over the limit; 400 ``aborted`` when the client
+            went away before the end of its body (logged in one line).
     """
     declared = request.headers.get("content-length", "")
     too_large = f"The request body is over the server's limit of {limit:,} bytes; send a shorter conversation."
     if declared.isdigit() and int(declared) > limit:
         raise ApiError(413, too_large, code="request_too_large")
     body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise ApiError(413, too_large, code="request_too_large")
+    try:
+        async for piece in request.stream():
+            body += piece
+            if len(body) > limit:
+                raise ApiError(413, too_large, code="request_too_large")
+    except ClientDisconnect:
+        note_abandoned(request)
+        raise ApiError(400, ABANDONED, code="aborted") from None
     return bytes(body)
+
+
+ABANDONED = "The client went away before its request body was sent whole; nothing was done."
+
+
+def note_abandoned(request: Request) -> None:
+    """Log, in one line, a request whose client went away before the end of its body (not a traceback each)."""
+    _LOGGER.warning("%s %s: %s", request.method, request.url.path, ABANDONED)
 
 
 def _where(loc: tuple[Any, ...]) -> str:
@@ -65,11 +82,16 @@ def _lone_surrogate(data: Any, loc: tuple[Any, ...] = ()) -> tuple[Any, ...] | N
 
 
 def parse_body(kind: type[M], body: bytes) -> M:
-    """``body`` as a ``kind``, or a 422 naming the first problem (malformed JSON, text that is not Unicode, a field).
+    """``body`` as a ``kind``, or a 422 naming the first problem (malformed or too deep JSON, not Unicode, a field).
 
     Raises:
         ApiError: 422 with ``param`` naming the field.
     """
+    try:
+        check_json_depth(body, "The request body")
+    except ImportLimitError as exc:  # json.loads would raise RecursionError: a 500 for what is the client's mistake
+        msg = f"The request body is JSON nested {exc.seen:,} levels deep, more than the limit of {exc.limit}."
+        raise ApiError(422, msg, code="invalid_json") from None
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

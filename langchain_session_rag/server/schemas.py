@@ -27,7 +27,7 @@ ERROR_TYPES = {
     503: "service_unavailable",
 }
 RETRY_AFTER_SECONDS = 1
-"""``Retry-After`` of a 503: the store did not answer, was locked, or a write failed; nothing was changed."""
+"""``Retry-After`` of a 503: the store did not answer in time, was locked, or a write failed."""
 
 
 class ApiError(Exception):
@@ -63,7 +63,10 @@ def unavailable(exc: Exception) -> ApiError | None:
     """The 503 a retryable store error, or a connection error, means (``None`` for any other error)."""
     if not isinstance(exc, RETRYABLE) and not is_connection_error(exc):  # a raw transport error of a store call too
         return None
-    msg = f"The memory store is unavailable ({type(exc).__name__}: {exc}); nothing was changed: retry shortly."
+    msg = (
+        f"The memory store is unavailable ({type(exc).__name__}: {exc}); retry shortly: sending the request again is "
+        "safe (memory chunks are stored by ids derived from their content, so once)."
+    )
     return ApiError(503, msg, code="store_unavailable")
 
 

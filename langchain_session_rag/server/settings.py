@@ -67,6 +67,11 @@ class ServeSettings(BaseModel):
     sign_out_dir: str | None = None
     """The private folder where the memory browser's sign-outs are recorded, the same for every worker (the command
     makes one at each start and removes it at exit); ``None``: each worker's own memory (one worker)."""
+    header_timeout: float = Field(default=10.0, gt=0, allow_inf_nan=False)
+    """Seconds a connection has to send a request's whole headers (from its opening, or from its last answer); a
+    slower one is closed (see :mod:`~langchain_session_rag.server.connections`)."""
+    max_connections: int = Field(default=1000, ge=1)
+    """Open connections a worker keeps; one beyond them is closed at once (keep it well under ``ulimit -n``)."""
     write_linger: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """The memory's ``RuntimeSettings.write_linger`` (``None``: its default); a test sets it high to show that a
     turn's write is flushed before its response ends, whatever the linger."""

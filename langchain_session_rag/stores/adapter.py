@@ -38,6 +38,13 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 5.0
 """Seconds a new server client waits for the server's first answer before giving up (``StoreUnavailableError``)."""
+READ_TIMEOUT = 5.0
+"""Seconds each HTTP call of a server client may wait for a connection, to send, and for its answer.
+
+chromadb's own client waits without a limit: a frozen server (stopped, swapping, partitioned) would hang every
+caller. Past the deadline the call is a ``StoreUnavailableError``; a write whose outcome is then unknown is safe to
+send again, since records are stored by ids derived from their content (an upsert of the same id replaces it).
+"""
 
 
 def open_chroma_client(
@@ -46,11 +53,14 @@ def open_chroma_client(
     port: int = 8000,
     *,
     connect_timeout: float = CONNECT_TIMEOUT,
+    read_timeout: float = READ_TIMEOUT,
 ) -> ClientAPI:
     """A chromadb client: a server when ``host`` is given, else an embedded store in ``path``.
 
     A server is first asked for its heartbeat, waiting at most ``connect_timeout`` seconds (chromadb itself waits
-    without a limit). An embedded store is locked to this process (see :func:`lock_embedded_store`).
+    without a limit); every later call waits at most ``connect_timeout`` to connect and ``read_timeout`` seconds
+    for its answer (one setting per server address in a process: chromadb shares a server's HTTP session between
+    its clients). An embedded store is locked to this process (see :func:`lock_embedded_store`).
 
     Raises:
         StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent, or not a
@@ -61,12 +71,14 @@ def open_chroma_client(
 
     settings = Settings(anonymized_telemetry=False)
     if host is not None:
-        _check_address(host, port, connect_timeout)
-        _probe(host, port, connect_timeout)
+        _check_address(host, port, connect_timeout, read_timeout)
+        probe_server(host, port, connect_timeout)
         try:
-            return chromadb.HttpClient(host=host, port=port, settings=settings)
+            client = chromadb.HttpClient(host=host, port=port, settings=settings)
         except (ValueError, OSError) as exc:  # chromadb turns every failure of its first call into a ValueError
             raise StoreUnavailableError(_unavailable(host, port, exc)) from exc
+        _set_deadlines(client, connect_timeout, read_timeout)
+        return client
     if path is None:
         msg = "An embedded store needs a path (or give host= for a Chroma server)."
         raise InvalidStorePathError(msg)
@@ -75,7 +87,23 @@ def open_chroma_client(
     return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
-def _check_address(host: object, port: object, connect_timeout: object) -> None:
+def _set_deadlines(client: ClientAPI, connect_timeout: float, read_timeout: float) -> None:
+    """Bound every HTTP call of a server client (chromadb builds its ``httpx.Client`` with ``timeout=None``)."""
+    import httpx  # noqa: PLC0415 - chromadb's own HTTP client
+
+    session = client._server._session  # type: ignore[attr-defined]  # noqa: SLF001 - see the module docstring
+    session.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+
+
+def server_address(client: ClientAPI) -> tuple[str, int] | None:
+    """The ``(host, port)`` of a server client (``None`` for an embedded one)."""
+    if _embedded(client):
+        return None
+    settings = client.get_settings()
+    return str(settings.chroma_server_host), int(settings.chroma_server_http_port or 8000)
+
+
+def _check_address(host: object, port: object, *timeouts: object) -> None:
     """A server address is an argument: a mistake in it is refused, not retried as an unavailable server."""
     if not isinstance(host, str) or not host.strip() or any(c.isspace() or c == "\x00" for c in host):
         msg = f"host must be a host name or an IP address, got {host!r}."
@@ -83,9 +111,10 @@ def _check_address(host: object, port: object, connect_timeout: object) -> None:
     if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65_535:  # noqa: PLR2004 - TCP ports
         msg = f"port must be an integer from 1 to 65535, got {port!r}."
         raise InvalidArgumentError(msg)
-    if isinstance(connect_timeout, bool) or not isinstance(connect_timeout, int | float) or not connect_timeout > 0:
-        msg = f"connect_timeout must be a positive number of seconds, got {connect_timeout!r}."
-        raise InvalidArgumentError(msg)
+    for name, value in zip(("connect_timeout", "read_timeout"), timeouts, strict=False):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+            msg = f"{name} must be a positive number of seconds, got {value!r}."
+            raise InvalidArgumentError(msg)
 
 
 def _unavailable(host: str, port: int, exc: BaseException) -> str:
@@ -96,8 +125,12 @@ def _unavailable(host: str, port: int, exc: BaseException) -> str:
     )
 
 
-def _probe(host: str, port: int, timeout: float) -> None:
-    """Ask the server for its heartbeat within ``timeout`` seconds (connect, send and read each bounded)."""
+def probe_server(host: str, port: int, timeout: float) -> None:
+    """Ask a Chroma server for its heartbeat within ``timeout`` seconds (connect, send and read each bounded).
+
+    Raises:
+        StoreUnavailableError: It did not answer in time, refused, or is not reachable.
+    """
     import httpx  # noqa: PLC0415 - chromadb's own HTTP client
 
     address = f"[{host}]" if ":" in host and not host.startswith("[") else host  # a bare IPv6 address

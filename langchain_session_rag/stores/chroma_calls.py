@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import StoreUnavailableError
-from langchain_session_rag.stores.adapter import is_connection_error, is_embedded, persist_directory, vector_segments
+from langchain_session_rag.stores.adapter import (
+    READ_TIMEOUT,
+    is_connection_error,
+    is_embedded,
+    persist_directory,
+    probe_server,
+    server_address,
+    vector_segments,
+)
 from langchain_session_rag.stores.index_files import IndexFileGuard, index_guard
 
 if TYPE_CHECKING:
@@ -46,25 +56,159 @@ def _drop_embedded_companions() -> None:
 _fork.on_fork_in_child(_drop_embedded_companions)
 
 
+PROBE_EVERY = 1.0
+"""Seconds a server that did not answer is left alone before one call probes it (its heartbeat) again."""
+PROBE_TIMEOUT = 1.0
+"""Seconds that probe waits for the heartbeat."""
+_RETRY_SAFE = (
+    "retry later; a write under way may or may not have been stored, and sending it again is safe (records are "
+    "stored by ids derived from their content)"
+)
+
+
+class _Breaker:
+    """The calls of this process to one Chroma server: once one does not answer, the others fail at once.
+
+    Every call already has a deadline (``READ_TIMEOUT``), but a frozen server would still hold each caller for it,
+    and the callers would pile up in the threads that run them. Tripped by a call that did not answer, the breaker
+    refuses calls at once (``StoreUnavailableError``); every ``PROBE_EVERY`` seconds one call first asks the server
+    for its heartbeat, and the breaker closes when it answers.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._lock = _fork.ChildLock()
+        self._tripped_at: float | None = None
+        self._why = ""
+        self._probe_after = 0.0
+        self._probing = False
+        self._running: dict[int, float] = {}
+        self._ids = itertools.count()
+
+    def _refusal(self, now: float) -> StoreUnavailableError:
+        ago = now - (self._tripped_at or now)
+        msg = (
+            f"The Chroma server at {self.host}:{self.port} did not answer {ago:.0f} s ago ({self._why}); its calls "
+            f"fail at once until it answers its heartbeat again (asked every {PROBE_EVERY:g} s): {_RETRY_SAFE}."
+        )
+        return StoreUnavailableError(msg)
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        """Run one call: refused at once while tripped; one that does not answer trips it."""
+        self._admit()
+        with self._lock:
+            key = next(self._ids)
+            self._running[key] = time.monotonic()
+        try:
+            yield
+        except Exception as exc:
+            if is_connection_error(exc) and not isinstance(exc, StoreUnavailableError):
+                self.trip(exc)
+            raise
+        finally:
+            with self._lock:
+                self._running.pop(key, None)
+
+    def _admit(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if self._tripped_at is None:
+                return
+            if self._probing or now < self._probe_after:
+                raise self._refusal(now)
+            self._probing = True
+        try:
+            probe_server(self.host, self.port, PROBE_TIMEOUT)
+        except StoreUnavailableError:
+            with self._lock:
+                self._probing = False
+                self._probe_after = time.monotonic() + PROBE_EVERY
+                raise self._refusal(time.monotonic()) from None
+        with self._lock:
+            self._probing = False
+            self._tripped_at = None
+        _LOGGER.warning("The Chroma server at %s:%s answers again.", self.host, self.port)
+
+    def trip(self, exc: BaseException) -> None:
+        """A call did not answer: refuse the next ones at once."""
+        with self._lock:
+            now = time.monotonic()
+            first = self._tripped_at is None
+            if first:
+                self._tripped_at = now
+            self._why = f"{type(exc).__name__}: {exc}"
+            self._probe_after = now + PROBE_EVERY
+        if first:
+            _LOGGER.warning(
+                "The Chroma server at %s:%s did not answer (%s); its calls fail at once until it answers again.",
+                self.host,
+                self.port,
+                self._why,
+            )
+
+    def problem(self, stuck_after: float) -> str | None:
+        """Why this server's calls cannot be served now: tripped, or a call running for over ``stuck_after`` s."""
+        with self._lock:
+            now = time.monotonic()
+            if self._tripped_at is not None:
+                return str(self._refusal(now))
+            oldest = min(self._running.values(), default=now)
+        if now - oldest > stuck_after:
+            return f"a call to the Chroma server at {self.host}:{self.port} has been waiting {now - oldest:.0f} s"
+        return None
+
+
+_BREAKERS: dict[tuple[str, int], _Breaker] = {}
+"""This process's breaker of each Chroma server address."""
+_BREAKERS_LOCK = _fork.ChildLock()
+_fork.on_fork_in_child(_BREAKERS.clear)
+
+
+def _breaker_of(backend: object) -> _Breaker | None:
+    client = getattr(backend, "client", None)
+    address = server_address(client) if client is not None else None
+    if address is None:
+        return None
+    with _BREAKERS_LOCK:
+        breaker = _BREAKERS.get(address)
+        if breaker is None:
+            breaker = _BREAKERS[address] = _Breaker(*address)
+        return breaker
+
+
+def server_problem(stuck_after: float = 2 * READ_TIMEOUT) -> str | None:
+    """Why this process's Chroma server calls cannot be served now (``None``: they can), without calling a server.
+
+    A server that did not answer a call and has not answered its heartbeat since, or a call to one running for
+    over ``stuck_after`` seconds. For a readiness probe: a worker whose store calls are stuck is not ready.
+    """
+    with _BREAKERS_LOCK:
+        breakers = list(_BREAKERS.values())
+    return next((p for b in breakers if (p := b.problem(stuck_after)) is not None), None)
+
+
 def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
     """Run a store's method as one call of its index guard, with a lost server as a typed error.
 
     On an embedded store the call runs inside its folder's :class:`IndexFileGuard` (whose end zeroes what
-    Chroma wrote from uninitialised memory); on a server, a lost connection becomes
-    :class:`StoreUnavailableError` (typed, retryable).
+    Chroma wrote from uninitialised memory); on a server, through the server's breaker: a lost connection, or a
+    call past its deadline, becomes :class:`StoreUnavailableError` (typed, retryable), and while the server does
+    not answer the next calls fail at once.
     """
 
     @functools.wraps(method)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         guard: IndexFileGuard | None = getattr(args[0], "files_guard", None) if args else None
+        breaker = _breaker_of(args[0]) if args and guard is None else None
         try:
-            with guard.using() if guard is not None else contextlib.nullcontext():
+            with guard.using() if guard is not None else breaker.call() if breaker else contextlib.nullcontext():
                 return method(*args, **kwargs)
         except Exception as exc:
             if isinstance(exc, StoreUnavailableError) or not is_connection_error(exc):
                 raise
             name = getattr(args[0], "name", "?") if args else "?"
-            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); retry later."
+            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); {_RETRY_SAFE}."
             raise StoreUnavailableError(msg) from exc
 
     return call

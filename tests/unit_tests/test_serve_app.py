@@ -5,6 +5,7 @@ a reviewer found, each answered before any model call or write, with nothing sto
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.cli.app import cli
+from langchain_session_rag.cli.serve import served_hosts
 from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.chat_models import choose_chat_model
 from langchain_session_rag.server.settings import ServeSettings
@@ -263,3 +265,75 @@ def test_relations_are_the_users_own_with_markers_and_validity(http: TestClient)
         refused = http.get("/v1/memory/relations", params=params, headers=ALICE)
         assert refused.status_code == 422, (params, refused.text)
     assert http.get("/v1/memory/relations", params={"entity": "analytics service"}).status_code == 401
+
+
+@pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/memory/forget"])
+def test_json_nested_thousands_deep_is_a_422_not_a_500(http: TestClient, model: CountingModel, route: str) -> None:
+    before = state(http)
+    for depth in (5_000, 100_000):
+        body = b'{"model": "m", "messages": ' + b"[" * depth + b"]" * depth + b"}"
+        reply = http.post(route, content=body, headers={**ALICE, "Content-Type": "application/json"})
+        assert reply.status_code == 422, reply.text
+        assert reply.json()["error"]["code"] == "invalid_json"
+        assert "nested" in reply.json()["error"]["message"]
+    assert model.calls == 0
+    assert state(http) == before
+
+
+def test_behind_a_proxy_on_any_loopback_address_only_loopback_names_are_answered(
+    memory: SessionVectorMemory, model: CountingModel
+) -> None:
+    """``--host 127.0.0.2 --trusted-user-header``: a DNS-rebinding page (Host: evil.example) is refused too."""
+    for host in ("127.0.0.2", "127.1.2.3", "localhost", "::1"):
+        hosts = served_hosts(host, HEADER, ())
+        app = create_app(memory, model, auth=Authenticator(trusted_header=HEADER), allowed_hosts=hosts)
+        http = TestClient(app, raise_server_exceptions=False)
+        evil = http.get("/v1/memory/sessions", headers={**ALICE, "Host": "evil.example"})
+        assert evil.status_code == 403, (host, evil.text)
+        assert evil.json()["error"]["code"] == "host_not_allowed"
+        name = f"[{host}]" if ":" in host else host
+        assert http.get("/v1/memory/sessions", headers={**ALICE, "Host": f"{name}:8080"}).status_code == 200
+    assert served_hosts("0.0.0.0", HEADER, ()) == ()  # noqa: S104 - listening everywhere: any name (and a warning)
+    assert served_hosts("127.0.0.2", None, ()) == ()  # bearer tokens: a rebinding page has none
+
+
+async def test_an_abandoned_body_is_one_log_line_not_a_traceback(
+    http: TestClient, model: CountingModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that goes away mid-body (ClientDisconnect): one short log line, no traceback, nothing stored."""
+    before = state(http)
+    for route in ("/v1/chat/completions", "/v1/memory/forget", "/v1/memory/core/memory", "/ui/core/now"):
+        messages = [{"type": "http.request", "body": b'{"model": "m", "mess', "more_body": True}]
+        kind = b"application/x-www-form-urlencoded" if route.startswith("/ui") else b"application/json"
+
+        async def receive(messages: list[dict[str, Any]] = messages) -> dict[str, Any]:
+            return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            del message
+
+        headers = [(b"x-forwarded-user", b"alice"), (b"content-type", kind), (b"host", b"testserver")]
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "PUT" if route.startswith("/v1/memory/core") else "POST",
+            "scheme": "http",
+            "path": route,
+            "raw_path": route.encode(),
+            "query_string": b"",
+            "headers": headers,
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 8080),
+            "root_path": "",
+        }
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG):
+            await http.app(scope, receive, send)  # type: ignore[arg-type]
+        lines = [r for r in caplog.records if r.levelno >= logging.INFO]
+        assert len(lines) == 1, [r.getMessage() for r in caplog.records]
+        assert lines[0].exc_info is None
+        assert "went away" in lines[0].getMessage()
+        assert len(lines[0].getMessage()) < 300  # one line, not a 4 KB traceback
+    assert model.calls == 0
+    assert state(http) == before

@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from starlette.datastructures import FormData
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from langchain_session_rag.server.auth import Authenticator, TokenFileUnusable, Unauthenticated, digest_of
+from langchain_session_rag.server.http import ABANDONED, note_abandoned
 from langchain_session_rag.server.ui.html import PREFIX
 from langchain_session_rag.server.ui.signin import SignIn, SignOuts, TokenPrints, fingerprint
 
@@ -179,7 +180,11 @@ class UiAccess:
             Refused: 403 for a request from another site or without the right anti-forgery value.
         """
         check_same_site(request)
-        form = await request.form(max_files=1, max_fields=MAX_FORM_FIELDS)
+        try:
+            form = await request.form(max_files=1, max_fields=MAX_FORM_FIELDS)
+        except ClientDisconnect:
+            note_abandoned(request)
+            raise Refused(400, ABANDONED) from None
         if viewer is not None and not hmac.compare_digest(str(form.get("csrf", "")), viewer.csrf):
             raise Refused(403, "This form is stale or was not sent from these pages: reload the page and try again.")
         return form
