@@ -223,9 +223,10 @@ class ChromaBackend:
     def _scoped(user_id: str, where: Where) -> dict[str, Any]:
         return to_chroma_where({**where, "user_id": user_id})
 
-    def _owners(self, user_id: str, ids: Sequence[str]) -> dict[str, object]:
-        """Id → owning user of the stored records among ``ids`` (read by ids alone, in pages)."""
-        col, owners = self._collection(user_id), {}
+    @staticmethod
+    def _owners(col: Collection, ids: Sequence[str]) -> dict[str, object]:
+        """Id → owning user of the records among ``ids`` stored in ``col`` (read by ids alone, in pages)."""
+        owners = {}
         for start in range(0, len(ids), PAGE):
             got: Any = col.get(ids=list(ids[start : start + PAGE]), include=["metadatas"])
             owners.update(
@@ -236,12 +237,12 @@ class ChromaBackend:
     @server_call
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
-        return {i for i, owner in self._owners(user_id, ids).items() if owner == user_id}
+        return {i for i, owner in self._owners(self._collection(user_id), ids).items() if owner == user_id}
 
     @server_call
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
-        """Ids among ``ids`` stored for *another* user of the same collection."""
-        return {i for i, owner in self._owners(user_id, ids).items() if owner != user_id}
+        """Ids among ``ids`` stored for *another* user, in any shard: an id names one record in the whole store."""
+        return {i for col in self.all_collections() for i, owner in self._owners(col, ids).items() if owner != user_id}
 
     def _changed(self, user_id: str, ids: Sequence[str]) -> None:
         """Log that the user's records ``ids`` changed (after the change landed): see :meth:`change_log`."""
