@@ -59,7 +59,7 @@ from langchain_session_rag.privacy.redaction import redact_secrets
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.chroma import ChromaBackend
-from langchain_session_rag.stores.encryption import open_encrypted
+from langchain_session_rag.stores.encryption import check_key_before_opening, open_encrypted
 
 
 class SemanticCache(BaseModel):
@@ -151,6 +151,8 @@ class SemanticCache(BaseModel):
     @classmethod
     def local(cls, path: str | os.PathLike[str] = "./semantic_cache", *, user_id: str, **kwargs: Any) -> SemanticCache:
         """An embedded Chroma cache in ``path``."""
+        name = kwargs.get("collection_name", cls.model_fields["collection_name"].default)
+        check_key_before_opening(path, kwargs.get("encryption_key"), kwargs.get("keyring_dir"), name)
         return cls(chroma_client=open_chroma_client(path=path), user_id=user_id, **kwargs)
 
     @classmethod

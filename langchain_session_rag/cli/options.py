@@ -247,10 +247,13 @@ class StoreOptions:
     def _open(self, settings: dict[str, Any], *, embeds: bool) -> SessionVectorMemory:
         from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
         from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
+        from langchain_session_rag.stores.encryption import check_key_before_opening  # noqa: PLC0415
 
         user = self.user_id  # a bad --user is refused before anything is created
         if self.embeddings is not None and self.server is None and not (self.path or default_store_path()).exists():
             self._embeddings(self.embeddings, embeds=True)  # a new folder: check the model before creating it
+        if self.server is None:  # an encrypted store without its key: refused before Chroma writes to the folder
+            check_key_before_opening(self.path or default_store_path(), self.key_file, self.keyring, COLLECTION)
         client = self._client()
         recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
         spec = _spec_of(recorded, self.embeddings)
