@@ -67,6 +67,8 @@ def check_key_before_opening(
     Raises:
         EncryptionKeyError: The store is encrypted and the key is missing, malformed, another, or without its keyring.
     """
+    if not isinstance(path, str | os.PathLike):
+        return  # not a folder: opening it refuses it
     rows = read_chroma_db(os.fspath(path), _MARK_QUERY, (f"{name}-manifest", ENCRYPTION_MARK))
     mark = str(rows[0][0] or "") if rows else ""
     if mark:
