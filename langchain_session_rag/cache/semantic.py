@@ -53,6 +53,7 @@ from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.erasure import link_tier
+from langchain_session_rag.models import fingerprint
 from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.privacy.redaction import redact_secrets
@@ -269,7 +270,13 @@ class SemanticCache(BaseModel):
         return q, key, self.knowledge_version if knowledge_version is None else knowledge_version
 
     # -- lookup ----------------------------------------------------------------------------------
+    def _check_model(self, dimension: int) -> None:
+        """Refuse vectors of another model than the cache's (by id, dimension and, once, fingerprint)."""
+        embedder = self._embedder
+        self._backend.check_model(embedding_model_id(embedder), dimension, probe=lambda: fingerprint.probe(embedder))
+
     def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
+        self._check_model(len(vector))
         return self._backend.query(
             self._scope, questions.normalise_question(q), vector, self.candidates, {"llm_key": llm_key}
         )
@@ -360,7 +367,7 @@ class SemanticCache(BaseModel):
         )
 
     def _write(self, record: Record) -> None:
-        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding or []))
+        self._check_model(len(record.embedding or []))
         self._backend.add(self._scope, [record])
 
     def update(
