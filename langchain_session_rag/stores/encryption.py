@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_path
 from langchain_session_rag.errors import EncryptionKeyError, InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.privacy.keyring import (
     MASTER_KEY_ENV,
@@ -22,7 +23,7 @@ from langchain_session_rag.privacy.keyring import (
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encrypted import CIPHER, EncryptedBackend
-from langchain_session_rag.stores.locking import read_chroma_db
+from langchain_session_rag.stores.locking import lock_embedded_store, read_chroma_db
 
 ENCRYPTION_MARK = "encryption"
 """Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
@@ -61,15 +62,19 @@ def check_key_before_opening(
 
     Chroma writes to a folder's database whenever a client opens it (a row in its own ``acquire_write`` table), so
     the refusal must come first: the store's encryption mark is read from the database read-only, and the key
-    checked against the keyring, as :func:`open_encrypted` checks them. A folder without a store, or a store that is
-    not encrypted, passes (the open that follows does the rest).
+    checked against the keyring, as :func:`open_encrypted` checks them. The folder's one-writer lock is taken first,
+    as opening takes it (its lock file is created if a folder has none). A folder without a store, or a store that
+    is not encrypted, passes (the open that follows does the rest).
 
     Raises:
         EncryptionKeyError: The store is encrypted and the key is missing, malformed, another, or without its keyring.
+        StoreLockedError: Another process holds the folder.
     """
     if not isinstance(path, str | os.PathLike):
         return  # not a folder: opening it refuses it
-    rows = read_chroma_db(os.fspath(path), _MARK_QUERY, (f"{name}-manifest", ENCRYPTION_MARK))
+    folder = check_path("path", path)
+    lock_embedded_store(folder)  # first: a folder held elsewhere (a forked child's parent) is refused unread
+    rows = read_chroma_db(folder, _MARK_QUERY, (f"{name}-manifest", ENCRYPTION_MARK))
     mark = str(rows[0][0] or "") if rows else ""
     if mark:
         _keyring(mark, master_key_from(key), keyring_dir if keyring_dir is not None else _beside(path), name)
