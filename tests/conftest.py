@@ -22,6 +22,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, get_default_embeddings
 from langchain_session_rag.chunking import ExchangeChunker
+from langchain_session_rag.models.fingerprint import PROBE_TEXTS
 from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # chromadb: no telemetry (the store also sets it)
@@ -136,15 +137,20 @@ def fake_embeddings() -> DeterministicFakeEmbedding:
 
 
 class CountingEmbeddings(Embeddings):
-    """Wraps a real model and counts every text it embeds."""
+    """Wraps a real model and counts every text it embeds (the fingerprint's probe texts apart, in ``probes``)."""
 
     def __init__(self, inner: Embeddings, model_id: str | None = None) -> None:
         self.inner = inner
         self.model_id = model_id or getattr(inner, "model_id", "counting")
         self.texts: list[str] = []
         self.calls = 0
+        self.probes = 0
+        """How often the store checked the model's fingerprint (once per opening that embeds)."""
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if tuple(texts) == PROBE_TEXTS:
+            self.probes += 1
+            return self.inner.embed_documents(texts)
         self.calls += 1
         self.texts.extend(texts)
         return self.inner.embed_documents(texts)

@@ -6,6 +6,10 @@ environment variable:
 
 - ``SESSION_RAG_LANGGRAPH_STORE``: folder of the embedded store (default ``.session-rag-langgraph`` in the
   server's working directory). ``SESSION_RAG_LANGGRAPH_CHROMA=host:port`` uses a Chroma server instead.
+- ``SESSION_RAG_MASTER_KEY``: with a master key, the memory is encrypted at rest and so are the graph's
+  checkpoints (``generate_checkpointer``: a SQLite file, ``SESSION_RAG_LANGGRAPH_CHECKPOINTS``, default
+  ``.session-rag-langgraph.checkpoints.sqlite``, written through ``encrypted_serde``). Without one, checkpoints
+  stay in ``langgraph dev``'s own files under ``.langgraph_api/``.
 - ``SESSION_RAG_LANGGRAPH_MODEL``: the chat model. ``local`` (default): the bundled SmolLM2 in process, offline.
   ``echo``: a stand-in for tests that answers with its own prompt (what the memory retrieved shows in the
   answer). ``package.module:name``: any LangChain chat model (an instance, or a function returning one).
@@ -17,25 +21,30 @@ else its thread.
 # ruff: noqa: INP001, ARG002 - a file langgraph.json loads by path; the chat model interface's unused arguments
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph_sdk.runtime import ServerRuntime
 
 from langchain_session_rag import SessionMemoryStore, SessionVectorMemory
-from langchain_session_rag.graph import create_session_rag_graph
+from langchain_session_rag.graph import create_session_rag_graph, encrypted_serde
+from langchain_session_rag.privacy import MASTER_KEY_ENV
 
 STORE_ENV = "SESSION_RAG_LANGGRAPH_STORE"
 CHROMA_ENV = "SESSION_RAG_LANGGRAPH_CHROMA"
 MODEL_ENV = "SESSION_RAG_LANGGRAPH_MODEL"
+CHECKPOINTS_ENV = "SESSION_RAG_LANGGRAPH_CHECKPOINTS"
 DEFAULT_STORE = ".session-rag-langgraph"
+DEFAULT_CHECKPOINTS = ".session-rag-langgraph.checkpoints.sqlite"
 NAMESPACE = ("memories", "{user_id}")
 """The store's namespaces: ``("memories", user_id, ...)``; auth.py keeps each user inside their own."""
 
@@ -91,6 +100,28 @@ def generate_store() -> SessionMemoryStore:
     else:
         memory = SessionVectorMemory.local(path=os.environ.get(STORE_ENV) or DEFAULT_STORE, user_id="server")
     return SessionMemoryStore(memory, namespace=NAMESPACE)
+
+
+@contextlib.asynccontextmanager
+async def generate_checkpointer() -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """The server's checkpointer: encrypted with the master key when one is set, else ``langgraph dev``'s own.
+
+    A checkpoint holds a turn's question, the memories it recalled and the prompt. With ``SESSION_RAG_MASTER_KEY``
+    they go to a SQLite file through ``encrypted_serde`` (AES-256-GCM under a key derived from the master key); a
+    user's threads are erased from it with ``apurge_threads``. The server enters this once per event loop.
+    """
+    if not os.environ.get(MASTER_KEY_ENV):
+        from langgraph_runtime_inmem.checkpoint import Checkpointer  # noqa: PLC0415 - the dev server's own
+
+        yield Checkpointer()
+        return
+    import aiosqlite  # noqa: PLC0415 - only with a key
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: PLC0415
+
+    async with aiosqlite.connect(os.environ.get(CHECKPOINTS_ENV) or DEFAULT_CHECKPOINTS) as conn:
+        saver = AsyncSqliteSaver(conn, serde=encrypted_serde())
+        await saver.setup()
+        yield saver
 
 
 def _chat_model() -> BaseChatModel:

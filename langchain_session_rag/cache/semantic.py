@@ -53,13 +53,14 @@ from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.erasure import link_tier
+from langchain_session_rag.models import fingerprint
 from langchain_session_rag.models.embeddings import embedding_model_id, get_default_embeddings
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.privacy.redaction import redact_secrets
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend, Record
 from langchain_session_rag.stores.chroma import ChromaBackend
-from langchain_session_rag.stores.encryption import open_encrypted
+from langchain_session_rag.stores.encryption import check_key_before_opening, open_encrypted
 
 
 class SemanticCache(BaseModel):
@@ -154,6 +155,8 @@ class SemanticCache(BaseModel):
     @classmethod
     def local(cls, path: str | os.PathLike[str] = "./semantic_cache", *, user_id: str, **kwargs: Any) -> SemanticCache:
         """An embedded Chroma cache in ``path``."""
+        name = kwargs.get("collection_name", cls.model_fields["collection_name"].default)
+        check_key_before_opening(path, kwargs.get("encryption_key"), kwargs.get("keyring_dir"), name)
         return cls(chroma_client=open_chroma_client(path=path), user_id=user_id, **kwargs)
 
     @classmethod
@@ -270,7 +273,13 @@ class SemanticCache(BaseModel):
         return q, key, self.knowledge_version if knowledge_version is None else knowledge_version
 
     # -- lookup ----------------------------------------------------------------------------------
+    def _check_model(self, dimension: int) -> None:
+        """Refuse vectors of another model than the cache's (by id, dimension and, once, fingerprint)."""
+        embedder = self._embedder
+        self._backend.check_model(embedding_model_id(embedder), dimension, probe=lambda: fingerprint.probe(embedder))
+
     def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
+        self._check_model(len(vector))
         return self._backend.query(
             self._scope, questions.normalise_question(q), vector, self.candidates, {"llm_key": llm_key}
         )
@@ -361,7 +370,7 @@ class SemanticCache(BaseModel):
         )
 
     def _write(self, record: Record) -> None:
-        self._backend.check_model(embedding_model_id(self._embedder), len(record.embedding or []))
+        self._check_model(len(record.embedding or []))
         self._backend.add(self._scope, [record])
 
     def update(

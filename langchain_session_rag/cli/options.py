@@ -223,14 +223,18 @@ class StoreOptions:
         """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused."""
         return self._embeddings(spec, embeds=True)
 
-    def _client(self) -> Any:
+    def _client(self, *, check_key: bool = False) -> Any:
+        """The store's client; with ``check_key``, an encrypted folder opened without its key is refused unchanged."""
         from langchain_session_rag.errors import SessionRAGError, StoreLockedError  # noqa: PLC0415
         from langchain_session_rag.stores.adapter import open_chroma_client  # noqa: PLC0415
+        from langchain_session_rag.stores.encryption import check_key_before_opening  # noqa: PLC0415
 
         if self.server is not None:
             return open_chroma_client(host=self.server[0], port=self.server[1])
         path = self.path or default_store_path()
         try:
+            if check_key:  # before Chroma opens the folder (which writes to it)
+                check_key_before_opening(path, self.key_file, self.keyring, COLLECTION)
             return open_chroma_client(path=path)
         except StoreLockedError as exc:
             msg = (
@@ -251,7 +255,7 @@ class StoreOptions:
         user = self.user_id  # a bad --user is refused before anything is created
         if self.embeddings is not None and self.server is None and not (self.path or default_store_path()).exists():
             self._embeddings(self.embeddings, embeds=True)  # a new folder: check the model before creating it
-        client = self._client()
+        client = self._client(check_key=True)
         recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
         spec = _spec_of(recorded, self.embeddings)
         return SessionVectorMemory(

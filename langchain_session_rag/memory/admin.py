@@ -33,7 +33,7 @@ from langchain_session_rag.models.embeddings import embedding_model_id as model_
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.stores.adapter import open_chroma_client
 from langchain_session_rag.stores.chroma import ChromaBackend
-from langchain_session_rag.stores.encryption import open_encrypted
+from langchain_session_rag.stores.encryption import check_key_before_opening, open_encrypted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -351,6 +351,8 @@ def reembed(  # noqa: D417 - bound as a method of the memory: self is the memory
     Returns:
         The number of chunks re-embedded.
     """
+    if isinstance(store, str | os.PathLike):
+        check_key_before_opening(store, encryption_key, keyring_dir, collection_name)
     client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
     backend = open_encrypted(ChromaBackend(client, name=collection_name), encryption_key, keyring_dir)
     return reembed_store(backend, embeddings, embedding_model_id or model_id_of(embeddings))

@@ -13,7 +13,7 @@ from langchain_session_rag.memory.relational import attach_facts
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.relations.model import Extractor
-from langchain_session_rag.stores.base import MemoryBackend, Record
+from langchain_session_rag.stores.base import MemoryBackend, Probe, Record
 from langchain_session_rag.stores.limits import check_record_keys
 from langchain_session_rag.stores.records import stamp
 
@@ -36,12 +36,14 @@ class Committer:
     """Finds each new chunk's entities and relations (``None``: none are stored)."""
     linger: float | None = None
     """Seconds a write nobody waits for may wait for company (``None``: the queue's)."""
+    probe: Probe | None = None
+    """The model's vectors for the fingerprint's probe texts (the store checks the model by them)."""
 
     def check_vectors(self, records: Sequence[Record]) -> None:
-        """Refuse vectors of another dimension than the store holds."""
+        """Refuse vectors of another dimension than the store holds, or of another model under the store's id."""
         vector = next((r.embedding for r in records if r.embedding is not None), None)
         if vector is not None:
-            self.backend.check_model(self.model_id, len(vector))
+            self.backend.check_model(self.model_id, len(vector), probe=self.probe)
 
     def store(self, records: list[Record], superseded: list[str], *, wait: bool = True) -> Future[None]:
         """Send records, then the deletion of what they replace, to the store (so a crash never loses coverage).

@@ -32,7 +32,13 @@ from langchain_session_rag.stores.limits import (
     check_metadata_size,
     check_name,
 )
-from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS, check_metadata_key, metadata_value
+from langchain_session_rag.stores.records import (
+    RESERVED_KEYS,
+    RESULT_KEYS,
+    check_metadata_key,
+    chunk_id,
+    metadata_value,
+)
 
 DEFAULT_MAX_CHARS = 1_000_000
 """Longest text imported when no limit is given: the default ``max_message_chars``."""
@@ -157,16 +163,27 @@ def _checked_vector(raw: object, path: object, lineno: int) -> list[float]:
     return vector
 
 
-def _check_owner(meta: dict[str, Any], user_id: str, path: object, lineno: int, *, reassign: bool) -> None:
-    """Refuse a record of another user (its ``metadata["user_id"]``) unless it is being reassigned."""
-    owner = meta.get("user_id", user_id)
-    if owner != user_id and not reassign:
+def _own_id(item: dict[str, Any], user_id: str, path: object, lineno: int, *, reassign: bool) -> str:
+    """The id the record is stored under for ``user_id``: its own, or, reassigned from another user, one of theirs.
+
+    Ids are digests of their owner and content; a reassigned record keeps none of the other user's, so it can
+    never meet their records (in any shard, or after they write the same content). The same file imported twice
+    gives the same ids.
+
+    Raises:
+        IdentityConflictError: A record of another user (its ``metadata["user_id"]``) without ``reassign``.
+    """
+    owner = item["metadata"].get("user_id", user_id)
+    if owner == user_id:
+        return str(item["id"])
+    if not reassign:
         msg = (
             f"{path}:{lineno}: the export holds memories of user {owner!r}, not of {user_id!r}; nothing was "
             f"imported. Import it as {owner!r}, or pass reassign=True (CLI: --reassign-user) to make them "
             f"{user_id!r}'s."
         )
         raise IdentityConflictError(msg)
+    return chunk_id(user_id, "", "import", [str(owner), str(item["id"])], 0)
 
 
 def _lines(path: str | os.PathLike[str], max_bytes: int | None) -> list[str]:
@@ -213,10 +230,10 @@ def read_jsonl(
     Every line is checked before anything is written: JSON, UTF-8, the fields' types, unique ids, metadata
     keys and values (and their limits, see :mod:`~langchain_session_rag.stores.limits`), timestamps, chunk
     indexes, finite vectors of one dimension, the user (a record whose ``metadata["user_id"]`` names another
-    user is refused unless ``reassign``: it then becomes ``user_id``'s), texts of at most ``max_chars``
-    characters (as ``add_messages`` refuses a longer message; default: the default ``max_message_chars``). Only a
-    regular file is read, at most ``max_bytes`` (default 256 MiB, or the ``SESSION_RAG_MAX_FILE_BYTES``
-    environment variable), each line at most 16 MiB and nested at most 256 levels.
+    user is refused unless ``reassign``: it then becomes ``user_id``'s, under an id of theirs), texts of at
+    most ``max_chars`` characters (as ``add_messages`` refuses a longer message; default: the default
+    ``max_message_chars``). Only a regular file is read, at most ``max_bytes`` (default 256 MiB, or the
+    ``SESSION_RAG_MAX_FILE_BYTES`` environment variable), each line at most 16 MiB and nested at most 256 levels.
 
     Raises:
         IdentityConflictError: A record of another user, without ``reassign`` (the file is rejected whole).
@@ -235,7 +252,7 @@ def read_jsonl(
         item = load_json(_opened(raw, cipher, path, lineno), f"{path}:{lineno}", _invalid_json(path, lineno))
         if not _valid(item) or not item["id"].strip():
             raise _fail(path, lineno, "each line needs a non-empty string 'id', string 'text' and object 'metadata'")
-        _check_owner(item["metadata"], user_id, path, lineno, reassign=reassign)
+        record_id = _own_id(item, user_id, path, lineno, reassign=reassign)
         if item["id"] in seen:
             raise _fail(path, lineno, f"id {item['id']!r} repeats line {seen[item['id']]}")
         seen[item["id"]] = lineno
@@ -251,5 +268,5 @@ def read_jsonl(
             dimension = len(vector)
         meta["embedding_model"] = model_id
         meta["stored_epoch"] = time.time()  # stored now, whatever the conversation's own time
-        records.append(Record(id=item["id"], text=item["text"], metadata=meta, embedding=vector))
+        records.append(Record(id=record_id, text=item["text"], metadata=meta, embedding=vector))
     return records

@@ -44,6 +44,7 @@ from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.relations.patterns import PatternExtractor
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, READ_TIMEOUT, open_chroma_client
 from langchain_session_rag.stores.base import MemoryBackend
+from langchain_session_rag.stores.encryption import check_key_before_opening
 
 
 class SessionVectorMemory(BaseRetriever):
@@ -285,6 +286,7 @@ class SessionVectorMemory(BaseRetriever):
         The embedding model defaults to the bundled all-MiniLM-L6-v2, loaded on first use.
         Other keyword arguments are the constructor's (``k``, ``half_life_days``, ``runtime``, ...).
         """
+        check_key_before_opening(path, kwargs.get("encryption_key"), kwargs.get("keyring_dir"), collection_name)
         client = open_chroma_client(path=path)
         return cls(
             chroma_client=client, user_id=user_id, embeddings=embeddings, collection_name=collection_name, **kwargs

@@ -194,6 +194,7 @@ class UserStore:
                 scorer=writing.scorer,
                 extractor=writing.extractor,
                 linger=service.runtime.write_linger,
+                probe=service.probe,
             ),
         )
 
@@ -234,7 +235,7 @@ class UserStore:
         ``dense_text`` is what a store that embeds itself embeds (the query by default); BM25 reads ``query``.
         """
         if vector is not None:
-            self.backend.check_model(self.service.model_id, len(vector))
+            self.backend.check_model(self.service.model_id, len(vector), probe=self.service.probe)
         if isinstance(self.backend, EncryptedBackend):  # a filter the store cannot run is refused in the replica too
             self.backend.where(self.user_id, q.where)
         replica = self.replica()

@@ -38,6 +38,7 @@ from langchain_session_rag.memory.erasure import (
 from langchain_session_rag.memory.reassessment import reassess_store
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import StoreState, UserStore, reset_replicas, state_of
+from langchain_session_rag.models import fingerprint
 from langchain_session_rag.privacy.keyring import Keyring
 from langchain_session_rag.privacy.redaction import redact_nested, redact_secrets, refuse_secret
 from langchain_session_rag.privacy.sealing import UserCipher
@@ -131,6 +132,10 @@ class MemoryService:
         backend.check_model(model_id, None)
         reassess_store(backend)  # once per store: chunks assessed before speakers were read from the messages
         return cls(backend, state_of(backend), model_id, embeddings, writing, runtime)
+
+    def probe(self) -> list[list[float]]:
+        """The model's vectors for the probe texts of :mod:`~langchain_session_rag.models.fingerprint`."""
+        return fingerprint.probe(self.embeddings)
 
     def with_settings(self, writing: WriteSettings, runtime: RuntimeSettings) -> MemoryService:
         """This service with other write or runtime settings (itself when they are the same)."""

@@ -68,6 +68,10 @@ def shard_of(user_id: str, shards: int) -> int:
     return int(hashlib.sha256(user_id.encode()).hexdigest()[:8], 16) % shards
 
 
+Probe = Callable[[], list[list[float]]]
+"""The model's vectors for the fingerprint's probe texts (called only when a store needs them)."""
+
+
 class MemoryBackend(Protocol):
     """What :class:`~langchain_session_rag.SessionVectorMemory` needs from a store.
 
@@ -96,8 +100,12 @@ class MemoryBackend(Protocol):
         """Identifies the store within this process."""
         ...
 
-    def check_model(self, model_id: str, dimension: int | None) -> None:
-        """Raise :class:`EmbeddingModelMismatchError` if the store was written by another model."""
+    def check_model(self, model_id: str, dimension: int | None, *, probe: Probe | None = None) -> None:
+        """Raise :class:`EmbeddingModelMismatchError` if the store was written by another model.
+
+        ``probe`` gives the model's vectors for the probe texts of :mod:`~langchain_session_rag.models.fingerprint`:
+        a store that records fingerprints compares them with its record (recording them when it has none).
+        """
 
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Return which of ``ids`` are stored."""

@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError
+from langchain_session_rag.models import fingerprint
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log, chroma_reads
 from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory, refuse_reopened
-from langchain_session_rag.stores.base import Capability, Record, RecordPage, Where, purge, shard_of
+from langchain_session_rag.stores.base import Capability, Probe, Record, RecordPage, Where, purge, shard_of
 from langchain_session_rag.stores.chroma_calls import (
     companion_store,
     files_guard,
@@ -74,6 +75,8 @@ class ChromaBackend:
         self.files_guard = files_guard(client, collection)
         """Zeroes what Chroma writes from uninitialised memory into an embedded store's index files."""
         self._collections: dict[int, Collection] = {}
+        self._fingerprinted: str | None = None
+        """The model whose fingerprint this opening checked (or recorded)."""
         self._manifest = client.get_or_create_collection(
             f"{collection.name if collection is not None else name}-manifest",
             metadata={"store_version": MANIFEST_VERSION, "shards": 1 if collection is not None else shards},
@@ -118,8 +121,12 @@ class ChromaBackend:
         """The manifest: ``embedding_model``, ``embedding_dim``, ``shards``, ``store_version``."""
         return dict(self._manifest.metadata or {})
 
-    def check_model(self, model_id: str, dimension: int | None) -> None:
-        """Record the model on first write; refuse a different one afterwards."""
+    def check_model(self, model_id: str, dimension: int | None, *, probe: Probe | None = None) -> None:
+        """Record the model on first write; refuse a different one afterwards (by id, dimension and fingerprint).
+
+        With ``probe``, the model's vectors for the fingerprint's probe texts are compared with those the store
+        recorded (recorded now when it has none: a new store, or one made before fingerprints), once per opening.
+        """
         meta = self.manifest
         stored_model = meta.get("embedding_model")
         stored_dim = int(meta.get("embedding_dim", -1))
@@ -145,10 +152,30 @@ class ChromaBackend:
                 {"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim}
             )
             self._manifest.modify(metadata=meta)
+        if probe is not None and self._fingerprinted != model_id:
+            self._check_fingerprint(model_id, probe())
+            self._fingerprinted = model_id
+
+    def _check_fingerprint(self, model_id: str, vectors: list[list[float]]) -> None:
+        recorded = str(self.manifest.get(fingerprint.MANIFEST_KEY) or "")
+        found = fingerprint.agreement(recorded, vectors) if recorded else None
+        if found is None:
+            self.update_manifest({fingerprint.MANIFEST_KEY: fingerprint.encode(vectors)})
+        elif found < fingerprint.TOLERANCE:
+            msg = (
+                f"Store {self.name!r} was written by a model named {model_id!r}, and the model in use has that "
+                f"name but is another model: its vectors for the fixed probe texts differ from those the store "
+                f"recorded (cosine {found:.3f}; the same model on any route gives at least {fingerprint.TOLERANCE}). "
+                "Open it with the model that wrote it, or re-embed it once with SessionVectorMemory.reembed("
+                f"client_or_path, embeddings=<new model>, collection_name={self.name!r}) under a new "
+                "embedding_model_id."
+            )
+            raise EmbeddingModelMismatchError(msg)
 
     def set_model(self, model_id: str, dimension: int) -> None:
-        """Overwrite the recorded model (after a re-embedding)."""
-        self.update_manifest({"embedding_model": model_id, "embedding_dim": dimension})
+        """Overwrite the recorded model (after a re-embedding); its fingerprint is recorded on its first use."""
+        self.update_manifest({"embedding_model": model_id, "embedding_dim": dimension, fingerprint.MANIFEST_KEY: ""})
+        self._fingerprinted = None
 
     def update_manifest(self, values: dict[str, Any]) -> None:
         """Set manifest entries (scalars)."""
@@ -223,9 +250,10 @@ class ChromaBackend:
     def _scoped(user_id: str, where: Where) -> dict[str, Any]:
         return to_chroma_where({**where, "user_id": user_id})
 
-    def _owners(self, user_id: str, ids: Sequence[str]) -> dict[str, object]:
-        """Id → owning user of the stored records among ``ids`` (read by ids alone, in pages)."""
-        col, owners = self._collection(user_id), {}
+    @staticmethod
+    def _owners(col: Collection, ids: Sequence[str]) -> dict[str, object]:
+        """Id → owning user of the records among ``ids`` stored in ``col`` (read by ids alone, in pages)."""
+        owners = {}
         for start in range(0, len(ids), PAGE):
             got: Any = col.get(ids=list(ids[start : start + PAGE]), include=["metadatas"])
             owners.update(
@@ -236,12 +264,12 @@ class ChromaBackend:
     @server_call
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
-        return {i for i, owner in self._owners(user_id, ids).items() if owner == user_id}
+        return {i for i, owner in self._owners(self._collection(user_id), ids).items() if owner == user_id}
 
     @server_call
     def foreign_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
-        """Ids among ``ids`` stored for *another* user of the same collection."""
-        return {i for i, owner in self._owners(user_id, ids).items() if owner != user_id}
+        """Ids among ``ids`` stored for *another* user, in any shard: an id names one record in the whole store."""
+        return {i for col in self.all_collections() for i, owner in self._owners(col, ids).items() if owner != user_id}
 
     def _changed(self, user_id: str, ids: Sequence[str]) -> None:
         """Log that the user's records ``ids`` changed (after the change landed): see :meth:`change_log`."""

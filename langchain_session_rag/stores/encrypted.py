@@ -44,6 +44,7 @@ from langchain_session_rag.stores.base import (
     Capability,
     CompanionBackend,
     MemoryBackend,
+    Probe,
     Record,
     RecordPage,
     Where,
@@ -100,9 +101,9 @@ class EncryptedBackend:
         """The wrapped store's key, marked: a plain and an encrypted view never share in-process state."""
         return f"{self.inner.process_key}|encrypted"
 
-    def check_model(self, model_id: str, dimension: int | None) -> None:
-        """As the wrapped store."""
-        self.inner.check_model(model_id, dimension)
+    def check_model(self, model_id: str, dimension: int | None, *, probe: Probe | None = None) -> None:
+        """As the wrapped store (the probe vectors are of fixed public texts: nothing to seal)."""
+        self.inner.check_model(model_id, dimension, probe=probe)
 
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """As the wrapped store."""

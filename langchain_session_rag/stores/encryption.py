@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_path
 from langchain_session_rag.errors import EncryptionKeyError, InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.privacy.keyring import (
     MASTER_KEY_ENV,
@@ -22,6 +23,7 @@ from langchain_session_rag.privacy.keyring import (
 from langchain_session_rag.stores.base import MemoryBackend
 from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encrypted import CIPHER, EncryptedBackend
+from langchain_session_rag.stores.locking import lock_embedded_store, read_chroma_db
 
 ENCRYPTION_MARK = "encryption"
 """Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
@@ -33,7 +35,11 @@ _fork.on_fork_in_child(_KEYRINGS.clear)  # keys the parent creates or destroys a
 def default_keyring_dir(backend: MemoryBackend) -> str | None:
     """``FOLDER.keys`` beside an embedded Chroma store's folder (outside it: a copy of the store carries no key)."""
     folder = backend.persist_directory if isinstance(backend, ChromaBackend) else None
-    return f"{os.path.realpath(folder).rstrip(os.sep)}.keys" if folder else None
+    return _beside(folder) if folder else None
+
+
+def _beside(folder: str | os.PathLike[str]) -> str:
+    return f"{os.path.realpath(folder).rstrip(os.sep)}.keys"
 
 
 def keyring_for(folder: str | os.PathLike[str], master: bytes, *, create: bool = True) -> Keyring:
@@ -49,39 +55,52 @@ def keyring_for(folder: str | os.PathLike[str], master: bytes, *, create: bool =
         return ring
 
 
-def open_encrypted(
-    backend: MemoryBackend, key: KeySource | None, keyring_dir: str | os.PathLike[str] | None
-) -> MemoryBackend:
-    """``backend`` encrypted with the master key ``key`` (else ``SESSION_RAG_MASTER_KEY``); as it is without one.
+def check_key_before_opening(
+    path: str | os.PathLike[str], key: KeySource | None, keyring_dir: str | os.PathLike[str] | None, name: str
+) -> None:
+    """Refuse to open the encrypted store ``name`` in the embedded folder ``path`` without its key, before Chroma does.
 
-    A Chroma store records that it is encrypted, and the id of its keyring, in its manifest on first use; opened
-    later without a key, with another key, or with another keyring (a store folder moved without its ``.keys``
-    folder), it refuses before anything is read or written.
+    Chroma writes to a folder's database whenever a client opens it (a row in its own ``acquire_write`` table), so
+    the refusal must come first: the store's encryption mark is read from the database read-only, and the key
+    checked against the keyring, as :func:`open_encrypted` checks them. The folder's one-writer lock is taken first,
+    as opening takes it (its lock file is created if a folder has none). A folder without a store, or a store that
+    is not encrypted, passes (the open that follows does the rest).
 
     Raises:
-        EncryptionKeyError: A malformed key; an encrypted store opened without its key, with another key, or
-            without its keyring.
-        InvalidArgumentError: No ``keyring_dir`` for a store that is not an embedded Chroma folder.
-        UnsupportedOperationError: A store that embeds texts itself.
+        EncryptionKeyError: The store is encrypted and the key is missing, malformed, another, or without its keyring.
+        StoreLockedError: Another process holds the folder.
     """
-    master = master_key_from(key)
-    chroma = backend if isinstance(backend, ChromaBackend) else None
-    mark = str(chroma.manifest.get(ENCRYPTION_MARK) or "") if chroma is not None else ""
+    if not isinstance(path, str | os.PathLike):
+        return  # not a folder: opening it refuses it
+    folder = check_path("path", path)
+    lock_embedded_store(folder)  # first: a folder held elsewhere (a forked child's parent) is refused unread
+    rows = read_chroma_db(folder, _MARK_QUERY, (f"{name}-manifest", ENCRYPTION_MARK))
+    mark = str(rows[0][0] or "") if rows else ""
+    if mark:
+        _keyring(mark, master_key_from(key), keyring_dir if keyring_dir is not None else _beside(path), name)
+
+
+_MARK_QUERY = (
+    "SELECT m.str_value FROM collection_metadata m JOIN collections c ON c.id = m.collection_id "
+    "WHERE c.name = ? AND m.key = ?"
+)
+
+
+def _keyring(mark: str, master: bytes | None, folder: str | os.PathLike[str] | None, name: str) -> Keyring | None:
+    """The keyring of the store ``name`` marked ``mark`` ('': not encrypted yet); ``None``: no key, not encrypted.
+
+    Raises:
+        EncryptionKeyError: An encrypted store and no key, another key, or not its keyring.
+        InvalidArgumentError: A key and no keyring folder (a store on a server without ``keyring_dir``).
+    """
     if master is None:
         if mark:
             msg = (
-                f"The store {chroma.name if chroma else ''!r} is encrypted: give its master key (encryption_key=, "
-                f"{MASTER_KEY_ENV}, or the command line's --key-file)."
+                f"The store {name!r} is encrypted: give its master key (encryption_key=, {MASTER_KEY_ENV}, or the "
+                "command line's --key-file)."
             )
             raise EncryptionKeyError(msg)
-        return backend
-    if backend.embeds_itself:
-        msg = (
-            f"{type(backend).__name__} embeds texts itself, so encrypted it would embed ciphertext: encryption needs "
-            "a Chroma store (SessionVectorMemory.local(...) or .server(...))."
-        )
-        raise UnsupportedOperationError(msg)
-    folder = keyring_dir if keyring_dir is not None else default_keyring_dir(backend)
+        return None
     if folder is None:
         msg = (
             "An encrypted store on a server needs keyring_dir= (the command line's --keyring): a folder every process "
@@ -106,6 +125,39 @@ def open_encrypted(
             "its records would not open. Pass keyring_dir= (--keyring) with the store's own keyring."
         )
         raise EncryptionKeyError(msg)
+    return ring
+
+
+def open_encrypted(
+    backend: MemoryBackend, key: KeySource | None, keyring_dir: str | os.PathLike[str] | None
+) -> MemoryBackend:
+    """``backend`` encrypted with the master key ``key`` (else ``SESSION_RAG_MASTER_KEY``); as it is without one.
+
+    A Chroma store records that it is encrypted, and the id of its keyring, in its manifest on first use; opened
+    later without a key, with another key, or with another keyring (a store folder moved without its ``.keys``
+    folder), it refuses before anything of the store is read or written (an embedded folder opened through
+    ``SessionVectorMemory.local``, ``SemanticCache.local`` or the command line refuses before Chroma opens it:
+    see :func:`check_key_before_opening`).
+
+    Raises:
+        EncryptionKeyError: A malformed key; an encrypted store opened without its key, with another key, or
+            without its keyring.
+        InvalidArgumentError: No ``keyring_dir`` for a store that is not an embedded Chroma folder.
+        UnsupportedOperationError: A store that embeds texts itself.
+    """
+    master = master_key_from(key)
+    chroma = backend if isinstance(backend, ChromaBackend) else None
+    mark = str(chroma.manifest.get(ENCRYPTION_MARK) or "") if chroma is not None else ""
+    if master is not None and backend.embeds_itself:
+        msg = (
+            f"{type(backend).__name__} embeds texts itself, so encrypted it would embed ciphertext: encryption needs "
+            "a Chroma store (SessionVectorMemory.local(...) or .server(...))."
+        )
+        raise UnsupportedOperationError(msg)
+    folder = keyring_dir if keyring_dir is not None else default_keyring_dir(backend)
+    ring = _keyring(mark, master, folder, chroma.name if chroma is not None else "")
+    if ring is None:
+        return backend
     if chroma is not None and not mark:
         chroma.update_manifest({ENCRYPTION_MARK: f"{CIPHER}:keyring:{ring.keyring_id}"})
     return EncryptedBackend(backend, ring)

@@ -185,17 +185,17 @@ os.register_at_fork(before=_before_fork, after_in_parent=_AT_FORK.clear)
 _fork.on_fork_in_child(_release_in_child)
 
 
-def read_chroma_db(folder: str, query: str, *, timeout: float = 5.0) -> list[Any] | None:
+def read_chroma_db(folder: str, query: str, params: tuple[Any, ...] = (), *, timeout: float = 5.0) -> list[Any] | None:
     """The rows of ``query`` on an embedded folder's ``chroma.sqlite3``, read-only (``None``: no file, or it failed).
 
-    ``timeout``: how long to wait for a writer's lock on the database.
+    ``params``: the query's parameters; ``timeout``: how long to wait for a writer's lock on the database.
     """
     import sqlite3  # noqa: PLC0415 - only for stores that compact, hand in a collection, or fork
 
     try:
         uri = "file:" + urllib.parse.quote(os.path.join(folder, "chroma.sqlite3")) + "?mode=ro"  # noqa: PTH118
         with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=timeout)) as db:
-            return db.execute(query).fetchall()
+            return db.execute(query, params).fetchall()
     except (sqlite3.Error, ValueError):  # ValueError: a path that is no text (UnicodeEncodeError)
         return None
 

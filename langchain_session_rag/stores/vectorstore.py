@@ -16,6 +16,7 @@ from langchain_session_rag.stores.base import (
     Capability,
     CompanionBackend,
     MemoryBackend,
+    Probe,
     Record,
     RecordPage,
     Where,
@@ -58,8 +59,12 @@ class VectorStoreBackend:
         """``False``: other code may write to a LangChain vector store directly, so it is listed before each use."""
         return False
 
-    def check_model(self, model_id: str, dimension: int | None) -> None:  # noqa: ARG002
-        """Refuse when stored chunks name another embedding model (checked on a sample)."""
+    def check_model(self, model_id: str, dimension: int | None, *, probe: Probe | None = None) -> None:  # noqa: ARG002
+        """Refuse when stored chunks name another embedding model (checked on a sample).
+
+        A LangChain vector store has no manifest to keep a fingerprint in: ``probe`` is not used (the model's
+        identity is its id alone).
+        """
         for record in self._all()[:1] if self._listable() else []:
             stored = record.metadata.get("embedding_model")
             if stored and stored != model_id:

@@ -411,3 +411,32 @@ def test_the_default_local_model_streams_a_turn_through_the_server(real_model_se
     assert answer["type"] == "ai"
     assert answer["content"].strip()
     assert answer["content"] == "".join(tokens)
+
+
+def test_with_a_master_key_only_langgraph_devs_run_records_hold_a_turn_in_clear(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The attack: with SESSION_RAG_MASTER_KEY set, scan every file the server wrote for a turn's words."""
+    from langchain_session_rag.privacy import generate_master_key
+
+    folder = tmp_path_factory.mktemp("langgraph-keyed")
+    marker = "ZQXPASSPORT4411"
+    proc, url = start_langgraph(
+        folder, SESSION_RAG_LANGGRAPH_MODEL="echo", SESSION_RAG_MASTER_KEY=generate_master_key()
+    )
+    try:
+        alice = client(url, "alice")
+        thread = alice.threads.create()["thread_id"]
+        ask(alice, thread, f"My passport number is {marker}.")
+        ask(alice, thread, "Which passport number did I give you?")
+        assert marker in str(alice.threads.get_state(thread)["values"]), "the checkpoints open again"
+    finally:
+        stop_langgraph(proc)
+    holding = sorted(
+        str(f.relative_to(folder))
+        for f in folder.rglob("*")
+        if f.is_file() and "examples" not in f.relative_to(folder).parts and marker.encode() in f.read_bytes()
+    )
+    # langgraph dev's own records of threads and runs (their latest values and inputs): the documented rest.
+    assert holding == [".langgraph_api/.langgraph_ops.pckl"]
+    assert (folder / ".session-rag-langgraph.checkpoints.sqlite").is_file(), "the encrypted checkpointer was used"

@@ -144,10 +144,13 @@ def test_an_import_never_overwrites_another_users_chunk_on_any_store(tmp_path: P
     alice = SessionVectorMemory(vectorstore=store, user_id="alice")
     alice.add_messages([{"role": "user", "content": "Alice's passport is P-123.", "id": "u1"}], session_id="s")
     lines = _export(alice, tmp_path / "alice.jsonl")
-    forged = [{**line, "text": "Bob was here."} for line in lines]
     bob = alice.for_user("bob")
+    forged = [{**line, "text": "Bob was here.", "metadata": {**line["metadata"], "user_id": "bob"}} for line in lines]
     with pytest.raises(InvalidArgumentError, match="belong to another user"):
-        bob.import_jsonl(_write(tmp_path / "forged.jsonl", forged), reassign=True)  # even when reassigning
+        bob.import_jsonl(_write(tmp_path / "forged.jsonl", forged))  # alice's ids, said to be bob's
+    reassigned = [{**line, "text": "Bob was here."} for line in lines]
+    assert bob.import_jsonl(_write(tmp_path / "reassigned.jsonl", reassigned), reassign=True) == 1
+    assert {d.id for d in bob.list_memories()}.isdisjoint(line["id"] for line in lines), "ids of bob's own"
     assert [d.page_content for d in alice.invoke("passport")] == ["User: Alice's passport is P-123."]
 
 
@@ -156,3 +159,33 @@ def test_every_error_is_in_the_family() -> None:
         assert issubclass(error, SessionRAGError)
     assert issubclass(InvalidMetadataError, ValueError)
     assert issubclass(UnknownOptionError, TypeError)
+
+
+def _shard_neighbours() -> tuple[str, str]:
+    """Two users whose chunks live in different shards of a default (32-shard) store."""
+    from langchain_session_rag.stores.base import shard_of
+
+    other = next(f"bob{n}" for n in range(100) if shard_of(f"bob{n}", 32) != shard_of("alice", 32))
+    return "alice", other
+
+
+def test_an_export_of_another_shards_user_never_lands_under_their_ids(tmp_path: Path) -> None:
+    alice_id, bob_id = _shard_neighbours()
+    bob = SessionVectorMemory.local(path=tmp_path / "m", user_id=bob_id, embeddings=DeterministicFakeEmbedding(size=16))
+    bob.add_messages([{"role": "user", "content": "Bob's passport is P-987.", "id": "u1"}], session_id="s")
+    lines = _export(bob, tmp_path / "bob.jsonl")
+    bobs_ids = {line["id"] for line in lines}
+    alice = bob.for_user(alice_id)
+    # The file edited to call the chunks alice's, keeping bob's ids: bob's ids live in another shard.
+    edited = [{**line, "metadata": {**line["metadata"], "user_id": alice_id}} for line in lines]
+    with pytest.raises(InvalidArgumentError, match="belong to another user"):
+        alice.import_jsonl(_write(tmp_path / "edited.jsonl", edited))
+    assert alice.count() == 0
+    # Reassigned on purpose: stored as alice's, under ids of her own.
+    assert alice.import_jsonl(tmp_path / "bob.jsonl", reassign=True) == 1
+    assert alice.import_jsonl(tmp_path / "bob.jsonl", reassign=True) == 0, "the same import again adds nothing"
+    [mine] = alice.list_memories()
+    assert mine.id not in bobs_ids
+    assert mine.metadata["user_id"] == alice_id
+    assert {d.id for d in bob.list_memories()} == bobs_ids
+    assert [d.page_content for d in bob.invoke("passport")] == ["User: Bob's passport is P-987."]

