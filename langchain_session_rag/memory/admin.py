@@ -16,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag._checks import check_path, check_session_id
 from langchain_session_rag._time import TimestampLike
+from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory.erasure import ErasureReceipt, LinkableCache
 from langchain_session_rag.memory.listing import (
     SessionInfo,
@@ -25,8 +26,8 @@ from langchain_session_rag.memory.listing import (
     note_record,
     sessions_of,
 )
+from langchain_session_rag.memory.scoped import UserStore
 from langchain_session_rag.memory.service import reembed_store
-from langchain_session_rag.memory.settings import acting, user_store
 from langchain_session_rag.memory.worth import Author
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.privacy.keyring import KeySource
@@ -40,6 +41,16 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
     from langchain_session_rag.memory.retriever import SessionVectorMemory
+
+
+def acting(self: SessionVectorMemory, *, check_run: bool = True) -> str:
+    """The user a call of ``self`` acts for (the run may name it, or be refused: see ``for_run``)."""
+    return acting_user(self.user_id, from_run=self.user_from_run) if check_run else self.user_id
+
+
+def user_store(self: SessionVectorMemory, *, check_run: bool = True) -> UserStore:
+    """The side of the store of the user a call of ``self`` acts for."""
+    return self.service.user(acting(self, check_run=check_run))
 
 
 # -- notes -----------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from langchain_session_rag import _fork
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
-from langchain_session_rag.memory.settings import check_query, user_store
+from langchain_session_rag.memory.settings import check_query
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
 from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, decode_facts
@@ -181,7 +181,8 @@ def replica_graph(replica: UserReplica, *, read_missing: bool = True) -> Relatio
 
 def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
     """The graph of the user the call acts for, and how many chunks it was built from."""
-    store = user_store(memory)
+    view = memory.for_run()  # the user this call acts for
+    store = view.service.user(view.user_id)
     read_missing = memory.relation_extractor is not None
     replica = store.replica()
     if replica is not None:

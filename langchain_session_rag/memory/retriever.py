@@ -38,7 +38,7 @@ from langchain_session_rag.memory.recall_policy import RecallPolicy
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.service import MemoryService, path_text
-from langchain_session_rag.memory.settings import SourceType, acting, check_query, check_user_id
+from langchain_session_rag.memory.settings import SourceType, check_query, check_user_id
 from langchain_session_rag.privacy.keyring import KeySource
 from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.relations.patterns import PatternExtractor
@@ -257,7 +257,7 @@ class SessionVectorMemory(BaseRetriever):
         Raises:
             UnsupportedOperationError: The store keeps no core memory (no ``CORE_MEMORY`` capability).
         """
-        user = acting(self)
+        user = admin.acting(self)
         return self.service.core(user, limits=self.core_limits, agent_edits=self.core_agent_edits)
 
     @property

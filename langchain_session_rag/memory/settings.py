@@ -1,12 +1,12 @@
 """How the settings of :class:`~langchain_session_rag.SessionVectorMemory` are checked and completed.
 
-Pure functions of the memory's field values (no store is opened here): the user id rule and the user a call acts
-for, and the defaults a memory derives from its embedding model (the segmenter, the lexical weight).
+Pure functions of the memory's field values (no store is opened here): the user id rule, and the defaults a
+memory derives from its embedding model (the segmenter, the lexical weight).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from langchain_core.embeddings import Embeddings
 
@@ -14,11 +14,6 @@ from langchain_session_rag._checks import check_user_id as _check_user_id
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
-from langchain_session_rag.identity import acting_user
-
-if TYPE_CHECKING:
-    from langchain_session_rag.memory.retriever import SessionVectorMemory
-    from langchain_session_rag.memory.scoped import UserStore
 
 SourceType = Literal["session", "document", "note"]
 DEFAULT_SEGMENT_TOKENS = 128
@@ -34,16 +29,6 @@ def check_user_id(value: object) -> str:
         InvalidArgumentError: Anything else.
     """
     return _check_user_id(value, system_ok=True)
-
-
-def acting(memory: SessionVectorMemory, *, check_run: bool = True) -> str:
-    """The user a call of ``memory`` acts for (the run may name it, or be refused: see ``for_run``)."""
-    return acting_user(memory.user_id, from_run=memory.user_from_run) if check_run else memory.user_id
-
-
-def user_store(memory: SessionVectorMemory, *, check_run: bool = True) -> UserStore:
-    """The side of the store of the user a call of ``memory`` acts for."""
-    return memory.service.user(acting(memory, check_run=check_run))
 
 
 def preferred_lexical_weight(embeddings: Embeddings) -> float | None:

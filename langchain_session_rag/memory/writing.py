@@ -17,9 +17,9 @@ from langchain_session_rag._checks import check_ids
 from langchain_session_rag.chunking.messages import MessageLike
 from langchain_session_rag.chunking.segmenter import SimilarityProfile
 from langchain_session_rag.memory import sessions
+from langchain_session_rag.memory.admin import acting, user_store
 from langchain_session_rag.memory.consolidation import Consolidation
 from langchain_session_rag.memory.ingest import Chunking
-from langchain_session_rag.memory.settings import acting, user_store
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory

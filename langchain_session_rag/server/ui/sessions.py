@@ -10,10 +10,10 @@ from langchain_core.documents import Document
 
 from langchain_session_rag._time import utcnow
 from langchain_session_rag.errors import InvalidArgumentError, InvalidTimestampError
+from langchain_session_rag.memory.admin import user_store
 from langchain_session_rag.memory.documents import stored_document
 from langchain_session_rag.memory.listing import SessionInfo, listing_where, sessions_of
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.memory.settings import user_store
 from langchain_session_rag.memory.timewindow import EXAMPLE_PHRASES, resolve_time_phrase
 from langchain_session_rag.server.ui.html import esc, field, notice, session_url, table, url, when
 from langchain_session_rag.stores.base import Record
