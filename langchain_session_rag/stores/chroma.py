@@ -26,7 +26,6 @@ from langchain_session_rag.stores.chroma_calls import (
     store_write,
     sweep_files,
 )
-from langchain_session_rag.stores.chroma_folder import neighbours
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
 from langchain_session_rag.stores.migration import rebuild, recover, vacuum
@@ -445,7 +444,18 @@ class ChromaBackend:
 
     def stores_beside(self) -> list[ChromaBackend]:
         """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
-        return [ChromaBackend(self.client, name=n) for n in neighbours(self)]
+        if self.persist_directory is None:
+            return []
+        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        stores = {n.removesuffix("-manifest") for n in names if n.endswith("-manifest")}
+        return [
+            ChromaBackend(self.client, name=store)
+            for store in sorted(stores)
+            if store != self.name
+            and not store.startswith(self.name + "-")  # the store's own companions are compacted with it
+            and not self.name.startswith(store + "-")
+            and any(n.startswith(store + "-u") and n[len(store) + 2 :].isdigit() for n in names)
+        ]
 
     def compact(self) -> int:
         """Rebuild every collection from its live records, then vacuum an embedded store's files.
