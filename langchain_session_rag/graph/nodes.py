@@ -148,10 +148,6 @@ class SessionRAGNodes:
             "core_memory": tiers.pinned_text(self.memory, run_ids(runtime)[0], self.core_memory),
         }
 
-    async def avalidate(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
-        """Async :meth:`validate`."""
-        return self.validate(state, runtime)
-
     async def aload_core(self, state: SessionRAGState, runtime: Runtime[SessionContext]) -> dict[str, Any]:
         """Async :meth:`load_core` (the checks and the store read run in a worker thread: counting a question
         with a model's own tokenizer may read its file first).

@@ -31,18 +31,6 @@ _SUFFIXES = {".json", ".jsonl", ".ndjson", ".zip", ".md", ".markdown"}
 PathLike = str | os.PathLike[str]
 
 
-def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[tuple[Path, bool]]:
-    """The files to read, each with whether it was named itself (else found in a folder given), folders sorted.
-
-    Hidden files and folders (``.obsidian/``, ``.trash/``) are not read, nor a link in a folder to a file outside it
-    (:func:`read_conversations` reports those).
-
-    Raises:
-        FileAccessError: A path that does not exist (or is empty text), or a folder with no importable file.
-    """
-    return _expand(paths)[0]
-
-
 def _inside(path: Path, folder: Path) -> bool:
     """Whether ``path`` (links followed) is a regular file inside ``folder`` (links followed)."""
     try:

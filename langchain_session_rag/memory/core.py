@@ -4,6 +4,10 @@ Blocks are markdown texts with token limits (``NOW.md``: the current focus; ``ME
 Every edit is a version (who, when, what); ``undo`` restores the previous text as a new version. They live in the
 same Chroma store as the memories (a companion collection ``NAME-core``), so a Chroma server shares them between
 processes, ``forget_all`` erases them and ``compact`` rebuilds their collection too.
+
+A model's edit may wait as a pending proposal (``core_kind="pending"``) holding the edit, not its result: confirming
+applies it to the block as it is then and deletes the proposal; rejecting deletes it. Blocks are also written out
+to, and read back from, markdown files (``NOW.md``, ``MEMORY.md``).
 """
 
 from __future__ import annotations
@@ -14,16 +18,16 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from langchain_session_rag import _fork
 from langchain_session_rag._time import parse_timestamp, utcnow
 from langchain_session_rag.errors import (
     CoreMemoryConflictError,
     CoreMemoryFullError,
+    FileAccessError,
     InvalidArgumentError,
 )
-from langchain_session_rag.memory import core_files, core_review
 from langchain_session_rag.memory.core_text import (
     AGENT_AUTHORS,
     DEFAULT_CORE_LIMITS,
@@ -45,6 +49,8 @@ if TYPE_CHECKING:
 
 _VECTOR = [1.0]
 """Core records are read by id, never searched: one constant vector."""
+MAX_PENDING = 20
+"""Pending proposals a user may have at once; a model's further edits are refused until some are settled."""
 
 
 _ATTEMPTS = 30
@@ -347,11 +353,44 @@ class CoreMemory:
             CoreMemoryFullError: Over the block's limit, or too many proposals pending (nothing is stored).
             InvalidArgumentError: An unknown block or action, or a line that is not in the block.
         """
-        return core_review.propose(self, action, block, text, old=old, author=author)
+        if self.redact is not None and isinstance(text, str):  # a proposal is stored too: its secrets never are
+            text = self.redact(text)
+        change = change_for(action, self.check_block(block), text, old)
+        result = normal(change(self.read(block)))
+        tokens = self.count(result)
+        if tokens > self.limits[block]:
+            msg = (
+                f"Core memory block {block!r} would hold {tokens} tokens with this edit, over its limit of "
+                f"{self.limits[block]}: shorten it or remove lines first; nothing was proposed."
+            )
+            raise CoreMemoryFullError(msg)
+        if len(self.pending()) >= MAX_PENDING:
+            msg = (
+                f"The user has {MAX_PENDING} core memory edits waiting for confirmation: confirm or reject some "
+                "(core.pending(), core.confirm(id), core.reject(id)); nothing was proposed."
+            )
+            raise CoreMemoryFullError(msg)
+        pid, now = uuid.uuid4().hex, utcnow()
+        meta = {
+            "user_id": self.user_id,
+            "core_kind": "pending",
+            "core_pending": pid,
+            "core_block": block,
+            "core_action": action,
+            "core_old": old or "",
+            "core_author": str(author)[:200],
+            "timestamp": now.isoformat(),
+            "timestamp_epoch": now.timestamp(),
+            "stored_epoch": time.time(),
+        }
+        self.backend.add(self.user_id, [Record(self._proposal_id(pid), text, meta, list(_VECTOR))])
+        return _proposal(Record(self._proposal_id(pid), text, meta))
 
     def pending(self, block: str | None = None) -> list[CoreProposal]:
         """Proposals waiting for confirmation (of ``block``, or all), oldest first."""
-        return core_review.pending(self, block)
+        records = self.backend.get(self.user_id, {"core_kind": "pending"})
+        found = sorted((_proposal(r) for r in records), key=lambda p: (p.at, p.id))
+        return [p for p in found if block is None or p.block == block]
 
     def confirm(self, proposal_id: str) -> CoreVersion:
         """Pin a pending proposal: apply it to its block as it is now (``confirmed=True``), and drop the proposal.
@@ -360,7 +399,11 @@ class CoreMemory:
             InvalidArgumentError: No such proposal, or its line is gone (it stays pending; reject it).
             CoreMemoryFullError: The block has no room for it now (it stays pending).
         """
-        return core_review.confirm(self, proposal_id)
+        proposal = self._find(proposal_id)
+        change = change_for(proposal.action, proposal.block, proposal.text, proposal.old)
+        version = self.apply(proposal.block, change, proposal.action, proposal.author, confirmed=True)
+        self.backend.delete(self.user_id, [self._proposal_id(proposal_id)])
+        return version
 
     def reject(self, proposal_id: str) -> CoreProposal:
         """Drop a pending proposal without applying it; return it.
@@ -368,11 +411,28 @@ class CoreMemory:
         Raises:
             InvalidArgumentError: No such proposal.
         """
-        return core_review.reject(self, proposal_id)
+        proposal = self._find(proposal_id)
+        self.backend.delete(self.user_id, [self._proposal_id(proposal_id)])
+        return proposal
 
     def render_unconfirmed(self) -> str:
         """Pending proposals as the prompt shows them with ``agent_edits="unconfirmed"`` (``""``: none)."""
-        return core_review.render_unconfirmed(self)
+        lines = []
+        for p in self.pending():
+            what = f"replace {p.old!r} with" if p.action == "replace" and p.old else p.action
+            lines.append(f"{p.block}, {what}: {p.text}")
+        return "\n".join(lines)
+
+    def _proposal_id(self, pid: str) -> str:
+        return chunk_id(self.user_id, "", "core", ["pending", pid], 0)
+
+    def _find(self, proposal_id: str) -> CoreProposal:
+        check_text("proposal id", proposal_id)
+        found = self.backend.fetch(self.user_id, [self._proposal_id(proposal_id)])
+        if not found:
+            msg = f"No pending core memory edit {proposal_id!r} for user {self.user_id!r}; see core.pending()."
+            raise InvalidArgumentError(msg)
+        return _proposal(found[0])
 
     # -- files -----------------------------------------------------------------------------------
     def export_markdown(self, folder: str | Path) -> list[Path]:
@@ -381,7 +441,18 @@ class CoreMemory:
         Raises:
             FileAccessError: The folder or a file cannot be written.
         """
-        return core_files.export_markdown(self, folder)
+        target = Path(folder)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+            written = []
+            for block, text in self.blocks().items():
+                path = target / f"{block.upper()}.md"
+                path.write_text(text + "\n" if text else "", encoding="utf-8")
+                written.append(path)
+        except OSError as exc:
+            msg = f"Cannot write core memory files into {folder!s}: {exc}"
+            raise FileAccessError(msg) from exc
+        return written
 
     def import_markdown(self, folder: str | Path, *, author: str = "import") -> list[CoreVersion]:
         """Load ``FOLDER/NAME.md`` files into their blocks (a new version each; absent files are skipped).
@@ -392,7 +463,23 @@ class CoreMemory:
             CoreMemoryFullError: A file is over its block's limit (nothing is changed).
             FileAccessError: A file cannot be read.
         """
-        return core_files.import_markdown(self, folder, author)
+        if not Path(folder).is_dir():
+            msg = f"No core memory folder at {folder!s} (expected NOW.md / MEMORY.md files in it)."
+            raise FileAccessError(msg)
+        texts: dict[str, str] = {}
+        for block in self.limits:
+            path = Path(folder) / f"{block.upper()}.md"
+            if path.is_file():
+                try:
+                    texts[block] = normal(path.read_text(encoding="utf-8"))
+                except (OSError, UnicodeDecodeError) as exc:
+                    msg = f"Cannot read core memory file {path}: {exc}"
+                    raise FileAccessError(msg) from exc
+        for block, text in texts.items():
+            if self.count(text) > self.limits[block]:
+                msg = f"{block.upper()}.md holds {self.count(text)} tokens, over the limit of {self.limits[block]}."
+                raise CoreMemoryFullError(msg)
+        return [self.write(b, t, author=author, action="import") for b, t in texts.items() if t != self.read(b)]
 
     # -- async -----------------------------------------------------------------------------------
     async def aread(self, block: str) -> str:
@@ -440,3 +527,18 @@ class CoreMemory:
     async def areject(self, proposal_id: str) -> CoreProposal:
         """Async :meth:`reject`."""
         return await asyncio.to_thread(self.reject, proposal_id)
+
+
+def _proposal(record: Record) -> CoreProposal:
+    """The proposal a pending record holds."""
+    meta = record.metadata
+    old = str(meta.get("core_old") or "")
+    return CoreProposal(
+        id=str(meta.get("core_pending")),
+        block=str(meta.get("core_block")),
+        action=cast("EditAction", str(meta.get("core_action"))),
+        text=record.text,
+        old=old or None,
+        author=str(meta.get("core_author", "")),
+        at=parse_timestamp(str(meta.get("timestamp"))),
+    )

@@ -181,9 +181,8 @@ def replica_graph(replica: UserReplica, *, read_missing: bool = True) -> Relatio
 
 def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
     """The graph of the user the call acts for, and how many chunks it was built from."""
-    from langchain_session_rag.memory import admin  # noqa: PLC0415 - admin binds methods of the memory too
-
-    store = admin.user_store(memory)
+    view = memory.for_run()  # the user this call acts for
+    store = view.service.user(view.user_id)
     read_missing = memory.relation_extractor is not None
     replica = store.replica()
     if replica is not None:

@@ -47,7 +47,3 @@ class RuntimeSettings(BaseModel):
     """Seconds a write nobody waits for may wait so that later writes share its store call."""
     background_writes: bool = True
     """Whether ``wait=False`` writes are sent by a background thread (``False``: every write is waited for)."""
-
-
-DEFAULT_RUNTIME = RuntimeSettings()
-"""The settings of a memory given none."""

@@ -308,11 +308,6 @@ def ollama_models(host: str | None = None, *, timeout: float = 0.5) -> list[str]
     return [str(m.get("model") or m.get("name")) for m in models or [] if isinstance(m, dict)]
 
 
-def ollama_available(host: str | None = None, *, timeout: float = 0.5) -> bool:
-    """Whether an Ollama server answers at ``host`` (default ``OLLAMA_HOST`` or localhost:11434), quickly."""
-    return ollama_models(host, timeout=timeout) is not None
-
-
 def has_model(models: list[str], name: str) -> bool:
     """Whether Ollama would run ``name``: listed as it is, or as ``NAME:latest`` (``llama3.2`` means that)."""
     return name in models or (":" not in name and f"{name}:latest" in models)

@@ -106,21 +106,6 @@ def unrotate(key: DataKey, vectors: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return (vectors.astype(np.float64) @ matrix.T).astype(vectors.dtype)
 
 
-def check_sealed_key(value: str, key: DataKey | None, field: str) -> DataKey:
-    """``key`` when it is the one ``value`` was sealed with.
-
-    Raises:
-        EncryptionKeyError: The key was destroyed (the user was forgotten) or never existed here.
-    """
-    if key is None:
-        msg = (
-            f"A sealed {field!r} value was encrypted with the data key {key_id_of(value)!r}, which this keyring does "
-            "not hold (destroyed when its user was forgotten, or another keyring)."
-        )
-        raise EncryptionKeyError(msg)
-    return key
-
-
 @dataclass(frozen=True)
 class UserCipher:
     """Seals and opens one user's texts outside the store (day files, exports) with the user's current key."""

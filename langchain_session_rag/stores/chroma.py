@@ -28,6 +28,7 @@ from langchain_session_rag.stores.chroma_calls import (
 )
 from langchain_session_rag.stores.chroma_reads import PAGE, as_records, listing, read_pages, user_counts, user_ids
 from langchain_session_rag.stores.filters import to_chroma_where
+from langchain_session_rag.stores.migration import rebuild, recover, vacuum
 from langchain_session_rag.stores.records import stamp
 
 if TYPE_CHECKING:
@@ -85,8 +86,6 @@ class ChromaBackend:
         self.shards = int(meta.get("shards", shards))
         self._generation = _GENERATIONS.get(self.process_key, 0)
         if meta.get("migration"):
-            from langchain_session_rag.stores.migration import recover  # noqa: PLC0415 - migration imports this module
-
             with self.guarded():
                 recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
 
@@ -424,8 +423,6 @@ class ChromaBackend:
         Crash-safe (copy, verify, switch; see :mod:`langchain_session_rag.stores.migration`): the old model keeps
         working until every copy is complete, and a run killed at any moment is repaired by the next open.
         """
-        from langchain_session_rag.stores.migration import rebuild  # noqa: PLC0415 - migration imports this module
-
         count = rebuild(self, embed=embed, model_id=model_id)
         self.sweep_index_files()
         return count
@@ -447,9 +444,18 @@ class ChromaBackend:
 
     def stores_beside(self) -> list[ChromaBackend]:
         """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
-        from langchain_session_rag.stores.chroma_folder import neighbours  # noqa: PLC0415 - it imports this module
-
-        return [ChromaBackend(self.client, name=n) for n in neighbours(self)]
+        if self.persist_directory is None:
+            return []
+        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        stores = {n.removesuffix("-manifest") for n in names if n.endswith("-manifest")}
+        return [
+            ChromaBackend(self.client, name=store)
+            for store in sorted(stores)
+            if store != self.name
+            and not store.startswith(self.name + "-")  # the store's own companions are compacted with it
+            and not self.name.startswith(store + "-")
+            and any(n.startswith(store + "-u") and n[len(store) + 2 :].isdigit() for n in names)
+        ]
 
     def compact(self) -> int:
         """Rebuild every collection from its live records, then vacuum an embedded store's files.
@@ -458,8 +464,6 @@ class ChromaBackend:
         ``compact()`` a byte scan of the folder finds none of them. Returns the number of records kept.
         Companion stores (the core memory) are rebuilt too.
         """
-        from langchain_session_rag.stores.migration import rebuild, vacuum  # noqa: PLC0415
-
         base = self._single.name if self._single is not None else self.name
         names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
         for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):

@@ -14,8 +14,6 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 import langchain_session_rag
 
 PACKAGE = Path(langchain_session_rag.__file__).parent
@@ -105,11 +103,118 @@ def imported_units(path: Path) -> set[str]:
     return units
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_only_go_down(path: Path) -> None:
-    unit = unit_of(path)
-    upward = {u for u in imported_units(path) if layer_of(u) > layer_of(unit)}
-    assert not upward, f"{path.relative_to(PACKAGE)} imports the higher layer(s) {sorted(upward)}"
+def test_imports_only_go_down() -> None:
+    upward = {
+        str(path.relative_to(PACKAGE)): sorted(u for u in imported_units(path) if layer_of(u) > layer_of(unit_of(path)))
+        for path in modules()
+    }
+    assert {path: units for path, units in upward.items() if units} == {}, "modules importing a higher layer"
+
+
+def module_name(path: Path) -> str:
+    """``langchain_session_rag.memory.scoped`` for ``memory/scoped.py``; a package's ``__init__`` is the package."""
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def run_time_imports(source: str, package: str, known: set[str]) -> set[str]:
+    """The modules of ``known`` a module's code imports when it runs, inside functions too.
+
+    Relative and dynamic imports are resolved; ``from p import n`` imports the module ``p.n`` when there is one, else
+    ``p`` (whose ``__init__`` defines ``n``). Imports under ``if TYPE_CHECKING:`` are left out: they never run.
+    """
+    tree = ast.parse(source)
+    typing_only = {
+        id(sub)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for stmt in node.body
+        for sub in ast.walk(stmt)
+    }
+    found = set(dynamic_imports(tree))
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = parts[: len(parts) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found & known
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module → the modules of its own subpackage it imports at run time (the subpackage's ``__init__`` included).
+
+    ``sources`` maps each module's name to its source and whether it is a package's ``__init__``.
+    """
+    graph = {}
+    for name, (source, is_package) in sources.items():
+        package = name if is_package else name.rpartition(".")[0]
+        imported = run_time_imports(source, package, set(sources)) - {name}
+        graph[name] = {t for t in imported if t == package or t.rpartition(".")[0] == package}
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each group of modules that import one another, directly or not (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            group = [stack.pop()]
+            while group[-1] != node:
+                group.append(stack.pop())
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def test_no_import_circle_inside_a_subpackage() -> None:
+    """A module never imports, even inside a function, a module of its subpackage that imports it back.
+
+    A circle is broken by moving a function to the module of its concept or to a lower module, or by passing a
+    callable; never by importing inside a function (which this rule counts).
+    """
+    sources = {module_name(p): (p.read_text(), p.name == "__init__.py") for p in modules()}
+    assert import_circles(import_graph(sources)) == []
+
+
+def test_the_circle_check_sees_circles_through_functions_and_the_package() -> None:
+    sources = {
+        "pkg.sub": ("from pkg.sub.a import A\n", True),
+        "pkg.sub.a": ("def f():\n    from pkg.sub import b\n", False),
+        "pkg.sub.b": ("from . import c\n", False),
+        "pkg.sub.c": ("from pkg.sub import A\nimport importlib\nimportlib.import_module('pkg.sub.a')\n", False),
+        "pkg.sub.d": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.sub.e import E\n", False),
+        "pkg.sub.e": ("from pkg.sub.d import D\nfrom pkg.other import a\n", False),
+        "pkg.other": ("", True),
+        "pkg.other.a": ("from pkg.sub import a\n", False),
+    }
+    graph = import_graph(sources)
+    assert graph["pkg.sub.a"] == {"pkg.sub.b"}
+    assert graph["pkg.sub.c"] == {"pkg.sub", "pkg.sub.a"}
+    assert graph["pkg.sub.d"] == set(), "an import for annotations only is no circle"
+    assert import_circles(graph) == [["pkg.sub", "pkg.sub.a", "pkg.sub.b", "pkg.sub.c"]]
 
 
 def test_every_unit_has_a_layer_and_the_layer_list_matches_the_folder_list() -> None:
@@ -173,9 +278,9 @@ def private_uses(path: Path) -> list[str]:
 NAME_TAKERS = frozenset({"getattr", "hasattr", "setattr", "delattr", "__getattribute__", "attrgetter"})
 
 
-@pytest.mark.parametrize("path", [p for p in modules() if p != ADAPTER], ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_private_dependency_api_outside_the_adapter(path: Path) -> None:
-    assert private_uses(path) == [], f"{path.relative_to(PACKAGE)} reaches into a dependency's private API"
+def test_no_private_dependency_api_outside_the_adapter() -> None:
+    uses = {str(p.relative_to(PACKAGE)): private_uses(p) for p in modules() if p != ADAPTER}
+    assert {path: found for path, found in uses.items() if found} == {}, "modules reaching into a private API"
 
 
 PROBE = PACKAGE / "models" / "_probe_for_the_checker.py"
