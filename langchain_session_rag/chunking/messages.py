@@ -47,17 +47,19 @@ LABEL_ESCAPE = "\u200b"
 A zero-width space: invisible to a reader, dropped by the embedding model's tokenizer, and never the start of a
 label (a name is folded to printable text), so no text in a message can open a turn of its own in the chunk.
 """
-_LABEL_LIKE = re.compile(r"^(?=[^:\n]{1,64}: )", re.MULTILINE)
-"""The start of a line that reads as a speaker's line of chunk text (as ``memory.worth.turns_of`` reads them)."""
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character Python's ``str.splitlines()`` ends a line at."""
+_LABEL_LIKE = re.compile(rf"(?<=[{LINE_BREAKS}])(?!{LABEL_ESCAPE})(?=[^:{LINE_BREAKS}]{{1,64}}: )")
+"""The start of a line (after any line break) that reads as a speaker's line of chunk text."""
 
 
-def escape_labels(text: str) -> str:
-    """``text`` with :data:`LABEL_ESCAPE` before every line after the first that starts like ``Label: ``.
+def escape_labels(text: str, *, first: bool = False) -> str:
+    """``text`` with :data:`LABEL_ESCAPE` before every line that starts like ``Label: `` (after any line break).
 
-    The first line follows the message's own label in the chunk, so it cannot start a line of its own.
+    The first line follows the message's own label in the chunk, so it cannot start a line of its own; ``first``
+    escapes it too (a piece of a message that the chunker puts on a line of its own).
     """
-    head, newline, rest = text.partition("\n")
-    return head + newline + _LABEL_LIKE.sub(LABEL_ESCAPE, rest) if newline else text
+    return _LABEL_LIKE.sub(LABEL_ESCAPE, f"\n{text}")[1:] if first else _LABEL_LIKE.sub(LABEL_ESCAPE, text)
 
 
 @dataclass(frozen=True)
