@@ -40,6 +40,8 @@ _ROLE_ALIASES: dict[str, Role] = {
 }
 _LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 _ROLE_LABELS = frozenset(_LABELS.values())
+_ROLE_NAMES = frozenset({*_ROLE_ALIASES, "me", "you", "customer", "bot", "model"})
+"""Names that say a role, not who someone is: another role's message may not take them ("Human", "me")."""
 _TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
 LABEL_ESCAPE = "\u200b"
 """Put before a line of a message that looks like a speaker's line (``User: ...``, ``Alice: ...``) in chunk text.
@@ -77,13 +79,16 @@ class Turn:
     def label(self) -> str:
         """The speaker label used in chunk text: the message ``name`` on one line, else the role.
 
-        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there), and a
-        name that is another role's label (an assistant message named ``User``) gives way to the message's role.
+        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there), a name
+        is read without the spaces around it, and a name that is another role's label or says a role (an assistant
+        message named ``User``, ``Human``, ``me`` or ``customer``) gives way to the message's role.
         """
         name = self.name
         if name and not name.isprintable():  # a printable name is kept as it was (chunk ids stay)
             name = one_line(name)
-        if not name or (name in _ROLE_LABELS and name != _LABELS[self.role]):
+        name = (name or "").strip()
+        role_like = self.role != "user" and name.lower() in _ROLE_NAMES - {self.role}
+        if not name or role_like or (name in _ROLE_LABELS and name != _LABELS[self.role]):
             return _LABELS[self.role]
         return name
 
