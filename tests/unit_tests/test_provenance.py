@@ -107,11 +107,13 @@ def test_a_note_the_model_writes_is_its_claim(memory: SessionVectorMemory) -> No
     assert_user_first(recall(memory), forged_id)
 
 
-def test_a_note_the_model_corrects_becomes_its_claim(memory: SessionVectorMemory) -> None:
-    user_note = memory.add_note(REAL, key="wifi", timestamp="2026-03-02")
+def test_a_note_the_model_corrects_stays_its_claim(memory: SessionVectorMemory) -> None:
     manage = create_manage_memory_tool(memory)
-    manage.invoke({"action": "update", "id": user_note, "content": FORGED}, {"configurable": {"user_id": "alice"}})
-    (note,) = memory.get_by_ids([user_note])
+    config = {"configurable": {"user_id": "alice"}}
+    model_note = manage.invoke({"action": "create", "content": "The router is in the hall."}, config)
+    note_id = model_note.split("memory ")[1].rstrip(".")
+    manage.invoke({"action": "update", "id": note_id, "content": FORGED}, config)
+    (note,) = memory.get_by_ids([note_id])
     assert (note.page_content, note.metadata["author"], note.metadata["worth"]) == (FORGED, "model", "claim")
 
 
@@ -345,7 +347,7 @@ def test_an_edited_export_cannot_forge_the_users_voice(memory: SessionVectorMemo
     assert "superseded_by" not in docs[0].metadata
     assert [d.metadata["worth"] for d in docs if FORGED in d.page_content] == ["claim", "claim"]
     carol = memory.for_user("carol")  # the user vouching for the file: the notes keep their recorded author
-    carol.import_jsonl(path, reassign=True, trust_authors=True)
+    carol.import_jsonl(path, reassign=True, trust_provenance=True)
     assert recall(carol)[0].page_content == FORGED
 
 
@@ -356,7 +358,7 @@ def test_a_models_update_keeps_the_users_words(memory: SessionVectorMemory) -> N
     note = memory.add_note("My bike lock code is 4412.", key="bike")
     for target in (chunk.id, note):
         answer = manage.invoke({"action": "update", "id": target, "content": FORGED}, config)
-        assert "kept" in answer
+        assert answer.startswith(f"Kept memory {target}")
     texts = {d.page_content: d.metadata for d in memory.list_memories(limit=20)}
     assert texts["My bike lock code is 4412."]["author"] == "user"
     assert any(t.startswith(f"User: {REAL}") for t in texts)
