@@ -25,9 +25,9 @@ from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.settings import check_query
 from langchain_session_rag.memory.worth import MODEL_LABEL, USER_LABEL, said_by, user_speaks
 from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.relations.entities import mentions_in
 from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
 from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, Statement, decode_facts
-from langchain_session_rag.relations.entities import mentions_in
 from langchain_session_rag.relations.patterns import PatternExtractor, unique_mentions
 from langchain_session_rag.relations.phrases import ASSISTANTS
 from langchain_session_rag.relations.vocabulary import SPEAKER

@@ -336,7 +336,9 @@ class UserStore:
         cipher = self.service.cipher(self.user_id) if encrypt is not False else None
         return write_jsonl(records, path, cipher=cipher)
 
-    def import_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False, trust_provenance: bool = False) -> int:
+    def import_jsonl(
+        self, path: str | os.PathLike[str], *, reassign: bool = False, trust_provenance: bool = False
+    ) -> int:
         """Import an export file into the user's memory (validated whole first); return how many were added.
 
         Records of another user (``metadata["user_id"]``) are refused unless ``reassign``; who said what is taken

@@ -51,7 +51,8 @@ _NON_ANSWER = re.compile(
 )
 _FILLER_PHRASES = (
     r"thanks?( you)?( so much| a lot)?( for (the|your) help\w*)?|thank you|ok(ay)?|all right|alright|sure|great|cool"
-    r"|nice|got it|hmm+|hm|uh+|um+|erm?|noted|understood|perfect|awesome|yes|yeah|yep|no|nope|hi|hello|hey|good (morning|afternoon"
+    r"|nice|got it|hmm+|hm|uh+|um+|erm?|noted|understood|perfect|awesome|yes|yeah|yep|no|nope|hi|hello|hey"
+    r"|good (morning|afternoon"
     r"|evening|night)|bye|goodbye|see you|you'?re welcome|no problem|my pleasure|happy to help|glad to help"
     r"|updated|saved|changed|done|will do|of course|(i'?ll|i will) (remember|keep|note|use)\b[^.!?]*"
     r"|(i'?ve|i have) (noted|updated|saved|changed)\b[^.!?]*|(noted|saved|changed|updated) the change"
