@@ -40,7 +40,7 @@ _ROLE_ALIASES: dict[str, Role] = {
 }
 _LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 _ROLE_LABELS = frozenset(_LABELS.values())
-_ROLE_NAMES = frozenset({*_ROLE_ALIASES, "me", "you", "customer", "bot", "model"})
+_ROLE_NAMES = frozenset({*_ROLE_ALIASES, "me", "you", "customer"})
 """Names that say a role, not who someone is: another role's message may not take them ("Human", "me")."""
 _TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
 LABEL_ESCAPE = "\u200b"
