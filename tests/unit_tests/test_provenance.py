@@ -369,3 +369,14 @@ def test_a_models_update_keeps_the_users_words(memory: SessionVectorMemory) -> N
     assert recall(memory)[0].page_content.startswith(f"User: {REAL}")
     acting = create_manage_memory_tool(memory, acting_for_user=True)  # acting for the user: the update replaces
     assert "it is now" in acting.invoke({"action": "update", "id": note, "content": "My bike lock code is 9."}, config)
+
+
+def test_a_store_of_version_2_reads_its_completed_fragments_again(tmp_path: Path, fake_embeddings: Any) -> None:
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings)
+    text = "User: My wifi password is... what did I say?\nAssistant: Falcon-19."
+    fragment = _old_chunk(memory, "s2", text, 20, ids=["u2", "a2"], worth="statement", correction=True)
+    memory.backend.add("alice", [fragment])
+    memory.backend.update_manifest({WORTH_VERSION_KEY: 2})  # type: ignore[attr-defined]
+    reopened = SessionVectorMemory.local(path=tmp_path, user_id="alice", embeddings=fake_embeddings)
+    (stored,) = reopened.get_by_ids([fragment.id])
+    assert (stored.metadata["worth"], stored.metadata.get("correction")) == ("claim", None)
