@@ -23,7 +23,7 @@ from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.retriever import SessionVectorMemory, check_memory
-from langchain_session_rag.memory.worth import MODEL_AUTHOR, USER_AUTHOR, Author
+from langchain_session_rag.memory.worth import MODEL_AUTHOR, USER_AUTHOR, Author, by_model
 from langchain_session_rag.prompt.quoting import quote_data, quote_field, safe_marker
 from langchain_session_rag.stores.records import RESERVED_KEYS, RESULT_KEYS
 
@@ -37,8 +37,9 @@ SEARCH_DESCRIPTION = (
 )
 MANAGE_DESCRIPTION = (
     "Save, correct or forget a long-term memory of the user. action='create' with content saves a new note (a "
-    "fact, preference or decision worth remembering); action='update' with id and content replaces a memory "
-    "(ids come from search_memory); action='delete' with id forgets a memory the user asked you to forget."
+    "fact, preference or decision worth remembering); action='update' with id and content corrects a memory "
+    "(ids come from search_memory; the user's own words are kept beside your correction); action='delete' with "
+    "id forgets a memory the user asked you to forget."
 )
 
 
@@ -201,7 +202,20 @@ def _manage(  # noqa: PLR0911, PLR0917 - one answer per outcome; one argument pe
         return f"Forgot memory {quote_field(memory_id)}."
     if not content or not content.strip():
         return "Nothing changed: give the corrected memory as content."
-    old = found[0].metadata
+    return _update(view, found[0].metadata, content, memory_id, session, author)
+
+
+def _update(  # noqa: PLR0917 - one argument per part of a call
+    view: SessionVectorMemory, old: dict[str, Any], content: str, memory_id: str, session: str, author: Author
+) -> str:
+    """Correct a memory: the user's words are kept unless the tool acts for the user (see the tool's docstring)."""
+    kept = safe_session_id(str(old.get("session_id") or session))  # a session id stored before ids were checked
+    if author == MODEL_AUTHOR and not by_model(old):  # the user's words stay; the model's text is its claim
+        new_id = view.add_note(content, key=f"correction:{memory_id}", session_id=kept, author=author)
+        return (
+            f"Kept memory {quote_field(memory_id)} as the user's own words; your correction is saved as memory "
+            f"{quote_field(new_id)} (the assistant's claim)."
+        )
     if old.get("source_type") == "note":  # a note keeps its key, id and metadata; a store item its value's fields
         key, extra = str(old.get("note_key")), {k: v for k, v in old.items() if k not in RESERVED_KEYS | RESULT_KEYS}
         if isinstance(extra.get("store_value"), str):
@@ -209,7 +223,6 @@ def _manage(  # noqa: PLR0911, PLR0917 - one answer per outcome; one argument pe
             extra["store_value"] = encode_value(with_text(json.loads(extra["store_value"]), content, fields))
     else:
         key, extra = f"correction:{memory_id}", {}
-    kept = safe_session_id(str(old.get("session_id") or session))  # a session id stored before ids were checked
     new_id = view.add_note(content, key=key, session_id=kept, metadata=extra, author=author)
     if new_id != memory_id:
         view.forget(ids=[memory_id])
@@ -233,10 +246,13 @@ def create_manage_memory_tool(
     (the user confirms each call, say): its notes are then the user's statements.
 
     ``create`` saves a note (``SessionVectorMemory.add_note``, in the run's session when it names one);
-    ``update`` replaces a memory by a corrected note (a note keeps its id; a conversation chunk is forgotten and
-    the correction saved as a note); ``delete`` forgets a memory (``forget(ids=[...])``; ``compact()`` erases it
-    from the store's files). Ids of another user's memories are treated as unknown. The user comes from the run
-    (see :meth:`SessionVectorMemory.for_run`), never from the model.
+    ``update`` corrects a memory: a memory in the user's words (a conversation chunk, a note the user saved) is
+    kept as it is and the model's text saved as its claim beside it, so a model cannot erase what the user said;
+    a note a model wrote is replaced (it keeps its id). With ``acting_for_user=True`` an update replaces any memory
+    (a note keeps its id; a conversation chunk is forgotten and the correction saved as a note); ``delete``
+    forgets a memory (``forget(ids=[...])``; ``compact()`` erases it from the store's files). Ids of another
+    user's memories are treated as unknown. The user comes from the run (see :meth:`SessionVectorMemory.for_run`),
+    never from the model.
 
     Args:
         memory: The memory to change.

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from langchain_session_rag._time import utcnow
-from langchain_session_rag.chunking.messages import Turn
+from langchain_session_rag.chunking.messages import Turn, escape_labels
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.models.tokens import TokenCounter, tiktoken_counter
 
@@ -329,7 +329,7 @@ class ExchangeChunker(BaseModel):
         last = -1
         for i, block in units:
             if i == last:
-                lines[-1] = f"{lines[-1]}\n\n{block}"
+                lines[-1] = f"{lines[-1]}\n\n{escape_labels(block, first=True)}"  # a piece split at words
             else:
                 lines.append(f"{turns[i].label}: {block}")
                 last = i

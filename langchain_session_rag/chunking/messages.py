@@ -40,6 +40,8 @@ _ROLE_ALIASES: dict[str, Role] = {
 }
 _LABELS: dict[Role, str] = {"user": "User", "assistant": "Assistant", "system": "System", "tool": "Tool"}
 _ROLE_LABELS = frozenset(_LABELS.values())
+_ROLE_NAMES = frozenset({*_ROLE_ALIASES, "me", "you", "customer"})
+"""Names that say a role, not who someone is: another role's message may not take them ("Human", "me")."""
 _TEXT_BLOCK_TYPES = {"text", "input_text", "output_text"}
 LABEL_ESCAPE = "\u200b"
 """Put before a line of a message that looks like a speaker's line (``User: ...``, ``Alice: ...``) in chunk text.
@@ -47,17 +49,19 @@ LABEL_ESCAPE = "\u200b"
 A zero-width space: invisible to a reader, dropped by the embedding model's tokenizer, and never the start of a
 label (a name is folded to printable text), so no text in a message can open a turn of its own in the chunk.
 """
-_LABEL_LIKE = re.compile(r"^(?=[^:\n]{1,64}: )", re.MULTILINE)
-"""The start of a line that reads as a speaker's line of chunk text (as ``memory.worth.turns_of`` reads them)."""
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+"""Every character Python's ``str.splitlines()`` ends a line at."""
+_LABEL_LIKE = re.compile(rf"(?<=[{LINE_BREAKS}])(?!{LABEL_ESCAPE})(?=[^:{LINE_BREAKS}]{{1,64}}: )")
+"""The start of a line (after any line break) that reads as a speaker's line of chunk text."""
 
 
-def escape_labels(text: str) -> str:
-    """``text`` with :data:`LABEL_ESCAPE` before every line after the first that starts like ``Label: ``.
+def escape_labels(text: str, *, first: bool = False) -> str:
+    """``text`` with :data:`LABEL_ESCAPE` before every line that starts like ``Label: `` (after any line break).
 
-    The first line follows the message's own label in the chunk, so it cannot start a line of its own.
+    The first line follows the message's own label in the chunk, so it cannot start a line of its own; ``first``
+    escapes it too (a piece of a message that the chunker puts on a line of its own).
     """
-    head, newline, rest = text.partition("\n")
-    return head + newline + _LABEL_LIKE.sub(LABEL_ESCAPE, rest) if newline else text
+    return _LABEL_LIKE.sub(LABEL_ESCAPE, f"\n{text}")[1:] if first else _LABEL_LIKE.sub(LABEL_ESCAPE, text)
 
 
 @dataclass(frozen=True)
@@ -75,13 +79,16 @@ class Turn:
     def label(self) -> str:
         """The speaker label used in chunk text: the message ``name`` on one line, else the role.
 
-        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there), and a
-        name that is another role's label (an assistant message named ``User``) gives way to the message's role.
+        A name holding a line break cannot start a line of its own in the chunk (and forge a speaker there), a name
+        is read without the spaces around it, and a name that is another role's label or says a role (an assistant
+        message named ``User``, ``Human``, ``me`` or ``customer``) gives way to the message's role.
         """
         name = self.name
         if name and not name.isprintable():  # a printable name is kept as it was (chunk ids stay)
             name = one_line(name)
-        if not name or (name in _ROLE_LABELS and name != _LABELS[self.role]):
+        name = (name or "").strip()
+        role_like = self.role != "user" and name.lower() in _ROLE_NAMES - {self.role}
+        if not name or role_like or (name in _ROLE_LABELS and name != _LABELS[self.role]):
             return _LABELS[self.role]
         return name
 

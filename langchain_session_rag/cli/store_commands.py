@@ -345,11 +345,17 @@ def export(file: Path, force: bool, plaintext: bool, **store: Any) -> None:
 @cli.command("import")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path), callback=readable_files)
 @click.option("--reassign-user", is_flag=True, help="Import another user's export as this user's memories.")
+@click.option(
+    "--trust-provenance",
+    is_flag=True,
+    help="Keep who wrote each note and each chunk's exchange count as the file says (your own export, kept where "
+    "no one else can edit it). Without it, imported notes are the model's claims.",
+)
 @store_options
-def import_(file: Path, reassign_user: bool, **store: Any) -> None:
+def import_(file: Path, reassign_user: bool, trust_provenance: bool, **store: Any) -> None:
     """Add the chunks of a `session-rag export` FILE to the user's memory (chat histories: use `ingest`)."""
     memory = StoreOptions.of(store).memory()
-    added = memory.import_jsonl(file, reassign=reassign_user)
+    added = memory.import_jsonl(file, reassign=reassign_user, trust_provenance=trust_provenance)
     out.print(printable(f"Imported {added} new chunk(s) into the memory of {memory.user_id!r} from {file}."))
 
 

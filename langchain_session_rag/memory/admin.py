@@ -305,7 +305,9 @@ async def aexport_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str],
     return await asyncio.to_thread(self.export_jsonl, path, encrypt=encrypt)
 
 
-def import_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
+def import_jsonl(
+    self: SessionVectorMemory, path: str | os.PathLike[str], *, reassign: bool = False, trust_provenance: bool = False
+) -> int:
     """Import an :meth:`export_jsonl` file into this user's memory; return how many chunks were added.
 
     The file is validated whole before anything is written. Chunks already stored are skipped;
@@ -313,18 +315,27 @@ def import_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, rea
     re-embedded otherwise. An export of another user (its records' ``user_id``) is refused unless
     ``reassign=True`` makes its memories this user's.
 
+    Who said what is not taken from the file unless ``trust_provenance=True`` (a file the user vouches for: their
+    own export, kept where no one else could edit it): anyone who can edit a file can write the fields a chunk's
+    worth is computed from. By default an imported note is the model's (``author="model"``: recalled as the
+    assistant's claim, never superseding what the user stated) and a session chunk's ``exchange_count`` is not
+    taken (a ``User:`` line after a reply is read as part of the reply).
+
     Raises:
         IdentityConflictError: The file holds another user's memories and ``reassign`` is off (nothing is
             imported).
         InvalidMessageError: A malformed line (nothing is imported).
         InvalidArgumentError: An id in the file belongs to another user of the same collection.
     """
-    return user_store(self).import_jsonl(check_path("path", path), reassign=reassign)
+    store = user_store(self)
+    return store.import_jsonl(check_path("path", path), reassign=reassign, trust_provenance=trust_provenance)
 
 
-async def aimport_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
+async def aimport_jsonl(
+    self: SessionVectorMemory, path: str | os.PathLike[str], *, reassign: bool = False, trust_provenance: bool = False
+) -> int:
     """Async :meth:`import_jsonl`."""
-    return await asyncio.to_thread(self.import_jsonl, path, reassign=reassign)
+    return await asyncio.to_thread(self.import_jsonl, path, reassign=reassign, trust_provenance=trust_provenance)
 
 
 def reembed(  # noqa: D417 - bound as a method of the memory: self is the memory

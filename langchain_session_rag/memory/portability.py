@@ -23,7 +23,7 @@ from langchain_session_rag.errors import (
     MessageTooLargeError,
 )
 from langchain_session_rag.memory.reading import iter_lines, load_json
-from langchain_session_rag.memory.worth import AUTHOR_KEY, AUTHORS
+from langchain_session_rag.memory.worth import AUTHOR_KEY, AUTHORS, MODEL_AUTHOR
 from langchain_session_rag.privacy.sealing import UserCipher, is_sealed
 from langchain_session_rag.stores.base import Record, decode_message_ids
 from langchain_session_rag.stores.limits import (
@@ -224,6 +224,7 @@ def read_jsonl(
     max_bytes: int | None = None,
     reassign: bool = False,
     cipher: UserCipher | None = None,
+    trust_provenance: bool = False,
 ) -> list[Record]:
     """Read and validate a whole export for ``user_id``; vectors are kept only if ``model_id`` wrote them.
 
@@ -234,6 +235,13 @@ def read_jsonl(
     most ``max_chars`` characters (as ``add_messages`` refuses a longer message; default: the default
     ``max_message_chars``). Only a regular file is read, at most ``max_bytes`` (default 256 MiB, or the
     ``SESSION_RAG_MAX_FILE_BYTES`` environment variable), each line at most 16 MiB and nested at most 256 levels.
+
+    Who said what is not taken from the file unless ``trust_provenance``: anyone who could edit it could write the
+    fields a chunk's worth is computed from. A note is imported as the model's (``author="model"``: a claim, never
+    the user's statement), and a session chunk without its ``exchange_count`` (a user line after a reply is then read
+    as part of the reply: see ``memory.worth.spoken_turns``). ``trust_provenance=True`` is for a file the user
+    vouches for (their own export, kept where no one else can write): notes keep their recorded author and chunks
+    their exchange count.
 
     Raises:
         IdentityConflictError: A record of another user, without ``reassign`` (the file is rejected whole).
@@ -258,6 +266,10 @@ def read_jsonl(
         seen[item["id"]] = lineno
         _check_sizes(item, path, lineno, DEFAULT_MAX_CHARS if max_chars is None else max_chars)
         meta = _checked_metadata(item["metadata"], path, lineno)
+        if not trust_provenance:
+            meta.pop("exchange_count", None)
+            if meta.get("source_type") == "note":
+                meta[AUTHOR_KEY] = MODEL_AUTHOR
         meta["message_ids"] = json.dumps(decode_message_ids(item["metadata"].get("message_ids")))
         meta["user_id"] = user_id
         same_model = item.get("embedding_model") == model_id and item.get("embedding") is not None

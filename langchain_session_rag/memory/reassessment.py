@@ -4,7 +4,7 @@ Stores written before speakers were read from the messages (``worth_version`` 1,
 read from their text, where a reply quoting ``User: ...`` was taken for the user's statement. On open, every
 session chunk and note of every user is assessed again (:func:`~langchain_session_rag.memory.worth.assess`, which
 reads such a chunk's turns by :func:`~langchain_session_rag.memory.worth.spoken_turns`); the chunks whose values
-change are written back with their vectors as they were, and the store's manifest records ``worth_version`` 2 so
+change are written back with their vectors as they were, and the store's manifest records ``worth_version`` 3 so
 this runs once. A store without a manifest (a LangChain ``VectorStore`` other than Chroma) records no version and is
 not re-assessed: its older chunks keep their stored worth.
 """
@@ -19,8 +19,9 @@ from langchain_session_rag.stores.records import stamp
 
 WORTH_VERSION_KEY = "worth_version"
 """The manifest entry recording how the store's chunks were assessed."""
-WORTH_VERSION = 2
-"""Speakers from the messages (label-like lines escaped), notes by their author; 1: speakers read from the text."""
+WORTH_VERSION = 3
+"""3: a user's sentence that stops before its value states nothing; 2: speakers from the messages (label-like
+lines escaped), notes by their author; 1: speakers read from the text."""
 _ASSESSED = {"source_type": {"$in": ["session", "note"]}}
 
 

@@ -163,7 +163,8 @@ def assess_candidate(c: Candidate) -> None:
     person = " ".join(t for label, t in turns if label in {USER_LABEL, ""})
     said = model if c.worth == "claim" else person
     c.words = _content(said) - (c.asks if c.worth != "claim" else frozenset())
-    c.subject = tuple(subject_phrases(said if c.worth != "question" else person))
+    about = {"statement": said, "question": person, "claim": f"{person}\n{model}"}.get(c.worth or "", said)
+    c.subject = tuple(subject_phrases(about))  # a claim is about what the user raised too ("my sister's birthday is")
     c.adds = bool(ADDITION.search(said)) or len(_CODE.findall(said)) >= _CODE_SIGNS  # code states no fact
 
 

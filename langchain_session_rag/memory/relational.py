@@ -23,10 +23,14 @@ from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
 from langchain_session_rag.memory.settings import check_query
+from langchain_session_rag.memory.worth import MODEL_LABEL, USER_LABEL, said_by, user_speaks
 from langchain_session_rag.prompt.quoting import marker
+from langchain_session_rag.relations.entities import mentions_in
 from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
-from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, decode_facts
-from langchain_session_rag.relations.patterns import PatternExtractor
+from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, Statement, decode_facts
+from langchain_session_rag.relations.patterns import PatternExtractor, unique_mentions
+from langchain_session_rag.relations.phrases import ASSISTANTS
+from langchain_session_rag.relations.vocabulary import SPEAKER
 from langchain_session_rag.stores.base import Record, fingerprint
 
 if TYPE_CHECKING:
@@ -63,13 +67,42 @@ def attach_facts(records: Iterable[Record], extractor: Extractor | None, replica
             decode_facts(meta[FACTS_KEY], record.id)
         elif extractor is not None:
             try:
-                found = extractor.extract(record.text)
+                found = findings(extractor, meta, record.text)
             except Exception as error:  # noqa: BLE001 - an extractor's failure must not lose the write
                 _LOG.warning("relation extractor %s failed on chunk %s: %s", type(extractor).__name__, record.id, error)
                 continue
             if known is not None:
                 found = _with_known(found, record.text, *known)
             meta[FACTS_KEY] = found.encode()
+
+
+def findings(extractor: Extractor, meta: dict[str, Any], text: str) -> Extraction:
+    """The entities and relations of a session chunk or note, each turn read as its speaker's.
+
+    Who said what comes from the chunk's stored structure (:func:`~langchain_session_rag.memory.worth.said_by`, as
+    its worth does), never from lines of its text: the extractor reads each person's turn on its own, with that
+    person as "I". Where the unnamed user speaks, every other speaker is the model; among named people, a speaker
+    named like an assistant is the model. The model's turns (a reply, a note a model wrote) give their entities
+    only: what the model says is no relation of the user's, so it can never close one.
+    """
+    turns = said_by(meta, text)
+    if turns is None:
+        return extractor.extract(text)
+    user = user_speaks(turns)
+    entities: list[Mention] = []
+    relations: list[Statement] = []
+    for label, said in turns:
+        mine = label in {USER_LABEL, ""}
+        if (user and not mine) or label == MODEL_LABEL or label.lower() in ASSISTANTS:
+            entities.extend(mentions_in(said))
+            continue
+        speaker = SPEAKER if mine else label
+        found = extractor.extract(said, speaker=speaker)
+        if not mine:
+            entities.append(Mention(label, "person"))
+        entities.extend(found.entities)
+        relations.extend(found.relations)
+    return Extraction(unique_mentions(entities), tuple(dict.fromkeys(relations)))
 
 
 def _known_names(replica: UserReplica | None) -> tuple[re.Pattern[str], dict[str, str]] | None:
@@ -113,7 +146,7 @@ def chunk_facts(record: Record, *, read_missing: bool = True) -> ChunkFacts | No
         if stored is not None:
             facts = decode_facts(stored, record.id)
         else:
-            facts = _READER.extract(record.text) if read_missing else Extraction()
+            facts = findings(_READER, meta, record.text) if read_missing else Extraction()
     except ValueError:
         facts = Extraction()  # a value edited by hand in the store: the chunk still counts, without findings
     when = parse_timestamp(meta["timestamp"]) if meta.get("timestamp") else None

@@ -336,16 +336,20 @@ class UserStore:
         cipher = self.service.cipher(self.user_id) if encrypt is not False else None
         return write_jsonl(records, path, cipher=cipher)
 
-    def import_jsonl(self, path: str | os.PathLike[str], *, reassign: bool = False) -> int:
+    def import_jsonl(
+        self, path: str | os.PathLike[str], *, reassign: bool = False, trust_provenance: bool = False
+    ) -> int:
         """Import an export file into the user's memory (validated whole first); return how many were added.
 
-        Records of another user (``metadata["user_id"]``) are refused unless ``reassign``.
+        Records of another user (``metadata["user_id"]``) are refused unless ``reassign``; who said what is taken
+        from the file only with ``trust_provenance`` (see ``read_jsonl``).
         """
         records = read_jsonl(
             path,
             user_id=self.user_id,
             model_id=self.service.model_id,
             reassign=reassign,
+            trust_provenance=trust_provenance,
             max_chars=self.service.writing.max_message_chars,
             cipher=self.service.cipher(self.user_id),
         )

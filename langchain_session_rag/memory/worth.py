@@ -51,7 +51,8 @@ _NON_ANSWER = re.compile(
 )
 _FILLER_PHRASES = (
     r"thanks?( you)?( so much| a lot)?( for (the|your) help\w*)?|thank you|ok(ay)?|all right|alright|sure|great|cool"
-    r"|nice|got it|noted|understood|perfect|awesome|yes|yeah|yep|no|nope|hi|hello|hey|good (morning|afternoon"
+    r"|nice|got it|hmm+|hm|uh+|um+|erm?|noted|understood|perfect|awesome|yes|yeah|yep|no|nope|hi|hello|hey"
+    r"|good (morning|afternoon"
     r"|evening|night)|bye|goodbye|see you|you'?re welcome|no problem|my pleasure|happy to help|glad to help"
     r"|updated|saved|changed|done|will do|of course|(i'?ll|i will) (remember|keep|note|use)\b[^.!?]*"
     r"|(i'?ve|i have) (noted|updated|saved|changed)\b[^.!?]*|(noted|saved|changed|updated) the change"
@@ -84,10 +85,50 @@ _CORRECTION = re.compile(
 
 
 _UNFINISHED = re.compile(
-    r"(?:\b(?:is|are|am|was|were|be|'s|'m|'re|my|our|your|the|a|an|to|called|named)|[:,\u2014-])\s*$",
+    r"(?:\b(?:is|are|am|was|were|be|'s|'m|'re|my|our|your|the|a|an|to|from|of|called|named)|[:,\u2014-])$",
     re.IGNORECASE,
 )
-"""The end of a sentence that stops mid-clause (no closing punctuation: ``_SENTENCE`` keeps it)."""
+"""The end of a clause that stops before its value: a copula, an article, a preposition, a colon, comma or dash."""
+_HEDGES = ("as follows", "the following", "below", "i think", "i guess", "i believe", "you know", "now", "currently",
+           "still", "actually", "basically", "well", "like", "so", "uh", "uhm", "um", "umm", "er", "erm", "hmm", "hm",
+           "ah", "eh")  # fmt: skip
+"""Words that hold no value at the end of a sentence ("My wifi password is now", "The code is, uh")."""
+_TRAILING = " \t.\u2026,:;-\u2013\u2014\"'\u201c\u2018*_~"
+_OPENERS = {"(": ")", "[": "]", "{": "}", '"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
+
+
+def _before_open_value(sentence: str) -> str:
+    """``sentence`` up to a quote or bracket it opens and never closes ("is 'Tangerine": the rest is unfinished)."""
+    for at in range(len(sentence) - 1, -1, -1):
+        char = sentence[at]
+        if char in _OPENERS and (at == 0 or not sentence[at - 1].isalnum()):  # an opener, not an apostrophe
+            return sentence if _OPENERS[char] in sentence[at + 1 :] else sentence[:at]
+    return sentence
+
+
+def states_no_value(sentence: str) -> bool:
+    """Whether a person's sentence stops before the value it announces: whatever completes it is another speaker's.
+
+    The user's statement is what the user's own words state. Read from the end, a sentence's value slot is empty when,
+    after dropping what holds no value (punctuation, an ellipsis, hesitations and hedges such as "uh", "now", "as
+    follows", and a quote or bracket it opens but never closes), the words end on a copula, article, preposition,
+    colon, comma or dash: "My wifi password is...", "is now", "is 'Tangerine", "is, uh". A sentence closed by a
+    full stop or "!" right after such a word is finished ("It is what it is."); a question following the stop
+    ("is ... what did I say?") is a sentence of its own and states nothing either.
+    """
+    text = _before_open_value(sentence)
+    hedged = text != sentence
+    while True:
+        kept = text.rstrip(_TRAILING)
+        low = kept.lower()
+        hedge = next((h for h in _HEDGES if low.endswith(h) and not low[: -len(h)][-1:].isalnum()), None)
+        if hedge is None:
+            break
+        text, hedged = kept[: -len(hedge)], True
+    stop = text[len(kept) :].strip()
+    if not hedged and stop in {".", "!"}:
+        return False
+    return bool(_UNFINISHED.search(kept))
 
 
 _OWNED = re.compile(r"\b(?:my|our|the|your)\s+([a-z0-9'-]+)(?:\s+([a-z0-9'-]+))?", re.IGNORECASE)
@@ -226,7 +267,7 @@ def _informative(sentence: str, *, model: bool) -> bool:
     A person's unfinished sentence ("My wifi password is", "I moved to") states nothing: whatever completes it in
     the chunk is another speaker's.
     """
-    if _FILLER.match(sentence) or (not model and _UNFINISHED.search(sentence)):
+    if _FILLER.match(sentence) or (not model and states_no_value(sentence)):
         return False
     if not tokenize(sentence) and len(_LETTERS.findall(sentence)) < _WORDS and not _IDEOGRAPHS.search(sentence):
         return False  # no words (text in a script the word splitter does not read counts as words)
@@ -282,11 +323,12 @@ def by_model(meta: dict[str, Any]) -> bool:
     return meta.get(AUTHOR_KEY) == MODEL_AUTHOR
 
 
-def chunk_turns(meta: dict[str, Any], text: str) -> list[tuple[str, str]] | None:
-    """Who said what in a session chunk or note (``None`` for what is not assessed: documents, named people).
+def said_by(meta: dict[str, Any], text: str) -> list[tuple[str, str]] | None:
+    """Who said what in a session chunk or note, from what is stored with it (``None`` for other chunks).
 
-    A session chunk's turns are read by :func:`spoken_turns`; a note is one turn, the user's, or the model's when a
-    model wrote it (:func:`by_model`).
+    A session chunk's turns are read by :func:`spoken_turns` with the chunk's stored speakers; a note is one turn,
+    the user's, or the model's when a model wrote it (:func:`by_model`). The worth of a chunk and the relations
+    found in it (:mod:`~langchain_session_rag.memory.relational`) both read turns here.
     """
     source = meta.get("source_type", "session")
     if source == "note":
@@ -295,8 +337,14 @@ def chunk_turns(meta: dict[str, Any], text: str) -> list[tuple[str, str]] | None
         return None
     exchanges = meta.get("exchange_count")
     count = exchanges if isinstance(exchanges, int) and not isinstance(exchanges, bool) else 1
-    turns = spoken_turns(text, speakers_of(meta), count)
-    return turns if user_speaks(turns) else None
+    return spoken_turns(text, speakers_of(meta), count)
+
+
+def chunk_turns(meta: dict[str, Any], text: str) -> list[tuple[str, str]] | None:
+    """:func:`said_by` of a note or a chunk where the unnamed user speaks (``None``: documents, named people)."""
+    turns = said_by(meta, text)
+    note = meta.get("source_type") == "note"
+    return turns if turns is not None and (note or user_speaks(turns)) else None
 
 
 def judge(meta: dict[str, Any], text: str) -> tuple[Worth, list[str], bool] | None:

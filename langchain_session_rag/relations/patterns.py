@@ -371,11 +371,11 @@ class PatternExtractor:
                 for rule in _RULES:
                     rule(clause, turn)
             found.extend(turn.found)
-        return Extraction(_unique_mentions(mentions), tuple(dict.fromkeys(found)))
+        return Extraction(unique_mentions(mentions), tuple(dict.fromkeys(found)))
 
 
-def _unique_mentions(mentions: list[Mention]) -> tuple[Mention, ...]:
-    """One mention per name (the most specific type seen), in first-seen order."""
+def unique_mentions(mentions: list[Mention]) -> tuple[Mention, ...]:
+    """One mention per name (the most specific type seen), in first-seen order; the speaker's own words left out."""
     best: dict[str, Mention] = {}
     for mention in mentions:
         if not mention.name or mention.name.lower() in SELF_WORDS | {SPEAKER}:

@@ -187,13 +187,15 @@ async def test_manage_tool_saves_corrects_and_forgets_for_the_run_user_only(memo
     assert corrected == f"Updated memory {note_id}: it is now memory {note_id}."
     assert memory.get_by_ids([note_id])[0].page_content == "Alice is allergic to cashews."
 
-    # A conversation chunk corrected: the chunk is forgotten, the correction saved as a note.
+    # A conversation chunk corrected: the user's words are kept, the correction saved beside them as the model's.
     chunk = memory.list_memories(source_type="session")[0]
     out = run(manage, {"action": "update", "id": chunk.id, "content": "The shop deploys to Fly.io region fra."})
-    new_id = out.split()[-1].rstrip(".")
-    assert new_id != chunk.id
-    assert not memory.get_by_ids([chunk.id])
-    assert memory.get_by_ids([new_id])[0].page_content.endswith("region fra.")
+    assert out.startswith(f"Kept memory {chunk.id} as the user's own words")
+    new_id = out.split("saved as memory ")[1].split()[0]
+    assert memory.get_by_ids([chunk.id])[0].page_content == chunk.page_content
+    [correction] = memory.get_by_ids([new_id])
+    assert correction.page_content.endswith("region fra.")
+    assert correction.metadata["author"] == "model"
 
     call = {"name": manage.name, "args": {"action": "delete", "id": note_id}, "id": "c", "type": "tool_call"}
     deleted = await manage.ainvoke(call, config=alice_config())
