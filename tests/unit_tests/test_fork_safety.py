@@ -111,7 +111,6 @@ def held_by_another_thread(lock: Any) -> Iterator[None]:
         holder.join()
 
 
-
 def written_store(path: Path, text: str = "parent wrote this") -> Any:
     """A local memory at ``path`` holding one message, written through (fake embeddings)."""
     from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -131,7 +130,9 @@ def open_store(path: Path) -> str:
 
     from langchain_session_rag import SessionVectorMemory
 
-    return str(SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8)).count())
+    return str(
+        SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8)).count()
+    )
 
 
 def lock_of(kind: str, tmp_path: Path) -> tuple[Any, Callable[[], object]]:
@@ -193,7 +194,10 @@ ATTEMPTS: dict[str, Callable[[Path, Any], object]] = {
     "the parent's memory: core memory": lambda tmp, memory: memory.core.read("memory"),
     "the same folder again": lambda tmp, memory: open_store(tmp / "store"),
     "a copy made before the fork": lambda tmp, memory: open_store(tmp / "copy"),
-    "the folder, moved after the fork": lambda tmp, memory: ((tmp / "store").rename(tmp / "moved"), open_store(tmp / "moved")),
+    "the folder, moved after the fork": lambda tmp, memory: (
+        (tmp / "store").rename(tmp / "moved"),
+        open_store(tmp / "moved"),
+    ),
     "a relative path to the folder": lambda tmp, memory: (os.chdir(tmp), open_store(Path("store"))),
     "a new folder": lambda tmp, memory: open_store(tmp / "new"),
     "a new in-memory store": lambda tmp, memory: _in_memory(memory.service.embeddings).count(),
