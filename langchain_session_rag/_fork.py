@@ -15,6 +15,7 @@ one could hang on its first call; no check in the child can tell them apart safe
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import weakref
@@ -29,6 +30,7 @@ FIXES = (
 """What to do instead, in every refusal of an embedded store after fork()."""
 
 _LOCKS: weakref.WeakSet[threading.Lock] = weakref.WeakSet()
+_INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: a first lookup in a child would take the loader's lock
 _opened_embedded: int | None = None
 """The process that opened an embedded store here (``None``: none was opened)."""
 _forked_from: int | None = None
@@ -43,6 +45,15 @@ def lock() -> threading.Lock:
     made = threading.Lock()
     _LOCKS.add(made)
     return made
+
+
+def never_free(obj: object) -> None:
+    """Never free ``obj`` in this process: a forked child's copy of something whose threads stay in the parent.
+
+    Freeing the parent's ONNX session, llama.cpp server or chromadb Rust bindings in a child waits for those threads
+    for ever (measured: the child hangs, also when it merely exits).
+    """
+    _INCREF(ctypes.py_object(obj))
 
 
 def note_embedded_open() -> None:

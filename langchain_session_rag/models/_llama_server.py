@@ -211,6 +211,15 @@ def _forked() -> bool:
     return bool(_LOADED_IN) and _LOADED_IN[0] != os.getpid()
 
 
+def _keep_in_child() -> None:
+    """After fork(): the parent's servers stay unused and are never freed here (that hangs, also at exit)."""
+    for server in _SERVERS.values():
+        _fork.never_free(server)
+
+
+os.register_at_fork(after_in_child=_keep_in_child)
+
+
 def _refuse_after_fork(path: str) -> None:
     if _forked():
         msg = (

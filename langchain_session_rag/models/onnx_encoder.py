@@ -104,6 +104,7 @@ class OnnxEncoder:
         if self.pid != os.getpid():
             with _LOCK:
                 if self.pid != os.getpid():
+                    _fork.never_free(self.session)  # the parent's: freeing it here hangs
                     self.session, self.pid = self.reload(), os.getpid()
         return self.session
 

@@ -8,7 +8,6 @@ fails if one is read anywhere else).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 import weakref
@@ -226,9 +225,6 @@ def vector_segments(client: ClientAPI) -> dict[str, str] | None:
     return None if rows is None else {str(segment): str(collection) for segment, collection in rows}
 
 
-_INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: the first lookup in a child would take the loader's lock
-
-
 def _never_free_in_child() -> None:
     """After fork(): the parent's chromadb systems are never freed here (they stay unused, see ``_fork``).
 
@@ -238,7 +234,7 @@ def _never_free_in_child() -> None:
     module = sys.modules.get("chromadb.api.shared_system_client")
     if module is not None:
         for system in list(module.SharedSystemClient._identifier_to_system.values()):  # noqa: SLF001
-            _INCREF(ctypes.py_object(system))
+            _fork.never_free(system)
 
 
 os.register_at_fork(after_in_child=_never_free_in_child)
