@@ -1,212 +1,98 @@
-"""What a forked child resets: the objects whose threads, locks or connections stay behind in the parent.
+"""One rule for forked processes (``gunicorn --preload``, ``multiprocessing``'s ``fork`` start method, a daemon).
 
-``os.fork()`` (``gunicorn --preload``, ``multiprocessing`` with the ``fork`` start method) copies a process with
-one thread: the one that forked. A lock another thread held stays held forever in the child, a background
-thread is gone while the objects that wait for it remain, and a pooled connection is shared with the parent.
-Objects that own such state register a reset here; it runs in the child, right after the fork, before any other
-code of the child. ``os.register_at_fork`` runs nothing for ``subprocess`` (which execs) or ``spawn``.
+``os.fork()`` copies a process with one thread, the one that forked: a lock another thread held stays held, and a
+background thread (a write queue's, an embedded Chroma store's, a model's thread pool) is gone while the objects
+that wait for it remain. The package's own server never forks (uvicorn starts fresh workers); this is for yours.
+
+The rule: each object that holds an OS resource records the process that made it (``os.getpid()``). In another
+process it reconnects where that is safe (a Chroma server's HTTP connections, the ONNX session, the write queue's
+thread) or raises the documented error naming the fix (an embedded store, the local chat model). Locks made with
+:func:`lock` are free again in a forked child. A child whose parent (or an earlier ancestor) had an embedded Chroma
+store open refuses every embedded store, typed (:func:`refuse_embedded`): chromadb keeps an open store's state for
+the whole process with its threads in the parent, and a child's client of that folder, of a copy of it, or of a new
+one could hang on its first call; no check in the child can tell them apart safely.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
-from typing import TypeVar
 
-_T = TypeVar("_T")
-_LOGGER = logging.getLogger(__name__)
-_RESETS: list[Callable[[], bool]] = []
-"""Resets to run in a child; each says whether to keep it (``False`` once its owner is gone)."""
-_GUARD = threading.Lock()
-_PARENT: list[int] = []
-"""The ids of the processes this one was forked from, nearest last (empty in a process that was never forked)."""
+from langchain_session_rag.errors import StoreLockedError
 
+FIXES = (
+    "Open the store only in processes whose parent never opened one (gunicorn: without --preload, or in "
+    "post_fork; multiprocessing: the 'spawn' start method; a daemon: open it after daemonizing), or run a Chroma "
+    "server (`chroma run --path DIR`) and use SessionVectorMemory.server(host, port, ...)."
+)
+"""What to do instead, in every refusal of an embedded store after fork()."""
 
-def after_fork_in_child(owner: _T, reset: Callable[[_T], None]) -> None:
-    """Call ``reset(owner)`` in every child forked from now on, while ``owner`` lives (it is held weakly)."""
-    ref = weakref.ref(owner)
-
-    def run() -> bool:
-        alive = ref()
-        if alive is None:
-            return False
-        reset(alive)
-        return True
-
-    with _GUARD:
-        _RESETS.append(run)
+_LOCKS: weakref.WeakSet[threading.Lock] = weakref.WeakSet()
+_INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: a first lookup in a child would take the loader's lock
+_opened_embedded: int | None = None
+"""The process that opened an embedded store here (``None``: none was opened)."""
+_forked_from: int | None = None
+"""In a forked child: the ancestor that had an embedded store open at a fork (``None``: none had)."""
 
 
-def on_fork_in_child(reset: Callable[[], None]) -> None:
-    """Call ``reset()`` in every child forked from now on (a process-wide reset, for a module's state)."""
+def lock() -> threading.Lock:
+    """A ``threading.Lock`` that is free again in a forked child (a thread left in the parent may have held it).
 
-    def run() -> bool:
-        reset()
-        return True
-
-    with _GUARD:
-        _RESETS.append(run)
-
-
-_INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: the first lookup in a child would take the loader's lock
-_KEPT: list[object] = []
-
-
-def keep_forever(obj: object) -> None:
-    """Never free ``obj`` in this process.
-
-    For a forked child's copy of something whose threads stay in the parent: freeing it would wait for them for
-    ever, also when the child exits.
+    Known limit: a thread that forks while holding it must not release it in the child (it is free there already).
     """
-    _KEPT.append(obj)
+    made = threading.Lock()
+    _LOCKS.add(made)
+    return made
+
+
+def never_free(obj: object) -> None:
+    """Never free ``obj`` in this process: a forked child's copy of something whose threads stay in the parent.
+
+    Freeing the parent's ONNX session, llama.cpp server or chromadb Rust bindings in a child waits for those threads
+    for ever (measured: the child hangs, also when it merely exits).
+    """
     _INCREF(ctypes.py_object(obj))
 
 
-def forked_from() -> int | None:
-    """The id of the process this one was forked from, or ``None`` when it was not forked."""
-    return _PARENT[-1] if _PARENT else None
+def note_embedded_open() -> None:
+    """Record that this process has an embedded Chroma store open (its forked children then refuse every one)."""
+    global _opened_embedded  # noqa: PLW0603 - the one flag of this module
+    _opened_embedded = os.getpid()
 
 
-class ChildLock:
-    """A ``threading.Lock`` that a forked child gets anew, unheld (a copied lock may be held by a thread left behind).
+def refuse_embedded(where: str) -> None:
+    """Refuse an embedded store in a child forked from a process that had one open.
 
-    ``_LOCK = ChildLock()`` (or ``self._lock = ChildLock()``), then ``with _LOCK:`` as with a lock. The lock notes
-    how many forks deep its process is and, in a forked child, is replaced on its first use there, so it costs
-    nothing to create (no reset is registered: an object made per request may have one). Known limit: a thread that
-    forks while holding it should not release it in the child after another thread there has taken it.
+    Args:
+        where: The store's folder, or ``""`` for an in-memory store (named in the message).
+
+    Raises:
+        StoreLockedError: This process was forked from one that had an embedded store open.
     """
-
-    __slots__ = ("_depth", "_lock")
-
-    def __init__(self) -> None:
-        """A new, unheld lock."""
-        self._lock = threading.Lock()
-        self._depth = len(_PARENT)
-
-    def _own(self) -> threading.Lock:
-        """This process's lock: a new one on the first use in a forked child."""
-        if self._depth != len(_PARENT):  # made in an ancestor (a process id could be reused; the depth cannot)
-            with _GUARD:  # two threads of the child must not each make one
-                if self._depth != len(_PARENT):
-                    self._lock = threading.Lock()
-                    self._depth = len(_PARENT)
-        return self._lock
-
-    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        """Acquire the lock, as ``threading.Lock.acquire``."""
-        return self._own().acquire(blocking, timeout)
-
-    def release(self) -> None:
-        """Release the lock."""
-        self._lock.release()
-
-    def locked(self) -> bool:
-        """Whether a thread of this process holds the lock."""
-        return self._own().locked()
-
-    def __enter__(self) -> bool:
-        """Acquire the lock."""
-        return self._own().acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        """Release the lock."""
-        self._lock.release()
+    if _forked_from is not None:
+        raise StoreLockedError(forked_message(where, _forked_from))
 
 
-def _before() -> None:
-    _GUARD.acquire()  # no registration may be half-done when the copy is taken
-
-
-def _in_parent() -> None:
-    _GUARD.release()
+def forked_message(where: str, parent: int | None = None) -> str:
+    """Why an embedded store cannot be used in this forked child, and what to do instead."""
+    what = f"The embedded store {where!r}" if where else "An in-memory Chroma store"
+    return (
+        f"{what} cannot be used here: this process was forked from process {parent or _forked_from or '?'}, which "
+        "had an embedded Chroma store open before fork(). A forked child can neither use that store nor open "
+        "another embedded one (chromadb keeps an open store's state for the whole process, with its threads in "
+        f"the parent; the child's calls could hang, even after the parent exits). {FIXES}"
+    )
 
 
 def _in_child() -> None:
-    """Run the resets in registration order; one that raises is logged and the others still run."""
-    global _GUARD  # noqa: PLW0603 - the copy of the lock is held: this process gets its own
-    _GUARD = threading.Lock()
-    _PARENT.append(os.getppid())
-    kept: list[Callable[[], bool]] = []
-    for run in _RESETS:
-        try:
-            if run():
-                kept.append(run)
-        except Exception:  # noqa: PERF203 - one failed reset must not stop the others
-            _LOGGER.exception("A reset after fork() failed")
-            kept.append(run)
-    _RESETS[:] = kept
+    global _forked_from  # noqa: PLW0603 - see the module docstring
+    if _forked_from is None and _opened_embedded is not None:
+        _forked_from = _opened_embedded
+    for made in list(_LOCKS):  # the child has one thread: no other thread here holds these
+        if made.locked():
+            made.release()
 
 
-os.register_at_fork(before=_before, after_in_parent=_in_parent, after_in_child=_in_child)
-
-
-class SharedExclusive:
-    """Many holders of the shared side at once (re-entrant per thread), or one holder of the exclusive side.
-
-    Used where calls may run together but one task must run alone: store calls against the sweep of their index
-    files (:mod:`langchain_session_rag.stores.index_files`), a store's writes against its rebuild. A thread waiting
-    for the exclusive side goes first: new shared holders wait meanwhile. The exclusive holder may take the shared
-    side too. A forked child gets the lock anew, unheld. An interrupt (Ctrl-C) while waiting leaves it as it was.
-    """
-
-    def __init__(self) -> None:
-        """An unheld lock."""
-        self.renew()
-        after_fork_in_child(self, SharedExclusive.renew)
-
-    def renew(self) -> None:
-        """Unheld, nobody waiting (also in a forked child, whose copy may be held)."""
-        self._state = threading.Condition(threading.Lock())
-        self._shared = 0
-        self._owner: int | None = None
-        self._depth = threading.local()
-
-    @property
-    def held_shared(self) -> bool:
-        """Whether this thread holds the shared side."""
-        return bool(getattr(self._depth, "value", 0))
-
-    @contextlib.contextmanager
-    def shared(self) -> Iterator[bool]:
-        """Hold the shared side; yields whether this is the thread's outermost hold."""
-        depth: int = getattr(self._depth, "value", 0)
-        entered = False
-        try:
-            if depth == 0 and self._owner != threading.get_ident():
-                with self._state:
-                    while self._owner is not None:
-                        self._state.wait()
-                    entered = True
-                    self._shared += 1
-            self._depth.value = depth + 1
-            yield depth == 0
-        finally:
-            self._depth.value = depth
-            if entered:
-                with self._state:
-                    self._shared -= 1
-                    self._state.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self) -> Iterator[None]:
-        """Hold the exclusive side: wait for other exclusive holders, stop new shared ones, wait for the rest."""
-        me, mine = threading.get_ident(), False
-        try:
-            with self._state:
-                while self._owner not in (None, me):
-                    self._state.wait()
-                mine = self._owner is None
-                self._owner = me
-                while self._shared > 0:
-                    self._state.wait()
-            yield
-        finally:
-            if mine:
-                with self._state:
-                    self._owner = None
-                    self._state.notify_all()
+os.register_at_fork(after_in_child=_in_child)

@@ -14,7 +14,6 @@ import json
 from typing import TYPE_CHECKING
 
 from langchain_session_rag.cache.scope import USER_SCOPE_PREFIX
-from langchain_session_rag.stores.adapter import refuse_forked_client
 from langchain_session_rag.stores.encrypted import EncryptedBackend
 
 if TYPE_CHECKING:
@@ -66,7 +65,9 @@ class CacheTier:
             StoreLockedError: The cache is an embedded store opened before this process was forked from it.
         """
         inner = self.backend.inner if isinstance(self.backend, EncryptedBackend) else self.backend
-        refuse_forked_client(getattr(inner, "client", None))
+        in_this_process = getattr(inner, "in_this_process", None)  # a Chroma store's (not part of the protocol)
+        if in_this_process is not None:
+            in_this_process()
 
     def forget_derived(self, user_id: str, forgotten: Forgotten | None) -> int:
         """Delete the user's entries derived from ``forgotten`` (``None``: all of them); return how many."""

@@ -120,7 +120,7 @@ class SemanticLLMCache(BaseCache):
         install_capture()
         self._warned = False
         self._views: OrderedDict[str, SemanticCache] = OrderedDict()
-        self._lock = _fork.ChildLock()
+        self._lock = _fork.lock()
 
     def for_user(self, user_id: str) -> SemanticLLMCache:
         """This cache bound to one user, for direct calls and per-request models (``ChatX(cache=...)``).

@@ -64,7 +64,7 @@ class _RunMetadataCapture(BaseCallbackHandler):
         self._end(run_id)
 
 
-_CAPTURE_LOCK = _fork.ChildLock()
+_CAPTURE_LOCK = _fork.lock()
 _CAPTURE_INSTALLED = False
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, cast
@@ -129,7 +130,7 @@ class SemanticCache(BaseModel):
     _backend: MemoryBackend = PrivateAttr()
     _tier: CacheTier = PrivateAttr()
     _stats: CacheStats = PrivateAttr(default_factory=CacheStats)
-    _lock: _fork.ChildLock = PrivateAttr(default_factory=_fork.ChildLock)
+    _lock: threading.Lock = PrivateAttr(default_factory=_fork.lock)
     _vectors: VectorMemo = PrivateAttr(default_factory=VectorMemo)
     """Question vectors of recent lookups and word vectors of the guards (shared by ``for_user`` views)."""
 
@@ -174,7 +175,7 @@ class SemanticCache(BaseModel):
         other = self.model_copy(update={"user_id": check_user_id(user_id)})
         if not share_stats:
             other._stats = CacheStats()  # noqa: SLF001 - the copy's own attribute
-            other._lock = _fork.ChildLock()  # noqa: SLF001
+            other._lock = _fork.lock()  # noqa: SLF001
         return other
 
     def note_skipped(self, reason: str) -> None:
@@ -450,7 +451,7 @@ class SemanticCache(BaseModel):
         """
         if getattr(memory, "redact_secrets", False):
             self.redact_secrets = True
-        link_tier(memory.backend.process_key, self._tier, in_process=memory.backend.single_process)
+        link_tier(memory.backend.process_key, self._tier)
         if not self.shared and self.source_check is None:
             self.source_check = memory_source_check(memory)
 

@@ -21,7 +21,7 @@ class VectorMemo:
 
     def __init__(self) -> None:
         """Start empty."""
-        self._lock = _fork.ChildLock()
+        self._lock = _fork.lock()
         self._recent: OrderedDict[str, list[float]] = OrderedDict()
         self._words: OrderedDict[str, list[float]] = OrderedDict()
 

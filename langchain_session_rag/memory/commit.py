@@ -17,7 +17,7 @@ from langchain_session_rag.stores.base import MemoryBackend, Probe, Record
 from langchain_session_rag.stores.limits import check_record_keys
 from langchain_session_rag.stores.records import stamp
 
-_INDEX_LOCK = _fork.ChildLock()
+_INDEX_LOCK = _fork.lock()
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ to, and read back from, markdown files (``NOW.md``, ``MEMORY.md``).
 from __future__ import annotations
 
 import asyncio
+import os
 import random
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -60,8 +62,8 @@ _SEEN: dict[tuple[str, str, str], int] = {}
 """The latest version of each block this process has seen (where the next read starts probing)."""
 _TRUSTED: dict[tuple[str, str], dict[str, Record]] = {}
 """Current blocks of embedded stores (only this process writes them), by store and user."""
-_LOCKS: dict[tuple[str, str, str], _fork.ChildLock] = {}
-_LOCKS_LOCK = _fork.ChildLock()
+_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS_LOCK = _fork.lock()
 
 
 def _forget_all_in_child() -> None:
@@ -71,7 +73,7 @@ def _forget_all_in_child() -> None:
     _LOCKS.clear()
 
 
-_fork.on_fork_in_child(_forget_all_in_child)
+os.register_at_fork(after_in_child=_forget_all_in_child)
 
 
 def forget_cached(process_key: str, user_id: str) -> None:
@@ -79,9 +81,9 @@ def forget_cached(process_key: str, user_id: str) -> None:
     _TRUSTED.pop((process_key, user_id), None)
 
 
-def _lock_for(store: str, user_id: str, block: str) -> _fork.ChildLock:
+def _lock_for(store: str, user_id: str, block: str) -> threading.Lock:
     with _LOCKS_LOCK:
-        return _LOCKS.setdefault((store, user_id, block), _fork.ChildLock())
+        return _LOCKS.setdefault((store, user_id, block), _fork.lock())
 
 
 class CoreMemory:

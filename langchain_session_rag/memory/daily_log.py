@@ -38,7 +38,7 @@ LOG_FIELD = "daily-log"
 
 _META = re.compile(r"^<!-- session-rag (\{.*\}) -->$")
 _FENCE = re.compile(r"^(`{3,})text$")
-LOG_LOCK = _fork.ChildLock()
+LOG_LOCK = _fork.lock()
 """Held while a day file is written (appends and rewrites after forgetting)."""
 
 

@@ -304,15 +304,11 @@ class LinkableCache(Protocol):
 
 
 _LINKS: dict[str, weakref.WeakSet[DerivedTier]] = {}
-_LINKS_LOCK = _fork.ChildLock()
-_IN_PROCESS: set[str] = set()
-"""Keys of the embedded stores with links: in a forked child a store with that key is another one (or refused)."""
+_LINKS_LOCK = _fork.lock()
 
 
-def link_tier(store_key: str, tier: DerivedTier, *, in_process: bool = False) -> None:
+def link_tier(store_key: str, tier: DerivedTier) -> None:
     """Make ``tier`` follow the forgetting and compaction of the store ``store_key`` (for its lifetime).
-
-    ``in_process``: the store is embedded (its links are dropped in a forked child, where it cannot be used).
 
     Raises:
         StoreLockedError: The tier's store cannot be used in this process (an embedded cache its parent opened).
@@ -320,17 +316,6 @@ def link_tier(store_key: str, tier: DerivedTier, *, in_process: bool = False) ->
     _check_usable(tier)
     with _LINKS_LOCK:
         _LINKS.setdefault(store_key, weakref.WeakSet()).add(tier)
-        if in_process:
-            _IN_PROCESS.add(store_key)
-
-
-def _drop_in_process_links() -> None:
-    for key in _IN_PROCESS:
-        _LINKS.pop(key, None)
-    _IN_PROCESS.clear()
-
-
-_fork.on_fork_in_child(_drop_in_process_links)
 
 
 def linked_tiers(store_key: str, extra: Collection[DerivedTier] = ()) -> list[DerivedTier]:

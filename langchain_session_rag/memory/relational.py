@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -163,7 +165,7 @@ def chunk_facts(record: Record, *, read_missing: bool = True) -> ChunkFacts | No
 class _Index:
     seen: dict[str, tuple[str, ChunkFacts | None]] = field(default_factory=dict)
     graph: RelationGraph | None = None
-    lock: _fork.ChildLock = field(default_factory=_fork.ChildLock)
+    lock: threading.Lock = field(default_factory=_fork.lock)
     known: tuple[RelationGraph, tuple[re.Pattern[str], dict[str, str]] | None] | None = None
     """The graph the user's known names were taken from, and their compiled pattern."""
     stamp: tuple[int, int] = (0, -1)
@@ -175,8 +177,8 @@ _STORED_ONLY: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDi
 """The same, for memories without an extractor (only the findings stored on the chunks)."""
 _UNREPLICATED: dict[tuple[str, str, bool], _Index] = {}
 """Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing."""
-_fork.on_fork_in_child(_UNREPLICATED.clear)  # the parent may write after the copy was taken
-_INDEXES_LOCK = _fork.ChildLock()
+os.register_at_fork(after_in_child=_UNREPLICATED.clear)  # the parent may write after the copy was taken
+_INDEXES_LOCK = _fork.lock()
 _MAX_UNREPLICATED = 4
 """Users without a replica whose findings are kept (the most recently used; each is over ``max_user_chunks``)."""
 

@@ -37,7 +37,7 @@ class ReplicaCache:
         self.max_chunks = max_chunks
         self.max_user_chunks = max_user_chunks
         self._replicas: OrderedDict[str, UserReplica] = OrderedDict()
-        self._lock = _fork.ChildLock()
+        self._lock = _fork.lock()
 
     def get(self, user_id: str, *, max_users: int | None = None, max_chunks: int | None = None) -> UserReplica:
         """The replica of ``user_id`` (created empty on first use); evicts the least recently used over the limits.

@@ -49,28 +49,27 @@ SPEAKERS_SYNC_AGE = 60.0
 """Seconds a replica sync stands for reading the frequent speakers (they change slowly)."""
 
 
-@dataclass(eq=False)
 class StoreState:
     """Replicas and the write queue of one store."""
 
-    replicas: ReplicaCache
-    writes: WriteQueue
-    trusted: bool
-    """Every write comes through this process (embedded Chroma): a replica loaded once stays current."""
+    def __init__(self, backend: MemoryBackend) -> None:
+        """The state of ``backend``'s store: no replica loaded yet, an idle write queue."""
+        self._replicas, self._pid = ReplicaCache(), os.getpid()
+        self.writes = WriteQueue(backend)
+        self.trusted = backend.single_process
+        """Every write comes through this process (embedded Chroma): a replica loaded once stays current."""
+
+    @property
+    def replicas(self) -> ReplicaCache:
+        """The store's replicas in this process; new, empty ones in a forked child (its parent's may be locked)."""
+        if self._pid != os.getpid():
+            old = self._replicas
+            self._replicas, self._pid = ReplicaCache(old.max_users, old.max_chunks, old.max_user_chunks), os.getpid()
+        return self._replicas
 
 
 _STATES: weakref.WeakValueDictionary[str, StoreState] = weakref.WeakValueDictionary()
-_LOCK = _fork.ChildLock()
-
-
-def _drop_embedded_in_child() -> None:
-    """After fork(): drop the embedded stores' states (their clients refuse here); a server's works in the child."""
-    for key, state in list(_STATES.items()):
-        if state.trusted:
-            del _STATES[key]
-
-
-_fork.on_fork_in_child(_drop_embedded_in_child)
+_LOCK = _fork.lock()
 
 
 def state_of(backend: MemoryBackend) -> StoreState:
@@ -79,16 +78,8 @@ def state_of(backend: MemoryBackend) -> StoreState:
     with _LOCK:
         state = _STATES.get(key)
         if state is None:
-            state = StoreState(ReplicaCache(), WriteQueue(backend), trusted=backend.single_process)
-            _STATES[key] = state
-            _fork.after_fork_in_child(state, _forget_replicas)  # their locks may be held by the parent's threads
+            state = _STATES[key] = StoreState(backend)
         return state
-
-
-def _forget_replicas(state: StoreState) -> None:
-    """In a forked child: new, empty replicas (rebuilt from the store on use) and their own locks."""
-    old = state.replicas
-    state.replicas = ReplicaCache(old.max_users, old.max_chunks, old.max_user_chunks)
 
 
 def reset_replicas(backend: MemoryBackend) -> None:

@@ -20,6 +20,7 @@ them (a future it holds from before the fork is never completed in the child).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -27,7 +28,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from langchain_session_rag import _fork
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import InvalidArgumentError, StoreWriteError
 from langchain_session_rag.stores.base import MemoryBackend, Record
@@ -79,14 +79,14 @@ class WriteQueue:
             raise InvalidArgumentError(msg)
         self._backend = backend
         self.linger = linger
-        self.start_empty()
-        _fork.after_fork_in_child(self, WriteQueue.start_empty)
+        self._start_empty()
 
-    def start_empty(self) -> None:
-        """Empty the queue, with a new lock and no thread: at creation, and in a forked child.
+    def _start_empty(self) -> None:
+        """Empty the queue, with a new lock and no thread: at creation, and on the first use in a forked child.
 
         The child's copies of the parent's queued writes are dropped: the parent's thread sends them.
         """
+        self._pid = os.getpid()
         self._queue: deque[_Write] = deque()
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -113,6 +113,7 @@ class WriteQueue:
         A ``detached`` write's failure is kept for :meth:`raise_failures`; otherwise the returned future
         carries it to the caller.
         """
+        self._here()
         wait_for = self.linger if linger is None else linger
         write = _Write(user_id, list(records), list(deletes), detached, on_done, wait_for)
         with self._lock:
@@ -127,6 +128,11 @@ class WriteQueue:
         write.future.add_done_callback(self._finished)
         executor.submit(self._drain)
         return write.future
+
+    def _here(self) -> None:
+        """In a forked child, the first use starts the queue afresh (its thread and lock holders stay in the parent)."""
+        if self._pid != os.getpid():
+            self._start_empty()
 
     def _finished(self, future: Future[None]) -> None:
         with self._lock:
@@ -173,6 +179,7 @@ class WriteQueue:
     @property
     def pending(self) -> int:
         """Writes submitted and not yet answered by the store."""
+        self._here()
         with self._lock:
             return len(self._outstanding)
 
@@ -182,6 +189,7 @@ class WriteQueue:
         Raises:
             StoreWriteError: A detached write failed; its chunks are not stored.
         """
+        self._here()
         with self._lock:
             failures, self._failures = self._failures, []
         if failures:
@@ -197,6 +205,7 @@ class WriteQueue:
         Raises:
             StoreWriteError: A detached write failed.
         """
+        self._here()
         with self._wake:
             outstanding = list(self._outstanding)
             if self._queue:

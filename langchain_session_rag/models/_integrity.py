@@ -23,7 +23,7 @@ from langchain_session_rag.errors import FileAccessError
 
 _CACHE_NAME = "verified-models.json"
 _VERIFIED: set[tuple[str, int, int, int, int, str]] = set()
-_LOCK = _fork.ChildLock()
+_LOCK = _fork.lock()
 
 
 def cache_file() -> Path | None:

@@ -39,13 +39,13 @@ INSTALL = (
     "(scripts/setup.sh installs both)."
 )
 _SERVERS: dict[tuple[str, int], LlamaServer] = {}
-_LOCK = _fork.ChildLock()
+_LOCK = _fork.lock()
 _END = object()
 _RUNNING: set[tuple[threading.Event, threading.Thread]] = set()
 """The requests in flight: their stop flags and worker threads, stopped and joined before the servers go."""
 _CLOSED = threading.Event()
-_BEFORE_FORK: list[Any] = []
-"""In a forked child: the llama.cpp servers loaded before the fork, kept alive (freeing one hangs) and never used."""
+_LOADED_IN: list[int] = []
+"""The process that loaded the first model here: a forked child of it neither uses nor loads one (both hang)."""
 _SMALL_MODEL_BYTES = 256 * 2**20
 """A GGUF file under this size generates on one thread."""
 _FAULT_ENV = "SESSION_RAG_CHAT_FAULT"
@@ -157,8 +157,7 @@ class LlamaServer:
                 parts.put(_END)
 
         with _LOCK:
-            if _BEFORE_FORK:
-                raise UnsupportedOperationError(_forked_message(self.path))
+            _refuse_after_fork(self.path)
             if _CLOSED.is_set() or self._server is None:
                 msg = "The local chat model is closed: the interpreter is exiting."
                 raise InvalidArgumentError(msg)
@@ -185,11 +184,11 @@ def load(path: str, n_ctx: int) -> LlamaServer:
         UnsupportedOperationError: This process was forked from one that had loaded a model.
     """
     with _LOCK:
-        if _BEFORE_FORK:
-            raise UnsupportedOperationError(_forked_message(path))
+        _refuse_after_fork(path)
         server = _SERVERS.get((path, n_ctx))
         if server is None:
             server = _SERVERS[(path, n_ctx)] = LlamaServer(path, n_ctx, threads=available_cpus())
+            _LOADED_IN[:] = _LOADED_IN or [os.getpid()]
         return server
 
 
@@ -198,6 +197,8 @@ def stop_requests() -> int:
 
     For a process that is ending (SIGTERM): its answers are not awaited. Returns how many were asked.
     """
+    if _forked():
+        return 0  # the generations in flight are the parent's
     with _LOCK:
         running = list(_RUNNING)
     for stop, _ in running:
@@ -205,30 +206,30 @@ def stop_requests() -> int:
     return len(running)
 
 
-def _forked_message(path: str) -> str:
-    return (
-        f"The local chat model ({os.path.basename(path)}) was loaded in process {_fork.forked_from()} before "  # noqa: PTH119
-        "fork(); a process that has loaded the local chat model cannot use one after fork(), not even a new "
-        "LocalChatModel (llama.cpp's threads stay in the parent, and loading it again in the child hangs). Load it "
-        "only in the workers, with the parent never loading it (gunicorn: without --preload, or in post_fork), or "
-        "start worker processes with multiprocessing's 'spawn' start method."
-    )
+def _forked() -> bool:
+    """Whether this process was forked from one that had loaded a model (whose threads stay there)."""
+    return bool(_LOADED_IN) and _LOADED_IN[0] != os.getpid()
 
 
-def _orphan_in_child() -> None:
-    """After fork(): the parent's servers are unusable here; they are kept (freeing one hangs) and refused."""
-    global _CLOSED  # noqa: PLW0603 - a copied Event's lock may be held by a thread left in the parent
-    _CLOSED = threading.Event()
-    _RUNNING.clear()
+def _keep_in_child() -> None:
+    """After fork(): the parent's servers stay unused and are never freed here (that hangs, also at exit)."""
     for server in _SERVERS.values():
-        if server._server is not None:  # noqa: SLF001 - this module's own class
-            _BEFORE_FORK.append(server._server)  # noqa: SLF001
-            _fork.keep_forever(server._server)  # noqa: SLF001 - never freed
-            server._server = None  # noqa: SLF001
-    _SERVERS.clear()
+        _fork.never_free(server)
 
 
-_fork.on_fork_in_child(_orphan_in_child)
+os.register_at_fork(after_in_child=_keep_in_child)
+
+
+def _refuse_after_fork(path: str) -> None:
+    if _forked():
+        msg = (
+            f"The local chat model ({os.path.basename(path)}) was loaded in process {_LOADED_IN[0]} before "  # noqa: PTH119
+            "fork(); a process that has loaded the local chat model cannot use one after fork(), not even a new "
+            "LocalChatModel (llama.cpp's threads stay in the parent, and loading it again in the child hangs). Load "
+            "it only in the workers, with the parent never loading it (gunicorn: without --preload, or in post_fork), "
+            "or start worker processes with multiprocessing's 'spawn' start method."
+        )
+        raise UnsupportedOperationError(msg)
 
 
 @atexit.register
@@ -238,6 +239,8 @@ def _unload() -> None:
     A request left running in a daemon thread (or a stream never closed) would otherwise call back into an
     interpreter being torn down, which aborts the process. Each request stops at its next token.
     """
+    if _forked():
+        return  # the servers and their requests are the parent's
     with _LOCK:
         _CLOSED.set()
         running = list(_RUNNING)

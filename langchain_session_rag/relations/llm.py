@@ -86,7 +86,7 @@ class LLMExtractor:
         self.fallbacks = 0
         """Chunks the model failed on, extracted by the patterns instead."""
         self._fallback: Extractor = fallback if fallback is not None else PatternExtractor()
-        self._lock = _fork.ChildLock()
+        self._lock = _fork.lock()
         self._structured: Any = None
 
     def _runnable(self) -> Any:

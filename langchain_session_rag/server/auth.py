@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from langchain_session_rag import _fork
 from langchain_session_rag._checks import user_id_problem
-from langchain_session_rag._fork import ChildLock
 from langchain_session_rag.errors import FileAccessError, InvalidArgumentError, SessionRAGError
 
 MIN_TOKEN_CHARS = 16
@@ -123,7 +123,7 @@ class TokenFile:
             InvalidArgumentError: See :func:`read_token_file`.
         """
         self.path = Path(path)
-        self._lock = ChildLock()  # fork-safe: a worker forked while another thread reads the file
+        self._lock = _fork.lock()  # fork-safe: a worker forked while another thread reads the file
         self._stamp = self._stamp_now()
         self._users: dict[bytes, str] | None = read_token_file(self.path)
         self._logged = ""

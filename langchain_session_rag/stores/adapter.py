@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-from pathlib import Path
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
@@ -19,17 +18,9 @@ from langchain_session_rag._checks import check_path
 from langchain_session_rag.errors import (
     InvalidArgumentError,
     InvalidStorePathError,
-    StoreLockedError,
     StoreUnavailableError,
 )
-from langchain_session_rag.stores.locking import (
-    forked_store_message,
-    lock_embedded_store,
-    note_handed_in,
-    note_open_elsewhere,
-    read_chroma_db,
-    refuse_inherited,
-)
+from langchain_session_rag.stores.locking import lock_embedded_store, read_chroma_db
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -77,6 +68,7 @@ def open_chroma_client(
             client = chromadb.HttpClient(host=host, port=port, settings=settings)
         except (ValueError, OSError) as exc:  # chromadb turns every failure of its first call into a ValueError
             raise StoreUnavailableError(_unavailable(host, port, exc)) from exc
+        claim(client)  # in a forked child, chromadb hands back the parent's session for the address
         _set_deadlines(client, connect_timeout, read_timeout)
         return client
     if path is None:
@@ -175,17 +167,35 @@ def persist_directory(client: ClientAPI) -> str | None:
     return str(settings.persist_directory) if _embedded(client) and settings.is_persistent else None
 
 
-def refuse_reopened(client: ClientAPI) -> None:
-    """Refuse a client a forked child opened on a folder its parent had open (its calls would hang).
+def claim(client: ClientAPI) -> None:
+    """Make ``client`` this process's: refused if embedded in a forked child, a server's with connections of its own.
+
+    Called when a store is opened, and on its first call in another process (see :mod:`langchain_session_rag._fork`).
 
     Raises:
-        StoreLockedError: The client was opened in this forked child on a folder an ancestor had open.
+        StoreLockedError: ``client`` is embedded and this process was forked from one that had an embedded store open.
     """
-    folder = persist_directory(client)
-    bindings = getattr(getattr(client, "_server", None), "bindings", None)  # chromadb's RustBindingsAPI
-    if folder is not None and not isinstance(bindings, _RefusedBindings):  # a client from before the fork refuses
-        refuse_inherited(folder)
-        note_handed_in(folder)
+    if _embedded(client):
+        _fork.refuse_embedded(client_location(client) if persist_directory(client) else "")
+        _fork.note_embedded_open()
+        return
+    server = client._server  # type: ignore[attr-defined]  # noqa: SLF001 - see the module docstring
+    session = server._session  # noqa: SLF001
+    made_in = _SESSIONS.get(session)
+    if made_in is None:  # made by chromadb in this process (or handed in): this process's from now on
+        _SESSIONS[session] = os.getpid()
+    elif made_in != os.getpid():  # copied by fork(): parent and child would read one another's replies
+        import httpx  # noqa: PLC0415 - chromadb's HTTP client imported it already
+
+        verify = server._settings.chroma_server_ssl_verify  # noqa: SLF001
+        options: dict[str, Any] = {} if verify is None else {"verify": verify}
+        fresh = httpx.Client(timeout=session.timeout, limits=server.http_limits, headers=session.headers, **options)
+        server._session = fresh  # noqa: SLF001 - the parent's connections are left as they are, never closed here
+        _SESSIONS[fresh] = os.getpid()
+
+
+_SESSIONS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""The process that made each server client's HTTP session (chromadb shares one per server address)."""
 
 
 def chroma_collection_of(vectorstore: Any) -> tuple[ClientAPI, Collection] | None:
@@ -215,108 +225,16 @@ def vector_segments(client: ClientAPI) -> dict[str, str] | None:
     return None if rows is None else {str(segment): str(collection) for segment, collection in rows}
 
 
-def refuse_forked_client(client: object) -> None:
-    """Refuse, in a forked child, a chromadb client its parent opened on an embedded store (its calls would hang).
+def _never_free_in_child() -> None:
+    """After fork(): the parent's chromadb systems are never freed here (they stay unused, see ``_fork``).
 
-    For a caller about to change other stores first (a forget reaching a linked cache): it refuses before them.
-
-    Raises:
-        StoreLockedError: ``client`` is an embedded client opened before this process was forked.
-    """
-    bindings = getattr(getattr(client, "_server", None), "bindings", None)
-    if isinstance(bindings, _RefusedBindings):
-        raise StoreLockedError(forked_store_message(bindings.path))
-
-
-class _RefusedBindings:
-    """Stands in a forked child for the Rust bindings of an embedded chromadb client opened before the fork."""
-
-    def __init__(self, path: str | None) -> None:
-        self.path = path
-
-    def __getattr__(self, name: str) -> Any:
-        raise StoreLockedError(forked_store_message(self.path))
-
-
-class _SessionAfterFork:
-    """Stands in a forked child for a Chroma server client's HTTP session until its first use, which makes a new one.
-
-    Not made in the hook after fork(): a new ``httpx.Client`` builds an SSL context (OpenSSL's locks, file reads),
-    and another thread of the parent may have held those locks at the fork.
-    """
-
-    _OWN = frozenset({"_component", "_parents", "_lock"})
-
-    def __init__(self, component: Any, parents: Any) -> None:
-        object.__setattr__(self, "_component", component)
-        object.__setattr__(self, "_parents", parents)
-        object.__setattr__(self, "_lock", _fork.ChildLock())
-
-    def _client(self) -> Any:
-        """The child's own HTTP session, made on the first call."""
-        with self._lock:
-            if self._component._session is self:  # noqa: SLF001 - chromadb's client; see _renew_clients_in_child
-                import httpx  # noqa: PLC0415 - chromadb's HTTP client imported it already
-
-                verify = self._component._settings.chroma_server_ssl_verify  # noqa: SLF001
-                options: dict[str, Any] = {} if verify is None else {"verify": verify}
-                self._component._session = httpx.Client(  # noqa: SLF001
-                    timeout=self._parents.timeout,
-                    limits=self._component.http_limits,
-                    headers=self._parents.headers,
-                    **options,
-                )
-        return self._component._session  # noqa: SLF001
-
-    def __getattr__(self, name: str) -> Any:
-        if name in _SessionAfterFork._OWN or name.startswith("__"):  # copy, pickle and dunder lookups
-            raise AttributeError(name)
-        return getattr(self._client(), name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._client(), name, value)
-
-
-def _open_embedded_folders() -> list[tuple[str, bool]]:
-    """The folders of the embedded chromadb clients open in this process (judged by path when absolute)."""
-    module = sys.modules.get("chromadb.api.shared_system_client")
-    if module is None:
-        return []
-    systems = module.SharedSystemClient._identifier_to_system  # noqa: SLF001 - see _renew_clients_in_child
-    folders = [s.settings.persist_directory for s in list(systems.values()) if s.settings.is_persistent]
-    return [(folder, Path(folder).is_absolute()) for folder in folders if folder]
-
-
-note_open_elsewhere(_open_embedded_folders)
-
-
-def _renew_clients_in_child() -> None:
-    """After fork(): a server's clients get their own connections; embedded clients opened before it refuse.
-
-    chromadb shares one ``System`` per server address or folder. A server's HTTP client (``httpx``) pools
-    keep-alive connections: copied, parent and children would read one another's replies, so the child gets a new
-    pool on first use. An embedded client's Rust bindings have their threads in the parent (a call hangs, and
-    dropping them hangs too): they are kept alive and never called, a stand-in raises StoreLockedError, and the
-    ``System`` is dropped from chromadb's cache so a client opened in the child starts afresh.
+    Freeing an embedded store's Rust bindings waits for threads left in the parent: a child that drops them, or
+    simply exits normally, would hang. Nothing else of chromadb is changed.
     """
     module = sys.modules.get("chromadb.api.shared_system_client")
-    if module is None:
-        return
-    module.SharedSystemClient._refcount_lock = threading.Lock()  # noqa: SLF001 - a parent's thread may hold it
-    systems = module.SharedSystemClient._identifier_to_system  # noqa: SLF001 - see the docstring
-    for identifier, system in list(systems.items()):
-        for component in list(system._instances.values()):  # noqa: SLF001
-            session = getattr(component, "_session", None)
-            if isinstance(session, _SessionAfterFork):
-                continue  # one component under several of the system's keys
-            if session is not None and hasattr(component, "http_limits"):
-                _fork.keep_forever(session)  # the parent's connections: never closed from here
-                component._session = _SessionAfterFork(component, session)  # noqa: SLF001
-            elif "bindings" in vars(component):
-                _fork.keep_forever(component.bindings)  # never dropped: that hangs too
-                folder = system.settings.persist_directory if system.settings.is_persistent else None
-                component.bindings = _RefusedBindings(folder or None)
-                systems.pop(identifier, None)
+    if module is not None:
+        for system in list(module.SharedSystemClient._identifier_to_system.values()):  # noqa: SLF001
+            _fork.never_free(system)
 
 
-_fork.on_fork_in_child(_renew_clients_in_child)
+os.register_at_fork(after_in_child=_never_free_in_child)

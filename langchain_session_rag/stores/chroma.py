@@ -9,15 +9,17 @@ in-process replica (:mod:`langchain_session_rag.memory.replica`), so the collect
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError
+from langchain_session_rag import _fork
+from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArgumentError, StoreLockedError
 from langchain_session_rag.models import fingerprint
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
 from langchain_session_rag.stores import change_log, chroma_reads
-from langchain_session_rag.stores.adapter import client_location, is_embedded, persist_directory, refuse_reopened
+from langchain_session_rag.stores.adapter import claim, client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Probe, Record, RecordPage, Where, purge, shard_of
 from langchain_session_rag.stores.chroma_calls import (
     companion_store,
@@ -46,6 +48,8 @@ class ChromaBackend:
     """Chroma collections partitioned by user (or one given collection), with a model manifest."""
 
     embeds_itself = False
+    _pid: int | None = None
+    """The process that opened the store (``None`` while it opens)."""
 
     @server_call  # opening reads the manifest: a server that does not answer is a StoreUnavailableError
     def __init__(
@@ -70,8 +74,9 @@ class ChromaBackend:
         if shards < 1:
             msg = f"shards must be >= 1, got {shards!r}."
             raise InvalidArgumentError(msg)
-        refuse_reopened(client)
+        claim(client)  # an embedded store in a forked child is refused here
         self.client, self.name = client, name
+        self._pid = os.getpid()
         self._single = collection
         self.files_guard = files_guard(client, collection)
         """Zeroes what Chroma writes from uninitialised memory into an embedded store's index files."""
@@ -88,6 +93,19 @@ class ChromaBackend:
         if meta.get("migration"):
             with self.guarded():
                 recover(self)  # an interrupted re-embedding or compaction: finish or undo it first
+
+    def in_this_process(self) -> None:
+        """Before each call: in a forked child, refuse an embedded store, give a server's client its own connections.
+
+        Raises:
+            StoreLockedError: The store is embedded and was opened before this process was forked.
+        """
+        if self._pid in (None, os.getpid()):
+            return
+        if is_embedded(self.client):
+            raise StoreLockedError(_fork.forked_message(persist_directory(self.client) or "", self._pid))
+        claim(self.client)
+        self._pid = os.getpid()
 
     @property
     def process_key(self) -> str:

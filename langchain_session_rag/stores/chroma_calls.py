@@ -6,6 +6,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -15,13 +16,13 @@ from langchain_session_rag.errors import StoreUnavailableError
 from langchain_session_rag.stores.adapter import (
     READ_TIMEOUT,
     is_connection_error,
-    is_embedded,
     persist_directory,
     probe_server,
     server_address,
     vector_segments,
 )
 from langchain_session_rag.stores.index_files import IndexFileGuard, index_guard
+from langchain_session_rag.stores.shared_exclusive import SharedExclusive
 
 if TYPE_CHECKING:
     from chromadb import Collection
@@ -46,16 +47,6 @@ def companion_store(key: str, make: Callable[[], ChromaBackend]) -> ChromaBacken
     return backend
 
 
-def _drop_embedded_companions() -> None:
-    """After fork(): an embedded store's companions hold the parent's client (refused here); a server's work."""
-    for key, backend in list(_COMPANIONS.items()):
-        if is_embedded(backend.client):
-            del _COMPANIONS[key]
-
-
-_fork.on_fork_in_child(_drop_embedded_companions)
-
-
 PROBE_EVERY = 1.0
 """Seconds a server that did not answer is left alone before one call probes it (its heartbeat) again."""
 PROBE_TIMEOUT = 1.0
@@ -77,7 +68,7 @@ class _Breaker:
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        self._lock = _fork.ChildLock()
+        self._lock = _fork.lock()
         self._tripped_at: float | None = None
         self._why = ""
         self._probe_after = 0.0
@@ -161,8 +152,8 @@ class _Breaker:
 
 _BREAKERS: dict[tuple[str, int], _Breaker] = {}
 """This process's breaker of each Chroma server address."""
-_BREAKERS_LOCK = _fork.ChildLock()
-_fork.on_fork_in_child(_BREAKERS.clear)
+_BREAKERS_LOCK = _fork.lock()
+os.register_at_fork(after_in_child=_BREAKERS.clear)  # the parent's calls under way are not the child's
 
 
 def _breaker_of(backend: object) -> _Breaker | None:
@@ -199,6 +190,8 @@ def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
 
     @functools.wraps(method)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if args and hasattr(args[0], "in_this_process"):  # in a forked child: refused, or with its own connections
+            args[0].in_this_process()
         guard: IndexFileGuard | None = getattr(args[0], "files_guard", None) if args else None
         breaker = _breaker_of(args[0]) if args and guard is None else None
         try:
@@ -266,22 +259,21 @@ def forget_indexes(backend: ChromaBackend, name: str) -> None:
     backend.files_guard.forget(s for s, c in (vector_segments(backend.client) or {}).items() if c == owner)
 
 
-_STORES: dict[str, _fork.SharedExclusive] = {}
+_STORES: dict[str, SharedExclusive] = {}
 """Per store (process key): its writes on the shared side, its rebuild on the exclusive one.
 
 A rebuild copies each collection, checks the copy and, once every one is copied, deletes the originals: a write
 landing on an original after its copy was checked would be deleted with it. Writes wait while a store rebuilds
 (reads go on); they wait outside the index guard, so the rebuild's guarded steps never wait for them.
 """
-_STORES_LOCK = _fork.ChildLock()
-_fork.on_fork_in_child(_STORES.clear)
+_STORES_LOCK = _fork.lock()
 
 
-def _store_lock(backend: ChromaBackend) -> _fork.SharedExclusive:
+def _store_lock(backend: ChromaBackend) -> SharedExclusive:
     with _STORES_LOCK:
         lock = _STORES.get(backend.process_key)
         if lock is None:
-            lock = _STORES[backend.process_key] = _fork.SharedExclusive()
+            lock = _STORES[backend.process_key] = SharedExclusive()
         return lock
 
 

@@ -28,8 +28,8 @@ from langchain_session_rag.stores.locking import lock_embedded_store, read_chrom
 ENCRYPTION_MARK = "encryption"
 """Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
 _KEYRINGS: dict[tuple[str, str], Keyring] = {}
-_KEYRINGS_LOCK = _fork.ChildLock()
-_fork.on_fork_in_child(_KEYRINGS.clear)  # keys the parent creates or destroys after the fork: read them afresh
+_KEYRINGS_LOCK = _fork.lock()
+os.register_at_fork(after_in_child=_KEYRINGS.clear)  # keys the parent creates or destroys later: read afresh
 
 
 def default_keyring_dir(backend: MemoryBackend) -> str | None:

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from langchain_session_rag import _fork
+from langchain_session_rag.stores.shared_exclusive import SharedExclusive
 
 Layout = Callable[[], tuple[set[str] | None, set[str]]]
 """Reads the index folders of a store folder's collections (``None``: unknown) and those zeroed whole."""
@@ -129,10 +130,10 @@ class IndexFileGuard:
         self._listed = (-1, 0)
         self._headers_at: list[str] = []
         self._deleted: set[str] = set()
-        self._forked = False
-        self._lock = _fork.SharedExclusive()
+        self._pid = os.getpid()
+        """In a forked child the guard never sweeps: the parent's calls, invisible there, may be writing the files."""
+        self._lock = SharedExclusive()
         """Store calls on the shared side, sweeps on the exclusive one."""
-        _fork.after_fork_in_child(self, IndexFileGuard.in_forked_child)
 
     def hands_off(self, names: Iterable[str] | None = None) -> None:
         """Leave the index folders ``names`` (all, with ``None``) to forced sweeps: other code writes to them.
@@ -193,7 +194,7 @@ class IndexFileGuard:
         Returns how many files held non-zero bytes there. Inside a call (:meth:`using`), in a forked child (its
         parent may be writing), or in a folder left to forced sweeps, it does nothing.
         """
-        if self._lock.held_shared or self._forked or (self._hands_off is None and not force):
+        if self._lock.held_shared or self._pid != os.getpid() or (self._hands_off is None and not force):
             return 0
         if not force and not self._deleted and self._headers() == self._seen:
             return 0
@@ -238,14 +239,9 @@ class IndexFileGuard:
         self._seen = current
         return scrubbed
 
-    def in_forked_child(self) -> None:
-        """In a forked child: never sweep (the parent's calls, invisible here, may be writing the files)."""
-        self._forked = True
-
 
 _GUARDS: dict[str, IndexFileGuard] = {}
-_GUARDS_LOCK = _fork.ChildLock()
-_fork.on_fork_in_child(_GUARDS.clear)  # a store the child opens itself gets a guard of its own
+_GUARDS_LOCK = _fork.lock()
 
 
 def index_guard(folder: str | Path) -> IndexFileGuard:

@@ -1,7 +1,9 @@
 """fork() after a memory was used (``gunicorn --preload``, ``multiprocessing`` with ``fork``): no hang, typed refusals.
 
 A forked child has one thread: the writer's thread, the llama.cpp server's threads and embedded Chroma's threads
-stay in the parent. Each test forks and bounds the wait, so a hang fails the test instead of the suite.
+stay in the parent. The rule (``langchain_session_rag/_fork.py``): objects that hold an OS resource start afresh in
+the child or refuse, typed; a child whose parent had an embedded store open refuses every embedded store. Each test
+forks and bounds the wait, so a hang fails the test instead of the suite.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import multiprocessing
+import os
 import shutil
 import subprocess
 import sys
@@ -108,64 +111,142 @@ def held_by_another_thread(lock: Any) -> Iterator[None]:
         holder.join()
 
 
-def test_a_lock_held_by_another_thread_at_the_fork_is_free_in_the_child() -> None:
-    from langchain_session_rag import _fork
-
-    lock = _fork.ChildLock()
-
-    def child() -> str:
-        with lock:
-            return f"taken, forked from {_fork.forked_from()}"
-
-    with held_by_another_thread(lock):
-        assert run_forked(child).startswith("taken, forked from ")
-    with lock:  # the parent's lock is its own again
-        pass
-
-
-def test_chromadbs_client_lock_held_at_the_fork_is_free_in_the_child(tmp_path: Path) -> None:
-    from chromadb.api.shared_system_client import SharedSystemClient
+def written_store(path: Path, text: str = "parent wrote this") -> Any:
+    """A local memory at ``path`` holding one message, written through (fake embeddings)."""
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
     from langchain_session_rag import SessionVectorMemory
 
-    SessionVectorMemory.local(path=tmp_path / "parent", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
-
-    def child() -> str:
-        memory = SessionVectorMemory.local(
-            path=tmp_path / "child", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8)
-        )
-        memory.add_messages([{"role": "user", "content": "child"}], session_id="c")
-        return f"count {memory.count()}"
-
-    with held_by_another_thread(SharedSystemClient._refcount_lock):  # as while a parent's thread opens a client
-        assert run_forked(child) == "count 1"
+    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+    memory.add_messages([{"role": "user", "content": text}], session_id="p")
+    memory.core.append("memory", "- parent")
+    memory.flush()
+    return memory
 
 
-def test_locks_of_objects_held_at_the_fork_are_free_in_the_child(tmp_path: Path) -> None:
-    """A cache, its vector memo, an LLM cache and a keyring whose lock a parent's thread held when it forked."""
+def open_store(path: Path) -> str:
+    """Open a local memory at ``path`` and count it."""
     from langchain_core.embeddings import DeterministicFakeEmbedding
 
-    from langchain_session_rag import SemanticCache, SemanticLLMCache
+    from langchain_session_rag import SessionVectorMemory
+
+    return str(
+        SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8)).count()
+    )
+
+
+def lock_of(kind: str, tmp_path: Path) -> tuple[Any, Callable[[], object]]:
+    """A lock of the package, and a use of its owner that takes it."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SemanticCache, SemanticLLMCache, _fork
+    from langchain_session_rag.memory import core
     from langchain_session_rag.privacy.keyring import Keyring
 
+    if kind == "module":
+        lock = _fork.lock()
+        return lock, lambda: lock.acquire(timeout=HANG)
+    if kind == "core block":
+        return core._lock_for("store", "alice", "memory"), lambda: core._lock_for("store", "alice", "memory").acquire()
+    if kind == "keyring":
+        ring = Keyring(tmp_path / "keys", b"k" * 32)
+        return ring._lock, lambda: ring.current("alice")
     cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+    if kind == "cache":
+        return cache._lock, lambda: cache.note_skipped("forked")
+    if kind == "cache vectors":
+        return cache._vectors._lock, lambda: cache._vectors.remember("q", [1.0])
     llm_cache = SemanticLLMCache(cache, config_key="user_id").for_user("alice")
-    ring = Keyring(tmp_path / "keys", b"k" * 32)
-    uses: list[tuple[Any, Callable[[], object]]] = [
-        (cache._lock, lambda: cache.note_skipped("forked")),
-        (cache._vectors._lock, lambda: cache._vectors.remember("q", [1.0])),
-        (llm_cache._lock, llm_cache._view),
-        (ring._lock, lambda: ring.current("alice")),
-    ]
-    for lock, use in uses:
+    return llm_cache._lock, llm_cache._view
 
-        def child(use: Callable[[], object] = use) -> str:
-            use()
-            return "used"
 
-        with held_by_another_thread(lock):
-            assert run_forked(child) == "used", lock
+@pytest.mark.parametrize("kind", ["module", "core block", "keyring", "cache", "cache vectors", "llm cache"])
+@pytest.mark.parametrize("holder", ["another thread", "the forking thread"])
+def test_a_lock_held_at_the_fork_is_free_in_the_child(tmp_path: Path, kind: str, holder: str) -> None:
+    lock, use = lock_of(kind, tmp_path)
+
+    def child() -> str:
+        use()
+        return "used"
+
+    with held_by_another_thread(lock) if holder == "another thread" else lock:
+        assert run_forked(child) == "used"
+    with lock:  # the parent's lock is its own again
+        pass
+
+
+def _in_memory(embeddings: Any) -> Any:
+    import chromadb
+    from chromadb.config import Settings
+
+    from langchain_session_rag import SessionVectorMemory
+
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    return SessionVectorMemory(chroma_client=client, user_id="alice", embeddings=embeddings)
+
+
+ATTEMPTS: dict[str, Callable[[Path, Any], object]] = {
+    "the parent's memory: add": lambda tmp, memory: memory.add_messages(
+        [{"role": "user", "content": "child"}], session_id="c"
+    ),
+    "the parent's memory: search": lambda tmp, memory: memory.invoke("parent"),
+    "the parent's memory: count": lambda tmp, memory: memory.count(),
+    "the parent's memory: core memory": lambda tmp, memory: memory.core.read("memory"),
+    "the same folder again": lambda tmp, memory: open_store(tmp / "store"),
+    "a copy made before the fork": lambda tmp, memory: open_store(tmp / "copy"),
+    "the folder, moved after the fork": lambda tmp, memory: (
+        (tmp / "store").rename(tmp / "moved"),
+        open_store(tmp / "moved"),
+    ),
+    "a relative path to the folder": lambda tmp, memory: (os.chdir(tmp), open_store(Path("store"))),
+    "a new folder": lambda tmp, memory: open_store(tmp / "new"),
+    "a new in-memory store": lambda tmp, memory: _in_memory(memory.service.embeddings).count(),
+    "a new store on the parent's client": lambda tmp, memory: _on_client(memory.backend.client).count(),
+    "linking the parent's cache": lambda tmp, memory: _parents_cache(tmp).link_memory(memory),
+}
+"""What a child of a process with an embedded store open may try; each ends in ``StoreLockedError``."""
+
+
+def _on_client(client: Any) -> Any:
+    from langchain_session_rag.stores.chroma import ChromaBackend
+
+    return ChromaBackend(client, name="another_store")
+
+
+def _parents_cache(tmp: Path) -> Any:
+    return PARENTS_CACHE[tmp]
+
+
+PARENTS_CACHE: dict[Path, Any] = {}
+
+
+@pytest.mark.parametrize("attempt", list(ATTEMPTS))
+def test_a_child_of_a_process_with_an_embedded_store_refuses_every_embedded_store(tmp_path: Path, attempt: str) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    from langchain_session_rag import SemanticCache
+
+    memory = written_store(tmp_path / "store")
+    memory.invoke("parent")  # warm: the replica is loaded
+    shutil.copytree(tmp_path / "store", tmp_path / "copy")
+    PARENTS_CACHE[tmp_path] = SemanticCache.local(
+        path=tmp_path / "cache", user_id="alice", embeddings=DeterministicFakeEmbedding(size=8)
+    )
+
+    def child() -> str:
+        try:
+            ATTEMPTS[attempt](tmp_path, memory)
+        except StoreLockedError as exc:
+            return f"StoreLockedError: {exc}"
+        return "not refused"
+
+    answer = run_forked(child)
+    assert answer.startswith("StoreLockedError: "), answer
+    assert f"forked from process {os.getpid()}" in answer
+    assert "'spawn'" in answer
+    assert "SessionVectorMemory.server(host, port, ...)" in answer
+    assert memory.count() == 1  # the parent goes on
+    assert memory.core.read("memory") == "- parent"
 
 
 EMBEDDED_THEN_FORK = """
@@ -225,13 +306,10 @@ def test_a_forked_child_refuses_an_embedded_store_its_parent_opened(tmp_path: Pa
 
 
 def test_a_forked_child_does_not_keep_the_store_lock_past_its_parent(tmp_path: Path) -> None:
-    import os
-
     from langchain_session_rag.stores import locking
 
     locking.lock_embedded_store(tmp_path / "store")
-    fd = next(fd for key, (fd, _pid) in locking._LOCKS.items() if key == str((tmp_path / "store").resolve()))
-
+    fd = locking._LOCKS[str((tmp_path / "store").resolve())]
     lock_file = (tmp_path / "store" / locking.LOCK_FILE).stat()
 
     def child() -> str:
@@ -245,435 +323,40 @@ def test_a_forked_child_does_not_keep_the_store_lock_past_its_parent(tmp_path: P
     assert os.path.samestat(os.fstat(fd), lock_file)  # the parent keeps it
 
 
-REOPEN_AFTER_PARENT_EXITS = """
-import faulthandler, os, sys, time
+FORK_FIRST = """
+import os, sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SessionVectorMemory
 
-folder, other = sys.argv[1], sys.argv[2]
-embeddings = DeterministicFakeEmbedding(size=8)
-memory = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
-memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
-memory.core.append("memory", "- parent")
-if len(sys.argv) > 3:  # moved while open: where the child finds it is not where it was opened
-    os.rename(folder, sys.argv[3])
-    folder = sys.argv[3]
-gone, told = os.pipe()
-if os.fork() == 0:
-    os.close(told)
-    os.read(gone, 1)  # the parent has exited: it no longer holds the folder's lock
-    time.sleep(0.3)
-    faulthandler.dump_traceback_later(60, exit=True)  # a hang prints where and fails the test
-    try:
-        again = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
-        print("reopened", again.core.read("memory"), again.count(), flush=True)
-    except Exception as exc:
-        print("reopen", type(exc).__name__, exc, flush=True)
-    fresh = SessionVectorMemory.local(path=other, user_id="alice", embeddings=embeddings)
-    fresh.core.append("memory", "- child")
-    fresh.add_messages([{"role": "user", "content": "child wrote this"}], session_id="c")
-    print("other folder", fresh.core.read("memory"), fresh.count(), flush=True)
-    os._exit(0)
-os._exit(0)  # closes `told`: the child goes on
+folder = sys.argv[1]
+if os.fork() == 0:  # a child whose parent never opened an embedded store: it opens one and works
+    memory = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+    memory.add_messages([{"role": "user", "content": "child wrote this"}], session_id="c")
+    memory.core.append("memory", "- child")
+    print("child", memory.count(), memory.core.read("memory"), flush=True)
+    if os.fork() == 0:  # its own child refuses, and exits normally
+        try:
+            memory.count()
+        except Exception as exc:
+            print("grandchild", type(exc).__name__, flush=True)
+        sys.exit(0)
+    print("grandchild exit", os.waitstatus_to_exitcode(os.wait()[1]), flush=True)
+    sys.exit(0)
+print("child exit", os.waitstatus_to_exitcode(os.wait()[1]), flush=True)
 """
 
 
-@pytest.mark.parametrize("moved", [False, True], ids=["in place", "moved before the fork"])
-def test_a_forked_child_refuses_to_reopen_its_parents_folder_even_after_the_parent_exits(
-    tmp_path: Path, moved: bool
-) -> None:
-    # chromadb keeps an open folder's state for the whole process: a child's new client for it hung on its first read.
-    folders = [str(tmp_path / "store"), str(tmp_path / "other")] + ([str(tmp_path / "moved")] if moved else [])
+def test_a_child_whose_parent_never_opened_an_embedded_store_opens_one(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, "-c", REOPEN_AFTER_PARENT_EXITS, *folders],
+        [sys.executable, "-c", FORK_FIRST, str(tmp_path / "store")],
         capture_output=True,
         text=True,
-        timeout=180,
+        timeout=HANG,  # a hang fails the test
         check=False,
     )
-    lines = out.stdout.splitlines()  # the child keeps the pipe open: run() returns when both have exited
-    assert len(lines) == 2, (lines, out.stderr[-3000:])
-    assert lines[0].startswith("reopen StoreLockedError "), lines[0]
-    assert "was open in process" in lines[0]
-    assert "forked from it" in lines[0]
-    assert "'spawn'" in lines[0]
-    assert "SessionVectorMemory.server" in lines[0]
-    assert lines[1] == "other folder - child 1"  # another folder opens and works in the child
-
-
-def test_a_client_a_forked_child_opens_on_its_parents_folder_is_refused(tmp_path: Path) -> None:
-    import chromadb
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-    from langchain_session_rag.errors import StoreLockedError
-    from langchain_session_rag.stores.chroma import ChromaBackend
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
-    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
-    memory.core.append("memory", "- parent")
-
-    def child() -> str:
-        answers = []
-        try:  # the caller's own client, past the package's lock (such a client hung on some first reads)
-            ChromaBackend(chromadb.PersistentClient(path=str(tmp_path / "store")), name="session_memory").count()
-        except StoreLockedError as exc:
-            answers.append("refused" if "forked from it" in str(exc) else str(exc))
-        fresh = SessionVectorMemory.local(path=tmp_path / "other", user_id="alice", embeddings=embeddings)
-        fresh.core.append("memory", "- child")
-        answers.append(fresh.core.read("memory"))
-        return " / ".join(answers)
-
-    assert run_forked(child) == "refused / - child"
-    assert memory.core.read("memory") == "- parent"  # the parent goes on
-
-
-def test_a_core_memory_block_lock_held_at_the_fork_is_free_in_the_child() -> None:
-    from langchain_session_rag.memory import core
-
-    lock = core._lock_for("store", "alice", "memory")
-    with lock:  # held by the parent's thread that forks: in the child no thread would ever release it
-
-        def child() -> str:
-            taken = core._lock_for("store", "alice", "memory").acquire(timeout=5)
-            return "taken" if taken else "held forever"
-
-        assert run_forked(child) == "taken"
-
-
-def test_a_copy_of_the_parents_folder_is_refused_in_the_child_and_a_fresh_one_works(tmp_path: Path) -> None:
-    import shutil
-
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    seed = SessionVectorMemory.local(path=tmp_path / "template", user_id="alice", embeddings=embeddings)
-    seed.add_messages([{"role": "user", "content": "seeded"}], session_id="p")
-    seed.core.append("memory", "- seeded")
-    shutil.copytree(tmp_path / "template", tmp_path / "worker")  # one folder per worker, copied before the fork
-
-    def child() -> str:
-        answers = []
-        try:  # chromadb keeps its state by collection: the copy's core-memory read hung like the folder's
-            copy = SessionVectorMemory.local(path=tmp_path / "worker", user_id="alice", embeddings=embeddings)
-            answers.append(copy.core.read("memory"))
-        except Exception as exc:  # noqa: BLE001 - the test reads the error's type and message
-            names = f"holds the collections of {str(tmp_path / 'template')!r}" in str(exc)
-            answers.append(f"{type(exc).__name__}: {names}")
-        fresh = SessionVectorMemory.local(path=tmp_path / "fresh", user_id="alice", embeddings=embeddings)
-        fresh.core.append("memory", "- fresh")
-        answers.append(fresh.core.read("memory"))
-        return " / ".join(answers)
-
-    assert run_forked(child) == "StoreLockedError: True / - fresh"
-
-
-def test_a_relative_folder_is_judged_where_it_was_opened_not_where_the_fork_ran(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    (tmp_path / "elsewhere").mkdir()
-    monkeypatch.chdir(tmp_path)
-    memory = SessionVectorMemory.local(path="A", user_id="alice", embeddings=embeddings)
-    memory.add_messages([{"role": "user", "content": "parent"}], session_id="p")
-    monkeypatch.chdir(tmp_path / "elsewhere")  # a daemon changes directory before it forks
-
-    def child() -> str:
-        answers = []
-        for folder in (tmp_path / "A", tmp_path / "elsewhere" / "A"):
-            try:
-                other = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=embeddings)
-                other.add_messages([{"role": "user", "content": "child"}], session_id="c")
-                answers.append(f"{folder.parent.name}/A opened")
-            except Exception as exc:  # noqa: BLE001, PERF203 - the test reads the error type
-                answers.append(f"{folder.parent.name}/A {type(exc).__name__}")
-        return " / ".join(answers)
-
-    assert run_forked(child) == f"{tmp_path.name}/A StoreLockedError / elsewhere/A opened"
-
-
-def test_a_new_in_memory_store_works_in_a_forked_child_beside_a_linked_cache(tmp_path: Path) -> None:
-    import chromadb
-    from chromadb.config import Settings
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SemanticCache, SessionVectorMemory
-
-    embeddings, settings = DeterministicFakeEmbedding(size=8), Settings(anonymized_telemetry=False)
-
-    def in_memory() -> SessionVectorMemory:
-        client = chromadb.EphemeralClient(settings=settings)
-        return SessionVectorMemory(chroma_client=client, user_id="alice", embeddings=embeddings)
-
-    memory = in_memory()
-    cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=embeddings)
-    cache.link_memory(memory)  # an embedded cache: refused in the child, so it must not stop the child's forget
-    memory.add_messages([{"role": "user", "content": "parent"}], session_id="p")
-    memory.core.append("memory", "- parent")
-
-    def child() -> str:
-        fresh = in_memory()
-        fresh.add_messages([{"role": "user", "content": "child"}], session_id="c")
-        fresh.core.append("memory", "- child")
-        return f"{fresh.count()} {fresh.core.read('memory')} forgot {fresh.forget(session_id='c')} {fresh.count()}"
-
-    assert run_forked(child) == "1 - child forgot 1 0"
-    assert memory.count() == 1
-    assert memory.core.read("memory") == "- parent"
-
-
-def test_a_forked_child_reads_no_database_to_refuse_a_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SQLite's own locks may be held by another thread of the parent at the fork: the child must not call it.
-
-    The parent reads what the child needs just before the fork; the child looks for the ids in the file's bytes.
-    """
-    import os
-
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-    from langchain_session_rag.stores import locking
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
-    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
-    memory.core.append("memory", "- parent")
-    readers: list[int] = []
-    real = locking.read_chroma_db
-
-    def recording(folder: str, query: str, **options: float) -> object:
-        readers.append(os.getpid())
-        return real(folder, query, **options)
-
-    monkeypatch.setattr(locking, "read_chroma_db", recording)
-
-    def child() -> str:
-        shutil.copytree(tmp_path / "store", tmp_path / "copy")  # made after the fork: known by its collections
-        try:
-            SessionVectorMemory.local(path=tmp_path / "copy", user_id="alice", embeddings=embeddings)
-        except StoreLockedError as exc:
-            refused = "holds the collections of" in str(exc)
-        else:
-            refused = False
-        return f"{readers.count(os.getpid())} reads in the child; copy refused: {refused}"
-
-    assert run_forked(child) == "0 reads in the child; copy refused: True"
-    assert readers, "the parent read the ids before the fork"
-
-
-def test_a_folder_moved_after_the_fork_is_refused_where_it_is_now(tmp_path: Path) -> None:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    memory = SessionVectorMemory.local(path=tmp_path / "store", user_id="alice", embeddings=embeddings)
-    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
-
-    def child() -> str:
-        (tmp_path / "store").rename(tmp_path / "moved")
-        try:
-            SessionVectorMemory.local(path=tmp_path / "moved", user_id="alice", embeddings=embeddings)
-        except StoreLockedError as exc:
-            named = repr(str(tmp_path / "store")) in str(exc)
-            return f"refused, names the folder it was: {named}"
-        return "opened"
-
-    assert run_forked(child) == "refused, names the folder it was: True"
-
-
-def test_a_database_the_parent_merely_reads_is_not_refused_in_the_child(tmp_path: Path) -> None:
-    import sqlite3
-
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-
-    def make() -> str:  # a store made by another process
-        made = SessionVectorMemory.local(path=tmp_path / "other", user_id="alice", embeddings=embeddings)
-        made.add_messages([{"role": "user", "content": "made elsewhere"}], session_id="o")
-        made.flush()
-        return "made"
-
-    assert run_forked(make) == "made"
-    reader = sqlite3.connect(f"file:{tmp_path / 'other' / 'chroma.sqlite3'}?mode=ro", uri=True)
-    try:
-        assert reader.execute("SELECT count(*) FROM collections").fetchone()[0] >= 1
-
-        def child() -> str:
-            opened = SessionVectorMemory.local(path=tmp_path / "other", user_id="alice", embeddings=embeddings)
-            return f"count {opened.count()}"
-
-        assert run_forked(child) == "count 1"
-    finally:
-        reader.close()
-
-
-def test_a_cache_the_parent_opened_cannot_be_linked_in_the_child(tmp_path: Path) -> None:
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SemanticCache, SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    cache = SemanticCache.local(path=tmp_path / "cache", user_id="alice", embeddings=embeddings)
-
-    def child() -> str:
-        memory = SessionVectorMemory.local(path=tmp_path / "child", user_id="alice", embeddings=embeddings)
-        try:
-            cache.link_memory(memory)
-        except StoreLockedError as exc:
-            return f"refused: {str(tmp_path / 'cache') in str(exc)}"
-        return "linked"
-
-    assert run_forked(child) == "refused: True"
-
-
-def test_copies_are_refused_after_the_parents_folder_moved_or_went_after_the_fork(tmp_path: Path) -> None:
-    written_store(tmp_path / "store").core.append("memory", "- parent")
-    shutil.copytree(tmp_path / "store", tmp_path / "before")  # a copy made before the fork
-
-    def child() -> str:
-        (tmp_path / "store").rename(tmp_path / "moved")
-        shutil.copytree(tmp_path / "moved", tmp_path / "after")  # a copy of the moved folder
-        shutil.rmtree(tmp_path / "moved")
-        return ", ".join(f"{name} {opened_or_refused(tmp_path / name)}" for name in ("after", "before"))
-
-    assert run_forked(child) == "after refused, before refused"
-
-
-def test_a_handed_in_client_whose_folder_moved_before_the_fork_is_refused_where_it_is(tmp_path: Path) -> None:
-    import chromadb
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    embeddings = DeterministicFakeEmbedding(size=8)
-    client = chromadb.PersistentClient(path=str(tmp_path / "store"))
-    memory = SessionVectorMemory(chroma_client=client, user_id="alice", embeddings=embeddings)
-    memory.add_messages([{"role": "user", "content": "parent wrote this"}], session_id="p")
-    memory.flush()
-    (tmp_path / "store").rename(tmp_path / "moved")
-
-    def child() -> str:
-        try:
-            SessionVectorMemory.local(path=tmp_path / "moved", user_id="alice", embeddings=embeddings)
-        except StoreLockedError:
-            return "refused"
-        return "opened"
-
-    assert run_forked(child) == "refused"
-
-
-def written_store(path: Path, text: str = "parent wrote this") -> Any:
-    """A local memory at ``path`` holding one message, written through (fake embeddings)."""
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
-    memory.add_messages([{"role": "user", "content": text}], session_id="p")
-    memory.flush()
-    return memory
-
-
-def open_answer(path: Path) -> str:
-    """Open a local memory at ``path``: its count, or the refusal with its message."""
-    from langchain_core.embeddings import DeterministicFakeEmbedding
-
-    from langchain_session_rag import SessionVectorMemory
-
-    try:
-        memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
-    except StoreLockedError as exc:
-        return f"StoreLockedError: {exc}"
-    return f"count {memory.count()}"
-
-
-def opened_or_refused(path: Path) -> str:
-    """Open a local memory at ``path``: its count, or ``"refused"``."""
-    answer = open_answer(path)
-    return "refused" if answer.startswith("StoreLockedError") else answer
-
-
-def test_a_store_quoting_the_parents_collection_ids_in_its_text_is_not_refused(tmp_path: Path) -> None:
-    from langchain_session_rag.stores import locking
-
-    written_store(tmp_path / "store")
-    ids = sorted(locking._folder_ids(str(tmp_path / "store")))
-    assert len(ids) >= 3
-    quoting = f"my collections {' '.join(ids)} return 500"
-    assert run_forked(lambda: str(written_store(tmp_path / "other", quoting).count())) == "1"  # another process's
-    assert run_forked(lambda: opened_or_refused(tmp_path / "other")) == "count 1"
-
-
-def test_a_copy_is_refused_when_a_writer_held_the_parents_database_at_the_fork(tmp_path: Path) -> None:
-    import sqlite3
-
-    written_store(tmp_path / "store")
-    assert run_forked(lambda: "an earlier fork") == "an earlier fork"  # the parent read the ids then
-    shutil.copytree(tmp_path / "store", tmp_path / "copy")
-    writer = sqlite3.connect(str(tmp_path / "store" / "chroma.sqlite3"), isolation_level=None)
-    writer.execute("BEGIN EXCLUSIVE")  # the parent's read just before the next fork cannot get in
-    try:
-        assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"
-    finally:
-        writer.execute("ROLLBACK")
-        writer.close()
-
-
-def test_a_folder_the_child_cannot_check_is_refused_not_risked(tmp_path: Path) -> None:
-    """No Python to run the check (an embedding host names itself as the executable): refused, with the reason."""
-    import sys
-
-    written_store(tmp_path / "store")
-
-    def child() -> str:
-        shutil.copytree(tmp_path / "store", tmp_path / "copy")
-        sys.executable = "/usr/sbin/uwsgi"
-        return open_answer(tmp_path / "copy")
-
-    answer = run_forked(child)
-    assert answer.startswith("StoreLockedError: This process cannot tell whether the embedded store "), answer
-    assert "'spawn'" in answer
-
-
-def test_a_check_that_fails_refuses_and_is_tried_again(tmp_path: Path) -> None:
-    """The copy's database held by a writer for longer than the check waits: refused, and not remembered."""
-    import sqlite3
-
-    from langchain_session_rag.stores import locking
-
-    written_store(tmp_path / "store")
-    assert run_forked(lambda: "an earlier fork") == "an earlier fork"
-    shutil.copytree(tmp_path / "store", tmp_path / "copy")
-    writer = sqlite3.connect(str(tmp_path / "copy" / "chroma.sqlite3"), isolation_level=None)
-    writer.execute("BEGIN EXCLUSIVE")  # held by this process: the child's check in a new interpreter waits, fails
-    try:
-        answer = run_forked(lambda: f"{open_answer(tmp_path / 'copy')} | remembered {len(locking._COPY_CHECKS)}")
-    finally:
-        writer.execute("ROLLBACK")
-        writer.close()
-    assert answer.startswith("StoreLockedError: This process cannot tell whether"), answer
-    assert answer.endswith(" | remembered 0")
-    assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"  # the lock gone: known as a copy
-
-
-def test_a_copy_is_refused_when_the_fork_read_its_folders_past_the_wait(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Many open folders (a long-running process) use up the wait for writers: the folders are still read."""
-    from langchain_session_rag.stores import locking
-
-    monkeypatch.setattr(locking, "FORK_READ_TIMEOUT", 0.0)  # as when earlier folders took all of it
-    written_store(tmp_path / "store")
-    shutil.copytree(tmp_path / "store", tmp_path / "copy")
-    assert run_forked(lambda: opened_or_refused(tmp_path / "copy")) == "refused"
+    assert out.stdout.splitlines() == [
+        "child 1 - child",
+        "grandchild StoreLockedError",
+        "grandchild exit 0",
+        "child exit 0",
+    ], out.stderr[-2000:]
