@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
+from hypothesis import settings
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, get_default_embeddings
@@ -28,6 +29,9 @@ from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # chromadb: no telemetry (the store also sets it)
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`cmd &`, nohup): ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the tests press Ctrl-C: their children must hear it
+
+settings.register_profile("session-rag", database=None)  # no .hypothesis/ folder written into the checkout
+settings.load_profile("session-rag")
 
 SLOW_FIXTURES = frozenset({"real_embeddings", "make_memory", "chroma_server"})
 """A test using one of these (directly or through another fixture) loads the real model or starts a server."""

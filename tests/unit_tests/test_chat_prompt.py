@@ -77,8 +77,8 @@ def spawn(tmp_path: os.PathLike[str], *args: str) -> pexpect.spawn:
     script = os.path.join(tmp_path, "child.py")  # noqa: PTH118
     with open(script, "w", encoding="utf-8") as fh:  # noqa: PTH123
         fh.write(CHILD)
-    return pexpect.spawn(
-        sys.executable, [script, *args], encoding="utf-8", timeout=60, env={**os.environ, "TERM": "dumb"}
+    return pexpect.spawn(  # use_poll: not select(), which fails once a test worker holds 1,024 descriptors
+        sys.executable, [script, *args], encoding="utf-8", timeout=60, env={**os.environ, "TERM": "dumb"}, use_poll=True
     )
 
 
