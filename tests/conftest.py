@@ -13,12 +13,12 @@ import itertools
 import os
 import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from hypothesis import settings
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, get_default_embeddings
@@ -26,12 +26,11 @@ from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.models.fingerprint import PROBE_TEXTS
 from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 
+# Hypothesis keeps its examples and caches outside the checkout (read when it first stores something, in a test)
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "session-rag-hypothesis"))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # chromadb: no telemetry (the store also sets it)
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`cmd &`, nohup): ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the tests press Ctrl-C: their children must hear it
-
-settings.register_profile("session-rag", database=None)  # no .hypothesis/ folder written into the checkout
-settings.load_profile("session-rag")
 
 SLOW_FIXTURES = frozenset({"real_embeddings", "make_memory", "chroma_server"})
 """A test using one of these (directly or through another fixture) loads the real model or starts a server."""
