@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
 from langchain_session_rag.cli import main
 from langchain_session_rag.cli.options import err, out
 
@@ -376,14 +377,15 @@ def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
 def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
     path = tmp_path / "old"
-    write = (  # in a process of its own: an embedded store has one process at a time
-        "import sys\n"
-        "from langchain_session_rag import LocalEmbeddings, SessionVectorMemory\n"
-        "memory = SessionVectorMemory.local(path=sys.argv[1], user_id='alice', embeddings=LocalEmbeddings(backend='torch'))\n"
-        "memory.add_messages([{'role': 'user', 'content': 'My sourdough starter is called Bubbles.'},\n"
-        "                     {'role': 'assistant', 'content': 'Cute!'}], session_id='s1')\n"
+    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=LocalEmbeddings(backend="torch"))
+    memory.add_messages(
+        [
+            {"role": "user", "content": "My sourdough starter is called Bubbles."},
+            {"role": "assistant", "content": "Cute!"},
+        ],
+        session_id="s1",
     )
-    subprocess.run([sys.executable, "-c", write, str(path)], check=True, capture_output=True, timeout=300)
+    memory.flush()
     env = {"SESSION_RAG_PATH": str(path), "SESSION_RAG_USER": "alice"}
     assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout  # opened with the torch route
     mixed = run("search", "x", "--embeddings", "local", env=env, check=1)
