@@ -72,10 +72,14 @@ def _width(columns: int) -> Iterator[None]:
         out.width, err.width = before
 
 
-def run(*args: str, env: dict[str, str] | None = None, stdin: str = "", check: int | None = 0) -> Done:
-    """Run ``session-rag ARGS`` in this process, without a terminal, and check its exit code."""
+def run(*args: str, env: dict[str, str | None] | None = None, stdin: str = "", check: int | None = 0) -> Done:
+    """Run ``session-rag ARGS`` in this process, without a terminal, and check its exit code (``env``: over this
+    process's environment, None removes a variable)."""
     full_env = {**ENV, **(env or {})}
-    with CliRunner().isolation(input=stdin, env=full_env) as (stdout, stderr, _), _width(int(full_env["COLUMNS"])):
+    with (
+        CliRunner().isolation(input=stdin, env=full_env) as (stdout, stderr, _),
+        _width(int(full_env.get("COLUMNS") or 80)),
+    ):
         try:
             code = main(list(args))
         finally:
