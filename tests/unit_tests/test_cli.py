@@ -64,12 +64,12 @@ class Done:
 @contextlib.contextmanager
 def _width(columns: int) -> Iterator[None]:
     """The consoles read COLUMNS once, when the CLI is imported: give them this command's width."""
-    before = out.width, err.width
+    before = out._width, err._width  # None: measured when printing
     out.width = err.width = columns
     try:
         yield
     finally:
-        out.width, err.width = before
+        out._width, err._width = before
 
 
 def run(*args: str, env: dict[str, str | None] | None = None, stdin: str = "", check: int | None = 0) -> Done:
