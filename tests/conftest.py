@@ -13,6 +13,7 @@ import itertools
 import os
 import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
@@ -25,6 +26,8 @@ from langchain_session_rag.chunking import ExchangeChunker
 from langchain_session_rag.models.fingerprint import PROBE_TEXTS
 from langchain_session_rag.models.onnx_encoder import OnnxEncoder
 
+# Hypothesis keeps its examples and caches outside the checkout (read when it first stores something, in a test)
+os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", str(Path(tempfile.gettempdir()) / "session-rag-hypothesis"))
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")  # chromadb: no telemetry (the store also sets it)
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background (`cmd &`, nohup): ignored
     signal.signal(signal.SIGINT, signal.default_int_handler)  # the tests press Ctrl-C: their children must hear it

@@ -29,6 +29,7 @@ def spawn(*args: str, env: dict[str, str]) -> pexpect.spawn:
         env={**os.environ, "NO_COLOR": "1", "TERM": "dumb", "PYTHONFAULTHANDLER": "1", **env},
         encoding="utf-8",
         timeout=240,
+        use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
         dimensions=(50, 250),
     )
     child.expect("Type /help for commands")
@@ -208,6 +209,7 @@ def test_forget_asks_on_a_terminal(tmp_path: Path, answer: str) -> None:
         env={**os.environ, "NO_COLOR": "1", **env},
         encoding="utf-8",
         timeout=240,
+        use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
     )
     child.expect_exact("Forget EVERYTHING stored for user 'alice'")
     child.sendline(answer)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import signal
 import sys
 import textwrap
@@ -77,8 +78,8 @@ def spawn(tmp_path: os.PathLike[str], *args: str) -> pexpect.spawn:
     script = os.path.join(tmp_path, "child.py")  # noqa: PTH118
     with open(script, "w", encoding="utf-8") as fh:  # noqa: PTH123
         fh.write(CHILD)
-    return pexpect.spawn(
-        sys.executable, [script, *args], encoding="utf-8", timeout=60, env={**os.environ, "TERM": "dumb"}
+    return pexpect.spawn(  # use_poll: not select(), which fails once a test worker holds 1,024 descriptors
+        sys.executable, [script, *args], encoding="utf-8", timeout=60, env={**os.environ, "TERM": "dumb"}, use_poll=True
     )
 
 
@@ -142,3 +143,20 @@ def test_a_wake_up_fd_set_before_is_served_or_let_go(
     for shown in expected:
         child.expect_exact(shown)
     child.expect(pexpect.EOF)
+
+
+def test_the_pty_helper_works_in_a_worker_holding_more_than_1024_descriptors(tmp_path: os.PathLike[str]) -> None:
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] < 1200:
+        pytest.skip("this machine lets a process open fewer than 1,200 files")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]  # as a long pytest-xdist worker may
+    try:
+        child = spawn(tmp_path, "lines")  # its terminal's descriptor is past 1,024: select() cannot wait on it
+        child.expect_exact("you> ")
+        child.sendeof()
+        child.expect_exact("end of input")
+        child.expect(pexpect.EOF)
+        child.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert child.exitstatus == 0

@@ -1,17 +1,30 @@
-"""The ``session-rag`` command, run as a person runs it: a subprocess per command, its output, its exit code."""
+"""The ``session-rag`` command as a person runs it: its output, its exit code, its errors.
+
+Each command runs in this process (``run``: Click's ``CliRunner`` isolation, with its own stdin, stdout, stderr and
+environment, through ``main``, the code behind the entry point), so the real model is loaded once, not once per
+command. A few smoke tests start the real entry point in a subprocess for what only a process shows: exit codes as
+seen by a shell, a closed stdout, a reader that goes away.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-pytestmark = pytest.mark.slow  # the CLI in subprocesses, on the real model
+from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
+from langchain_session_rag.cli import main
+from langchain_session_rag.cli.options import err, out
+
+pytestmark = pytest.mark.slow  # the CLI on the real model, and a few subprocesses
 
 ROOT = Path(__file__).parents[2]
 IMPORTS = ROOT / "tests" / "data" / "imports"
@@ -32,29 +45,63 @@ COMMANDS = [
     "sessions",
     "stats",
 ]
+ENV = {
+    "OLLAMA_HOST": "http://127.0.0.1:9",  # nothing listens: the in-process model is used, and said to be
+    "COLUMNS": "200",
+    "NO_COLOR": "1",
+}
 
 
-def run(*args: str, env: dict[str, str] | None = None, stdin: str = "", check: int | None = 0) -> Any:
-    """Run ``python -m langchain_session_rag ARGS`` (the ``session-rag`` entry point) without a terminal."""
-    full_env = {
-        **os.environ,
-        "OLLAMA_HOST": "http://127.0.0.1:9",  # nothing listens: the in-process model is used, and said to be
-        "COLUMNS": "200",
-        "NO_COLOR": "1",
-        **(env or {}),
-    }
-    done = subprocess.run(
+@dataclass
+class Done:
+    """What a command did, as ``subprocess.run`` reports it."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@contextlib.contextmanager
+def _width(columns: int) -> Iterator[None]:
+    """The consoles read COLUMNS once, when the CLI is imported: give them this command's width."""
+    before = out._width, err._width  # None: measured when printing
+    out.width = err.width = columns
+    try:
+        yield
+    finally:
+        out._width, err._width = before
+
+
+def run(*args: str, env: dict[str, str | None] | None = None, stdin: str = "", check: int | None = 0) -> Done:
+    """Run ``session-rag ARGS`` in this process, without a terminal, and check its exit code (``env``: over this
+    process's environment, None removes a variable)."""
+    full_env = {**ENV, **(env or {})}
+    with (
+        CliRunner().isolation(input=stdin, env=full_env) as (stdout, stderr, _),
+        _width(int(full_env.get("COLUMNS") or 80)),
+    ):
+        try:
+            code = main(list(args))
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        done = Done(code, stdout.getvalue().decode(), stderr.getvalue().decode())
+    if check is not None:
+        assert done.returncode == check, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    return done
+
+
+def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the real entry point, ``python -m langchain_session_rag ARGS``, in a process of its own."""
+    full_env = {**os.environ, **ENV, **(env or {})}
+    return subprocess.run(
         [sys.executable, "-m", "langchain_session_rag", *args],
-        input=stdin,
         capture_output=True,
         text=True,
         env=full_env,
         timeout=300,
         check=False,
     )
-    if check is not None:
-        assert done.returncode == check, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    return done
 
 
 def test_help_version_and_every_command_has_plain_help() -> None:
@@ -334,14 +381,15 @@ def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
 def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
     path = tmp_path / "old"
-    write = (  # in a process of its own: an embedded store has one process at a time
-        "import sys\n"
-        "from langchain_session_rag import LocalEmbeddings, SessionVectorMemory\n"
-        "memory = SessionVectorMemory.local(path=sys.argv[1], user_id='alice', embeddings=LocalEmbeddings(backend='torch'))\n"
-        "memory.add_messages([{'role': 'user', 'content': 'My sourdough starter is called Bubbles.'},\n"
-        "                     {'role': 'assistant', 'content': 'Cute!'}], session_id='s1')\n"
+    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=LocalEmbeddings(backend="torch"))
+    memory.add_messages(
+        [
+            {"role": "user", "content": "My sourdough starter is called Bubbles."},
+            {"role": "assistant", "content": "Cute!"},
+        ],
+        session_id="s1",
     )
-    subprocess.run([sys.executable, "-c", write, str(path)], check=True, capture_output=True, timeout=300)
+    memory.flush()
     env = {"SESSION_RAG_PATH": str(path), "SESSION_RAG_USER": "alice"}
     assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout  # opened with the torch route
     mixed = run("search", "x", "--embeddings", "local", env=env, check=1)
@@ -354,3 +402,19 @@ def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tm
     assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout
     assert "nothing to do" in run("reembed", "--yes", env=env).stdout
     assert "No store at" in run("reembed", "--yes", "--path", str(tmp_path / "nowhere"), check=2).stderr
+
+
+def test_the_entry_point_in_a_process_exits_0_1_and_2_with_one_line(tmp_path: Path) -> None:
+    version = run_process("--version")
+    assert version.returncode == 0
+    assert version.stdout.startswith("session-rag ")
+    unknown = run_process("nope")
+    assert unknown.returncode == 2
+    assert "No such command 'nope'" in unknown.stderr
+    truncated = run_process(
+        "ingest", str(IMPORTS / "invalid" / "chatgpt_truncated.json"), "--path", str(tmp_path / "db")
+    )
+    assert truncated.returncode == 1
+    (line,) = truncated.stderr.strip().splitlines()
+    assert line.startswith("session-rag: error: ")
+    assert "chatgpt_truncated.json: not valid JSON" in line

@@ -5,8 +5,9 @@ The convention the pages follow:
 - A ```python block runs; the blocks of one page share one namespace and run in order, in a temporary folder
   that holds a link to the repository's ``tests/`` (so ``tests/data/...`` paths work).
 - A ```bash block whose lines are ``session-rag ...`` commands (or ``export NAME=value``) runs: each command is
-  the real command line (``python -m langchain_session_rag``) in a fresh process, with ``HOME`` in a temporary
-  folder, so the store is the default one under it. The blocks of a page share that ``HOME``.
+  the real command line (``main``, behind the ``session-rag`` entry point, in Click's ``CliRunner`` isolation:
+  ``tests/unit_tests/test_cli.py::run``), with ``HOME`` in a temporary folder, so the store is the default one
+  under it. The blocks of a page share that ``HOME``.
 - A ```text block right after a block that runs (only blank lines, or a line ``Output:``, between them) is that
   block's exact output (stdout, and stderr for the command line). A block that prints while the page shows no
   output fails, as does any difference. ``...`` in the shown output matches any text (for values that change
@@ -26,13 +27,13 @@ import io
 import os
 import re
 import shlex
-import subprocess
-import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.unit_tests.test_cli import run
 
 pytestmark = pytest.mark.slow  # the user's examples run on the real parts: the bundled model, the CLI
 
@@ -87,16 +88,15 @@ class PageRunner:
         self.name = name
         self.workdir = workdir
         self.namespace: dict[str, object] = {"__name__": f"docs_example_{Path(name).stem}"}
-        self.env = {
-            **os.environ,
+        self.env: dict[str, str | None] = {  # over this process's environment; None removes a variable
             "HOME": str(workdir / "home"),
-            "PYTHONPATH": str(ROOT),
             "COLUMNS": "100",
             "NO_COLOR": "1",
             "TERM": "dumb",
+            "OLLAMA_HOST": os.environ.get("OLLAMA_HOST"),
         }
         for key in ("SESSION_RAG_PATH", "SESSION_RAG_USER", "SESSION_RAG_SERVER", "SESSION_RAG_EMBEDDINGS"):
-            self.env.pop(key, None)
+            self.env[key] = None
         self.failures: list[str] = []
         self.ran = 0
         self.compared = 0
@@ -118,10 +118,7 @@ class PageRunner:
                 key, _, value = line.removeprefix("export ").partition("=")
                 self.env[key] = value
                 continue
-            argv = [sys.executable, "-m", "langchain_session_rag", *shlex.split(line)[1:]]
-            proc = subprocess.run(  # noqa: PLW1510 - the exit code is checked below
-                argv, cwd=self.workdir, env=self.env, capture_output=True, text=True, timeout=300
-            )
+            proc = run(*shlex.split(line)[1:], env=self.env, check=None)
             if proc.returncode != 0:
                 msg = f"{self.name}:{block.line}: `{line}` exited {proc.returncode}:\n{proc.stdout}{proc.stderr}"
                 raise AssertionError(msg)

@@ -97,3 +97,10 @@ def test_a_fault_point_kills_the_process_exactly_where_it_is_named() -> None:
     assert _exit_of_child("rebuild:copy-page@3", ["rebuild:copy-page"] * 2) == 0
     assert _exit_of_child("rebuild:copy-page@3", ["rebuild:copy-page"] * 3) == -signal.SIGKILL
     _faults.fault_point("rebuild:switch")  # unset here: nothing happens
+
+
+def test_hypothesis_keeps_its_examples_and_caches_outside_the_checkout() -> None:
+    from hypothesis.configuration import storage_directory
+
+    where = storage_directory("examples", intent_to_write=False).path.resolve()
+    assert not where.is_relative_to(ROOT.resolve()), f"Hypothesis writes into the checkout: {where}"
