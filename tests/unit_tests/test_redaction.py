@@ -290,8 +290,6 @@ def test_a_secret_split_by_separators_is_replaced_whole(how: str, text: str, kin
     result = redact_secrets(text)
     assert [s.kind for s in result.secrets] == [kind], how
     secret = result.secrets[0]
-    digits_or_key = secret.value.replace(" ", "").replace("\n", "").replace("-", "")
-    assert len(digits_or_key) >= 4
     assert result.text == text[: secret.start] + f"[secret:{kind}]" + text[secret.end :]
     assert not any(part in result.text for part in ("1111", "A1b2", "7EXA", "3704", "4821", "482193")), how
 
