@@ -195,7 +195,10 @@ def by_split(header: str, splits: list[str], keys: list[str], cell: Callable[[st
     return rows + [f"| {key} | " + " | ".join(cell(split, key) for split in splits) + " |" for key in keys]
 
 
-REPEATED_UNITS = ("sk-", "-p", "eyJ", "password: ", "github_pat_", "xoxb-1-", "aA1", "Ab1+", "a.", "4111 ", "://", "//")
+REPEATED_UNITS = (
+    *("sk-", "-p", "eyJ", "password: ", "github_pat_", "xoxb-1-", "aA1", "Ab1+", "a.", "4111 ", "://", "//"),
+    *("AKIA-", "ghp_A1b2 ", "4111/", "1111,", "pin is 1234 ", "de89 "),  # split keys, separators, PINs, IBANs
+)
 """Pieces a hostile message repeats to make a regular expression backtrack (each once caused quadratic time)."""
 
 

@@ -17,6 +17,7 @@ from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.questions import normalise_question
 from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
+from langchain_session_rag.privacy._folding import blank
 from langchain_session_rag.privacy.redaction import find_secrets
 from langchain_session_rag.stores.base import Record
 from langchain_session_rag.stores.records import user_metadata
@@ -91,12 +92,15 @@ def check_client(client: object) -> None:
 
 
 def check_question(question: object, standalone: object) -> None:
-    """The question is a non-blank string (its standalone rewrite, when given, a string)."""
+    """The question is a non-blank string (its standalone rewrite, when given, a string).
+
+    Blank is whitespace and characters that draw nothing (a zero-width space, a word joiner, a soft hyphen).
+    """
     for name, value in (("question", question), ("standalone", standalone)):
         if (value is not None or name == "question") and not isinstance(value, str):
             msg = f"{name} must be a string, got {type(value).__name__}."
             raise InvalidArgumentError(msg)
-    if isinstance(question, str) and not question.strip():
+    if isinstance(question, str) and blank(question):
         msg = f"question must be a non-blank string, got {question!r:.40}: pass the user's question."
         raise InvalidArgumentError(msg)
 

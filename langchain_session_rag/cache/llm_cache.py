@@ -25,6 +25,7 @@ from langchain_session_rag.cache.scope import (
 )
 from langchain_session_rag.cache.semantic import SemanticCache
 from langchain_session_rag.errors import InvalidArgumentError
+from langchain_session_rag.privacy._folding import blank
 from langchain_session_rag.prompt.texts import CONTEXT_CLOSE, CONTEXT_OPEN
 
 USER_VIEWS = 256
@@ -180,7 +181,7 @@ class SemanticLLMCache(BaseCache):
         if view is None:
             return None
         question, history, digest = _split_prompt(prompt)
-        if not question.strip():
+        if blank(question):
             return None
         return view, question, history, f"{llm_string}\x1e{digest}" if digest else llm_string
 

@@ -8,6 +8,7 @@ from langchain_core.messages import AnyMessage, BaseMessage, messages_from_dict
 
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionRAGState
+from langchain_session_rag.privacy._folding import blank
 
 
 def asked_message(state: SessionRAGState) -> BaseMessage:
@@ -44,7 +45,8 @@ def check_turn(messages: Sequence[BaseMessage]) -> None:
     """Refuse a turn whose messages cannot be answered (the rule of ``validate`` and of the run's input).
 
     Raises:
-        InvalidRequestError: No messages, a last message that is not a user turn, or an empty last user message.
+        InvalidRequestError: No messages, a last message that is not a user turn, or an empty last user message
+            (whitespace, or only characters that draw nothing).
     """
     if not messages:
         msg = "No messages: send at least one user message."
@@ -52,6 +54,6 @@ def check_turn(messages: Sequence[BaseMessage]) -> None:
     if messages[-1].type != "human":
         msg = f"The last message must be a user turn, got a {messages[-1].type!r} message."
         raise InvalidRequestError(msg)
-    if not messages[-1].text.strip() and is_text_only(messages[-1]):
+    if blank(messages[-1].text) and is_text_only(messages[-1]):  # whitespace or characters that draw nothing
         msg = "The last user message is empty: send a question."
         raise InvalidRequestError(msg)

@@ -62,6 +62,11 @@ def drop_invisible(text: str) -> str:
     return "".join(ch for ch in text if not invisible(ch))
 
 
+def blank(text: str) -> bool:
+    """Whether ``text`` draws nothing: only whitespace and invisible characters (:func:`invisible`)."""
+    return not drop_invisible(text).strip()
+
+
 @functools.lru_cache(maxsize=4096)
 def _fold_char(ch: str) -> str:
     if invisible(ch):

@@ -3,8 +3,10 @@
 Chat text is full of strings that look random and are not secrets (git SHAs, UUIDs, checksums, base64 images,
 identifiers, URLs), so these rules ask for more than entropy. A password needs a password keyword and an
 assignment ("password: x", "my password is x", ``password = "x"``); after a verb ("is", "was") the value must not
-be a plain word. A high-entropy string is a run of base64 characters, outside a URL (except the value of a
-credential-like query parameter) and outside a data URI, that is not a UUID and not made of words and numbers;
+be a plain word. A PIN is four to twelve digits after "PIN" (or "PIN code", "PIN number") and ``is``, ``was``
+or ``:`` ("my PIN is 4821"; not ``pin = 1234``: code). A high-entropy string is a run of base64 characters, outside
+a URL (except the value of a credential-like query parameter) and outside a data URI, that is not a UUID and not
+made of words and numbers;
 without a secret keyword shortly before it (``key``, ``token``, ``secret``...) it must be long (``BARE_MIN_LENGTH``),
 mix upper case, lower case and digits, and pass an entropy floor; a hexadecimal string (a hash, a SHA) counts only
 after a secret keyword. The entropy is detect-secrets' Shannon entropy of its ``Base64HighEntropyString`` and
@@ -46,6 +48,11 @@ _CHANGED_TO = re.compile(
     rf"(?:{_PASSWORD_WORDS})\s+(?P<sep>to)\s+"
     r"(?P<value>\"[^\"\n]{3,100}\"|'[^'\n]{3,100}'|`[^`\n]{3,100}`|[^\s\"'`]{3,100})",
     re.IGNORECASE,
+)
+_PIN = re.compile(
+    r"\bpin(?:\s+(?:code|number))?\s*(?::|\bis\b|\bwas\b|\bis\s+now\b|\bchanged\s+to\b|\bset\s+to\b)\s*"
+    r"(?P<value>\d{4,12})(?![\w.,:/-]*\w)",
+    re.IGNORECASE | re.ASCII,
 )
 _CODE_VALUE = re.compile(r"[$%]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:[\[(].*)?$|[A-Za-z_]\w*[\[(]")
 _VERBAL = re.compile(r"[a-z\s]+", re.IGNORECASE)
@@ -135,9 +142,9 @@ def _password_value(match: re.Match[str]) -> tuple[int, int] | None:
 def find_passwords(text: str) -> list[Span]:
     """Passwords given after a password keyword, in words or in code, as ``(start, end, kind)``."""
     lowered = text.lower()
-    if not any(word in lowered for word in ("pass", "pwd", "pw", "contras", "mot de")):
+    if not any(word in lowered for word in ("pass", "pwd", "pw", "contras", "mot de", "pin")):
         return []
-    found = []
+    found = [(*match.span("value"), "password") for match in _PIN.finditer(text)]
     for match in (*_NATURAL_PASSWORD.finditer(text), *_CHANGED_TO.finditer(text)):
         span = _password_value(match)
         if span is not None:

@@ -2,9 +2,11 @@
 
 Both return ``(start, end, kind)`` spans in the text they are given. A card number must pass the Luhn check, start
 with a prefix of a card network whose lengths allow its digit count, and, when written in groups, use one separator
-(a space, a hyphen or a dot) and groups of three to six digits; a number announced as an order, tracking, ticket or
-phone number is left alone.
-An IBAN must start with a country code of the registry, have that country's length and pass the mod-97 check.
+between every two groups (a space, a hyphen, a dot, a slash, an underscore, a comma, a tab or a line break) and
+groups of four, then three to six digits (``4111 1111 1111 1111``, ``3782-822463-10005``), or two groups of eight
+separated by a space or a hyphen; a number announced as an order, tracking, ticket or phone number is left alone.
+An IBAN must start with a country code of the registry, have that country's length and pass the mod-97 check; one
+written in lower case (``de89370400440532013000``) must have digits only after its country code.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ CARD = "card-number"
 IBAN = "iban"
 
 _CARD_RE = re.compile(
-    r"(?<![\w+\-/.])\d{3,6}(?:[ .-]\d{1,7}){1,5}(?![\w\-/]|\.\d)|(?<![\w+\-/.])\d{13,19}(?![\w\-/]|\.\d)",
+    r"(?<![\w+\-/.,])(?:\d{3,8}(?P<sep>[ .\-/_,\t\n])\d{1,8}(?:(?P=sep)\d{1,8}){0,4}|\d{13,19})(?![\w\-/]|[.,]\d)",
     re.ASCII,
 )
 _NOT_A_CARD_BEFORE = re.compile(
@@ -57,8 +59,8 @@ _IBAN_LENGTHS = dict(
         "TN:24 TR:26 UA:29 VA:22 VG:24 XK:20"
     ).split()
 )
-_IBAN_START = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2})(\d{2})")
-_SEPARATORS = frozenset(" .-")
+_IBAN_START = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2}|[a-z]{2})(\d{2})")
+_HALVES = frozenset(" -")  # two groups of eight: only as people write them
 
 
 def luhn_valid(digits: str) -> bool:
@@ -76,13 +78,11 @@ def _card_network(digits: str) -> bool:
     return any(low <= int(digits[:width]) <= high and len(digits) in lengths for width, low, high, lengths in _NETWORKS)
 
 
-def _grouping_ok(candidate: str) -> bool:
-    separators = {char for char in candidate if char in _SEPARATORS}
-    if not separators:
+def _grouping_ok(groups: list[str], separator: str | None) -> bool:
+    if separator is None:
         return True
-    if len(separators) > 1:
-        return False
-    groups = re.split(r"[ .-]", candidate)
+    if len(groups) == 2 and len(groups[0]) == len(groups[1]) == 8:  # noqa: PLR2004
+        return separator in _HALVES
     return len(groups[0]) == 4 and all(3 <= len(group) <= 6 for group in groups[1:-1]) and 1 <= len(groups[-1]) <= 6  # noqa: PLR2004
 
 
@@ -90,9 +90,10 @@ def find_cards(text: str) -> list[tuple[int, int, str]]:
     """Card numbers of known networks that pass the Luhn check, as ``(start, end, "card-number")``."""
     found = []
     for match in _CARD_RE.finditer(text):
-        candidate = match.group()
-        digits = candidate.replace(" ", "").replace("-", "").replace(".", "")
-        if not 13 <= len(digits) <= 19 or not _grouping_ok(candidate):  # noqa: PLR2004
+        separator = match.group("sep")
+        groups = match.group().split(separator) if separator else [match.group()]
+        digits = "".join(groups)
+        if not 13 <= len(digits) <= 19 or not _grouping_ok(groups, separator):  # noqa: PLR2004
             continue
         if not (_card_network(digits) and luhn_valid(digits)):
             continue
@@ -111,19 +112,24 @@ def iban_valid(iban: str) -> bool:
 
 
 def find_ibans(text: str) -> list[tuple[int, int, str]]:
-    """Valid IBANs, compact or written in groups separated by single spaces, as ``(start, end, "iban")``."""
+    """Valid IBANs, compact or written in groups separated by single spaces, as ``(start, end, "iban")``.
+
+    Upper case, or lower case with digits only after the country code (a lower-case string with letters in it is
+    more often an identifier or a digest than an IBAN).
+    """
     found = []
     position = 0
     while (match := _IBAN_START.search(text, position)) is not None:
         position = match.start() + 1
-        length = _IBAN_LENGTHS.get(match.group(1))
+        length = _IBAN_LENGTHS.get(match.group(1).upper())
         if length is None:
             continue
-        chars: list[str] = []
-        end = match.start()
+        lower = match.group(1).islower()
+        chars: list[str] = [*match.group(1).upper(), *match.group(2)]
+        end = match.end()
         while end < len(text) and len(chars) < int(length):
             char = text[end]
-            if char.isascii() and (char.isdigit() or char.isupper()):
+            if char.isascii() and (char.isdigit() or (char.isupper() and not lower)):
                 chars.append(char)
             elif not (char == " " and chars and end + 1 < len(text) and text[end + 1] != " "):
                 break

@@ -6,6 +6,12 @@ use: importing detect-secrets costs about 0.2 s), run with ``finditer`` to get e
 here from their public specifications (GitHub fine-grained tokens, OpenAI project keys, Anthropic and Google API
 keys, Stripe test keys, encrypted PKCS#8 private keys). A private key is replaced whole, from ``-----BEGIN`` to
 its ``-----END`` line (or, when the paste was cut, to the end of its base64 body).
+
+A key of a fixed shape split into even pieces by one separator used throughout (a space, a tab, a line break, or a
+hyphen when the key has none: ``ghp_A1b2C3 d4E5f6G7h8 ...``, ``AKIA-IOSF-ODNN-7EXA-MPLE``) is found when its pieces,
+joined, have exactly that shape, with a digit in them (and both cases for a GitHub token): a classic GitHub token
+(a ``ghp_``-like prefix and 36 letters and digits) or an AWS access key id (``AKIA``-like and 16 upper-case letters
+and digits).
 """
 
 from __future__ import annotations
@@ -56,6 +62,21 @@ _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----"
 _PEM_BODY_LINE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: .*|=[A-Za-z0-9+/]{4})?[ \t]*\r?$")
 _PUTTY_END = re.compile(r"Private-MAC: [0-9a-fA-F]+")
 _PEM_WINDOW = 20_000
+
+
+def _split_shape(prefix: str, chars: str, length: int, kind: str, *, mixed: bool) -> tuple[Any, ...]:
+    """A fixed shape found split into pieces: (prefix, its pieces, body length, kind, mixed case required)."""
+    pieces = re.compile(rf"{chars}*(?P<sep>[ \t\n-]){chars}+(?:(?P=sep){chars}+)*")
+    return re.compile(prefix), pieces, length, kind, mixed
+
+
+_SPLIT_SHAPES = (
+    _split_shape(r"(?<![A-Za-z0-9_])gh[pousr]_", "[A-Za-z0-9]", 36, "github-token", mixed=True),
+    _split_shape(
+        r"(?<![A-Za-z0-9_])(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)", "[A-Z0-9]", 16, "aws-access-key", mixed=False
+    ),
+)
+_SPLIT_MIN_PIECE = 4
 _NPM = re.compile(
     r"(?:^|(?<=[\s\"'=]))//[^\s]{1,256}?/:_authToken=\s*((npm_[A-Za-z0-9]+)|([A-Fa-f0-9-]{36}))", re.MULTILINE
 )
@@ -169,6 +190,41 @@ def find_tokens(text: str) -> list[Span]:
                     continue
             found.append((start, end, kind))
     return found
+
+
+def find_split_tokens(text: str) -> list[Span]:
+    """Keys of a fixed shape split into even pieces by one separator, as ``(start, end, kind)`` (module docstring)."""
+    if not (_triggered(text, "github-token") or _triggered(text, "aws-access-key")):
+        return []
+    found = []
+    for prefix, pieces, length, kind, mixed in _SPLIT_SHAPES:
+        for match in prefix.finditer(text):
+            run = pieces.match(text, match.end(), match.end() + 2 * length)  # bounded: no rescan of a long run
+            if run is None:
+                continue
+            separator = run.group("sep")
+            head = text[match.start() : run.end()].split(separator)
+            taken = _pieces_of_length(head, len(match.group()) + length)
+            if taken is None:
+                continue
+            body = "".join(taken)[len(match.group()) :]
+            if not any(char.isdigit() for char in body) or (mixed and (body.islower() or body.isupper())):
+                continue
+            found.append((match.start(), match.start() + len(separator.join(taken)), kind))
+    return found
+
+
+def _pieces_of_length(pieces: list[str], length: int) -> list[str] | None:
+    """The first pieces, when they are even (all as long as the first, the last no longer) and join to ``length``."""
+    size, total = len(pieces[0]), 0
+    for count, piece in enumerate(pieces, 1):
+        total += len(piece)
+        last = total >= length
+        if size < _SPLIT_MIN_PIECE or not 0 < len(piece) <= size or (not last and len(piece) != size):
+            return None
+        if last:
+            return pieces[:count] if total == length and count > 1 else None
+    return None
 
 
 def _block_end(text: str, start: int) -> int:

@@ -34,7 +34,7 @@ from langchain_session_rag.privacy._heuristics import (
     find_passwords,
 )
 from langchain_session_rag.privacy._numbers import find_cards, find_ibans
-from langchain_session_rag.privacy._tokens import find_private_keys, find_tokens
+from langchain_session_rag.privacy._tokens import find_private_keys, find_split_tokens, find_tokens
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -146,6 +146,7 @@ def find_secrets(text: str) -> list[FoundSecret]:
     candidates = [
         *find_private_keys(text),
         *find_tokens(text),
+        *find_split_tokens(text),
         *find_cards(text),
         *find_ibans(text),
         *find_passwords(text),

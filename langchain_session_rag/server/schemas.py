@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from langchain_session_rag.errors import StoreLockedError, StoreUnavailableError, StoreWriteError
+from langchain_session_rag.privacy._folding import blank
 from langchain_session_rag.stores.adapter import is_connection_error
 
 ERROR_TYPES = {
@@ -137,7 +138,7 @@ class ChatRequest(BaseModel):
         if last.role != "user":
             msg = f"The last message must be the user's question, got a {last.role!r} message."
             raise ApiError(422, msg, code="invalid_messages", param=f"messages[{len(self.messages) - 1}].role")
-        if not last.text().strip():
+        if blank(last.text()):  # whitespace, or only characters that draw nothing
             msg = "The last user message is empty: send a question."
             raise ApiError(422, msg, code="invalid_messages", param=f"messages[{len(self.messages) - 1}].content")
 

@@ -243,11 +243,12 @@ def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: 
         stranger.close()
 
 
-def replayed(base: str, value: str, path: str = "/ui/sessions") -> tuple[int, str | None]:
-    """A page fetched with a captured cookie value, by another program: its status and where it sends the browser."""
+def replayed(base: str, cookie: str, path: str = "/ui/sessions") -> tuple[int, str | None]:
+    """A page fetched with a captured ``name=value`` cookie, by another program: its status and where it sends the
+    browser."""
     connection = http.client.HTTPConnection("127.0.0.1", int(base.rsplit(":", 1)[1]), timeout=60)
     try:
-        connection.request("GET", path, headers={"Cookie": f"session_rag_ui={value}"})
+        connection.request("GET", path, headers={"Cookie": cookie})
         answer = connection.getresponse()
         answer.read()
         return answer.status, answer.getheader("location")
@@ -279,11 +280,12 @@ def test_a_cookie_heard_on_another_port_is_no_token_and_ends_at_sign_out(browser
     try:
         page.goto(f"http://127.0.0.1:{listener.server_port}/ui/anything")  # the signed-in browser opens its page
         expect(page.get_by_role("heading", level=1)).to_have_text("Elsewhere")
-        heard = [c for c in Listener.heard if "session_rag_ui=" in c]
+        heard = [found.group() for c in Listener.heard if (found := re.search(r"session_rag_ui_[0-9a-f]+=[^;]+", c))]
         assert heard, "Chromium sends the cookie to another port of the host (what the docs warn of)"
-        value = heard[-1].split("session_rag_ui=", 1)[1].split(";", 1)[0]
+        cookie = heard[-1]
+        value = cookie.partition("=")[2]
         assert ALICE not in value
-        assert replayed(server.base, value) == (200, None)  # while signed in, it opens the pages (the docs say so)
+        assert replayed(server.base, cookie) == (200, None)  # while signed in, it opens the pages (the docs say so)
         stranger = urllib.request.Request(
             f"{server.base}/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"}
         )
@@ -293,7 +295,7 @@ def test_a_cookie_heard_on_another_port_is_no_token_and_ends_at_sign_out(browser
         page.goto(f"{server.base}/ui/sessions")
         page.get_by_role("button", name="Sign out").click()
         expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
-        assert replayed(server.base, value) == (303, "/ui/login")  # signed out: the heard value opens nothing
+        assert replayed(server.base, cookie) == (303, "/ui/login")  # signed out: the heard value opens nothing
     finally:
         context.close()
         listener.shutdown()
@@ -379,10 +381,10 @@ def test_an_import_the_browser_leaves_still_finishes_and_leaves_no_copy(tmp_path
             f"Content-Type: application/json\r\n\r\n{chats}\r\n--{boundary}--\r\n"
         ).encode()
         jar = next(h for h in opener.handlers if isinstance(h, urllib.request.HTTPCookieProcessor)).cookiejar
-        token = next(c.value for c in jar)
+        cookie = next(f"{c.name}={c.value}" for c in jar)
         connection = http.client.HTTPConnection("127.0.0.1", int(ui.base.rsplit(":", 1)[1]), timeout=60)
         connection.request("POST", "/ui/import", body=body, headers={
-            "Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": f"session_rag_ui={token}",
+            "Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": cookie,
             "Origin": ui.base, "Sec-Fetch-Site": "same-origin"})  # fmt: skip
         answer = connection.getresponse()
         assert answer.status == 200

@@ -133,7 +133,7 @@ def test_one_serve_with_four_uvicorn_workers(tmp_path: Path, tokens: Path, chrom
 
 
 ALICE, BOB = "alice-signin-token-0123456789", "bob-signin-token-0123456789ab"
-COOKIE = "session_rag_ui"
+COOKIE = "session_rag_ui_"  # then a short id of the server's pages secret: one name for all its workers
 
 
 def worker_of(http: httpx.Client, bearer: str) -> int:
@@ -160,25 +160,26 @@ def one_client_per_worker(base: str, workers: int) -> dict[int, httpx.Client]:
     raise AssertionError(msg)
 
 
-def page(http: httpx.Client, path: str, value: str) -> httpx.Response:
-    """A page fetched with a captured cookie value (the client keeps no cookie of its own)."""
+def page(http: httpx.Client, path: str, cookie: str) -> httpx.Response:
+    """A page fetched with a captured ``name=value`` cookie (the client keeps no cookie of its own)."""
     http.cookies.clear()
-    return http.get(path, headers={"cookie": f"{COOKIE}={value}"})
+    return http.get(path, headers={"cookie": cookie})
 
 
 def signed_in_on(http: httpx.Client, token: str) -> str:
-    """Sign in on this worker; the session value the browser would keep."""
+    """Sign in on this worker; the cookie the browser would keep and send back, as ``name=value``."""
     http.cookies.clear()
     answer = http.post("/ui/login", data={"token": token}, headers={"sec-fetch-site": "same-origin"})
     assert answer.status_code == 303, answer.text
-    return str(answer.cookies[COOKIE])
+    [(name, value)] = [(name, value) for name, value in answer.cookies.items() if name.startswith(COOKIE)]
+    return f"{name}={value}"
 
 
-def signed_out_on(http: httpx.Client, value: str) -> None:
-    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page(http, "/ui/core", value).text)
+def signed_out_on(http: httpx.Client, cookie: str) -> None:
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', page(http, "/ui/core", cookie).text)
     assert csrf is not None
     http.cookies.clear()
-    headers = {"cookie": f"{COOKIE}={value}", "sec-fetch-site": "same-origin"}
+    headers = {"cookie": cookie, "sec-fetch-site": "same-origin"}
     assert http.post("/ui/logout", data={"csrf": csrf.group(1)}, headers=headers).status_code == 303
 
 
@@ -199,7 +200,8 @@ def test_a_sign_out_on_one_worker_ends_the_sign_in_on_every_worker(
             assert ALICE not in value
             assert [page(c, "/ui/sessions", value).status_code for c in (one, other)] == [200, 200]
             for c in (one, other):  # the value is no API key on any worker
-                assert c.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"}).status_code == 401
+                bearer = {"Authorization": f"Bearer {value.partition('=')[2]}"}
+                assert c.get("/v1/memory/sessions", headers=bearer).status_code == 401
             signed_out_on(signs_out, value)
             ended = [page(c, "/ui/sessions", value) for c in (checks, signs_out)]
             assert [(r.status_code, r.headers["location"]) for r in ended] == [(303, "/ui/login")] * 2

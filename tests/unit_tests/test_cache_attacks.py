@@ -384,6 +384,13 @@ def test_images_are_part_of_the_key_and_image_only_questions_are_not_cached(llm_
     assert llm.invoke([ask("https://x/b.jpg", "")]).text == "answer #4", "no text: nothing to match"
 
 
+def test_a_chat_call_whose_message_draws_nothing_is_answered_and_never_cached(llm_cache: SemanticLLMCache) -> None:
+    llm = model().with_config(as_user("alice"))
+    assert llm.invoke("\u200b").text == "answer #1"
+    assert llm.invoke("\u2060\u00ad").text == "answer #2", "a blank question: nothing to match, no error"
+    assert llm.invoke("\u200b").text == "answer #3"
+
+
 def test_chat_messages_with_a_user_role_keep_the_exact_digest(llm_cache: SemanticLLMCache) -> None:
     from langchain_core.messages import ChatMessage, SystemMessage
 
@@ -447,7 +454,8 @@ def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> No
     cache = make_cache("alice")
     with pytest.raises(InvalidArgumentError, match="question must be a string"):
         cache.lookup(None)  # type: ignore[arg-type]
-    for blank in ("", "  \n\t"):
+    # Blank: whitespace, or only characters that draw nothing (a zero-width space, a word joiner, a soft hyphen).
+    for blank in ("", "  \n\t", "\u200b", "\u2060\u00ad", " \ufeff\u200b\n"):
         for call in (lambda q: cache.update(q, "x"), cache.lookup, cache.decide):
             with pytest.raises(InvalidArgumentError, match=r"question must be a non-blank string, got '") as caught:
                 call(blank)

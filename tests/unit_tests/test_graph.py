@@ -58,7 +58,11 @@ def test_a_fact_from_session_one_reaches_the_prompt_of_session_two(memory: Sessi
 
 @pytest.mark.parametrize(
     ("messages", "fragment"),
-    [([], "No messages"), ([HumanMessage("hi"), AIMessage("hello")], "must be a user turn")],
+    [
+        ([], "No messages"),
+        ([HumanMessage("hi"), AIMessage("hello")], "must be a user turn"),
+        ([HumanMessage(" \u200b\u2060\u00ad ")], "is empty"),  # only characters that draw nothing
+    ],
 )
 def test_invalid_turns_fail_before_any_model_call(memory: SessionVectorMemory, messages, fragment: str) -> None:
     model = RecordingModel([])

@@ -81,7 +81,7 @@ def test_without_a_token_every_page_sends_the_browser_to_sign_in(memory: Session
     refused = http.get("/ui/login?token=not-the-token-at-all")
     assert refused.status_code == 401
     assert "not known to the server" in refused.text
-    http.cookies.set(COOKIE, "a-guessed-token-value", path="/ui")
+    http.cookies.set(cookie_name(http), "a-guessed-token-value", path="/ui")
     assert http.get("/ui/sessions").status_code == 303
     assert memory.count() == 2  # nothing changed
 
@@ -482,15 +482,21 @@ def stranger(http: TestClient) -> TestClient:
 
 
 def sign_in(http: TestClient, token: str) -> str:
-    """Sign in through the form; the session value the browser got."""
+    """Sign in through the form; the cookie the browser got and sends back, as ``name=value``."""
     answer = http.post("/ui/login", data={"token": token}, headers=SAME_ORIGIN)
     assert answer.status_code == 303, answer.text
-    return str(answer.cookies[COOKIE])
+    [(name, value)] = [(name, value) for name, value in answer.cookies.items() if name.startswith(COOKIE)]
+    return f"{name}={value}"
 
 
-def replayed(http: TestClient, value: str, path: str = "/ui/sessions") -> int:
-    """The status of a page fetched with a captured cookie value (another client: no cookie of its own)."""
-    return http.get(path, headers={"cookie": f"{COOKIE}={value}"}).status_code
+def cookie_name(http: TestClient, token: str = TOKEN) -> str:
+    """The name of a server's sign-in cookie (one per server), learned by signing another client in."""
+    return sign_in(stranger(http), token).partition("=")[0]
+
+
+def replayed(http: TestClient, cookie: str, path: str = "/ui/sessions") -> int:
+    """The status of a page fetched with a captured ``name=value`` cookie (another client: no cookie of its own)."""
+    return http.get(path, headers={"cookie": cookie}).status_code
 
 
 def test_the_cookie_is_not_the_token_never_an_api_key_and_dies_at_sign_out(
@@ -502,17 +508,15 @@ def test_the_cookie_is_not_the_token_never_an_api_key_and_dies_at_sign_out(
     thief = stranger(http)
     value = sign_in(http, TOKEN)
     assert TOKEN not in value
-    bearer = thief.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"})
+    bearer = thief.get("/v1/memory/sessions", headers={"Authorization": f"Bearer {value.partition('=')[2]}"})
     assert bearer.status_code == 401  # the cookie is no API key
-    assert thief.get("/v1/memory/sessions", headers={"cookie": f"{COOKIE}={value}"}).status_code == 401
+    assert thief.get("/v1/memory/sessions", headers={"cookie": value}).status_code == 401
     assert replayed(thief, value) == 200  # while signed in, a captured cookie opens the pages (the docs say so)
     csrf = csrf_of(http.get("/ui/core").text)
     assert http.post("/ui/logout", data={"csrf": csrf}, headers=SAME_ORIGIN).status_code == 303
     assert replayed(thief, value) == 303  # signed out: the captured value is dead
     assert http.get("/ui/sessions").headers["location"] == "/ui/login"
-    forged = thief.post(
-        "/ui/forget", data={"all": "1", "sure": "1", "csrf": csrf}, headers={"cookie": f"{COOKIE}={value}"}
-    )
+    forged = thief.post("/ui/forget", data={"all": "1", "sure": "1", "csrf": csrf}, headers={"cookie": value})
     assert forged.status_code == 303
     assert memory.count() == 2  # nothing changed
     assert sign_in(http, TOKEN) != value  # a new sign-in is a new session
@@ -524,16 +528,34 @@ def test_the_cookie_is_not_the_token_never_an_api_key_and_dies_at_sign_out(
 def test_a_tampered_or_foreign_cookie_opens_nothing(memory: SessionVectorMemory, tmp_path: Path) -> None:
     auth = Authenticator.from_token_file(token_file(tmp_path / "tokens", {"alice": TOKEN, "bob": BOB_TOKEN}))
     http = served(memory, auth)
-    value = sign_in(http, BOB_TOKEN)
+    name, _, value = sign_in(http, BOB_TOKEN).partition("=")
     body, _, signature = value.rpartition(".")
     version, _, payload = body.partition(".")
     fields = json.loads(base64.urlsafe_b64decode(payload + "=="))
     as_alice = base64.urlsafe_b64encode(json.dumps(["alice", *fields[1:]]).encode()).decode().rstrip("=")
-    assert replayed(stranger(http), value) == 200
+    assert replayed(stranger(http), f"{name}={value}") == 200
     for forged in (f"{body}.{'A' * len(signature)}", f"{version}.{as_alice}.{signature}", TOKEN, value[:-2]):
-        assert replayed(stranger(http), forged) == 303, forged
+        assert replayed(stranger(http), f"{name}={forged}") == 303, forged
     other_server = served(memory, auth)  # another server (another secret): the value means nothing there
-    assert replayed(other_server, value) == 303
+    assert replayed(other_server, f"{cookie_name(other_server)}={value}") == 303
+
+
+def test_two_servers_on_one_host_keep_their_own_sign_in(memory: SessionVectorMemory, tmp_path: Path) -> None:
+    """'session-rag ui' and 'session-rag serve' on 127.0.0.1: cookies ignore the port, so one browser sends each
+    server the other's cookie. Signing in to one must not replace the other's sign-in, nor signing out end it."""
+    ui = client(memory)  # session-rag ui, port 8765, alice
+    serve = served(memory, Authenticator.from_token_file(token_file(tmp_path / "tokens", {"bob": BOB_TOKEN})))
+    serve.cookies.jar = ui.cookies.jar  # one browser: one cookie jar for the host, whatever the port
+    assert ui.get(f"/ui/login?token={TOKEN}").status_code == 303
+    assert serve.post("/ui/login", data={"token": BOB_TOKEN}, headers=SAME_ORIGIN).status_code == 303
+    assert len({cookie.name for cookie in ui.cookies.jar}) == 2, "one sign-in cookie per server"
+    assert "Lisbon" in ui.get("/ui/sessions").text
+    assert "Miso" in serve.get("/ui/sessions").text
+    csrf = csrf_of(ui.get("/ui/core").text)
+    assert ui.post("/ui/logout", data={"csrf": csrf}, headers=SAME_ORIGIN).status_code == 303
+    assert ui.get("/ui/sessions").headers["location"] == "/ui/login"
+    assert "Miso" in serve.get("/ui/sessions").text, "signing out of one server leaves the other signed in"
+    assert cookie_name(serve, BOB_TOKEN) == cookie_name(serve, BOB_TOKEN) != cookie_name(ui)
 
 
 def test_a_sign_in_expires_when_idle_and_after_its_lifetime(memory: SessionVectorMemory) -> None:

@@ -257,3 +257,59 @@ def test_only_the_secret_changes_in_non_latin_text_around_it() -> None:
     assert (
         result.text == "私のキーは[secret:aws-access-key]です。\U0001f468\u200d\U0001f469\u200d\U0001f467 Zürich\u00a0!"
     )
+
+
+GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+CARD = "4111111111111111"
+
+
+def pieces(secret: str, separator: str, size: int) -> str:
+    return separator.join(secret[i : i + size] for i in range(0, len(secret), size))
+
+
+SPLIT = [
+    *((f"card grouped with {name}", f"charge {pieces(CARD, sep, 4)} please", "card-number")
+      for name, sep in (("tabs", "\t"), ("line breaks", "\n"), ("slashes", "/"), ("underscores", "_"),
+                        ("commas", ","))),
+    ("card in two groups of eight", f"card {pieces(CARD, ' ', 8)} exp 04/27", "card-number"),
+    ("card in two groups of eight with a hyphen", f"card {pieces(CARD, '-', 8)}", "card-number"),
+    ("github token split by spaces", f"my token {pieces(GITHUB, ' ', 10)} gives 401", "github-token"),
+    ("github token split by line breaks", f"token:\n{pieces(GITHUB, chr(10), 10)}\nwhy 401?", "github-token"),
+    ("github token split by spaces every 4", f"token {pieces(GITHUB, ' ', 4)} is it valid?", "github-token"),
+    ("aws key split by hyphens", "key AKIA-IOSF-ODNN-7EXA-MPLE fails", "aws-access-key"),
+    ("aws key split by spaces every 5", f"key {pieces(AWS, ' ', 5)} fails", "aws-access-key"),
+    ("lower-case IBAN", "send it to de89370400440532013000 thanks", "iban"),
+    ("lower-case IBAN in groups", "iban de89 3704 0044 0532 0130 00 ok", "iban"),
+    ("a PIN", "my PIN is 4821, don't tell anyone", "password"),
+    ("a PIN code after a colon", "SIM PIN code: 482193", "password"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("how", "text", "kind"), SPLIT, ids=[case[0] for case in SPLIT])
+def test_a_secret_split_by_separators_is_replaced_whole(how: str, text: str, kind: str) -> None:
+    result = redact_secrets(text)
+    assert [s.kind for s in result.secrets] == [kind], how
+    secret = result.secrets[0]
+    assert result.text == text[: secret.start] + f"[secret:{kind}]" + text[secret.end :]
+    assert not any(part in result.text for part in ("1111", "A1b2", "7EXA", "3704", "4821", "482193")), how
+
+
+SPLIT_LOOKALIKES = [
+    "ports 5432,6379,8080,9201 are open",  # a comma list that is no card: the Luhn check fails
+    "4111 1111 1111 1112 is not valid",  # grouped, Luhn-invalid
+    "the dates 20240315/20240415 are in the log",
+    "span ids 41111111 11111112 and 5a5b5c5d",  # two groups of eight, Luhn-invalid
+    "pin = 1234 on the board",  # code: a GPIO pin, not a PIN
+    "the PIN is 4-digit and the pin 18 is GPIO",
+    "ping 4821 ms, pins 12 and 13",
+    "the token prefix ghp_ is for classic tokens and gho_ for OAuth",
+    "ghp_ then 36 characters: letters and digits, like the others we saw",
+    "AKIA-LIKE-KEYS-ARE-FAKE",  # shaped, but no digit: not taken for a split key
+    "see de12 in the table, and id be4f9c2a7e1d0b3c",
+    "commit ab12 and be12345678901234567890123 was reverted",
+]
+
+
+@pytest.mark.parametrize("text", SPLIT_LOOKALIKES)
+def test_look_alikes_of_split_secrets_are_left_alone(text: str) -> None:
+    assert redact_secrets(text) == RedactedText(text, ())

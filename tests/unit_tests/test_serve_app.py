@@ -157,6 +157,20 @@ def test_lone_surrogates_are_a_422_naming_the_field_before_any_model_call_or_wri
     assert state(http) == before
 
 
+@pytest.mark.parametrize("text", ["", " \n", "\u200b", "\u2060\u00ad", " \ufeff "])
+def test_a_question_that_draws_nothing_is_a_422_before_any_model_call_or_write(
+    http: TestClient, model: CountingModel, text: str
+) -> None:
+    before = state(http)
+    reply = chat(http, text)
+    assert reply.status_code == 422, reply.text
+    error = reply.json()["error"]
+    assert (error["param"], error["code"]) == ("messages[0].content", "invalid_messages")
+    assert "empty" in error["message"]
+    assert model.calls == 0
+    assert state(http) == before
+
+
 def test_a_client_system_message_too_large_for_the_window_is_a_400_before_any_model_call(
     http: TestClient, model: CountingModel
 ) -> None:

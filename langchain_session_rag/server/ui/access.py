@@ -35,7 +35,10 @@ from langchain_session_rag.server.ui.html import PREFIX
 from langchain_session_rag.server.ui.signin import SignIn, SignOuts, TokenPrints, fingerprint
 
 COOKIE = "session_rag_ui"
-"""The cookie holding a signed-in browser's session value (never the token; for the pages' path only)."""
+"""The start of the name of the cookie holding a signed-in browser's session value (never the token; for the
+pages' path only). Each server's cookie is named ``session_rag_ui_`` + a short id of its pages secret
+(:attr:`UiAccess.cookie`): cookies ignore the port, so two servers on one host (``session-rag ui`` and
+``session-rag serve`` on 127.0.0.1) would otherwise replace each other's sign-in."""
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 """The host names ``session-rag ui`` answers to."""
 MAX_FORM_FIELDS = 64
@@ -84,6 +87,23 @@ class UiAccess:
     """Seconds since the epoch (a test moves it to expire sign-ins)."""
     _prints: TokenPrints = field(default_factory=TokenPrints, repr=False, compare=False)
 
+    @property
+    def cookie(self) -> str:
+        """The name of this server's sign-in cookie: :data:`COOKIE` and a short id of :attr:`secret`.
+
+        The same in every worker of a server (they share the secret), different for another server on the host.
+        The id is an HMAC of a fixed label under the secret: it tells nothing about the secret.
+        """
+        return f"{COOKIE}_{hmac.new(self.secret, b'cookie name', hashlib.sha256).hexdigest()[:12]}"
+
+    def hand_cookie(self, response: Response, value: str, *, secure: bool) -> None:
+        """Hand the browser its sign-in (``HttpOnly``, ``SameSite=Strict``, the pages' path, ``Secure`` on https)."""
+        response.set_cookie(self.cookie, value, httponly=True, samesite="strict", path=PREFIX, secure=secure)
+
+    def drop_cookie(self, response: Response) -> None:
+        """Make the browser drop this server's sign-in cookie (an ended sign-in, a sign-out)."""
+        response.delete_cookie(self.cookie, path=PREFIX, httponly=True, samesite="strict")
+
     def check_host(self, request: Request) -> None:
         """Refuse a request addressed to a host name not in :attr:`hosts` (a DNS-rebinding page).
 
@@ -113,7 +133,7 @@ class UiAccess:
                 token left the token file.
             Refused: 503 while the token file is unusable.
         """
-        value = request.cookies.get(COOKIE, "")
+        value = request.cookies.get(self.cookie, "")
         signin = SignIn.opened(value, self.secret) if value else None
         if signin is None or signin.expired(self.clock()) or self.sign_outs.signed_out(signin.id):
             raise LoginNeeded
@@ -188,11 +208,6 @@ class UiAccess:
         if viewer is not None and not hmac.compare_digest(str(form.get("csrf", "")), viewer.csrf):
             raise Refused(403, "This form is stale or was not sent from these pages: reload the page and try again.")
         return form
-
-
-def hand_cookie(response: Response, value: str, *, secure: bool) -> None:
-    """Give the browser its session value: ``HttpOnly``, ``SameSite=Strict``, the pages' path, ``Secure`` over https."""
-    response.set_cookie(COOKIE, value, httponly=True, samesite="strict", path=PREFIX, secure=secure)
 
 
 def host_problem(host: str, hosts: frozenset[str]) -> str:

@@ -11,7 +11,7 @@ from fastapi.responses import RedirectResponse, Response
 from starlette.requests import Request
 
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.server.ui.access import UiAccess, Viewer, hand_cookie
+from langchain_session_rag.server.ui.access import UiAccess, Viewer
 from langchain_session_rag.server.ui.html import HEADERS, PREFIX, page
 from langchain_session_rag.server.ui.search import SearchSettings
 
@@ -77,12 +77,11 @@ class Pages:
         seen = self.access.viewer(request)
         return seen, self.memory.for_user(seen.user)
 
-    @staticmethod
-    def shown(title: str, body: str, seen: Viewer, active: str, status: int = 200) -> Response:
+    def shown(self, title: str, body: str, seen: Viewer, active: str, status: int = 200) -> Response:
         """A page for the signed-in user, with the navigation's current item (and the renewed sign-in, if any)."""
         shown = page(title, body, user=seen.user, active=active, csrf=seen.csrf, status=status)
         if seen.renewed is not None:  # every page renews the idle limit (at most once a minute)
-            hand_cookie(shown, seen.renewed, secure=seen.secure)
+            self.access.hand_cookie(shown, seen.renewed, secure=seen.secure)
         return shown
 
 

@@ -18,7 +18,7 @@ from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.reading import file_limit
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.server.ui import forget as forget_page
-from langchain_session_rag.server.ui.access import COOKIE, LoginNeeded, Refused, UiAccess, hand_cookie
+from langchain_session_rag.server.ui.access import LoginNeeded, Refused, UiAccess
 from langchain_session_rag.server.ui.context import Pages, see
 from langchain_session_rag.server.ui.core import add_core_routes
 from langchain_session_rag.server.ui.html import HEADERS, PREFIX, esc, notice, page
@@ -70,7 +70,7 @@ def add_ui_routes(
     pages = Pages(memory, access, search, compaction, upload_limit or file_limit(None))
     if compaction:  # page reads wait while the store is compacted
         _gated(app, pages)
-    _door_routes(app)
+    _door_routes(app, access)
     _sign_in_routes(app, access)
     _view_routes(app, pages)
     _forget_routes(app, pages)
@@ -91,15 +91,15 @@ def _gated(app: FastAPI, pages: Pages) -> None:
             return await call_next(request)
 
 
-def _door_routes(app: FastAPI) -> None:
+def _door_routes(app: FastAPI, access: UiAccess) -> None:
     """Errors as pages, and the stylesheet."""
 
     @app.exception_handler(LoginNeeded)
     async def on_login(request: Request, exc: Exception) -> Response:
         del exc
         answer = see("login")
-        if COOKIE in request.cookies:  # an ended sign-in: the browser drops it
-            answer.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
+        if access.cookie in request.cookies:  # an ended sign-in: the browser drops it
+            access.drop_cookie(answer)
         return answer
 
     @app.exception_handler(Refused)
@@ -125,7 +125,7 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
         # a redirect would stay the link's navigation, and the browser would not send the SameSite=Strict cookie.
         on = f'<p><a href="{PREFIX}/sessions">Continue to your memory</a></p>'
         done = page("Signed in", on, user=None, then="sessions") if from_link else see("sessions")
-        hand_cookie(done, value, secure=request.url.scheme == "https")  # a session value, never the token
+        access.hand_cookie(done, value, secure=request.url.scheme == "https")  # a session value, never the token
         return done
 
     @app.get(f"{PREFIX}/login", include_in_schema=False)
@@ -161,7 +161,7 @@ def _sign_in_routes(app: FastAPI, access: UiAccess) -> None:
         await access.form(request, viewer)
         access.sign_out(viewer)  # in every worker: a copy of the cookie opens nothing from now on
         done = see("login")
-        done.delete_cookie(COOKIE, path=PREFIX, httponly=True, samesite="strict")
+        access.drop_cookie(done)
         return done
 
 
