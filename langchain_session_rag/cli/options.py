@@ -215,9 +215,9 @@ class StoreOptions:
             raise click.UsageError(msg)
 
     def existing_client(self) -> Any:
-        """The chromadb client of an existing store (a folder without one is refused)."""
+        """The chromadb client of an existing store (a folder without one, or without its key, is refused unchanged)."""
         self._must_exist()
-        return self._client()
+        return self._client(check_key=True)
 
     def embeddings_for(self, spec: str | None) -> Embeddings | None:
         """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused."""
