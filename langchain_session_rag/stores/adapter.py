@@ -95,6 +95,13 @@ def _set_deadlines(client: ClientAPI, connect_timeout: float, read_timeout: floa
     session.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
 
 
+def read_deadline(client: object) -> float:
+    """Seconds each HTTP call of a server client waits for its answer (``READ_TIMEOUT`` when it cannot be read)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    seconds = getattr(getattr(session, "timeout", None), "read", None)
+    return float(seconds) if isinstance(seconds, int | float) and seconds > 0 else READ_TIMEOUT
+
+
 def server_address(client: ClientAPI) -> tuple[str, int] | None:
     """The ``(host, port)`` of a server client (``None`` for an embedded one)."""
     if _embedded(client):
@@ -145,6 +152,11 @@ def is_connection_error(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
     transport = {"TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "TimeoutException"}
     return bool(names & transport) or isinstance(exc, ConnectionError) or "Could not connect" in str(exc)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Whether an exception is a call past its deadline (httpx's timeouts), not a refused or broken connection."""
+    return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
 
 
 def _embedded(client: ClientAPI) -> bool:

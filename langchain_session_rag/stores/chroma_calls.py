@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import StoreUnavailableError
 from langchain_session_rag.stores.adapter import (
-    READ_TIMEOUT,
     is_connection_error,
     is_embedded,
+    is_timeout,
     persist_directory,
     probe_server,
+    read_deadline,
     server_address,
     vector_segments,
 )
@@ -59,7 +60,7 @@ _fork.on_fork_in_child(_drop_embedded_companions)
 PROBE_EVERY = 1.0
 """Seconds a server that did not answer is left alone before one call probes it (its heartbeat) again."""
 PROBE_TIMEOUT = 1.0
-"""Seconds that probe waits for the heartbeat."""
+"""Seconds that probe waits for the heartbeat (and the check after a call past its deadline)."""
 _RETRY_SAFE = (
     "retry later; a write under way may or may not have been stored, and sending it again is safe (records are "
     "stored by ids derived from their content)"
@@ -67,21 +68,27 @@ _RETRY_SAFE = (
 
 
 class _Breaker:
-    """The calls of this process to one Chroma server: once one does not answer, the others fail at once.
+    """The calls of this process to one Chroma server: once the server does not answer, the others fail at once.
 
-    Every call already has a deadline (``READ_TIMEOUT``), but a frozen server would still hold each caller for it,
-    and the callers would pile up in the threads that run them. Tripped by a call that did not answer, the breaker
-    refuses calls at once (``StoreUnavailableError``); every ``PROBE_EVERY`` seconds one call first asks the server
-    for its heartbeat, and the breaker closes when it answers.
+    Every call already has a deadline (the client's ``read_timeout``), but a frozen server would still hold each
+    caller for it, and the callers would pile up in the threads that run them. Tripped by a call that could not
+    connect, or by a call past its deadline when the server then does not answer its heartbeat within
+    ``PROBE_TIMEOUT`` either, the breaker refuses calls at once (``StoreUnavailableError``); every ``PROBE_EVERY``
+    seconds one call first asks the server for its heartbeat, and the breaker closes when it answers. A server that
+    answers its heartbeat is slow, not down: the late call fails alone and the breaker stays closed (that answer is
+    trusted for ``PROBE_EVERY`` seconds, so a burst of late calls asks once).
     """
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, deadline: Callable[[], float]) -> None:
         self.host, self.port = host, port
+        self.deadline = deadline
+        """Seconds each call waits for its answer (the client's ``read_timeout``)."""
         self._lock = _fork.ChildLock()
         self._tripped_at: float | None = None
         self._why = ""
         self._probe_after = 0.0
         self._probing = False
+        self._alive_until = 0.0
         self._running: dict[int, float] = {}
         self._ids = itertools.count()
 
@@ -104,11 +111,45 @@ class _Breaker:
             yield
         except Exception as exc:
             if is_connection_error(exc) and not isinstance(exc, StoreUnavailableError):
-                self.trip(exc)
+                self._judge(exc)
             raise
         finally:
             with self._lock:
                 self._running.pop(key, None)
+
+    def _judge(self, exc: BaseException) -> None:
+        """A call did not answer: trip, unless it was only late on a server that answers its heartbeat."""
+        if is_timeout(exc) and self._alive():
+            return
+        self.trip(exc)
+
+    def _alive(self) -> bool:
+        """Whether the server answers its heartbeat (while another call asks it: yes, that call judges)."""
+        with self._lock:
+            if self._tripped_at is not None:
+                return False
+            if self._probing or time.monotonic() < self._alive_until:
+                return True
+            self._probing = True
+        try:
+            probe_server(self.host, self.port, PROBE_TIMEOUT)
+        except StoreUnavailableError:
+            alive = False
+        else:
+            alive = True
+        with self._lock:
+            self._probing = False
+            if alive:
+                self._alive_until = time.monotonic() + PROBE_EVERY
+        if alive:
+            _LOGGER.warning(
+                "A call to the Chroma server at %s:%s took over its %g s deadline, and the server answers its "
+                "heartbeat: slow, not down (raise read_timeout, --store-timeout, if this repeats).",
+                self.host,
+                self.port,
+                self.deadline(),
+            )
+        return alive
 
     def _admit(self) -> None:
         with self._lock:
@@ -147,8 +188,13 @@ class _Breaker:
                 self._why,
             )
 
-    def problem(self, stuck_after: float) -> str | None:
-        """Why this server's calls cannot be served now: tripped, or a call running for over ``stuck_after`` s."""
+    def problem(self, stuck_after: float | None) -> str | None:
+        """Why this server's calls cannot be served now: tripped, or a call running for over ``stuck_after`` s.
+
+        ``None``: twice the calls' deadline.
+        """
+        if stuck_after is None:
+            stuck_after = 2 * self.deadline()
         with self._lock:
             now = time.monotonic()
             if self._tripped_at is not None:
@@ -172,16 +218,17 @@ def _breaker_of(backend: object) -> _Breaker | None:
         return None
     with _BREAKERS_LOCK:
         breaker = _BREAKERS.get(address)
-        if breaker is None:
-            breaker = _BREAKERS[address] = _Breaker(*address)
+        if breaker is None:  # chromadb shares one HTTP session, so one deadline, per server address
+            breaker = _BREAKERS[address] = _Breaker(*address, deadline=lambda: read_deadline(client))
         return breaker
 
 
-def server_problem(stuck_after: float = 2 * READ_TIMEOUT) -> str | None:
+def server_problem(stuck_after: float | None = None) -> str | None:
     """Why this process's Chroma server calls cannot be served now (``None``: they can), without calling a server.
 
     A server that did not answer a call and has not answered its heartbeat since, or a call to one running for
-    over ``stuck_after`` seconds. For a readiness probe: a worker whose store calls are stuck is not ready.
+    over ``stuck_after`` seconds (``None``: twice the calls' deadline). For a readiness probe: a worker whose
+    store calls are stuck is not ready.
     """
     with _BREAKERS_LOCK:
         breakers = list(_BREAKERS.values())
@@ -208,7 +255,12 @@ def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
             if isinstance(exc, StoreUnavailableError) or not is_connection_error(exc):
                 raise
             name = getattr(args[0], "name", "?") if args else "?"
-            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); {_RETRY_SAFE}."
+            late, hint = "", ""
+            if breaker is not None and is_timeout(exc):
+                late = f" within {breaker.deadline():g} s"
+                hint = "if it is slow rather than down, raise its read_timeout (--store-timeout); "
+            why = f"{type(exc).__name__}: {exc}"
+            msg = f"The Chroma server of store {name!r} did not answer{late} ({why}); {hint}{_RETRY_SAFE}."
             raise StoreUnavailableError(msg) from exc
 
     return call
