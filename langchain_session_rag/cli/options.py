@@ -268,8 +268,10 @@ class StoreOptions:
         from langchain_session_rag.stores.encryption import check_key_before_opening  # noqa: PLC0415
 
         if self.server is not None:
-            deadline = {} if self.store_timeout is None else {"read_timeout": self.store_timeout}
-            return open_chroma_client(host=self.server[0], port=self.server[1], **deadline)
+            host, port = self.server
+            if self.store_timeout is None:
+                return open_chroma_client(host=host, port=port)
+            return open_chroma_client(host=host, port=port, read_timeout=self.store_timeout)
         path = self.path or default_store_path()
         try:
             if check_key:  # before Chroma opens the folder (which writes to it)

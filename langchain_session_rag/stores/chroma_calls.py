@@ -6,6 +6,7 @@ import contextlib
 import functools
 import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -76,7 +77,8 @@ class _Breaker:
     ``PROBE_TIMEOUT`` either, the breaker refuses calls at once (``StoreUnavailableError``); every ``PROBE_EVERY``
     seconds one call first asks the server for its heartbeat, and the breaker closes when it answers. A server that
     answers its heartbeat is slow, not down: the late call fails alone and the breaker stays closed (that answer is
-    trusted for ``PROBE_EVERY`` seconds, so a burst of late calls asks once).
+    trusted for ``PROBE_EVERY`` seconds, so a burst of late calls asks once). While one late call asks, the others
+    and new calls wait for its verdict, so none starts another wait on a server that may be frozen.
     """
 
     def __init__(self, host: str, port: int, deadline: Callable[[], float]) -> None:
@@ -89,6 +91,8 @@ class _Breaker:
         self._probe_after = 0.0
         self._probing = False
         self._alive_until = 0.0
+        self._judging: threading.Event | None = None
+        """Set when the heartbeat check after a late call is done (``None``: none under way)."""
         self._running: dict[int, float] = {}
         self._ids = itertools.count()
 
@@ -118,30 +122,33 @@ class _Breaker:
                 self._running.pop(key, None)
 
     def _judge(self, exc: BaseException) -> None:
-        """A call did not answer: trip, unless it was only late on a server that answers its heartbeat."""
-        if is_timeout(exc) and self._alive():
-            return
-        self.trip(exc)
+        """A call did not answer: trip, unless it was only late on a server that answers its heartbeat.
 
-    def _alive(self) -> bool:
-        """Whether the server answers its heartbeat (while another call asks it: yes, that call judges)."""
+        One late call asks the heartbeat; the calls late meanwhile, and new calls, wait for its verdict (at most
+        ``PROBE_TIMEOUT``): none starts another wait on a server that may be frozen.
+        """
+        if not is_timeout(exc):
+            self.trip(exc)
+            return
         with self._lock:
-            if self._tripped_at is not None:
-                return False
-            if self._probing or time.monotonic() < self._alive_until:
-                return True
-            self._probing = True
+            if self._tripped_at is not None or time.monotonic() < self._alive_until:
+                return  # already judged: down, or alive a moment ago
+            judging = self._judging
+            if judging is None:
+                judging = self._judging = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            judging.wait(PROBE_TIMEOUT + 1)
+            return
         try:
             probe_server(self.host, self.port, PROBE_TIMEOUT)
         except StoreUnavailableError:
-            alive = False
+            self.trip(exc)
         else:
-            alive = True
-        with self._lock:
-            self._probing = False
-            if alive:
+            with self._lock:
                 self._alive_until = time.monotonic() + PROBE_EVERY
-        if alive:
             _LOGGER.warning(
                 "A call to the Chroma server at %s:%s took over its %g s deadline, and the server answers its "
                 "heartbeat: slow, not down (raise read_timeout, --store-timeout, if this repeats).",
@@ -149,9 +156,16 @@ class _Breaker:
                 self.port,
                 self.deadline(),
             )
-        return alive
+        finally:
+            with self._lock:
+                self._judging = None
+            judging.set()
 
     def _admit(self) -> None:
+        with self._lock:
+            judging = self._judging
+        if judging is not None:  # a late call is asking the heartbeat: its verdict first
+            judging.wait(PROBE_TIMEOUT + 1)
         with self._lock:
             now = time.monotonic()
             if self._tripped_at is None:
