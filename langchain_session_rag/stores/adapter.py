@@ -59,8 +59,7 @@ def open_chroma_client(
 
     A server is first asked for its heartbeat, waiting at most ``connect_timeout`` seconds (chromadb itself waits
     without a limit); every later call waits at most ``connect_timeout`` to connect and ``read_timeout`` seconds
-    for its answer (one setting per server address in a process: chromadb shares a server's HTTP session between
-    its clients). An embedded store is locked to this process (see :func:`lock_embedded_store`).
+    for its answer. An embedded store is locked to this process (see :func:`lock_embedded_store`).
 
     Raises:
         StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent, or not a

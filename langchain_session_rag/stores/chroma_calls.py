@@ -81,10 +81,8 @@ class _Breaker:
     and new calls wait for its verdict, so none starts another wait on a server that may be frozen.
     """
 
-    def __init__(self, host: str, port: int, deadline: Callable[[], float]) -> None:
+    def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
-        self.deadline = deadline
-        """Seconds each call waits for its answer (the client's ``read_timeout``)."""
         self._lock = _fork.ChildLock()
         self._tripped_at: float | None = None
         self._why = ""
@@ -93,7 +91,8 @@ class _Breaker:
         self._alive_until = 0.0
         self._judging: threading.Event | None = None
         """Set when the heartbeat check after a late call is done (``None``: none under way)."""
-        self._running: dict[int, float] = {}
+        self._running: dict[int, tuple[float, float]] = {}
+        """Each call under way: when it started, and its deadline (its client's ``read_timeout``)."""
         self._ids = itertools.count()
 
     def _refusal(self, now: float) -> StoreUnavailableError:
@@ -105,23 +104,23 @@ class _Breaker:
         return StoreUnavailableError(msg)
 
     @contextlib.contextmanager
-    def call(self) -> Iterator[None]:
-        """Run one call: refused at once while tripped; one that does not answer trips it."""
+    def call(self, deadline: float) -> Iterator[None]:
+        """Run one call (``deadline``: its client's ``read_timeout``): refused at once while tripped (see above)."""
         self._admit()
         with self._lock:
             key = next(self._ids)
-            self._running[key] = time.monotonic()
+            self._running[key] = (time.monotonic(), deadline)
         try:
             yield
         except Exception as exc:
             if is_connection_error(exc) and not isinstance(exc, StoreUnavailableError):
-                self._judge(exc)
+                self._judge(exc, deadline)
             raise
         finally:
             with self._lock:
                 self._running.pop(key, None)
 
-    def _judge(self, exc: BaseException) -> None:
+    def _judge(self, exc: BaseException, deadline: float) -> None:
         """A call did not answer: trip, unless it was only late on a server that answers its heartbeat.
 
         One late call asks the heartbeat; the calls late meanwhile, and new calls, wait for its verdict (at most
@@ -154,7 +153,7 @@ class _Breaker:
                 "heartbeat: slow, not down (raise read_timeout, --store-timeout, if this repeats).",
                 self.host,
                 self.port,
-                self.deadline(),
+                deadline,
             )
         finally:
             with self._lock:
@@ -205,17 +204,16 @@ class _Breaker:
     def problem(self, stuck_after: float | None) -> str | None:
         """Why this server's calls cannot be served now: tripped, or a call running for over ``stuck_after`` s.
 
-        ``None``: twice the calls' deadline.
+        ``None``: twice each call's deadline.
         """
-        if stuck_after is None:
-            stuck_after = 2 * self.deadline()
         with self._lock:
             now = time.monotonic()
             if self._tripped_at is not None:
                 return str(self._refusal(now))
-            oldest = min(self._running.values(), default=now)
-        if now - oldest > stuck_after:
-            return f"a call to the Chroma server at {self.host}:{self.port} has been waiting {now - oldest:.0f} s"
+            running = list(self._running.values())
+        for started, deadline in running:
+            if now - started > (2 * deadline if stuck_after is None else stuck_after):
+                return f"a call to the Chroma server at {self.host}:{self.port} has been waiting {now - started:.0f} s"
         return None
 
 
@@ -232,8 +230,8 @@ def _breaker_of(backend: object) -> _Breaker | None:
         return None
     with _BREAKERS_LOCK:
         breaker = _BREAKERS.get(address)
-        if breaker is None:  # chromadb shares one HTTP session, so one deadline, per server address
-            breaker = _BREAKERS[address] = _Breaker(*address, deadline=lambda: read_deadline(client))
+        if breaker is None:
+            breaker = _BREAKERS[address] = _Breaker(*address)
         return breaker
 
 
@@ -262,8 +260,10 @@ def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         guard: IndexFileGuard | None = getattr(args[0], "files_guard", None) if args else None
         breaker = _breaker_of(args[0]) if args and guard is None else None
+        deadline = read_deadline(getattr(args[0], "client", None)) if breaker is not None else 0.0
+        running = breaker.call(deadline) if breaker is not None else contextlib.nullcontext()
         try:
-            with guard.using() if guard is not None else breaker.call() if breaker else contextlib.nullcontext():
+            with guard.using() if guard is not None else running:
                 return method(*args, **kwargs)
         except Exception as exc:
             if isinstance(exc, StoreUnavailableError) or not is_connection_error(exc):
@@ -271,7 +271,7 @@ def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
             name = getattr(args[0], "name", "?") if args else "?"
             late, hint = "", ""
             if breaker is not None and is_timeout(exc):
-                late = f" within {breaker.deadline():g} s"
+                late = f" within {deadline:g} s"
                 hint = "if it is slow rather than down, raise its read_timeout (--store-timeout); "
             why = f"{type(exc).__name__}: {exc}"
             msg = f"The Chroma server of store {name!r} did not answer{late} ({why}); {hint}{_RETRY_SAFE}."
