@@ -330,6 +330,7 @@ RENEWED_BY_THEIR_OWNER = {
     "memory/writes.py:self._wake",
     "memory/replica.py:self.lock",  # re-entrant; a child replaces every ReplicaCache, so every replica
     "stores/adapter.py:module.SharedSystemClient._refcount_lock",  # chromadb's, replaced in a child
+    "stores/chroma_calls.py:judging",  # one heartbeat check's verdict, set by the call that asks; a child's breakers are new
 }
 """``threading`` objects their owner replaces in a forked child itself; every other lock is a ``ChildLock``."""
 
