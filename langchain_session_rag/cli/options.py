@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import re
 import sys
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 COLLECTION = "session_memory"
+MAX_STORE_TIMEOUT = 3600.0
+"""The longest ``--store-timeout`` (an hour: a call waiting longer is a server that is down)."""
 SKIPPED_SHOWN = 20
 """Most skipped items a command lists (then "... and N more"): a hostile file can hold millions."""
 out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
@@ -66,6 +69,20 @@ def _server(ctx: click.Context, param: click.Parameter, value: str | None) -> tu
     return host, int(port)  # an IPv6 host keeps its brackets, as chromadb needs them
 
 
+def _seconds(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    del ctx
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_STORE_TIMEOUT:
+        msg = f"expected a number of seconds above 0 and at most {MAX_STORE_TIMEOUT:g}, got {value!r}"
+        raise click.BadParameter(msg, param=param)
+    return seconds
+
+
 def _embeddings_spec(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     del ctx
     if value in (None, "local", "local-torch") or (value.startswith("ollama:") and len(value) > len("ollama:")):
@@ -75,7 +92,7 @@ def _embeddings_spec(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 def store_options(func: F) -> F:
-    """Add ``--path``, ``--user``, ``--server``, ``--embeddings`` and ``--ollama-host`` (each with its variable)."""
+    """Add ``--path``, ``--user``, ``--server``, ``--store-timeout``, ``--embeddings``, ... (each with its variable)."""
     options = [
         click.option(
             "--path",
@@ -90,6 +107,15 @@ def store_options(func: F) -> F:
             envvar="SESSION_RAG_SERVER",
             callback=_server,
             help="Use a Chroma server instead of the folder [env SESSION_RAG_SERVER].",
+        ),
+        click.option(
+            "--store-timeout",
+            metavar="SECONDS",
+            envvar="SESSION_RAG_STORE_TIMEOUT",
+            callback=_seconds,
+            help="With --server: seconds each call to the Chroma server may wait for its answer; a later one fails "
+            "(503 store_unavailable from serve), a server that does not answer its heartbeat then refuses calls at "
+            "once [env SESSION_RAG_STORE_TIMEOUT; default 5].",
         ),
         click.option(
             "--embeddings",
@@ -158,6 +184,8 @@ class StoreOptions:
     path: Path | None = None
     user: str | None = None
     server: tuple[str, int] | None = None
+    store_timeout: float | None = None
+    """Seconds each call to the Chroma server waits for its answer (``None``: the default, 5)."""
     embeddings: str | None = None
     ollama_host: str | None = None
     key_file: Path | None = None
@@ -168,7 +196,17 @@ class StoreOptions:
     @classmethod
     def of(cls, kwargs: dict[str, Any]) -> StoreOptions:
         """Take the store options out of a command's keyword arguments."""
-        keys = ("path", "user", "server", "embeddings", "ollama_host", "key_file", "keyring", "keep_secrets")
+        keys = (
+            "path",
+            "user",
+            "server",
+            "store_timeout",
+            "embeddings",
+            "ollama_host",
+            "key_file",
+            "keyring",
+            "keep_secrets",
+        )
         return cls(**{k: kwargs.pop(k) for k in keys})
 
     @property
@@ -215,9 +253,9 @@ class StoreOptions:
             raise click.UsageError(msg)
 
     def existing_client(self) -> Any:
-        """The chromadb client of an existing store (a folder without one is refused)."""
+        """The chromadb client of an existing store (a folder without one, or without its key, is refused unchanged)."""
         self._must_exist()
-        return self._client()
+        return self._client(check_key=True)
 
     def embeddings_for(self, spec: str | None) -> Embeddings | None:
         """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused."""
@@ -230,7 +268,10 @@ class StoreOptions:
         from langchain_session_rag.stores.encryption import check_key_before_opening  # noqa: PLC0415
 
         if self.server is not None:
-            return open_chroma_client(host=self.server[0], port=self.server[1])
+            host, port = self.server
+            if self.store_timeout is None:
+                return open_chroma_client(host=host, port=port)
+            return open_chroma_client(host=host, port=port, read_timeout=self.store_timeout)
         path = self.path or default_store_path()
         try:
             if check_key:  # before Chroma opens the folder (which writes to it)

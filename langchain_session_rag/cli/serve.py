@@ -256,6 +256,7 @@ def serve(
     settings = ServeSettings(
         path=str(options.path) if options.path else None,
         server=options.server,
+        store_timeout=options.store_timeout,
         embeddings=options.embeddings,
         ollama_host=options.ollama_host,
         chat_model=chat_model,

@@ -371,6 +371,16 @@ class UserReplica:
         with self.lock:
             return set(self.lexical.texts)
 
+    def matching(self, keep: Callable[[dict[str, Any]], bool], *, among: Iterable[str] | None = None) -> set[str]:
+        """Ids of the records (those held, of ``among``) whose metadata ``keep`` accepts (a snapshot).
+
+        One read under the lock: a record a concurrent sync dropped since ``among`` was taken is left out.
+        """
+        with self.lock:
+            meta = self.lexical.metadata
+            held = meta.keys() if among is None else (i for i in among if i in meta)
+            return {doc_id for doc_id in held if keep(meta[doc_id])}
+
     def has(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is held."""
         return doc_id in self.lexical.texts

@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from langchain_session_rag._checks import check_unit_interval
+from langchain_session_rag._faults import fault_point
 from langchain_session_rag._time import TimestampLike, parse_timestamp, utcnow
 from langchain_session_rag.errors import InvalidArgumentError, UnknownOptionError
 from langchain_session_rag.memory.annotate import BASE_IMPORTANCE, decode_topics
@@ -388,8 +389,8 @@ def replica_search(
     """Exact hybrid search over a user's synced replica: dense top ``fetch`` plus BM25 top ``fetch``, ranked."""
     only = replica.select(q.where) if q.where else None  # evaluate the filter once per chunk
     if q.topics is not None or q.min_importance is not None or q.exclude_messages:
-        held = only if only is not None else replica.ids()
-        only = {i for i in held if passes(replica.record(i).metadata, q)}
+        fault_point("search:selected")
+        only = replica.matching(lambda meta: passes(meta, q), among=only)
     hits = replica.dense(vector, q.fetch, only=only)
     if q.policy is not None:  # repeats of a question must not push every statement out of the candidates
         told, known = replica.select({"worth": {"$in": ["statement", "claim"]}}), {r.id for r, _ in hits}

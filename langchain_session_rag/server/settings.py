@@ -28,6 +28,8 @@ class ServeSettings(BaseModel):
     """Embedded store folder (ignored with ``server``); ``None``: the default folder."""
     server: tuple[str, int] | None = None
     """A Chroma server (host, port) shared by every worker."""
+    store_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Seconds each call to the Chroma server waits for its answer (``None``: the client's default, 5)."""
     embeddings: str | None = None
     """``--embeddings`` value for a new store (``None``: the store's model, else the bundled one)."""
     ollama_host: str | None = None

@@ -37,6 +37,7 @@ def build_app(settings: ServeSettings) -> FastAPI:
         path=Path(settings.path) if settings.path else None,
         user=SERVER_USER,
         server=settings.server,
+        store_timeout=settings.store_timeout,
         embeddings=settings.embeddings,
         ollama_host=settings.ollama_host,
         key_file=Path(settings.key_file) if settings.key_file else None,

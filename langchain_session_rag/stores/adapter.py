@@ -50,8 +50,7 @@ def open_chroma_client(
 
     A server is first asked for its heartbeat, waiting at most ``connect_timeout`` seconds (chromadb itself waits
     without a limit); every later call waits at most ``connect_timeout`` to connect and ``read_timeout`` seconds
-    for its answer (one setting per server address in a process: chromadb shares a server's HTTP session between
-    its clients). An embedded store is locked to this process (see :func:`lock_embedded_store`).
+    for its answer. An embedded store is locked to this process (see :func:`lock_embedded_store`).
 
     Raises:
         StoreUnavailableError: No Chroma server answers at ``host:port`` (refused, unreachable, silent, or not a
@@ -85,6 +84,13 @@ def _set_deadlines(client: ClientAPI, connect_timeout: float, read_timeout: floa
 
     session = client._server._session  # type: ignore[attr-defined]  # noqa: SLF001 - see the module docstring
     session.timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+
+
+def read_deadline(client: object) -> float:
+    """Seconds each HTTP call of a server client waits for its answer (``READ_TIMEOUT`` when it cannot be read)."""
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    seconds = getattr(getattr(session, "timeout", None), "read", None)
+    return float(seconds) if isinstance(seconds, int | float) and seconds > 0 else READ_TIMEOUT
 
 
 def server_address(client: ClientAPI) -> tuple[str, int] | None:
@@ -137,6 +143,11 @@ def is_connection_error(exc: BaseException) -> bool:
     names = {cls.__name__ for cls in type(exc).__mro__}
     transport = {"TransportError", "ConnectError", "ReadError", "WriteError", "RemoteProtocolError", "TimeoutException"}
     return bool(names & transport) or isinstance(exc, ConnectionError) or "Could not connect" in str(exc)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """Whether an exception is a call past its deadline (httpx's timeouts), not a refused or broken connection."""
+    return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
 
 
 def _embedded(client: ClientAPI) -> bool:

@@ -7,6 +7,7 @@ import functools
 import itertools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
@@ -14,10 +15,11 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import StoreUnavailableError
 from langchain_session_rag.stores.adapter import (
-    READ_TIMEOUT,
     is_connection_error,
+    is_timeout,
     persist_directory,
     probe_server,
+    read_deadline,
     server_address,
     vector_segments,
 )
@@ -50,7 +52,7 @@ def companion_store(key: str, make: Callable[[], ChromaBackend]) -> ChromaBacken
 PROBE_EVERY = 1.0
 """Seconds a server that did not answer is left alone before one call probes it (its heartbeat) again."""
 PROBE_TIMEOUT = 1.0
-"""Seconds that probe waits for the heartbeat."""
+"""Seconds that probe waits for the heartbeat (and the check after a call past its deadline)."""
 _RETRY_SAFE = (
     "retry later; a write under way may or may not have been stored, and sending it again is safe (records are "
     "stored by ids derived from their content)"
@@ -58,12 +60,16 @@ _RETRY_SAFE = (
 
 
 class _Breaker:
-    """The calls of this process to one Chroma server: once one does not answer, the others fail at once.
+    """The calls of this process to one Chroma server: once the server does not answer, the others fail at once.
 
-    Every call already has a deadline (``READ_TIMEOUT``), but a frozen server would still hold each caller for it,
-    and the callers would pile up in the threads that run them. Tripped by a call that did not answer, the breaker
-    refuses calls at once (``StoreUnavailableError``); every ``PROBE_EVERY`` seconds one call first asks the server
-    for its heartbeat, and the breaker closes when it answers.
+    Every call already has a deadline (the client's ``read_timeout``), but a frozen server would still hold each
+    caller for it, and the callers would pile up in the threads that run them. Tripped by a call that could not
+    connect, or by a call past its deadline when the server then does not answer its heartbeat within
+    ``PROBE_TIMEOUT`` either, the breaker refuses calls at once (``StoreUnavailableError``); every ``PROBE_EVERY``
+    seconds one call first asks the server for its heartbeat, and the breaker closes when it answers. A server that
+    answers its heartbeat is slow, not down: the late call fails alone and the breaker stays closed (that answer is
+    trusted for ``PROBE_EVERY`` seconds, so a burst of late calls asks once). While one late call asks, the others
+    and new calls wait for its verdict, so none starts another wait on a server that may be frozen.
     """
 
     def __init__(self, host: str, port: int) -> None:
@@ -73,7 +79,11 @@ class _Breaker:
         self._why = ""
         self._probe_after = 0.0
         self._probing = False
-        self._running: dict[int, float] = {}
+        self._alive_until = 0.0
+        self._judging: threading.Event | None = None
+        """Set when the heartbeat check after a late call is done (``None``: none under way)."""
+        self._running: dict[int, tuple[float, float]] = {}
+        """Each call under way: when it started, and its deadline (its client's ``read_timeout``)."""
         self._ids = itertools.count()
 
     def _refusal(self, now: float) -> StoreUnavailableError:
@@ -85,23 +95,67 @@ class _Breaker:
         return StoreUnavailableError(msg)
 
     @contextlib.contextmanager
-    def call(self) -> Iterator[None]:
-        """Run one call: refused at once while tripped; one that does not answer trips it."""
+    def call(self, deadline: float) -> Iterator[None]:
+        """Run one call (``deadline``: its client's ``read_timeout``): refused at once while tripped (see above)."""
         self._admit()
         with self._lock:
             key = next(self._ids)
-            self._running[key] = time.monotonic()
+            self._running[key] = (time.monotonic(), deadline)
         try:
             yield
         except Exception as exc:
             if is_connection_error(exc) and not isinstance(exc, StoreUnavailableError):
-                self.trip(exc)
+                self._judge(exc, deadline)
             raise
         finally:
             with self._lock:
                 self._running.pop(key, None)
 
+    def _judge(self, exc: BaseException, deadline: float) -> None:
+        """A call did not answer: trip, unless it was only late on a server that answers its heartbeat.
+
+        One late call asks the heartbeat; the calls late meanwhile, and new calls, wait for its verdict (at most
+        ``PROBE_TIMEOUT``): none starts another wait on a server that may be frozen.
+        """
+        if not is_timeout(exc):
+            self.trip(exc)
+            return
+        with self._lock:
+            if self._tripped_at is not None or time.monotonic() < self._alive_until:
+                return  # already judged: down, or alive a moment ago
+            judging = self._judging
+            if judging is None:
+                judging = self._judging = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            judging.wait(PROBE_TIMEOUT + 1)
+            return
+        try:
+            probe_server(self.host, self.port, PROBE_TIMEOUT)
+        except StoreUnavailableError:
+            self.trip(exc)
+        else:
+            with self._lock:
+                self._alive_until = time.monotonic() + PROBE_EVERY
+            _LOGGER.warning(
+                "A call to the Chroma server at %s:%s took over its %g s deadline, and the server answers its "
+                "heartbeat: slow, not down (raise read_timeout, --store-timeout, if this repeats).",
+                self.host,
+                self.port,
+                deadline,
+            )
+        finally:
+            with self._lock:
+                self._judging = None
+            judging.set()
+
     def _admit(self) -> None:
+        with self._lock:
+            judging = self._judging
+        if judging is not None:  # a late call is asking the heartbeat: its verdict first
+            judging.wait(PROBE_TIMEOUT + 1)
         with self._lock:
             now = time.monotonic()
             if self._tripped_at is None:
@@ -138,15 +192,19 @@ class _Breaker:
                 self._why,
             )
 
-    def problem(self, stuck_after: float) -> str | None:
-        """Why this server's calls cannot be served now: tripped, or a call running for over ``stuck_after`` s."""
+    def problem(self, stuck_after: float | None) -> str | None:
+        """Why this server's calls cannot be served now: tripped, or a call running for over ``stuck_after`` s.
+
+        ``None``: twice each call's deadline.
+        """
         with self._lock:
             now = time.monotonic()
             if self._tripped_at is not None:
                 return str(self._refusal(now))
-            oldest = min(self._running.values(), default=now)
-        if now - oldest > stuck_after:
-            return f"a call to the Chroma server at {self.host}:{self.port} has been waiting {now - oldest:.0f} s"
+            running = list(self._running.values())
+        for started, deadline in running:
+            if now - started > (2 * deadline if stuck_after is None else stuck_after):
+                return f"a call to the Chroma server at {self.host}:{self.port} has been waiting {now - started:.0f} s"
         return None
 
 
@@ -168,11 +226,12 @@ def _breaker_of(backend: object) -> _Breaker | None:
         return breaker
 
 
-def server_problem(stuck_after: float = 2 * READ_TIMEOUT) -> str | None:
+def server_problem(stuck_after: float | None = None) -> str | None:
     """Why this process's Chroma server calls cannot be served now (``None``: they can), without calling a server.
 
     A server that did not answer a call and has not answered its heartbeat since, or a call to one running for
-    over ``stuck_after`` seconds. For a readiness probe: a worker whose store calls are stuck is not ready.
+    over ``stuck_after`` seconds (``None``: twice the calls' deadline). For a readiness probe: a worker whose
+    store calls are stuck is not ready.
     """
     with _BREAKERS_LOCK:
         breakers = list(_BREAKERS.values())
@@ -194,14 +253,21 @@ def server_call(method: Callable[_P, _R]) -> Callable[_P, _R]:
             args[0].in_this_process()
         guard: IndexFileGuard | None = getattr(args[0], "files_guard", None) if args else None
         breaker = _breaker_of(args[0]) if args and guard is None else None
+        deadline = read_deadline(getattr(args[0], "client", None)) if breaker is not None else 0.0
+        running = breaker.call(deadline) if breaker is not None else contextlib.nullcontext()
         try:
-            with guard.using() if guard is not None else breaker.call() if breaker else contextlib.nullcontext():
+            with guard.using() if guard is not None else running:
                 return method(*args, **kwargs)
         except Exception as exc:
             if isinstance(exc, StoreUnavailableError) or not is_connection_error(exc):
                 raise
             name = getattr(args[0], "name", "?") if args else "?"
-            msg = f"The Chroma server of store {name!r} did not answer ({type(exc).__name__}: {exc}); {_RETRY_SAFE}."
+            late, hint = "", ""
+            if breaker is not None and is_timeout(exc):
+                late = f" within {deadline:g} s"
+                hint = "if it is slow rather than down, raise its read_timeout (--store-timeout); "
+            why = f"{type(exc).__name__}: {exc}"
+            msg = f"The Chroma server of store {name!r} did not answer{late} ({why}); {hint}{_RETRY_SAFE}."
             raise StoreUnavailableError(msg) from exc
 
     return call

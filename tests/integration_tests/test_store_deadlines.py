@@ -18,7 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+from langchain_core.embeddings import DeterministicFakeEmbedding
 
+from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag.errors import StoreUnavailableError
+from langchain_session_rag.stores.chroma_calls import server_problem
 from tests.integration_tests.conftest import start_chroma_server, stop_chroma_server
 from tests.integration_tests.serve_support import ECHO, Server, write_tokens
 
@@ -149,3 +153,30 @@ def test_a_frozen_store_is_503_within_seconds_and_serving_resumes_after_sigcont(
     recall = _send(base, _get(USERS[0], "/v1/memory/search?q=locker"))
     assert recall[0] == 200
     assert "locker number is 0" in recall[2]
+
+
+def test_a_live_server_slower_than_the_deadline_fails_those_calls_and_never_trips_the_breaker(
+    chroma: subprocess.Popen[bytes],
+) -> None:
+    """The review's loaded server, made deterministic: every call is past a 0.5 ms deadline, the heartbeat answers.
+
+    Each call fails alone, typed, saying what to raise; none is refused at once, ``/readyz``'s check stays clear,
+    and with the deadline back at 5 s the same memory serves.
+    """
+    port = chroma.port  # type: ignore[attr-defined]
+    fake = DeterministicFakeEmbedding(size=16)
+    memory = SessionVectorMemory.server(
+        "127.0.0.1", port, user_id="slow", embeddings=fake, collection_name="slow_calls"
+    )
+    memory.add_messages(
+        [{"role": "user", "content": "My plant is green."}, {"role": "assistant", "content": "Ok."}], session_id="s1"
+    )
+    memory.flush()
+    slow = SessionVectorMemory.server(
+        "127.0.0.1", port, user_id="slow", embeddings=fake, collection_name="slow_calls", read_timeout=0.0005
+    )
+    for n in range(5):  # other users: each read reaches the server
+        with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.0005 s .*raise its read_timeout"):
+            slow.for_user(f"other{n}").list_sessions()
+    assert server_problem() is None  # the breaker of the address stays closed: another client's calls go on
+    assert [s.messages for s in memory.list_sessions()] == [2]

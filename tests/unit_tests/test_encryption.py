@@ -145,6 +145,9 @@ def test_a_refused_open_in_a_new_process_leaves_the_folder_byte_for_byte_unchang
         (_in_a_new_process(folder, "", "cache"), "is encrypted"),
         (_cli("sessions", "--path", folder, "--user", "alice", key_file=wrong), "another key"),
         (_cli("sessions", "--path", folder, "--user", "alice"), "is encrypted"),
+        (_cli("reembed", "--path", folder, "--yes"), "is encrypted"),
+        (_cli("reembed", "--path", folder, "--yes", "--embeddings", "local"), "is encrypted"),
+        (_cli("reembed", "--path", folder, "--yes", key_file=wrong), "another key"),
     ]
     for done, said in refusals:
         assert done.returncode != 0

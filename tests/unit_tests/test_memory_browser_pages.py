@@ -20,6 +20,9 @@ from langchain_core.messages import AIMessage
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.cli.serve import served_hosts
+from langchain_session_rag.errors import StoreUnavailableError
+from langchain_session_rag.memory.core import CoreMemory
+from langchain_session_rag.memory.scoped import UserStore
 from langchain_session_rag.privacy import generate_master_key
 from langchain_session_rag.prompt.budget import TokenBudget
 from langchain_session_rag.server import Authenticator, create_app
@@ -632,3 +635,35 @@ def test_workers_share_sign_outs_through_their_folder(memory: SessionVectorMemor
         assert one.post("/ui/logout", data={"csrf": csrf}, headers=SAME_ORIGIN).status_code == 303
         assert (replayed(stranger(one), value), replayed(other, value)) == (303, ended)
     assert [p.stat().st_mode & 0o777 for p in folder.iterdir()] == [0o600]  # one signed-out id, private
+
+
+def test_a_store_outage_is_503_with_retry_after_on_every_page(
+    memory: SessionVectorMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The API's rule in the pages: a store that does not answer is 503 with Retry-After, never a 200 or a 400."""
+    http = signed_in(memory)
+    csrf = csrf_of(http.get("/ui/core").text)
+    down = "The Chroma server at 127.0.0.1:8000 did not answer 2 s ago (ReadTimeout: timed out)"
+
+    def no_answer(*args: object, **kwargs: object) -> None:
+        del args, kwargs
+        raise StoreUnavailableError(down)
+
+    for name in ("replica", "records", "flush", "forget"):  # every read and write of a user's side of the store
+        monkeypatch.setattr(UserStore, name, no_answer)
+    monkeypatch.setattr(CoreMemory, "apply", no_answer)  # the core memory's edits
+    answers = {
+        "search": http.get("/ui/search?q=Lisbon"),
+        "relations": http.get("/ui/relations?entity=Lisbon"),
+        "sessions": http.get("/ui/sessions"),
+        "confirm": http.get("/ui/forget/confirm?session=trip"),
+        "forget": http.post("/ui/forget", data={"session": "trip", "csrf": csrf}),
+        "core-edit": http.post("/ui/core/memory", data={"text": "I live in Porto.", "csrf": csrf}),
+    }
+    for what, answer in answers.items():
+        assert (answer.status_code, answer.headers.get("retry-after")) == (503, "1"), (what, answer.text[-500:])
+        assert answer.headers["content-type"].startswith("text/html"), what
+        assert "did not answer" in answer.text, what
+    monkeypatch.undo()
+    assert memory.count() == 2  # nothing changed
+    assert memory.core.read("memory") == ""

@@ -5,15 +5,19 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
+from langchain_session_rag._faults import acting_at
 from langchain_session_rag.errors import StoreWriteError
+from langchain_session_rag.memory.admin import user_store
 from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
 from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
@@ -309,3 +313,36 @@ def test_a_write_that_finishes_while_a_sync_reads_the_store_is_kept() -> None:
         ReplicaSource(log=source.log, touched=source.touched, ids=slow_ids, listing=source.listing, pages=source.pages)
     )
     assert replica.has("new"), "a concurrent writer would otherwise number its chunk 0 again"
+
+
+@pytest.mark.parametrize("where", [None, {"session_id": "s1"}], ids=["every-chunk", "filtered"])
+def test_a_chunk_dropped_while_a_search_filters_is_left_out_not_a_key_error(
+    tmp_path: Path, fake_embeddings: DeterministicFakeEmbedding, where: dict[str, str] | None
+) -> None:
+    """A sync dropping chunks (their write failed) between the search's id snapshot and its reads: no KeyError.
+
+    Every graph turn passes ``exclude_message_ids``, the option that makes the search read each chunk's metadata.
+    """
+    memory = SessionVectorMemory.local(path=tmp_path, user_id="dana", embeddings=fake_embeddings)
+    sessions = {
+        f"s{n}": memory.add_messages(
+            [
+                {"role": "user", "content": f"My plant number {n} is green."},
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "content": f"My lamp number {n} is red."},
+                {"role": "assistant", "content": "Noted too."},
+            ],
+            session_id=f"s{n}",
+            chunking="exchange",
+        )
+        for n in range(3)
+    }
+    replica = user_store(memory).replica()
+    assert replica is not None
+    dropped = sessions["s1"][:1]
+    with acting_at("search:selected", lambda: replica.drop(dropped)):  # what the concurrent sync does there
+        found = memory.invoke("plant", k=10, exclude_message_ids=["elsewhere"], **({"filter": where} if where else {}))
+    ids = [d.id for d in found]
+    assert dropped[0] not in ids
+    expected = {i for s, held in sessions.items() if where is None or s == "s1" for i in held} - set(dropped)
+    assert set(ids) == expected

@@ -24,9 +24,13 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.serve import served_hosts
+from langchain_session_rag.errors import StoreUnavailableError
 from langchain_session_rag.server import Authenticator, create_app
 from langchain_session_rag.server.chat_models import choose_chat_model
-from langchain_session_rag.server.settings import ServeSettings
+from langchain_session_rag.server.settings import SETTINGS_ENV, ServeSettings
+from langchain_session_rag.server.worker import build_app
+from langchain_session_rag.stores import adapter
+from tests.integration_tests.serve_support import ECHO
 
 pytest.importorskip("fastapi")
 
@@ -351,3 +355,36 @@ async def test_an_abandoned_body_is_one_log_line_not_a_traceback(
         assert len(lines[0].getMessage()) < 300  # one line, not a 4 KB traceback
     assert model.calls == 0
     assert state(http) == before
+
+
+def test_store_timeout_reaches_the_chroma_client_of_serve_and_every_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``--store-timeout`` (or ``SESSION_RAG_STORE_TIMEOUT``) is the server client's ``read_timeout``, in every worker.
+
+    ``session-rag ui`` takes the same store options (it binds its port first, so it is not run here).
+    """
+    asked: list[float] = []
+
+    def no_server(**kwargs: Any) -> None:
+        asked.append(kwargs.get("read_timeout", adapter.READ_TIMEOUT))
+        msg = "No Chroma server answers at 127.0.0.1:9"
+        raise StoreUnavailableError(msg)
+
+    monkeypatch.setattr(adapter, "open_chroma_client", no_server)
+    runner = CliRunner()
+    serve = ["serve", "--trusted-user-header", HEADER, "--server", "127.0.0.1:9"]
+    for args, env in [
+        ([*serve, "--store-timeout", "30"], {}),
+        (serve, {"SESSION_RAG_STORE_TIMEOUT": "45.5"}),
+        (["sessions", "--server", "127.0.0.1:9", "--store-timeout", "12"], {}),
+        (["sessions", "--server", "127.0.0.1:9"], {}),
+    ]:
+        done = runner.invoke(cli, args, env=env)
+        assert isinstance(done.exception, StoreUnavailableError), done.output
+    settings = ServeSettings(trusted_user_header=HEADER, server=("127.0.0.1", 9), store_timeout=7.0, chat_model=ECHO)
+    with pytest.raises(StoreUnavailableError):
+        build_app(ServeSettings.model_validate_json(settings.to_env()[SETTINGS_ENV]))  # as a worker gets them
+    assert asked == [30.0, 45.5, 12.0, adapter.READ_TIMEOUT, 7.0]
+    with pytest.raises(ValueError, match="store_timeout"):
+        ServeSettings(trusted_user_header=HEADER, store_timeout=float("inf"))

@@ -86,19 +86,46 @@ def test_a_call_past_its_deadline_trips_the_breaker_and_the_next_fail_at_once(he
         with pytest.raises(StoreUnavailableError, match="fail at once until it answers its heartbeat"):
             store.read()
     assert store.calls == calls
-    assert heartbeat["asked"] == 0  # not before PROBE_EVERY
+    assert heartbeat["asked"] == 1  # the late call's own check (a server that answers it is slow, not down)
     assert "did not answer" in (chroma_calls.server_problem() or "")
 
     store.frozen = False
     time.sleep(chroma_calls.PROBE_EVERY + 0.05)
     with pytest.raises(StoreUnavailableError):  # the probe: the heartbeat does not answer yet
         store.read()
-    assert (heartbeat["asked"], store.calls) == (1, calls)
+    assert (heartbeat["asked"], store.calls) == (2, calls)
     heartbeat["answers"] = True
     time.sleep(chroma_calls.PROBE_EVERY + 0.05)
     assert store.read() == "ok"  # the heartbeat answers: the breaker closes by itself
     assert store.read() == "ok"
-    assert heartbeat["asked"] == 2
+    assert heartbeat["asked"] == 3
+    assert chroma_calls.server_problem() is None
+
+
+def test_a_slow_server_that_answers_its_heartbeat_fails_that_call_only(heartbeat: dict[str, Any]) -> None:
+    """A loaded server, alive but slower than the deadline: each late call fails, typed; the breaker stays closed."""
+    heartbeat["answers"] = True
+    store = _Store(next(_PORTS))
+    store.frozen = True
+    for _ in range(5):  # calls that each reach the server and time out there
+        with pytest.raises(StoreUnavailableError, match=r"did not answer within 5 s .*raise its read_timeout"):
+            store.read()
+    assert store.calls == 5  # none refused at once
+    assert heartbeat["asked"] == 1  # asked once, its answer trusted for PROBE_EVERY
+    assert chroma_calls.server_problem() is None
+    store.frozen = False
+    assert store.read() == "ok"
+    heartbeat["answers"] = False  # now the server is down too: the next late call trips the breaker
+    store.frozen = True
+    time.sleep(chroma_calls.PROBE_EVERY + 0.05)
+    with pytest.raises(StoreUnavailableError):
+        store.read()
+    with pytest.raises(StoreUnavailableError, match="fail at once"):
+        store.read()
+    assert "did not answer" in (chroma_calls.server_problem() or "")
+    heartbeat["answers"], store.frozen = True, False
+    time.sleep(chroma_calls.PROBE_EVERY + 0.05)
+    assert store.read() == "ok"  # closed again: the next test's worker is ready
     assert chroma_calls.server_problem() is None
 
 

@@ -12,6 +12,7 @@ from starlette.datastructures import FormData
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.server.schemas import RETRYABLE
 from langchain_session_rag.server.ui.context import Pages, see
 from langchain_session_rag.server.ui.html import PREFIX, esc, notice, post_form, table, when
 
@@ -172,6 +173,8 @@ def add_core_routes(app: FastAPI, pages: Pages) -> None:
         try:
             async with pages.writing:
                 done, version = await _edit(mine, block, form, edit)
+        except RETRYABLE:
+            raise  # the store does not answer: 503 with Retry-After, the API's rule
         except SessionRAGError as exc:  # said above the page; the text typed stays in its editor
             draft = {block: str(form.get("text", ""))} if edit == "write" else {}
             body = notice(str(exc), kind="error") + await core_body(mine, seen.csrf, draft)

@@ -13,6 +13,8 @@ from urllib.parse import quote, urlencode
 
 from starlette.responses import HTMLResponse
 
+from langchain_session_rag.server.schemas import RETRY_AFTER_SECONDS
+
 PREFIX = "/ui"
 """Where the pages are served."""
 HEADERS = {
@@ -134,4 +136,5 @@ def page(
 ) -> HTMLResponse:
     """A whole page (see :func:`shell`) with the headers every page carries."""
     head, tail = shell(title, user=user, active=active, csrf=csrf, then=then)
-    return HTMLResponse(head + body + tail, status_code=status, headers=HEADERS)
+    retry = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else {}  # noqa: PLR2004 - as the API answers
+    return HTMLResponse(head + body + tail, status_code=status, headers={**HEADERS, **retry})

@@ -7,6 +7,7 @@ from datetime import datetime
 from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.relations.graph import EntityInfo, Relation, Source
+from langchain_session_rag.server.schemas import RETRYABLE
 from langchain_session_rag.server.ui.html import esc, field, notice, session_url, table, url
 
 MOST_ENTITIES = 60
@@ -82,6 +83,8 @@ async def relations_body(mine: SessionVectorMemory, entity: str, as_of: str) -> 
                 empty="No entity found in your memory yet.",
             )
         found = await mine.arelations(entity, as_of or None)
+    except RETRYABLE:
+        raise  # the store does not answer: 503 with Retry-After, the API's rule
     except SessionRAGError as exc:
         return form + notice(str(exc), kind="error")
     when = f" as of {as_of}" if as_of else ""

@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.reading import file_limit
 from langchain_session_rag.memory.retriever import SessionVectorMemory
+from langchain_session_rag.server.schemas import RETRYABLE
 from langchain_session_rag.server.ui import forget as forget_page
 from langchain_session_rag.server.ui.access import LoginNeeded, Refused, UiAccess
 from langchain_session_rag.server.ui.context import Pages, see
@@ -240,6 +241,8 @@ def _forget_routes(app: FastAPI, pages: Pages) -> None:
                 body = await forget_page.forget_receipt(
                     mine, target, compact=compact, compaction=pages.compaction, exclusive=pages.gate.exclusive()
                 )
+        except RETRYABLE:
+            raise  # the store does not answer: 503 with Retry-After, the API's rule
         except (ValueError, SessionRAGError) as exc:
             return pages.shown("Forget", notice(str(exc), kind="error"), seen, "forget", 400)
         return pages.shown("Forgotten", body, seen, "forget")

@@ -12,6 +12,7 @@ from langchain_session_rag.errors import SessionRAGError
 from langchain_session_rag.memory.ranking import decayed_score
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import TokenBudget
+from langchain_session_rag.server.schemas import RETRYABLE
 from langchain_session_rag.server.ui.html import esc, field, notice, session_url, table, url
 
 SECONDS_PER_DAY = 86_400.0
@@ -83,6 +84,8 @@ async def search_body(mine: SessionVectorMemory, question: str, settings: Search
         )
         core = await asyncio.to_thread(mine.core.render) if docs else ""
         prompt = settings.budget.assemble(question, memories=docs, core_memory=core or None)
+    except RETRYABLE:
+        raise  # the store does not answer: 503 with Retry-After, the API's rule
     except SessionRAGError as exc:
         return form + notice(str(exc), kind="error")
     report = prompt.report
