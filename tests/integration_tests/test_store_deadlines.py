@@ -22,6 +22,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import StoreUnavailableError
+from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, _set_deadlines, open_chroma_client
 from langchain_session_rag.stores.chroma_calls import server_problem
 from tests.integration_tests.conftest import start_chroma_server, stop_chroma_server
 from tests.integration_tests.serve_support import ECHO, Server, write_tokens
@@ -172,9 +173,11 @@ def test_a_live_server_slower_than_the_deadline_fails_those_calls_and_never_trip
         [{"role": "user", "content": "My plant is green."}, {"role": "assistant", "content": "Ok."}], session_id="s1"
     )
     memory.flush()
-    slow = SessionVectorMemory.server(
-        "127.0.0.1", port, user_id="slow", embeddings=fake, collection_name="slow_calls", read_timeout=0.0005
-    )
+    # Opened with the usual deadline (its opening call must answer), then every later call's deadline is 0.5 ms:
+    # a loaded machine made the opening call itself late now and then.
+    client = open_chroma_client(host="127.0.0.1", port=port)
+    slow = SessionVectorMemory(chroma_client=client, user_id="slow", embeddings=fake, collection_name="slow_calls")
+    _set_deadlines(client, CONNECT_TIMEOUT, 0.0005)
     for n in range(5):  # other users: each read reaches the server
         with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.0005 s .*raise its read_timeout"):
             slow.for_user(f"other{n}").list_sessions()
