@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import threading
 import weakref
@@ -175,9 +174,10 @@ class _Index:
 _INDEXES: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
 _STORED_ONLY: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
 """The same, for memories without an extractor (only the findings stored on the chunks)."""
-_UNREPLICATED: dict[tuple[str, str, bool], _Index] = {}
-"""Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing."""
-os.register_at_fork(after_in_child=_UNREPLICATED.clear)  # the parent may write after the copy was taken
+_UNREPLICATED: dict[tuple[str, str, bool], _Index] = _fork.per_process({})
+"""Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing.
+
+A forked child starts without them: the parent may write after the copy was taken."""
 _INDEXES_LOCK = _fork.lock()
 _MAX_UNREPLICATED = 4
 """Users without a replica whose findings are kept (the most recently used; each is over ``max_user_chunks``)."""
