@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_int
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
@@ -309,9 +310,7 @@ def relation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) 
     PostgreSQL until 2026-03-09)``.
     """
     check_query(question)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        msg = f"limit must be a positive integer, got {limit!r}."
-        raise InvalidArgumentError(msg)
+    check_int("limit", limit, 1)
     graph, _ = user_graph(self)
     return graph.lines(graph.named_in(question), limit=limit)  # every entity it names, however often it is named
 
