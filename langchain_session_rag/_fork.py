@@ -11,16 +11,25 @@ thread) or raises the documented error naming the fix (an embedded store, the lo
 store open refuses every embedded store, typed (:func:`refuse_embedded`): chromadb keeps an open store's state for
 the whole process with its threads in the parent, and a child's client of that folder, of a copy of it, or of a new
 one could hang on its first call; no check in the child can tell them apart safely.
+
+This module holds the package's one ``os.register_at_fork`` hook: other modules ask it for what a child needs
+(:func:`lock`, :func:`per_process` containers emptied in a child, :func:`keep_in_child` for the parent's objects a
+child must never free, :func:`note_embedded_open` and :func:`refuse_embedded`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
 import weakref
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_session_rag.errors import StoreLockedError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
 
 FIXES = (
     "Open the store only in processes whose parent never opened one (gunicorn: without --preload, or in "
@@ -29,7 +38,14 @@ FIXES = (
 )
 """What to do instead, in every refusal of an embedded store after fork()."""
 
+_C = TypeVar("_C", bound="dict[Any, Any] | set[Any]")
 _LOCKS: weakref.WeakSet[threading.Lock] = weakref.WeakSet()
+_PER_PROCESS: list[dict[Any, Any] | set[Any]] = []
+"""What :func:`per_process` was given: emptied in a forked child."""
+_KEPT: list[Callable[[], Iterable[object]]] = []
+"""What :func:`keep_in_child` was given: what they list is never freed in a forked child."""
+_LOCK_FDS: list[int] = []
+"""The descriptors of this process's embedded store locks (a child closes its copies)."""
 _INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: a first lookup in a child would take the loader's lock
 _opened_embedded: int | None = None
 """The process that opened an embedded store here (``None``: none was opened)."""
@@ -56,10 +72,28 @@ def never_free(obj: object) -> None:
     _INCREF(ctypes.py_object(obj))
 
 
-def note_embedded_open() -> None:
-    """Record that this process has an embedded Chroma store open (its forked children then refuse every one)."""
+def per_process(container: _C) -> _C:
+    """``container`` (a dict or set of this process's things), emptied in a forked child; returns it."""
+    _PER_PROCESS.append(container)
+    return container
+
+
+def keep_in_child(entries: Callable[[], Iterable[object]]) -> None:
+    """Never free, in a forked child, what ``entries()`` lists then: the parent's objects whose threads stay there."""
+    _KEPT.append(entries)
+
+
+def note_embedded_open(lock_fd: int | None = None) -> None:
+    """Record that this process has an embedded Chroma store open (its forked children then refuse every one).
+
+    Args:
+        lock_fd: The descriptor of the store folder's lock, closed in a child (the lock stays the parent's; the
+            child's copy would keep it past the parent).
+    """
     global _opened_embedded  # noqa: PLW0603 - the one flag of this module
     _opened_embedded = os.getpid()
+    if lock_fd is not None:
+        _LOCK_FDS.append(lock_fd)
 
 
 def refuse_embedded(where: str) -> None:
@@ -87,12 +121,22 @@ def forked_message(where: str, parent: int | None = None) -> str:
 
 
 def _in_child() -> None:
+    """The package's steps in a forked child: the one ``os.register_at_fork`` hook of the package."""
     global _forked_from  # noqa: PLW0603 - see the module docstring
     if _forked_from is None and _opened_embedded is not None:
         _forked_from = _opened_embedded
     for made in list(_LOCKS):  # the child has one thread: no other thread here holds these
         if made.locked():
             made.release()
+    for fd in _LOCK_FDS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LOCK_FDS.clear()
+    for entries in _KEPT:
+        for entry in list(entries()):
+            never_free(entry)
+    for container in _PER_PROCESS:
+        container.clear()
 
 
 os.register_at_fork(after_in_child=_in_child)

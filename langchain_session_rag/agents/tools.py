@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from langchain_session_rag._checks import safe_session_id
+from langchain_session_rag._checks import check_int, safe_session_id
 from langchain_session_rag.agents.namespaces import encode_value, with_text
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.identity import run_identity
@@ -159,9 +159,7 @@ def create_search_memory_tool(
             # An agent: create_agent(model, tools=[search, create_manage_memory_tool(memory)])
     """
     check_memory(memory)
-    if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
-        msg = f"max_results must be a positive integer, got {max_results!r}."
-        raise InvalidArgumentError(msg)
+    check_int("max_results", max_results, 1)
     if "k" in search_options:
         msg = "The search tool sets k from the model's limit (at most max_results=); pass max_results instead of k."
         raise InvalidArgumentError(msg)

@@ -7,19 +7,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-MISS_REASONS = (
-    "empty",
-    "below_threshold",
-    "expired",
-    "stale_version",
-    "guard",
-    "volatile",
-    "context_dependent",
-    "no_user",
-    "no_text",
-    "personal_context",
-)
-
 
 def source_digest(sources: Iterable[tuple[str, str]]) -> str:
     """A digest of ``(id, text)`` pairs: it changes when any source behind an answer changes or disappears."""
@@ -34,7 +21,8 @@ class CacheDecision:
     hit: bool
     answer: str | None = None
     reason: str = "hit"
-    """``"hit"`` or a miss reason: one of ``MISS_REASONS``."""
+    """``"hit"`` or a miss reason: ``empty``, ``below_threshold``, ``expired``, ``stale_version``, ``guard``,
+    ``volatile``, ``context_dependent``, ``no_user``, ``no_text`` or ``personal_context``."""
     similarity: float | None = None
     matched_question: str | None = None
     detail: str = ""

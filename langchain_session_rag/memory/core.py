@@ -13,7 +13,6 @@ to, and read back from, markdown files (``NOW.md``, ``MEMORY.md``).
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import threading
 import time
@@ -58,22 +57,14 @@ MAX_PENDING = 20
 _ATTEMPTS = 30
 _BACKOFF = 0.005
 """Seconds of the random back-off after each lost race, times the attempt number (30 attempts: at most ~2 s)."""
-_SEEN: dict[tuple[str, str, str], int] = {}
+_SEEN: dict[tuple[str, str, str], int] = _fork.per_process({})
 """The latest version of each block this process has seen (where the next read starts probing)."""
-_TRUSTED: dict[tuple[str, str], dict[str, Record]] = {}
+_TRUSTED: dict[tuple[str, str], dict[str, Record]] = _fork.per_process({})
 """Current blocks of embedded stores (only this process writes them), by store and user."""
-_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_LOCKS: dict[tuple[str, str, str], threading.Lock] = _fork.per_process({})
+"""Each block's lock. A forked child starts with none of these three (the parent may write blocks after the copy
+was taken, and a block's lock may be held there)."""
 _LOCKS_LOCK = _fork.lock()
-
-
-def _forget_all_in_child() -> None:
-    """After fork(): the parent may write blocks after the copy was taken, and a block's lock may be held there."""
-    _SEEN.clear()
-    _TRUSTED.clear()
-    _LOCKS.clear()
-
-
-os.register_at_fork(after_in_child=_forget_all_in_child)
 
 
 def forget_cached(process_key: str, user_id: str) -> None:

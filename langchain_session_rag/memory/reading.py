@@ -28,6 +28,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from langchain_session_rag._checks import check_int
 from langchain_session_rag.errors import FileAccessError, ImportFormatError, ImportLimitError, InvalidArgumentError
 
 MAX_FILE_BYTES = 256 * 2**20
@@ -58,9 +59,7 @@ def file_limit(max_bytes: int | None) -> int:
         except ValueError:
             msg = f"{LIMIT_ENV}={raw!r} is not a number of bytes; set it to an integer such as {MAX_FILE_BYTES}."
             raise InvalidArgumentError(msg) from None
-    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
-        msg = f"max_bytes must be an integer >= 1, got {max_bytes!r}."
-        raise InvalidArgumentError(msg)
+    check_int("max_bytes", max_bytes, 1)
     return max_bytes
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from langchain_session_rag._checks import check_unit_interval
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.lexical import tokenize
 from langchain_session_rag.memory.worth import (
@@ -99,9 +100,7 @@ class RecallPolicy:
             raise InvalidArgumentError(msg)
         for name, value in (*self.weights.items(), ("repeat_overlap", self.repeat_overlap),
                             ("subject_overlap", self.subject_overlap)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-                msg = f"RecallPolicy {name} must be a number in [0, 1], got {value!r}."
-                raise InvalidArgumentError(msg)
+            check_unit_interval(f"RecallPolicy {name}", value)
 
     def weight(self, worth: Worth | None) -> float:
         """The score multiplier of a worth (1 for documents and anything not assessed)."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import re
 import threading
 import weakref
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_int
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
@@ -175,9 +175,10 @@ class _Index:
 _INDEXES: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
 _STORED_ONLY: weakref.WeakKeyDictionary[UserReplica, _Index] = weakref.WeakKeyDictionary()
 """The same, for memories without an extractor (only the findings stored on the chunks)."""
-_UNREPLICATED: dict[tuple[str, str, bool], _Index] = {}
-"""Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing."""
-os.register_at_fork(after_in_child=_UNREPLICATED.clear)  # the parent may write after the copy was taken
+_UNREPLICATED: dict[tuple[str, str, bool], _Index] = _fork.per_process({})
+"""Users without a replica (past ``max_user_chunks``, stores that cannot list): by store, user, read_missing.
+
+A forked child starts without them: the parent may write after the copy was taken."""
 _INDEXES_LOCK = _fork.lock()
 _MAX_UNREPLICATED = 4
 """Users without a replica whose findings are kept (the most recently used; each is over ``max_user_chunks``)."""
@@ -309,9 +310,7 @@ def relation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) 
     PostgreSQL until 2026-03-09)``.
     """
     check_query(question)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        msg = f"limit must be a positive integer, got {limit!r}."
-        raise InvalidArgumentError(msg)
+    check_int("limit", limit, 1)
     graph, _ = user_graph(self)
     return graph.lines(graph.named_in(question), limit=limit)  # every entity it names, however often it is named
 

@@ -39,6 +39,7 @@ INSTALL = (
     "(scripts/setup.sh installs both)."
 )
 _SERVERS: dict[tuple[str, int], LlamaServer] = {}
+_fork.keep_in_child(_SERVERS.values)  # a child never frees the parent's servers: that hangs, also at exit
 _LOCK = _fork.lock()
 _END = object()
 _RUNNING: set[tuple[threading.Event, threading.Thread]] = set()
@@ -209,15 +210,6 @@ def stop_requests() -> int:
 def _forked() -> bool:
     """Whether this process was forked from one that had loaded a model (whose threads stay there)."""
     return bool(_LOADED_IN) and _LOADED_IN[0] != os.getpid()
-
-
-def _keep_in_child() -> None:
-    """After fork(): the parent's servers stay unused and are never freed here (that hangs, also at exit)."""
-    for server in _SERVERS.values():
-        _fork.never_free(server)
-
-
-os.register_at_fork(after_in_child=_keep_in_child)
 
 
 def _refuse_after_fork(path: str) -> None:

@@ -88,7 +88,6 @@ class Turn:
     messages: list[BaseMessage]
     answer_id: str
     response_id: str
-    question_tokens: int
 
 
 @dataclass
@@ -125,7 +124,6 @@ class TurnRunner:
             messages=messages,
             answer_id=answer_id,
             response_id=f"chatcmpl-{secrets.token_hex(12)}",
-            question_tokens=self.budget.count(question),
         )
 
     def _run_args(self, turn: Turn) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -236,16 +236,14 @@ def vector_segments(client: ClientAPI) -> dict[str, str] | None:
     return None if rows is None else {str(segment): str(collection) for segment, collection in rows}
 
 
-def _never_free_in_child() -> None:
-    """After fork(): the parent's chromadb systems are never freed here (they stay unused, see ``_fork``).
+def _chromadb_systems() -> list[object]:
+    """Chromadb's systems of this process: never freed in a forked child (see :mod:`langchain_session_rag._fork`).
 
     Freeing an embedded store's Rust bindings waits for threads left in the parent: a child that drops them, or
     simply exits normally, would hang. Nothing else of chromadb is changed.
     """
     module = sys.modules.get("chromadb.api.shared_system_client")
-    if module is not None:
-        for system in list(module.SharedSystemClient._identifier_to_system.values()):  # noqa: SLF001
-            _fork.never_free(system)
+    return [] if module is None else list(module.SharedSystemClient._identifier_to_system.values())  # noqa: SLF001
 
 
-os.register_at_fork(after_in_child=_never_free_in_child)
+_fork.keep_in_child(_chromadb_systems)

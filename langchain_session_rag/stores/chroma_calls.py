@@ -6,7 +6,6 @@ import contextlib
 import functools
 import itertools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -208,10 +207,9 @@ class _Breaker:
         return None
 
 
-_BREAKERS: dict[tuple[str, int], _Breaker] = {}
-"""This process's breaker of each Chroma server address."""
+_BREAKERS: dict[tuple[str, int], _Breaker] = _fork.per_process({})
+"""This process's breaker of each Chroma server address (the parent's calls under way are not a child's)."""
 _BREAKERS_LOCK = _fork.lock()
-os.register_at_fork(after_in_child=_BREAKERS.clear)  # the parent's calls under way are not the child's
 
 
 def _breaker_of(backend: object) -> _Breaker | None:

@@ -27,9 +27,9 @@ from langchain_session_rag.stores.locking import lock_embedded_store, read_chrom
 
 ENCRYPTION_MARK = "encryption"
 """Manifest key of an encrypted Chroma store: the cipher and the fingerprint of its master key (not secret)."""
-_KEYRINGS: dict[tuple[str, str], Keyring] = {}
+_KEYRINGS: dict[tuple[str, str], Keyring] = _fork.per_process({})
+"""Open keyrings (a forked child reads them afresh: the parent may create or destroy keys after the fork)."""
 _KEYRINGS_LOCK = _fork.lock()
-os.register_at_fork(after_in_child=_KEYRINGS.clear)  # keys the parent creates or destroys later: read afresh
 
 
 def default_keyring_dir(backend: MemoryBackend) -> str | None:

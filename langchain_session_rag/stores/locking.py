@@ -16,7 +16,7 @@ from typing import Any
 from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidStorePathError, StoreLockedError
 
-_LOCKS: dict[str, int] = {}
+_LOCKS: dict[str, int] = _fork.per_process({})
 """Embedded store folders this process holds: resolved path → lock file descriptor."""
 _LOCKS_GUARD = _fork.lock()
 LOCK_FILE = ".session-rag.lock"
@@ -61,18 +61,7 @@ def lock_embedded_store(path: str | os.PathLike[str]) -> None:
             )
             raise StoreLockedError(msg) from exc
         _LOCKS[key] = fd
-        _fork.note_embedded_open()
-
-
-def _release_in_child() -> None:
-    """After fork(): the lock stays the parent's; the child's copy of its descriptor would keep it past the parent."""
-    for fd in _LOCKS.values():
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _LOCKS.clear()
-
-
-os.register_at_fork(after_in_child=_release_in_child)
+        _fork.note_embedded_open(fd)
 
 
 def read_chroma_db(folder: str, query: str, params: tuple[Any, ...] = (), *, timeout: float = 5.0) -> list[Any] | None:
