@@ -115,6 +115,7 @@ for u in range(int(sys.argv[2])):
 memory.flush()
 """
 
+
 def _fill(folder: Path) -> None:
     """The users' chunks, written by another process (this one must not hold the store's lock)."""
     subprocess.run([sys.executable, "-c", FILL, str(folder), str(USERS), str(CHUNKS)], check=True, timeout=300)
