@@ -6,8 +6,6 @@ import subprocess
 import sys
 import textwrap
 
-from langchain_core.embeddings import DeterministicFakeEmbedding
-
 from langchain_session_rag import SessionVectorMemory
 from tests.conftest import chroma_session, cooking_session
 
@@ -90,24 +88,24 @@ def test_this_process_sees_another_process_write_and_forget(chroma_server: tuple
     assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=5)] == ["s1"]
 
 
-# Core memory is text (nothing of it is searched by meaning): these processes use fake vectors.
-def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(chroma_server: tuple[str, int]) -> None:
+def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(
+    chroma_server: tuple[str, int], real_embeddings
+) -> None:
     import pytest
 
     from langchain_session_rag.errors import UnsupportedOperationError
 
     host, port = chroma_server
     memory = SessionVectorMemory.server(
-        host=host, port=port, user_id="core-ana", embeddings=DeterministicFakeEmbedding(size=16),
-        collection_name="core_test",
-    )  # fmt: skip
+        host=host, port=port, user_id="core-ana", embeddings=real_embeddings, collection_name="core_test"
+    )
     memory.core.write("memory", "- Ana prefers metric units.")
     code = textwrap.dedent(
         f"""
-        from langchain_core.embeddings import DeterministicFakeEmbedding
         from langchain_session_rag import SessionVectorMemory
+        from langchain_session_rag.models.embeddings import get_default_embeddings
         memory = SessionVectorMemory.server(host={host!r}, port={port}, user_id="core-ana",
-                                            embeddings=DeterministicFakeEmbedding(size=16), collection_name="core_test")
+                                            embeddings=get_default_embeddings(), collection_name="core_test")
         print(memory.core.read("memory"))
         memory.core.append("memory", "- Ana lives in Porto.")
         """
@@ -116,18 +114,18 @@ def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(chr
     assert out.stdout.strip() == "- Ana prefers metric units."
     assert memory.core.read("memory") == "- Ana prefers metric units.\n- Ana lives in Porto."
     with pytest.raises(UnsupportedOperationError, match="embedded"):
-        SessionVectorMemory.server(host=host, port=port, user_id="a", embeddings=memory.embeddings, daily_log_dir="x")
+        SessionVectorMemory.server(host=host, port=port, user_id="a", embeddings=real_embeddings, daily_log_dir="x")
 
 
-def test_concurrent_core_edits_from_processes_lose_nothing(chroma_server: tuple[str, int]) -> None:
+def test_concurrent_core_edits_from_processes_lose_nothing(chroma_server: tuple[str, int], real_embeddings) -> None:
     host, port = chroma_server
     code = textwrap.dedent(
         f"""
         import sys
-        from langchain_core.embeddings import DeterministicFakeEmbedding
         from langchain_session_rag import SessionVectorMemory
+        from langchain_session_rag.models.embeddings import get_default_embeddings
         memory = SessionVectorMemory.server(host={host!r}, port={port}, user_id="race", collection_name="core_race",
-                                            embeddings=DeterministicFakeEmbedding(size=16), core_limits={{"memory": 5000}})
+                                            embeddings=get_default_embeddings(), core_limits={{"memory": 5000}})
         for i in range(10):
             memory.core.append("memory", f"- {{sys.argv[1]}}-{{i}}")
         """
@@ -135,7 +133,7 @@ def test_concurrent_core_edits_from_processes_lose_nothing(chroma_server: tuple[
     procs = [subprocess.Popen([sys.executable, "-c", code, tag]) for tag in ("A", "B", "C")]
     assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
     memory = SessionVectorMemory.server(
-        host=host, port=port, user_id="race", collection_name="core_race", embeddings=DeterministicFakeEmbedding(size=16),
+        host=host, port=port, user_id="race", collection_name="core_race", embeddings=real_embeddings,
         core_limits={"memory": 5000},
     )  # fmt: skip
     lines = memory.core.read("memory").split("\n")
