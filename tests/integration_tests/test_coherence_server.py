@@ -42,9 +42,6 @@ class Worker:
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"},
         )
-
-    def ready(self) -> None:
-        """Wait until the process has opened its memory (the processes start side by side)."""
         assert json.loads(self._line())["ready"]
 
     def _line(self) -> str:
@@ -79,8 +76,6 @@ def test_every_change_is_seen_by_every_other_process_on_its_next_read(
     workers: list[Worker] = []
     try:
         workers = [Worker(host, port, f"coherence{processes}") for _ in range(processes)]
-        for worker in workers:
-            worker.ready()
         last: dict[str, str] = {}
         for path in ("forget_readd", "note", "resend", "store_put"):  # first versions, then warm every replica
             last[path] = f"my ssn is zq{path}seed"
