@@ -34,6 +34,9 @@ EXPORT_ZIP = REPO / "tests" / "data" / "imports" / "chatgpt" / "chatgpt-export.z
 FACT = b"called Bubbles"
 """Said once, in the export's "Fridge sourdough feeding" conversation."""
 ALICE, BOB = "alice-token-0123456789abcdef", "bob-token-0123456789abcdef00"
+ALICE_2, BOB_2 = "alice2-token-0123456789abcdef", "bob2-token-0123456789abcdef00"
+ALICE_3 = "alice3-token-0123456789abcdef"
+"""Users of their own for the tests sharing the module's server."""
 PROMPT_ECHO = "tests.integration_tests.serve_support:prompt_echo"
 VIEW = {"width": 1280, "height": 860}
 
@@ -153,10 +156,13 @@ def signed_in(browser: Browser, base: str, token: str) -> tuple[BrowserContext, 
     return context, page
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    tokens = write_tokens(tmp_path / "tokens", {"alice": ALICE, "bob": BOB})
-    served = Server(tmp_path / "serve.log", "--path", str(tmp_path / "store"), "--token-file", str(tokens),
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One ``session-rag serve`` for the module's tests; each test signs in as users of its own."""
+    folder = tmp_path_factory.mktemp("serve")
+    users = {"alice": ALICE, "bob": BOB, "alice2": ALICE_2, "bob2": BOB_2, "alice3": ALICE_3}
+    tokens = write_tokens(folder / "tokens", users)
+    served = Server(folder / "serve.log", "--path", str(folder / "store"), "--token-file", str(tokens),
                     "--chat-model", PROMPT_ECHO)  # fmt: skip
     yield served
     served.stop()
@@ -192,10 +198,13 @@ def _sessions(base: str, token: str) -> list[dict[str, Any]]:
 
 
 def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: Server) -> None:
-    chat(server.base, ALICE, "My locker code at the gym is 4417.")
-    chat(server.base, BOB, "My cat is called Miso and she hates the vacuum cleaner.")
-    alice_session = _sessions(server.base, ALICE)[0]["session_id"]
-    (alice, alice_page), (bob, bob_page) = signed_in(browser, server.base, ALICE), signed_in(browser, server.base, BOB)
+    chat(server.base, ALICE_2, "My locker code at the gym is 4417.")
+    chat(server.base, BOB_2, "My cat is called Miso and she hates the vacuum cleaner.")
+    alice_session = _sessions(server.base, ALICE_2)[0]["session_id"]
+    (alice, alice_page), (bob, bob_page) = (
+        signed_in(browser, server.base, ALICE_2),
+        signed_in(browser, server.base, BOB_2),
+    )
     try:
         expect(alice_page.get_by_role("main")).to_contain_text("locker code")
         expect(alice_page.get_by_role("main")).not_to_contain_text("Miso")
@@ -226,7 +235,7 @@ def test_two_users_in_two_browsers_see_only_their_own(browser: Browser, server: 
         assert from_elsewhere.status == 403
         no_token = alice.request.post(f"{server.base}/ui/forget", form=forged)
         assert no_token.status == 403
-        assert [s["session_id"] for s in _sessions(server.base, ALICE)] == [alice_session]
+        assert [s["session_id"] for s in _sessions(server.base, ALICE_2)] == [alice_session]
     finally:
         alice.close()
         bob.close()
@@ -276,7 +285,7 @@ def test_a_cookie_heard_on_another_port_is_no_token_and_ends_at_sign_out(browser
     """Issue 43's attack: cookies are not port-isolated, so a listener on another port gets the sign-in cookie."""
     listener = ThreadingHTTPServer(("127.0.0.1", 0), Listener)
     threading.Thread(target=listener.serve_forever, daemon=True).start()
-    context, page = signed_in(browser, server.base, ALICE)
+    context, page = signed_in(browser, server.base, ALICE_3)
     try:
         page.goto(f"http://127.0.0.1:{listener.server_port}/ui/anything")  # the signed-in browser opens its page
         expect(page.get_by_role("heading", level=1)).to_have_text("Elsewhere")
@@ -284,7 +293,7 @@ def test_a_cookie_heard_on_another_port_is_no_token_and_ends_at_sign_out(browser
         assert heard, "Chromium sends the cookie to another port of the host (what the docs warn of)"
         cookie = heard[-1]
         value = cookie.partition("=")[2]
-        assert ALICE not in value
+        assert ALICE_3 not in value
         assert replayed(server.base, cookie) == (200, None)  # while signed in, it opens the pages (the docs say so)
         stranger = urllib.request.Request(
             f"{server.base}/v1/memory/sessions", headers={"Authorization": f"Bearer {value}"}

@@ -106,10 +106,12 @@ def tokens(tmp_path: Path) -> Path:
 def four_servers(tmp_path: Path, tokens: Path, chroma_server: tuple[str, int]) -> Iterator[list[str]]:
     host, port = chroma_server
     args = ("--token-file", str(tokens), "--server", f"{host}:{port}", "--chat-model", ECHO)
-    servers: list[Server] = []
+    with ThreadPoolExecutor(max_workers=4) as pool:  # started side by side: each loads the embedding model
+        starting = [pool.submit(Server, tmp_path / f"serve{index}.log", *args, **LINGER) for index in range(4)]
+    servers = [s.result() for s in starting if s.exception() is None]
     try:
-        for index in range(4):
-            servers.append(Server(tmp_path / f"serve{index}.log", *args, **LINGER))  # noqa: PERF401 - one by one: stopped if the next fails
+        for failed in (s.exception() for s in starting if s.exception() is not None):
+            raise failed
         yield [s.base for s in servers]
     finally:
         for server in servers:

@@ -198,46 +198,80 @@ def _limited() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+_COMMANDS = """
+import contextlib, io, json, sys
+from langchain_session_rag.cli.app import main
+done = []
+for args in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(args)
+    done.append({"returncode": code, "stderr": err.getvalue()})
+print(json.dumps(done))
+"""
+"""Runs each command line of the CLI in turn (in process, as ``session-rag`` would) and reports each one's end."""
+
+COMMANDS = [["ingest"], ["import"], ["eval", "locomo"]]
+TARGETS = ["/dev/zero", "fifo"]
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, dict[str, Any]]]:
+    """Each refused command line of the tests below, run in one child with bounded memory: its folder and its end.
+
+    One process for all of them: its address space is bounded (an unbounded read fails instead of eating RAM), and
+    the commands are the CLI's own ``main``, as the entry point runs it (whose exit codes a test of test_cli.py
+    checks in a process of their own).
+    """
+    cases: dict[str, tuple[Path, list[str]]] = {}
+    for command in COMMANDS:
+        for target in TARGETS:
+            folder = tmp_path_factory.mktemp("refused")
+            path = target
+            if target == "fifo":
+                os.mkfifo(folder / "fifo.json")
+                path = str(folder / "fifo.json")
+            store = ["--path", str(folder / "store")] if command[0] != "eval" else []
+            cases[f"{' '.join(command)} {target}"] = (folder, [*command, path, *store])
+    folder = tmp_path_factory.mktemp("bomb")
+    cases["zip bomb"] = (folder, ["ingest", str(_bomb(folder / "export.zip")), "--path", str(folder / "store")])
     env = {**os.environ, "OLLAMA_HOST": "http://127.0.0.1:9", "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", *args],
+    child = subprocess.run(
+        [sys.executable, "-c", _COMMANDS, json.dumps([args for _, args in cases.values()])],
         capture_output=True,
         text=True,
         env=env,
-        cwd=cwd,
         timeout=120,
         check=False,
         stdin=subprocess.DEVNULL,
         preexec_fn=_limited,
     )
+    assert child.returncode == 0, child.stderr[-3000:]
+    ends = json.loads(child.stdout.strip().splitlines()[-1])
+    return {name: (folder, end) for (name, (folder, _)), end in zip(cases.items(), ends, strict=True)}
 
 
 @HANG
-@pytest.mark.parametrize("command", [["ingest"], ["import"], ["eval", "locomo"]], ids=" ".join)
-@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
-def test_the_cli_refuses_a_device_or_fifo_in_one_line(tmp_path: Path, command: list[str], target: str) -> None:
-    path = target
-    if target == "fifo":
-        os.mkfifo(tmp_path / "fifo.json")
-        path = str(tmp_path / "fifo.json")
-    store = ["--path", str(tmp_path / "store")] if command[0] != "eval" else []
-    done = _cli(*command, path, *store, cwd=tmp_path)
-    assert done.returncode == 2, done.stderr
-    assert "not a regular file" in done.stderr
-    assert "Traceback" not in done.stderr
-    assert not (tmp_path / "store").exists(), "refused before a store was opened"
+@pytest.mark.parametrize("command", [" ".join(c) for c in COMMANDS])
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_cli_refuses_a_device_or_fifo_in_one_line(
+    refused: dict[str, tuple[Path, dict[str, Any]]], command: str, target: str
+) -> None:
+    folder, done = refused[f"{command} {target}"]
+    assert done["returncode"] == 2, done["stderr"]
+    assert "not a regular file" in done["stderr"]
+    assert "Traceback" not in done["stderr"]
+    assert not (folder / "store").exists(), "refused before a store was opened"
 
 
 @HANG
-def test_the_cli_refuses_a_zip_bomb_in_one_line(tmp_path: Path) -> None:
-    bomb = _bomb(tmp_path / "export.zip")
-    done = _cli("ingest", str(bomb), "--path", str(tmp_path / "store"), cwd=tmp_path)
-    assert done.returncode == 1, done.stderr
-    lines = done.stderr.strip().splitlines()
+def test_the_cli_refuses_a_zip_bomb_in_one_line(refused: dict[str, tuple[Path, dict[str, Any]]]) -> None:
+    _, done = refused["zip bomb"]
+    assert done["returncode"] == 1, done["stderr"]
+    lines = done["stderr"].strip().splitlines()
     assert len(lines) == 1
     assert "zip bomb" in lines[0]
-    assert "Traceback" not in done.stderr
+    assert "Traceback" not in done["stderr"]
 
 
 def _reference_depth(text: str) -> int:

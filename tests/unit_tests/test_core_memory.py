@@ -224,21 +224,20 @@ def test_invalid_core_limits_are_refused_at_construction(tmp_path: Path, real_em
 
 
 def test_compact_in_another_process_erases_forgotten_core_text(tmp_path: Path) -> None:
+    """A child writes core memory and forgets everything; this process, which never held the text, compacts."""
     import subprocess
     import sys
 
     folder = tmp_path / "store"
-    steps = [
-        "m.core.write('memory', '- SECRETZETA lives here')",
-        "m.forget_all()",
-        "m.compact()",
-    ]
-    for step in steps:
-        code = (
-            "from langchain_session_rag import SessionVectorMemory\n"
-            f"m = SessionVectorMemory.local(path={str(folder)!r}, user_id='ana')\n{step}\n"
-        )
-        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    code = (
+        "from langchain_session_rag import SessionVectorMemory\n"
+        f"m = SessionVectorMemory.local(path={str(folder)!r}, user_id='ana')\n"
+        "m.core.write('memory', '- SECRETZETA lives here')\n"
+        "m.forget_all()\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=300)
+    assert [p for p in folder.rglob("*") if p.is_file() and b"secretzeta" in p.read_bytes().lower()], "written"
+    SessionVectorMemory.local(path=folder, user_id="ana").compact()
     leftovers = [p for p in folder.rglob("*") if p.is_file() and b"secretzeta" in p.read_bytes().lower()]
     assert leftovers == []
 

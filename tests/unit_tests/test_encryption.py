@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_session_rag import SemanticCache, SessionVectorMemory
+from langchain_session_rag.cli.app import main
 from langchain_session_rag.errors import EncryptionKeyError, UnsupportedOperationError
 from langchain_session_rag.graph import create_session_rag_graph, encrypted_serde
 from langchain_session_rag.memory import read_daily_logs
@@ -95,16 +96,17 @@ _OPEN = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SemanticCache, SessionVectorMemory
-path, key, what = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+path, key = sys.argv[1], sys.argv[2] or None
 fake = DeterministicFakeEmbedding(size=16)
-if what == "cache":
-    cache = SemanticCache.local(path + ".cache", user_id="alice", embeddings=fake, encryption_key=key)
-    cache.update("What is the code?", "It is 5521.", llm_string="m")
-else:
-    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=fake, encryption_key=key)
-    if what:
-        memory.add_messages([{"role": "user", "content": what}], session_id="s1")
-        memory.flush()
+for what in sys.argv[3].split(","):
+    if what == "cache":
+        cache = SemanticCache.local(path + ".cache", user_id="alice", embeddings=fake, encryption_key=key)
+        cache.update("What is the code?", "It is 5521.", llm_string="m")
+    else:
+        memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=fake, encryption_key=key)
+        if what:
+            memory.add_messages([{"role": "user", "content": what}], session_id="s1")
+            memory.flush()
 """
 
 
@@ -115,46 +117,50 @@ def _in_a_new_process(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _cli(*args: str, key_file: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != MASTER_KEY_ENV} | {"NO_COLOR": "1"}
-    keys = ["--key-file", str(key_file)] if key_file is not None else []
-    return subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", *args, *keys],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.mark.slow
-def test_a_refused_open_in_a_new_process_leaves_the_folder_byte_for_byte_unchanged(tmp_path: Path, key: str) -> None:
-    """Chroma writes to its database whenever a client opens a folder: a refused open must not get that far."""
+def test_a_refused_open_in_a_new_process_leaves_the_folder_byte_for_byte_unchanged(
+    tmp_path: Path, key: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chroma writes to its database whenever a client opens a folder: a refused open must not get that far.
+
+    Each refused open of the library runs in a process of its own that never opened the folder; the CLI's run in
+    this one, which has not opened it either (it opens the folder only at the end, with the right key).
+    """
     folder = str(tmp_path / "m")
-    for what in (MARKS[0], "cache"):
-        created = _in_a_new_process(folder, key, what)
-        assert created.returncode == 0, created.stderr
+    created = _in_a_new_process(folder, key, f"{MARKS[0]},cache")
+    assert created.returncode == 0, created.stderr
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     wrong = tmp_path.parent / f"{tmp_path.name}-wrong.key"
     wrong.write_text(generate_master_key())
+    monkeypatch.delenv(MASTER_KEY_ENV, raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    def cli(*args: str, key_file: Path | None = None) -> tuple[int, str]:
+        code = main([*args, *(["--key-file", str(key_file)] if key_file is not None else [])])
+        return code, " ".join(capsys.readouterr().err.split())
+
     refusals = [
         (_in_a_new_process(folder, wrong.read_text(), ""), "another key"),
         (_in_a_new_process(folder, "", ""), "is encrypted"),
         (_in_a_new_process(folder, wrong.read_text(), "cache"), "another key"),
         (_in_a_new_process(folder, "", "cache"), "is encrypted"),
-        (_cli("sessions", "--path", folder, "--user", "alice", key_file=wrong), "another key"),
-        (_cli("sessions", "--path", folder, "--user", "alice"), "is encrypted"),
-        (_cli("reembed", "--path", folder, "--yes"), "is encrypted"),
-        (_cli("reembed", "--path", folder, "--yes", "--embeddings", "local"), "is encrypted"),
-        (_cli("reembed", "--path", folder, "--yes", key_file=wrong), "another key"),
     ]
     for done, said in refusals:
         assert done.returncode != 0
         assert said in done.stderr, done.stderr[-2000:]
         assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
-    opened = _in_a_new_process(folder, key, "")
-    assert opened.returncode == 0, opened.stderr
+    for (code, printed), said in [
+        (cli("sessions", "--path", folder, "--user", "alice", key_file=wrong), "another key"),
+        (cli("sessions", "--path", folder, "--user", "alice"), "is encrypted"),
+        (cli("reembed", "--path", folder, "--yes"), "is encrypted"),
+        (cli("reembed", "--path", folder, "--yes", "--embeddings", "local"), "is encrypted"),
+        (cli("reembed", "--path", folder, "--yes", key_file=wrong), "another key"),
+    ]:
+        assert code != 0
+        assert said in printed, printed[-2000:]
+        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    opened = memory_of(tmp_path / "m", key, DeterministicFakeEmbedding(size=16))
+    assert MARKS[0] in opened.list_memories()[0].page_content
 
 
 def test_a_damaged_key_file_or_keyring_check_is_a_typed_error(tmp_path: Path, key: str) -> None:

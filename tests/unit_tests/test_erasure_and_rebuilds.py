@@ -11,14 +11,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import chromadb
 import pytest
+from chromadb.config import Settings
 from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag._faults import FAULT_ENV
 from langchain_session_rag.errors import EmbeddingModelMismatchError, UnsupportedOperationError
+from langchain_session_rag.stores.adapter import open_chroma_client
+from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.migration import NEXT_SUFFIX
 
+REPO = Path(__file__).resolve().parents[2]
 SECRETS = [f"SECRET{n:04d}QZX" for n in range(40)]
 
 
@@ -80,7 +85,11 @@ def test_compact_needs_a_chroma_store(tmp_path: Path) -> None:
 
 # -- re-embedding killed with SIGKILL at a named point -------------------------------------------------------
 # The child kills itself where SESSION_RAG_FAULT says (langchain_session_rag._faults), and the test reads the store
-# as the kill left it before anything repairs it: the kill provably landed mid-operation.
+# as the kill left it, with chromadb alone, before anything repairs it: the kill provably landed mid-operation.
+# Then this process opens it (the repair), resumes the re-embedding and checks the result.
+
+USERS, CHUNKS = 10, 12
+"""Ten users (ten shards) of twelve exchange chunks: every shard fits one page of the copy."""
 
 REEMBED = """
 import sys
@@ -99,62 +108,48 @@ from langchain_session_rag import SessionVectorMemory
 memory = SessionVectorMemory.local(path=sys.argv[1], user_id="u0", embeddings=DeterministicFakeEmbedding(size=16),
                                    embedding_model_id="fake-16")
 filler = " ".join(f"word{k}" for k in range(30))
-for u in range(40):
-    turns = [{"role": role, "content": f"{role} {u} turn {i}: {filler}"} for i in range(30) for role in ("user", "assistant")]
+for u in range(int(sys.argv[2])):
+    turns = [{"role": role, "content": f"{role} {u} turn {i}: {filler}"}
+             for i in range(int(sys.argv[3])) for role in ("user", "assistant")]
     memory.for_user(f"u{u}").add_messages(turns, session_id="s", chunking="exchange")
 memory.flush()
 """
 
-RAW = """
-import json, sys
-import chromadb
-from chromadb.config import Settings
-client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
-names = sorted(c.name for c in client.list_collections())
-manifest = client.get_collection("session_memory-manifest").metadata or {}
-counts = {n: client.get_collection(n).count() for n in names if not n.endswith("-manifest")}
-print(json.dumps({"migration": json.loads(manifest.get("migration") or "null"), "counts": counts}))
-"""
-
 
 def _fill(folder: Path) -> None:
-    """40 users x 30 exchange chunks, written by another process (this one must not hold the store's lock)."""
-    subprocess.run([sys.executable, "-c", FILL, str(folder)], check=True, timeout=300)
-
-
-@pytest.fixture(scope="module")
-def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A filled store, written once; each test kills a re-embedding of its own copy."""
-    folder = tmp_path_factory.mktemp("filled") / "store"
-    _fill(folder)
-    return folder
+    """The users' chunks, written by another process (this one must not hold the store's lock)."""
+    subprocess.run([sys.executable, "-c", FILL, str(folder), str(USERS), str(CHUNKS)], check=True, timeout=300)
 
 
 def _raw(folder: Path) -> dict[str, Any]:
-    """The store as Chroma holds it, read without this package (whose open would repair an interrupted rebuild)."""
-    out = subprocess.run([sys.executable, "-c", RAW, str(folder)], capture_output=True, text=True, check=True)
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    """The store as Chroma holds it, read with chromadb alone (this package's open would repair a rebuild)."""
+    client = chromadb.PersistentClient(path=str(folder), settings=Settings(anonymized_telemetry=False))
+    names = sorted(c.name for c in client.list_collections())
+    manifest = client.get_collection("session_memory-manifest").metadata or {}
+    counts = {n: client.get_collection(n).count() for n in names if not n.endswith("-manifest")}
+    return {"migration": json.loads(str(manifest.get("migration") or "null")), "counts": counts}
 
 
-def _state(folder: Path) -> tuple[str, int, int]:
-    code = (
-        "import sys, json\n"
-        "from langchain_session_rag.stores.adapter import open_chroma_client\n"
-        "from langchain_session_rag.stores.chroma import ChromaBackend\n"
-        "b = ChromaBackend(open_chroma_client(path=sys.argv[1]))\n"
-        "names = [c.name for c in b.client.list_collections()]\n"
-        "print(json.dumps([b.manifest.get('embedding_model'), b.count(), sum(n.endswith('-next') for n in names)]))"
-    )
-    out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=True)
-    model, count, leftovers = json.loads(out.stdout.strip().splitlines()[-1])
-    return str(model), int(count), int(leftovers)
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, int]]:
+    """A filled store, written once, and its collections' counts; each test kills a re-embedding of its own copy."""
+    folder = tmp_path_factory.mktemp("filled") / "store"
+    _fill(folder)
+    return folder, _copies_and_sources(_raw(folder))[1]
+
+
+def _opened(folder: Path) -> tuple[str, int, int]:
+    """Open the store with this package (which repairs it): the recorded model, the records and leftover copies."""
+    backend = ChromaBackend(open_chroma_client(path=folder))
+    names = [c.name for c in backend.client.list_collections()]
+    return str(backend.manifest.get("embedding_model")), backend.count(), sum(n.endswith(NEXT_SUFFIX) for n in names)
 
 
 def _killed_at(point: str, code: str, folder: Path) -> None:
     """Run ``code`` on the store in a child that kills itself (SIGKILL) at the named point; check that it did."""
     env = {**os.environ, FAULT_ENV: point}
     child = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, env=env,
-                           timeout=300, check=False)  # fmt: skip
+                           cwd=REPO, timeout=300, check=False)  # fmt: skip
     assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
     assert f"[fault point: {point.partition('@')[0]}]" in child.stderr
     assert child.stdout.startswith("start"), child.stderr[-2000:]
@@ -169,11 +164,13 @@ def _copies_and_sources(raw: dict[str, Any]) -> tuple[dict[str, int], dict[str, 
 
 @pytest.mark.slow  # subprocesses
 @pytest.mark.parametrize("point", ["rebuild:copy-page@3", "rebuild:copied", "rebuild:switch", "rebuild:switched-one@2"])
-def test_a_reembed_killed_at_a_named_point_resumes_and_converges(tmp_path: Path, filled: Path, point: str) -> None:
+def test_a_reembed_killed_at_a_named_point_resumes_and_converges(
+    tmp_path: Path, filled: tuple[Path, dict[str, int]], point: str
+) -> None:
     folder = tmp_path / "store"
-    shutil.copytree(filled, folder)
-    total = 40 * 30
-    sources = _copies_and_sources(_raw(folder))[1]
+    shutil.copytree(filled[0], folder)
+    total, sources = USERS * CHUNKS, filled[1]
+    assert len(sources) == USERS, "one shard per user: enough collections for a kill between two of them"
     _killed_at(point, REEMBED, folder)
     raw = _raw(folder)
     copies, now = _copies_and_sources(raw)
@@ -193,15 +190,15 @@ def test_a_reembed_killed_at_a_named_point_resumes_and_converges(tmp_path: Path,
         assert sum(now.values()) == total
         assert all(copies[n] == now[n] for n in copies), "the copies waiting for their switch are complete"
         recovered_model = "fake-24"  # every copy is complete: the switch is finished
-    assert _state(folder) == (recovered_model, total, 0), "opening the store repairs it; no chunk is lost"
-    out = subprocess.run([sys.executable, "-c", REEMBED, str(folder)], capture_output=True, text=True, check=True)
-    assert "done 1200" in out.stdout
-    assert _state(folder) == ("fake-24", total, 0)
+    assert _opened(folder) == (recovered_model, total, 0), "opening the store repairs it; no chunk is lost"
+    assert SessionVectorMemory.reembed(str(folder), embeddings=DeterministicFakeEmbedding(size=24),
+                                       embedding_model_id="fake-24") == total  # fmt: skip
     with pytest.raises(EmbeddingModelMismatchError):
         SessionVectorMemory.local(path=folder, user_id="u1", embeddings=fake(), embedding_model_id="fake-16")
     new = SessionVectorMemory.local(path=folder, user_id="u7", embeddings=DeterministicFakeEmbedding(size=24),
                                     embedding_model_id="fake-24")  # fmt: skip
-    assert new.count() == 30
+    assert _opened(folder) == ("fake-24", total, 0)
+    assert new.count() == CHUNKS
 
 
 class Exploding(DeterministicFakeEmbedding):
@@ -229,17 +226,23 @@ def test_a_model_that_fails_half_way_leaves_the_store_as_it_was(tmp_path: Path) 
     assert json.loads(json.dumps(again.backend.manifest))["embedding_model"] == "fake-16"
 
 
+def ingest(memory: SessionVectorMemory) -> None:
+    """Twenty-four sessions of five exchanges each (the child killed mid-way and the rerun here both write them)."""
+    filler = " ".join(f"word{k}" for k in range(30))
+    for s in range(24):
+        turns = [{"role": role, "id": f"{s}-{i}-{role}", "content": f"{role} {s} {i}: {filler}"}
+                 for i in range(5) for role in ("user", "assistant")]  # fmt: skip
+        memory.add_messages(turns, session_id=f"s{s}", chunking="exchange")
+
+
 INGEST = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SessionVectorMemory
+from tests.unit_tests.test_erasure_and_rebuilds import ingest
 memory = SessionVectorMemory.local(path=sys.argv[1], user_id="alice", embeddings=DeterministicFakeEmbedding(size=16))
 print("start", flush=True)
-filler = " ".join(f"word{k}" for k in range(30))
-for s in range(60):
-    turns = [{"role": role, "id": f"{s}-{i}-{role}", "content": f"{role} {s} {i}: {filler}"}
-             for i in range(5) for role in ("user", "assistant")]
-    memory.add_messages(turns, session_id=f"s{s}", chunking="exchange")
+ingest(memory)
 print("done", memory.count(), flush=True)
 """
 
@@ -247,8 +250,8 @@ print("done", memory.count(), flush=True)
 @pytest.mark.slow  # subprocesses
 def test_an_ingest_killed_after_a_stored_write_converges_on_rerun(tmp_path: Path) -> None:
     folder = tmp_path / "store"
-    _killed_at("write:stored@20", INGEST, folder)
-    stored = sum(_raw(folder)["counts"].values())
-    assert stored == 20 * 5, "killed mid-ingest: the first 20 sessions (5 exchanges each) are stored, no more"
-    out = subprocess.run([sys.executable, "-c", INGEST, str(folder)], capture_output=True, text=True, check=True)
-    assert "done 300" in out.stdout, out.stdout  # 60 sessions x 5 exchanges, each exactly once
+    _killed_at("write:stored@8", INGEST, folder)
+    memory = SessionVectorMemory.local(path=folder, user_id="alice", embeddings=fake())
+    assert memory.count() == 8 * 5, "killed mid-ingest: the first 8 sessions (5 exchanges each) are stored, no more"
+    ingest(memory)
+    assert memory.count() == 24 * 5  # 24 sessions x 5 exchanges, each exactly once

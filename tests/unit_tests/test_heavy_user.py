@@ -13,6 +13,8 @@ from langchain_session_rag.memory.scoped import state_of
 from langchain_session_rag.stores.base import Record
 
 DIM = 4
+HEAVY = 33_000
+"""Past Chroma's 32,766 SQL variables of one read, and no further than that needs."""
 
 
 def _memory(tmp_path: Path, user_id: str, **kwargs: object) -> SessionVectorMemory:
@@ -48,17 +50,17 @@ def _store(memory: SessionVectorMemory, user_id: str, n: int, *, seed: int = 0) 
 
 
 def test_a_user_past_the_sql_variable_limit_answers_the_first_query(tmp_path: Path) -> None:
-    """40,000 chunks (Chroma fails one read past about 32,766 SQL variables): the first query loads and answers."""
+    """33,000 chunks (Chroma fails one read past about 32,766 SQL variables): the first query loads and answers."""
     memory = _memory(tmp_path, "heavy")
-    _store(memory, "heavy", 40_000)
+    _store(memory, "heavy", HEAVY)
     docs = memory.invoke("topic5", k=3)
     assert len(docs) == 3
     assert {d.metadata["user_id"] for d in docs} == {"heavy"}
     replica = state_of(memory.backend).replicas.get("heavy")
-    assert len(replica) == 40_000
-    assert replica._matrix.shape == (40_000, DIM)  # allocated once, exactly
-    assert [d.id for d in memory.get_by_ids(["heavy-39999", "heavy-0"])] == ["heavy-39999", "heavy-0"]
-    assert memory.count() == 40_000
+    assert len(replica) == HEAVY
+    assert replica._matrix.shape == (HEAVY, DIM)  # allocated once, exactly
+    assert [d.id for d in memory.get_by_ids([f"heavy-{HEAVY - 1}", "heavy-0"])] == [f"heavy-{HEAVY - 1}", "heavy-0"]
+    assert memory.count() == HEAVY
 
 
 def test_past_max_user_chunks_the_store_index_serves_the_user(tmp_path: Path) -> None:

@@ -241,49 +241,33 @@ import json, sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.errors import InvalidMetadataError
-path, user, step = sys.argv[1:4]
-m = SessionVectorMemory.local(path=path, user_id=user, embeddings=DeterministicFakeEmbedding(size=8))
-out = {}
-if step == "seed":
-    m.add_messages([{"role": "user", "content": "bob before the attack"}], session_id="b1")
-    out["count"] = m.count()
-if step == "attack":
-    try:
-        m.add_messages([{"role": "user", "content": "attack"}], session_id="x", metadata={f"k{i}": i for i in range(5500)})
-        out["refused"] = None
-    except InvalidMetadataError as exc:
-        out["refused"] = type(exc).__name__
-    m.flush()
-if step == "neighbour":
-    m.add_messages([{"role": "user", "content": "bob after the attack"}], session_id="b2")
-    out["count"] = m.count()
-    out["found"] = [d.page_content for d in m.invoke("bob after the attack", k=5)]
-    out["kept"] = m.compact()
+path, bob = sys.argv[1:3]
+m = SessionVectorMemory.local(path=path, user_id="alice", embeddings=DeterministicFakeEmbedding(size=8))
+m.for_user(bob).add_messages([{"role": "user", "content": "bob before the attack"}], session_id="b1")
+out = {"count": m.for_user(bob).count()}
+try:
+    m.add_messages([{"role": "user", "content": "attack"}], session_id="x", metadata={f"k{i}": i for i in range(5500)})
+    out["refused"] = None
+except InvalidMetadataError as exc:
+    out["refused"] = type(exc).__name__
+m.flush()
 print(json.dumps(out))
 """
-
-
-def run(path: Path, user: str, step: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", SHARD_CHILD, str(path), user, step],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+"""Bob writes, then alice's attack is refused, in one process; the test process is the restart."""
 
 
 def test_an_attack_leaves_the_other_users_of_its_shard_able_to_write_and_read_after_a_restart(tmp_path: Path) -> None:
     path = tmp_path / "store"
     bob = neighbour_of("alice")
-    assert run(path, bob, "seed") == {"count": 1}
-    assert run(path, "alice", "attack") == {"refused": "InvalidMetadataError"}
-    after = run(path, bob, "neighbour")  # a fresh process: the restart
-    assert after["count"] == 2
-    assert "User: bob after the attack" in after["found"]
-    assert after["kept"] == 2
+    done = subprocess.run([sys.executable, "-c", SHARD_CHILD, str(path), bob], check=False, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"count": 1, "refused": "InvalidMetadataError"}
+    after = SessionVectorMemory.local(path=path, user_id=bob, embeddings=DeterministicFakeEmbedding(size=8))
+    after.add_messages([{"role": "user", "content": "bob after the attack"}], session_id="b2")
+    assert after.count() == 2
+    assert "User: bob after the attack" in [d.page_content for d in after.invoke("bob after the attack", k=5)]
+    assert after.compact() == 2
 
 
 def test_a_refused_write_leaves_the_neighbour_writable_in_process(memory: SessionVectorMemory) -> None:

@@ -45,8 +45,10 @@ def hangs_up() -> Iterator[int]:
     thread.start()
     yield int(server.getsockname()[1])
     stop.set()
+    server.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept() (a close alone leaves it waiting)
     server.close()
     thread.join(timeout=10)
+    assert not thread.is_alive()
 
 
 @pytest.fixture
