@@ -117,8 +117,9 @@ def test_the_real_local_model_writes_the_running_summary(memory: SessionVectorMe
     recorder = PromptRecorder()
     config: Any = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
     calls = []
-    # a long turn, then short ones: the long turn leaving the window is folded once; a short one is not folded
-    for text in (f"Turn 0: {GARDEN}", "What do I grow?", "Thanks."):
+    # a long turn, then short ones (about something else: few memories to read): the long turn leaving the window
+    # is folded once; a short one is not folded
+    for text in (f"Turn 0: {GARDEN}", "Hello.", "Thanks."):
         out = app.invoke({"messages": [HumanMessage(text)]}, config,
                          context={"user_id": "real-summary-user", "session_id": "s"})  # fmt: skip
         calls.append(out["llm_calls"])

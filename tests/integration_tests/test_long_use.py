@@ -78,8 +78,8 @@ def test_a_fact_asked_twenty_times_stays_on_top_whatever_an_adversarial_model_an
     assert not any("Falcon-19" in t or "Tangerine-24" in t for t in texts(out)[:1]), "no invention ranks first"
 
 
-def test_a_fact_asked_three_times_stays_on_top_whatever_the_real_model_answered(memory: SessionVectorMemory) -> None:
-    out = _asked_repeatedly(LocalChatModel(max_tokens=16), memory, "real-alice", 3)
+def test_a_fact_asked_again_stays_on_top_whatever_the_real_model_answered(memory: SessionVectorMemory) -> None:
+    out = _asked_repeatedly(LocalChatModel(max_tokens=16), memory, "real-alice", 1)  # its answer stored, then asked
     _assert_the_fact_stays_on_top(out)
 
 
