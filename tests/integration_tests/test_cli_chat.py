@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +99,21 @@ def test_two_sessions_the_second_recalls_the_first(tmp_path: Path) -> None:
     assert "forgotten chunk(s) erased from the store's files" in ended
 
 
-def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
+@pytest.fixture(scope="module")
+def scripted_ollama() -> Iterator[OllamaLoopback]:
+    """Ollama's API serving ``smollm2:135m`` as a scripted model, for the chats whose answer's words do not matter
+    (the real model answers in the pty in test_two_sessions_the_second_recalls_the_first and test_chat_signals.py)."""
+    answers = itertools.repeat(AIMessage("I see. Tell me more."))
+    with OllamaLoopback({"smollm2:135m": GenericFakeChatModel(messages=answers)}) as server:
+        yield server
+
+
+def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": scripted_ollama.url}
     ingest = run_process("ingest", str(IMPORTS / "chatgpt" / "chatgpt-export.zip"), env=env)
     assert ingest.returncode == 0, ingest.stderr
     assert "6 new" in ingest.stdout
-    chat = spawn("chat", "--max-tokens", "24", env=env)
+    chat = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "24", env=env)
     shown = say(chat, "What is my sourdough starter called?")
     assert "recalled [S: 2025-" in shown
     assert "called Bubbles" in shown
@@ -153,9 +163,9 @@ def test_chat_over_the_ollama_protocol(tmp_path: Path, real_embeddings: Any) -> 
         assert "has no model 'nomic-embed-text'" in missing
 
 
-def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
-    chat = spawn("chat", "--max-tokens", "16", env=env)
+def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": scripted_ollama.url}
+    chat = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", env=env)
     say(chat, "My bank PIN is ZEBRAFISH7781.")
     assert "Forgot 1 chunk(s) of this session" in say(chat, "/forget")
     chat.expect_exact("you> ")
