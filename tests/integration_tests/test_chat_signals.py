@@ -20,15 +20,15 @@ FAULT_ENV = "SESSION_RAG_CHAT_FAULT"  # the chat's named fault points (cli/chat.
 QUESTION = "Remember this: my spare key hides under the blue flowerpot."
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 @pytest.mark.parametrize(
-    ("fault", "max_tokens"),
+    ("fault", "max_tokens", "sig"),
     [
-        ("generating", "32"),  # the signal lands while the answer is being generated
+        ("generating", "32", signal.SIGTERM),  # the signal lands while the answer is being generated
         # `held`: the local model holds the answer open after its first token until it is stopped (up to 10
         # minutes), as a long answer would: the chat must store the question, stop the answer and end, not wait.
-        ("held", "1024"),
+        ("held", "1024", signal.SIGHUP),
     ],
+    ids=["generating-SIGTERM", "held-SIGHUP"],  # one handler for both signals (cli/chat.py _SIGNALS): one each
 )
 def test_a_signal_during_the_answer_keeps_the_question_and_ends_the_chat(
     tmp_path: Path, sig: signal.Signals, fault: str, max_tokens: str, real_embeddings: Embeddings

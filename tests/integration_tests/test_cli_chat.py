@@ -1,22 +1,28 @@
 """``session-rag chat`` driven through a pseudo-terminal, as a person types: two sessions, the second recalls the first.
 
 The local model (SmolLM2-135M) answers weakly, so recall is checked where the chat shows it: the memories a question
-recalled, printed with their markers before the answer.
+recalled, printed with their markers before the answer. What needs no terminal (an ingest before a chat, the
+commands that read the store afterwards, one-line errors) runs in this process (``run``: Click's ``CliRunner``).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
-import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
 from tests.ollama_server import OllamaLoopback
+from tests.unit_tests.test_cli import run, run_process
 
 IMPORTS = Path(__file__).parents[1] / "data" / "imports"
 NO_OLLAMA = "http://127.0.0.1:9"  # nothing listens there
@@ -93,18 +99,21 @@ def test_two_sessions_the_second_recalls_the_first(tmp_path: Path) -> None:
     assert "forgotten chunk(s) erased from the store's files" in ended
 
 
-def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
-    ingest = subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", "ingest", str(IMPORTS / "chatgpt" / "chatgpt-export.zip")],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+@pytest.fixture(scope="module")
+def scripted_ollama() -> Iterator[OllamaLoopback]:
+    """Ollama's API serving ``smollm2:135m`` as a scripted model, for the chats whose answer's words do not matter
+    (the real model answers in the pty in test_two_sessions_the_second_recalls_the_first and test_chat_signals.py)."""
+    answers = itertools.repeat(AIMessage("I see. Tell me more."))
+    with OllamaLoopback({"smollm2:135m": GenericFakeChatModel(messages=answers)}) as server:
+        yield server
+
+
+def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": scripted_ollama.url}
+    ingest = run_process("ingest", str(IMPORTS / "chatgpt" / "chatgpt-export.zip"), env=env)
+    assert ingest.returncode == 0, ingest.stderr
     assert "6 new" in ingest.stdout
-    chat = spawn("chat", "--max-tokens", "24", env=env)
+    chat = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "24", env=env)
     shown = say(chat, "What is my sourdough starter called?")
     assert "recalled [S: 2025-" in shown
     assert "called Bubbles" in shown
@@ -116,72 +125,47 @@ def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path) -> None:
     assert "kept (1 exchange(s))" in chat.before
 
 
-def test_chat_over_the_ollama_protocol(tmp_path: Path) -> None:
-    """Ollama's wire protocol end to end: ChatOllama streams the answer and OllamaEmbeddings writes the store."""
-    with OllamaLoopback() as server:
+def test_chat_over_the_ollama_protocol(tmp_path: Path, real_embeddings: Any) -> None:
+    """Ollama's wire protocol end to end: ChatOllama streams the answer and OllamaEmbeddings writes the store.
+
+    The chat model behind the Ollama API is scripted (the words are not what is checked; the real model over the
+    wire is in test_ollama_wire.py), the embeddings are the real model's. The chat runs in this process.
+    """
+    said = "Noted: your gym locker code is 4471."
+    chat_model = GenericFakeChatModel(messages=itertools.repeat(AIMessage(said)))
+    with OllamaLoopback({"smollm2:135m": chat_model, "all-minilm": real_embeddings}) as server:
         env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": server.url}
         args = ("chat", "--model", "smollm2:135m", "--max-tokens", "24", "--embeddings", "ollama:all-minilm")
-        chat = spawn(*args, env=env)
-        assert f"smollm2:135m on Ollama at {server.url}" in chat.before
-        shown = say(chat, "My locker code at the gym is 4471.")
-        assert "assistant> " in shown
-        quit_chat(chat)
-        assert server.requests["/api/chat"] >= 1
+        chat = run(*args, env=env, stdin="My locker code at the gym is 4471.\n/quit\n")
+        assert f"smollm2:135m on Ollama at {server.url}" in chat.stderr
+        assert f"assistant> {said}" in chat.stdout, "the streamed answer, shown whole"
+        assert server.requests["/api/chat"] == 1
         assert server.requests["/api/embed"] >= 1
-        stats = subprocess.run(  # the store remembers its model: no --embeddings needed to read it
-            [sys.executable, "-m", "langchain_session_rag", "search", "gym locker code", "--json"],
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=True,
-        )
-        found = json.loads(stats.stdout)
+        found = json.loads(run("search", "gym locker code", "--json", env=env).stdout)  # the store knows its model
         assert found[0]["embedding_model"] == "ollama:all-minilm"
         assert "4471" in found[0]["text"]
-        stopped = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", env=env)
+        assert said in found[0]["text"]
+        # a real process, on a store of its own (this process holds the first one's lock), of Ollama's embeddings
+        stopped = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", "--embeddings", "ollama:all-minilm",
+                        env={**env, "SESSION_RAG_PATH": str(tmp_path / "db-stopped")})  # fmt: skip
     # the server is gone now: the chat says so and goes on; listing works without the embedding model
     shown = say(stopped, "Are you still there?")
     assert "No answer: a model server did not answer" in shown
     assert f"chat model: smollm2:135m on Ollama at {server.url}" in shown
     assert "(1 exchange(s)" not in quit_chat(stopped)
-    listed = subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", "sessions", "--json"],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    assert len(json.loads(listed.stdout)) == 1
-    assert "no Ollama server answers" in spawn_fails("search", "locker", env=env)
-    bad_host = spawn_fails("chat", env={**env, "OLLAMA_HOST": "http://[::1"})
+    assert len(json.loads(run("sessions", "--json", env=env).stdout)) == 1
+    assert "no Ollama server answers" in run("search", "locker", env=env, check=1).stderr
+    bad_host = run("chat", env={**env, "OLLAMA_HOST": "http://[::1"}, check=1).stderr
     assert "The Ollama address 'http://[::1' (OLLAMA_HOST, or the host given) cannot be read" in bad_host
-    with OllamaLoopback() as server:
-        env["OLLAMA_HOST"] = server.url
-        missing = spawn_fails(
-            "chat", "--embeddings", "ollama:nomic-embed-text", env={**env, "SESSION_RAG_PATH": str(tmp_path / "db2")}
-        )
+    with OllamaLoopback({"all-minilm": real_embeddings}) as server:
+        env = {**env, "OLLAMA_HOST": server.url, "SESSION_RAG_PATH": str(tmp_path / "db2")}
+        missing = run("chat", "--embeddings", "ollama:nomic-embed-text", env=env, check=1).stderr
         assert "has no model 'nomic-embed-text'" in missing
 
 
-def spawn_fails(*args: str, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", *args],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 1, done.stderr
-    return done.stderr
-
-
-def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
-    chat = spawn("chat", "--max-tokens", "16", env=env)
+def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
+    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": scripted_ollama.url}
+    chat = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", env=env)
     say(chat, "My bank PIN is ZEBRAFISH7781.")
     assert "Forgot 1 chunk(s) of this session" in say(chat, "/forget")
     chat.expect_exact("you> ")
@@ -193,31 +177,29 @@ def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path) -> None:
     assert b"ZEBRAFISH7781" not in stored
 
 
-@pytest.mark.parametrize("answer", ["y", "n"])
-def test_forget_asks_on_a_terminal(tmp_path: Path, answer: str) -> None:
+def test_forget_asks_on_a_terminal_and_no_keeps_everything(tmp_path: Path) -> None:
     env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice"}
-    subprocess.run(
-        [sys.executable, "-m", "langchain_session_rag", "ingest", str(IMPORTS / "openai" / "chat.json")],
-        env={**os.environ, **env},
-        capture_output=True,
-        timeout=300,
-        check=True,
-    )
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "langchain_session_rag", "forget", "--all"],
-        env={**os.environ, "NO_COLOR": "1", **env},
-        encoding="utf-8",
-        timeout=240,
-        use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
-    )
-    child.expect_exact("Forget EVERYTHING stored for user 'alice'")
-    child.sendline(answer)
-    child.expect(pexpect.EOF)
-    child.close()
-    if answer == "y":
-        assert child.exitstatus == 0
-        assert "chunk(s): EVERYTHING stored for user 'alice'" in child.before
-    else:
-        assert child.exitstatus != 0
-        assert "Forgot" not in child.before
+    ingest = run_process("ingest", str(IMPORTS / "openai" / "chat.json"), env=env)
+    assert ingest.returncode == 0, ingest.stderr
+    stored = int(ingest.stdout.split(" chunks stored")[0].rsplit(" ", 1)[1])
+    assert stored > 0
+    for answer in ("n", "y"):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "langchain_session_rag", "forget", "--all"],
+            env={**os.environ, "NO_COLOR": "1", **env},
+            encoding="utf-8",
+            timeout=240,
+            use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
+        )
+        child.expect_exact("Forget EVERYTHING stored for user 'alice'")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        if answer == "n":
+            assert child.exitstatus != 0
+            assert "Forgot" not in child.before
+        else:
+            assert child.exitstatus == 0
+            # every chunk the ingest stored is still there to forget: "no" kept everything
+            assert f"Forgot {stored} chunk(s): EVERYTHING stored for user 'alice'" in child.before

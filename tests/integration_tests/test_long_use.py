@@ -1,14 +1,19 @@
 """Long use through the graph on real parts: a fact asked 20 times survives the model's own answers, corrections win.
 
-The real local model (SmolLM2 through llama.cpp) answers every ask; whatever it says (a non-answer, an invented
-password) is stored as the graph stores it, the bundled embedding model embeds it, an embedded Chroma holds it.
+The bundled embedding model embeds every turn and an embedded Chroma holds it (one store for the module, each test
+with users of its own). The model answering the twenty asks is adversarial and scripted: it invents passwords,
+misquotes the fact and says it does not know, in turn (a stronger test of the ranking than a small real model,
+whose answers are mostly non-answers); whatever it says is stored as the graph stores it. One short run with the
+real local model (SmolLM2 through llama.cpp) checks the same on a real model's words.
 """
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -18,9 +23,22 @@ from langchain_session_rag.models.local_llm import LocalChatModel
 
 FACT = "My wifi password is Tangerine-42."
 ASK = "What is my wifi password?"
+ADVERSARY = [  # wrong answers a model gives: inventions, a near-miss of the fact, a non-answer, the question back
+    "Your wifi password is Falcon-19.",
+    "Your wifi password is Tangerine-24.",
+    "I'm sorry, I don't know your wifi password.",
+    "What is your wifi password?",
+    "The password for your wifi is Password123.",
+]
 
 
-def turn(graph: Any, text: str, session: str, user: str = "alice") -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory: pytest.TempPathFactory, real_embeddings: Any) -> SessionVectorMemory:
+    return SessionVectorMemory.local(path=tmp_path_factory.mktemp("long-use"), user_id="nobody",
+                                     embeddings=real_embeddings)  # fmt: skip
+
+
+def turn(graph: Any, text: str, session: str, user: str) -> dict[str, Any]:
     return graph.invoke({"messages": [HumanMessage(text)]}, context={"user_id": user, "session_id": session})
 
 
@@ -28,51 +46,68 @@ def texts(out: dict[str, Any]) -> list[str]:
     return [d.page_content for d in out["memories"]]
 
 
-def test_a_fact_asked_twenty_times_stays_on_top_whatever_the_real_model_answered(
-    tmp_path: Path, real_embeddings
-) -> None:
-    memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)
-    graph = create_session_rag_graph(LocalChatModel(max_tokens=24), memory, background_writes=False).compile()
-    turn(graph, FACT, "s00")
-    for n in range(1, 21):
-        turn(graph, ASK, f"s{n:02d}")
-    out = turn(graph, ASK, "s21")
+def _asked_repeatedly(model: Any, memory: SessionVectorMemory, user: str, asks: int) -> dict[str, Any]:
+    """The fact told once, then asked ``asks`` times in new sessions; the last ask's output."""
+    graph = create_session_rag_graph(model, memory, background_writes=False).compile()
+    turn(graph, FACT, "s00", user)
+    for n in range(1, asks + 1):
+        turn(graph, ASK, f"s{n:02d}", user)
+    return turn(graph, ASK, f"s{asks + 1:02d}", user)
+
+
+def _assert_the_fact_stays_on_top(out: dict[str, Any]) -> None:
     recalled = texts(out)
     assert any(FACT in t for t in recalled[:3]), recalled
     first_fact = next(i for i, t in enumerate(recalled) if FACT in t)
     kinds = [d.metadata["worth"] for d in out["memories"]]
     assert "claim" not in kinds[:first_fact]  # nothing the model said outranks what the user said
-    assert kinds.count("question") <= 1  # twenty unanswered asks are one memory
     report = out["budget_report"]["recalled"]
     assert [r["marker"] for r in report] == [d.metadata["marker"] for d in out["memories"]]
     assert "stated by the user" in report[first_fact]["why"]
 
 
-def test_without_the_policy_the_same_history_buries_the_fact(tmp_path: Path, real_embeddings) -> None:
+def test_a_fact_asked_twenty_times_stays_on_top_whatever_an_adversarial_model_answered(
+    memory: SessionVectorMemory,
+) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("Noted.")] + [AIMessage(a) for a in
+                                                                         itertools.islice(itertools.cycle(ADVERSARY), 21)]))  # fmt: skip
+    out = _asked_repeatedly(model, memory, "adversary-alice", 20)
+    _assert_the_fact_stays_on_top(out)
+    kinds = [d.metadata["worth"] for d in out["memories"]]
+    assert kinds.count("question") <= 1  # the unanswered asks are one memory
+    assert not any("Falcon-19" in t or "Tangerine-24" in t for t in texts(out)[:1]), "no invention ranks first"
+
+
+def test_a_fact_asked_again_stays_on_top_whatever_the_real_model_answered(memory: SessionVectorMemory) -> None:
+    out = _asked_repeatedly(LocalChatModel(max_tokens=16), memory, "real-alice", 1)  # its answer stored, then asked
+    _assert_the_fact_stays_on_top(out)
+
+
+def test_without_the_policy_the_same_history_buries_the_fact(memory: SessionVectorMemory) -> None:
     """The failure the policy fixes, on the same parts: twenty non-answers fill the four slots."""
-    memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)
+    user = "nopolicy-alice"
     model = GenericFakeChatModel(messages=iter([AIMessage("Noted.")] + [AIMessage("Sorry, I'm not sure.")] * 22))
     graph = create_session_rag_graph(model, memory, background_writes=False).compile()
-    turn(graph, FACT, "s00")
+    turn(graph, FACT, "s00", user)
     for n in range(1, 21):
-        turn(graph, ASK, f"s{n:02d}")
-    before = memory.for_user("alice").invoke(ASK, recall_policy=None, k=3, source_type="session")
+        turn(graph, ASK, f"s{n:02d}", user)
+    before = memory.for_user(user).invoke(ASK, recall_policy=None, k=3, source_type="session")
     assert not any(FACT in d.page_content for d in before)
-    after = memory.for_user("alice").invoke(ASK, k=3, source_type="session")
+    after = memory.for_user(user).invoke(ASK, k=3, source_type="session")
     assert FACT in after[0].page_content
 
 
 def test_a_correction_ranks_first_and_the_old_fact_is_marked_superseded_in_the_prompt(
-    tmp_path: Path, real_embeddings
+    memory: SessionVectorMemory,
 ) -> None:
-    memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)
+    user = "correction-alice"
     replies = iter([AIMessage(a) for a in ("Noted.", "Your wifi password is Falcon-19.", "Updated.", "Plum-7.")])
     model = GenericFakeChatModel(messages=replies)
     graph = create_session_rag_graph(model, memory, background_writes=False, keep_prompt=True).compile()
-    turn(graph, FACT, "s1")
-    turn(graph, ASK, "s2")  # the model invents a password
-    turn(graph, "The wifi password changed to Plum-7.", "s3")
-    out = turn(graph, ASK, "s4")
+    turn(graph, FACT, "s1", user)
+    turn(graph, ASK, "s2", user)  # the model invents a password
+    turn(graph, "The wifi password changed to Plum-7.", "s3", user)
+    out = turn(graph, ASK, "s4", user)
     recalled = texts(out)
     assert "Plum-7" in recalled[0]
     old = next(d for d in out["memories"] if FACT in d.page_content)
@@ -85,16 +120,16 @@ def test_a_correction_ranks_first_and_the_old_fact_is_marked_superseded_in_the_p
     assert invented.metadata["marker"] in prompt
 
 
-def test_the_graph_has_a_similarity_floor_by_default(tmp_path: Path, real_embeddings) -> None:
-    memory = SessionVectorMemory.local(path=tmp_path, user_id="nobody", embeddings=real_embeddings)
+def test_the_graph_has_a_similarity_floor_by_default(memory: SessionVectorMemory) -> None:
+    user = "floor-alice"
     model = GenericFakeChatModel(messages=iter([AIMessage("Sounds good.")] * 4))
     graph = create_session_rag_graph(model, memory, background_writes=False).compile()
-    turn(graph, "I'm thinking about switching my editor to Neovim.", "s1")
-    turn(graph, "We might visit Porto in spring.", "s2")
-    out = turn(graph, "What is my cat called?", "s3")
+    turn(graph, "I'm thinking about switching my editor to Neovim.", "s1", user)
+    turn(graph, "We might visit Porto in spring.", "s2", user)
+    out = turn(graph, "What is my cat called?", "s3", user)
     assert out["memories"] == []
     unfloored = create_session_rag_graph(model, memory, score_threshold=-1, background_writes=False).compile()
-    assert turn(unfloored, "What is my cat called?", "s4")["memories"]
+    assert turn(unfloored, "What is my cat called?", "s4", user)["memories"]
 
 
 def test_sixty_repeats_do_not_push_the_fact_out_of_the_candidates(tmp_path: Path, real_embeddings) -> None:

@@ -1,24 +1,35 @@
 """``session-rag serve`` in front of Ollama: ``--chat-model auto`` answers with Ollama when it serves the model.
 
-The Ollama here is ``tests/ollama_server.py``: Ollama's REST API on a loopback port, answered by the real local
-model (no Ollama can be installed on this machine). The server process reaches it as it would reach Ollama.
+The Ollama here is ``tests/ollama_server.py``: Ollama's REST API on a loopback port (no Ollama can be installed on
+this machine), answered by a scripted chat model: the words are not what is checked (the real model over Ollama's
+API is in test_ollama_wire.py). The server process reaches it as it would reach Ollama.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import openai
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 
 from tests.integration_tests.serve_support import Server, write_tokens
-
-if TYPE_CHECKING:
-    from tests.ollama_server import OllamaLoopback
+from tests.ollama_server import OllamaLoopback
 
 pytestmark = pytest.mark.slow
-pytest_plugins = ["tests.ollama_server"]  # the session fixture ollama_loopback
+
+SAID = "Your locker code is noted."
+
+
+@pytest.fixture(scope="module")
+def ollama_loopback() -> Iterator[OllamaLoopback]:
+    """Ollama's API serving ``smollm2:135m`` as a scripted model that always says ``SAID``."""
+    with OllamaLoopback({"smollm2:135m": GenericFakeChatModel(messages=itertools.repeat(AIMessage(SAID)))}) as server:
+        yield server
+
 
 ALICE = "alice-token-" + "a" * 20
 
@@ -37,11 +48,11 @@ def test_auto_answers_with_ollama_when_it_serves_the_model(tmp_path: Path, ollam
         reply = client.chat.completions.create(
             model="session-rag", messages=[{"role": "user", "content": "My locker code is 4471."}]
         )
-        assert reply.choices[0].message.content
+        assert reply.choices[0].message.content == SAID
         streamed = client.chat.completions.create(
             model="session-rag", messages=[{"role": "user", "content": "What is my locker code?"}], stream=True
         )
-        assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+        assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices) == SAID
         assert ollama_loopback.requests["/api/chat"] - before == 2, "both answers came from Ollama"
         ready = openai.OpenAI(base_url=server.base, api_key=ALICE).get("/readyz", cast_to=dict)
         assert ready["status"] == "ready"

@@ -33,12 +33,18 @@ _names = itertools.count()
 Factory = Callable[..., SemanticCache]
 
 
+@pytest.fixture(scope="module")
+def cache_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One embedded store for the module (opened once); each cache made in it has a collection of its own."""
+    return tmp_path_factory.mktemp("cache-attacks")
+
+
 @pytest.fixture
-def make_cache(tmp_path: Path, real_embeddings: Any) -> Factory:
+def make_cache(cache_folder: Path, real_embeddings: Any) -> Factory:
     def make(user_id: str = "anyone", **kwargs: Any) -> SemanticCache:
         kwargs.setdefault("embeddings", real_embeddings)
         kwargs.setdefault("collection_name", f"attack{next(_names):04d}")
-        return SemanticCache.local(path=tmp_path / "c", user_id=user_id, **kwargs)
+        return SemanticCache.local(path=cache_folder, user_id=user_id, **kwargs)
 
     return make
 

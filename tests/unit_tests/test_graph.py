@@ -15,22 +15,9 @@ from langchain_session_rag import SemanticCache, SessionVectorMemory
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph import Node, SessionRAGState, create_session_rag_graph
 from langchain_session_rag.memory import RuntimeSettings
+from tests.scripted_models import RecordingModel
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "graph.mmd"
-
-
-class RecordingModel(GenericFakeChatModel):
-    """A fake chat model that remembers the prompts it was sent."""
-
-    prompts: list[list[BaseMessage]] = []  # noqa: RUF012 - reset per instance below
-
-    def __init__(self, answers: list[str]) -> None:
-        super().__init__(messages=iter([AIMessage(a) for a in answers]))
-        self.prompts = []
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
-        self.prompts.append(list(messages))
-        return super()._generate(messages, stop, run_manager, **kwargs)
 
 
 @pytest.fixture
@@ -97,22 +84,23 @@ def test_cache_hit_ends_the_turn_without_a_model_call(tmp_path: Path, memory: Se
     assert cache.stats.misses["empty"] == 2
 
 
-def test_window_and_checkpoint_stay_bounded_over_300_turns(memory: SessionVectorMemory) -> None:
-    model = GenericFakeChatModel(messages=iter([AIMessage(f"answer {i}") for i in range(300)]))
+def test_window_and_checkpoint_stay_bounded_over_60_turns(memory: SessionVectorMemory) -> None:
+    """Fifteen times the window's four turns: the window and the checkpoint stop growing, the memory keeps all."""
+    model = GenericFakeChatModel(messages=iter([AIMessage(f"answer {i}") for i in range(60)]))
     saver = InMemorySaver()
     graph = create_session_rag_graph(model, memory, window_turns=4).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t1"}}
     sizes = {}
-    for turn in range(300):
+    for turn in range(60):
         state = graph.invoke({"messages": [HumanMessage(f"question number {turn} about topic {turn % 7}")]},
                              config, context=ctx())  # fmt: skip
-        if turn in (20, 299):
+        if turn in (12, 59):
             checkpoint = saver.get_tuple(config)
             assert checkpoint is not None
             sizes[turn] = len(pickle.dumps(checkpoint.checkpoint["channel_values"]))
     assert len(state["messages"]) <= 2 * 4
-    assert sizes[299] <= sizes[20] * 1.2
-    assert memory.for_user("alice").count() == 300, "every turn went to the vector memory"
+    assert sizes[59] <= sizes[12] * 1.2
+    assert memory.for_user("alice").count() == 60, "every turn went to the vector memory"
 
 
 def test_sqlite_checkpointer(tmp_path: Path, memory: SessionVectorMemory) -> None:
