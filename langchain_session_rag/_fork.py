@@ -19,17 +19,20 @@ child must never free, :func:`note_embedded_open` and :func:`refuse_embedded`).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import os
+import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from langchain_session_rag.errors import StoreLockedError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
 FIXES = (
     "Open the store only in processes whose parent never opened one (gunicorn: without --preload, or in "
@@ -40,35 +43,29 @@ FIXES = (
 
 _C = TypeVar("_C", bound="dict[Any, Any] | set[Any]")
 _LOCKS: weakref.WeakSet[threading.Lock] = weakref.WeakSet()
-_PER_PROCESS: list[dict[Any, Any] | set[Any]] = []
-"""What :func:`per_process` was given: emptied in a forked child."""
-_KEPT: list[Callable[[], Iterable[object]]] = []
-"""What :func:`keep_in_child` was given: what they list is never freed in a forked child."""
-_LOCK_FDS: list[int] = []
-"""The descriptors of this process's embedded store locks (a child closes its copies)."""
+_PER_PROCESS: list[dict[Any, Any] | set[Any]] = []  # what per_process was given: emptied in a forked child
+_KEPT: list[Callable[[], Iterable[object]]] = []  # what keep_in_child was given: never freed in a child
+_LOCK_FDS: list[int] = []  # this process's embedded store locks (a child closes its copies)
 _INCREF = ctypes.pythonapi.Py_IncRef  # looked up now: a first lookup in a child would take the loader's lock
-_opened_embedded: int | None = None
-"""The process that opened an embedded store here (``None``: none was opened)."""
-_forked_from: int | None = None
-"""In a forked child: the ancestor that had an embedded store open at a fork (``None``: none had)."""
+_native: set[int] = set()  # processes that ran ONNX Runtime or llama.cpp (see note_native_threads)
+_status = [0]  # a forked child's exit status, for its exit without native destructors
+_opened_embedded: int | None = None  # the process that opened an embedded store here (None: none was)
+_forked_from: int | None = None  # in a forked child: the ancestor with an embedded store open at a fork
 
 
 def lock() -> threading.Lock:
-    """A ``threading.Lock`` that is free again in a forked child (a thread left in the parent may have held it).
+    """A ``threading.Lock`` free again in a forked child (a thread left in the parent may have held it)."""
+    return free_in_child(threading.Lock())
 
-    Known limit: a thread that forks while holding it must not release it in the child (it is free there already).
-    """
-    made = threading.Lock()
+
+def free_in_child(made: threading.Lock) -> threading.Lock:
+    """``made`` (a lock of this package's or of a dependency's) is free again in a forked child; returns it."""
     _LOCKS.add(made)
     return made
 
 
 def never_free(obj: object) -> None:
-    """Never free ``obj`` in this process: a forked child's copy of something whose threads stay in the parent.
-
-    Freeing the parent's ONNX session, llama.cpp server or chromadb Rust bindings in a child waits for those threads
-    for ever (measured: the child hangs, also when it merely exits).
-    """
+    """Never free ``obj`` here: a forked child's copy of something whose threads stay in the parent (it hangs)."""
     _INCREF(ctypes.py_object(obj))
 
 
@@ -83,13 +80,40 @@ def keep_in_child(entries: Callable[[], Iterable[object]]) -> None:
     _KEPT.append(entries)
 
 
-def note_embedded_open(lock_fd: int | None = None) -> None:
-    """Record that this process has an embedded Chroma store open (its forked children then refuse every one).
+def note_native_threads() -> None:
+    """Record that this process ran ONNX Runtime or llama.cpp, whose static state waits for its threads at exit.
 
-    Args:
-        lock_fd: The descriptor of the store folder's lock, closed in a child (the lock stays the parent's; the
-            child's copy would keep it past the parent).
+    A forked child would hang in their destructors at a normal exit (the threads stayed in the parent): it ends after
+    every other ``atexit`` step with ``os._exit`` and its status (``sys.exit(n)``; 1 after an uncaught exception).
     """
+    _native.add(os.getpid())
+
+
+def _record_exit(status: str | int | None = None) -> NoReturn:
+    _status[0] = 0 if status is None else status if isinstance(status, int) else 1
+    _exit(status)
+
+
+def _record_failure(*args: Any) -> None:
+    _status[0] = 1
+    _hook(*args)
+
+
+def _skip_native_destructors() -> None:  # registered first, so it runs last
+    if _native - {os.getpid()}:  # an ancestor ran them (the child may run them too)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(_status[0])
+
+
+_exit: Callable[..., NoReturn] = sys.exit
+_hook = sys.excepthook
+atexit.register(_skip_native_destructors)
+
+
+def note_embedded_open(lock_fd: int | None = None) -> None:
+    """Record an embedded Chroma store open here (forked children refuse every one) and its lock, closed in them."""
     global _opened_embedded  # noqa: PLW0603 - the one flag of this module
     _opened_embedded = os.getpid()
     if lock_fd is not None:
@@ -137,6 +161,8 @@ def _in_child() -> None:
             never_free(entry)
     for container in _PER_PROCESS:
         container.clear()
+    if _native:
+        sys.exit, sys.excepthook = _record_exit, _record_failure
 
 
 os.register_at_fork(after_in_child=_in_child)

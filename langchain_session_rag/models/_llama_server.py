@@ -189,6 +189,7 @@ def load(path: str, n_ctx: int) -> LlamaServer:
         server = _SERVERS.get((path, n_ctx))
         if server is None:
             server = _SERVERS[(path, n_ctx)] = LlamaServer(path, n_ctx, threads=available_cpus())
+            _fork.note_native_threads()
             _LOADED_IN[:] = _LOADED_IN or [os.getpid()]
         return server
 

@@ -106,6 +106,7 @@ class OnnxEncoder:
                 if self.pid != os.getpid():
                     _fork.never_free(self.session)  # the parent's: freeing it here hangs
                     self.session, self.pid = self.reload(), os.getpid()
+                    _fork.note_native_threads()
         return self.session
 
     @property
@@ -241,6 +242,7 @@ def _load(
     if unknown:
         msg = f"{model} takes inputs {sorted(unknown)}; only BERT-style input_ids/attention_mask/token_type_ids work."
         raise InvalidArgumentError(msg)
+    _fork.note_native_threads()
     return OnnxEncoder(session, text_tokenizer, names, counter, reload=build)
 
 

@@ -186,6 +186,9 @@ def claim(client: ClientAPI) -> None:
     Raises:
         StoreLockedError: ``client`` is embedded and this process was forked from one that had an embedded store open.
     """
+    shared = sys.modules.get("chromadb.api.shared_system_client")
+    if shared is not None:  # chromadb's count of clients: a thread may hold its lock at a fork
+        _fork.free_in_child(shared.SharedSystemClient._refcount_lock)  # noqa: SLF001
     if _embedded(client):
         _fork.refuse_embedded(client_location(client) if persist_directory(client) else "")
         _fork.note_embedded_open()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -210,3 +212,79 @@ def test_the_child_makes_its_http_client_on_first_use_not_in_the_fork_hook(
         return f"{in_hook} made in the hook; {made.count(os.getpid())} after a search; {len(found)} found"
 
     assert run_forked(child) == "0 made in the hook; 1 after a search; 1 found"
+
+
+EXITS = """
+import os, sys, time, signal
+HANG_TENTHS = int(sys.argv[2])
+from langchain_session_rag import LocalEmbeddings
+from langchain_session_rag.models.local_llm import LocalChatModel
+embeddings = LocalEmbeddings()
+embeddings.embed_query("warm")
+if sys.argv[1] == "chat":
+    LocalChatModel(max_tokens=2).invoke("hi")
+
+def child_exit(status, embed):
+    pid = os.fork()
+    if pid == 0:
+        if embed:
+            embeddings.embed_query("the child's own session")
+        sys.exit(status)
+    for _ in range(HANG_TENTHS):
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(code)
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return "hung"
+
+print(child_exit(None, False), child_exit(3, True), child_exit("a message", True))
+"""
+
+
+@pytest.mark.parametrize("loaded", ["embeddings", "chat"])
+def test_a_forked_child_that_exits_normally_after_its_parent_ran_the_models_ends_with_its_status(
+    loaded: str, tmp_path: Path
+) -> None:
+    """ONNX Runtime's and llama.cpp's destructors wait at exit for threads that stayed in the parent (they hung)."""
+    if loaded == "chat" and not _has_model():
+        pytest.skip("the bundled chat model is not installed")
+    script = tmp_path / "exits.py"
+    script.write_text(EXITS, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script), loaded, str(HANG * 10)], capture_output=True, text=True, env=env,
+                          timeout=HANG * 4, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["0", "3", "1"], done.stdout + done.stderr[-3000:]
+    assert "a message" in done.stderr  # sys.exit's message is still written before the child ends
+
+
+def test_a_new_server_memory_in_a_child_forked_while_chromadb_counted_its_clients(
+    chroma_server: tuple[str, int],
+) -> None:
+    """A thread of the parent held chromadb's lock of its client count at the fork: the child's lock is free."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    host, port = chroma_server
+    fake = DeterministicFakeEmbedding(size=8)
+    memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=fake, collection_name="fork-count")
+    memory.add_messages([{"role": "user", "content": "hello"}], session_id="s")
+    memory.flush()
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with SharedSystemClient._refcount_lock:
+            held.set()
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait()
+    try:
+        count = run_forked(lambda: str(SessionVectorMemory.server(host, port, user_id="bob", embeddings=fake).count()))
+    finally:
+        release.set()
+        holder.join()
+    assert count == "0"

@@ -269,6 +269,7 @@ def private_uses(path: Path) -> list[str]:
             isinstance(node, ast.Attribute)
             and _private(node.attr)
             and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})
+            and not (isinstance(node.value, ast.Name) and node.value.id == "os" and node.attr == "_exit")  # public
             and node.attr not in own
         ):
             found.append(f".{node.attr}")
