@@ -172,12 +172,12 @@ def prompt_echo() -> BaseChatModel:
 
 
 class PidModel(EchoMemoryModel):
-    """Answers ``pid N``: the process id of the worker that answered (a test tells ``--workers N`` apart)."""
+    """Answers ``pid N Recalled: ...``: the id of the worker that answered (a test tells ``--workers N`` apart), then
+    what the echo model answers."""
 
     @staticmethod
     def _answer(messages: list[BaseMessage]) -> str:
-        del messages
-        return f"pid {os.getpid()}"
+        return f"pid {os.getpid()} {EchoMemoryModel._answer(messages)}"
 
 
 def pid() -> BaseChatModel:

@@ -40,16 +40,21 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(folder: Path) -> Iterator[Server]:
+    """The module's one-worker server; when it stops, its sign-out folder (in its own ``TMPDIR``) goes too."""
     tokens = write_tokens(folder / "tokens", {"alice": ALICE, "bob": BOB, "carol": CAROL})
+    (folder / "tmp").mkdir()
     running = Server(
         folder / "serve.log",
         *("--token-file", str(tokens), "--path", str(folder / "store"), "--chat-model", ECHO),
-        **{CALL_LOG_ENV: str(folder / "calls.log")},
+        **{CALL_LOG_ENV: str(folder / "calls.log"), "TMPDIR": str(folder / "tmp")},
     )
     try:
         yield running
     finally:
         running.stop()
+    # One worker: uvicorn re-raises the SIGTERM it stopped on; the command still removes its sign-out folder.
+    assert running.proc.returncode == 128 + 15  # SIGTERM, through the command's clean-up
+    assert list((folder / "tmp").glob("session-rag-serve-*")) == []
 
 
 def client(server: Server, token: str) -> openai.OpenAI:
@@ -343,17 +348,7 @@ def test_relations_are_served_per_user_and_forgetting_the_session_removes_them(s
     assert carol.get("/v1/memory/relations", params=asked).json()["data"] == []
 
 
-def test_the_sign_out_folder_is_private_and_removed_when_serve_stops(tmp_path: Path) -> None:
-    """One worker: uvicorn re-raises the SIGTERM it stopped on; the command still removes its sign-out folder."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    tokens = write_tokens(tmp_path / "tokens", {"alice": ALICE})
-    args = ("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--chat-model", ECHO)
-    running = Server(tmp_path / "serve.log", *args, TMPDIR=str(temp))
-    try:
-        made = list(temp.glob("session-rag-serve-*"))
-        assert [p.stat().st_mode & 0o777 for p in made] == [0o700]
-    finally:
-        running.stop()
-    assert running.proc.returncode == 128 + 15  # SIGTERM, through the command's clean-up
-    assert list(temp.glob("session-rag-serve-*")) == []
+def test_the_sign_out_folder_is_private_and_removed_when_serve_stops(server: Server, folder: Path) -> None:
+    """Private while the server runs; removed when it stops (checked by the module's ``server`` fixture at its end)."""
+    made = list((folder / "tmp").glob("session-rag-serve-*"))
+    assert [p.stat().st_mode & 0o777 for p in made] == [0o700]
