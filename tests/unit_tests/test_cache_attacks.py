@@ -49,6 +49,22 @@ def make_cache(cache_folder: Path, real_embeddings: Any) -> Factory:
     return make
 
 
+@pytest.fixture(scope="module")
+def cases_store(cache_folder: Path, real_embeddings: Any) -> SemanticCache:
+    """One cache (one collection) for the module's one-question cases."""
+    return SemanticCache.local(path=cache_folder, user_id="cases", embeddings=real_embeddings, collection_name="cases")
+
+
+@pytest.fixture
+def case_cache(cases_store: SemanticCache) -> Factory:
+    """A view of the shared cases' cache as a user of its own (entries never cross users), with ``update``."""
+
+    def make(**update: Any) -> SemanticCache:
+        return cases_store.for_user(f"case{next(_names):04d}").model_copy(update=update)
+
+    return make
+
+
 class CountingModel(FakeListChatModel):
     """A fake chat model that numbers its answers, so a test sees whether the model or the cache answered."""
 
@@ -213,16 +229,16 @@ TRUE_REPEATS = [
 
 
 @pytest.mark.parametrize(("cached", "asked"), [*REPORTED_NEAR_MISSES, *[(b, a) for a, b in REPORTED_NEAR_MISSES]])
-def test_reversed_and_swapped_questions_miss(make_cache: Factory, cached: str, asked: str) -> None:
-    cache = make_cache("alice", threshold=0.5)  # even far below the default: the guards hold
+def test_reversed_and_swapped_questions_miss(case_cache: Factory, cached: str, asked: str) -> None:
+    cache = case_cache(threshold=0.5)  # even far below the default: the guards hold
     assert cache.update(cached, "cached answer")
     decision = cache.decide(asked)
     assert not decision.hit, decision
 
 
 @pytest.mark.parametrize(("cached", "asked"), TRUE_REPEATS)
-def test_true_repeats_hit_at_the_default_threshold(make_cache: Factory, cached: str, asked: str) -> None:
-    cache = make_cache("alice")
+def test_true_repeats_hit_at_the_default_threshold(case_cache: Factory, cached: str, asked: str) -> None:
+    cache = case_cache()
     assert cache.update(cached, "cached answer")
     decision = cache.decide(asked)
     assert decision.hit, decision
@@ -248,8 +264,8 @@ def test_true_repeats_hit_at_the_default_threshold(make_cache: Factory, cached: 
         "What did you suggest on Monday?",
     ],
 )
-def test_time_sensitive_questions_are_never_stored(make_cache: Factory, question: str) -> None:
-    cache = make_cache("alice")
+def test_time_sensitive_questions_are_never_stored(case_cache: Factory, question: str) -> None:
+    cache = case_cache()
     assert is_volatile(question)
     assert cache.update(question, "0.92") is False
     assert cache.decide(question).reason == "volatile"
@@ -438,8 +454,8 @@ REVIEW_NEAR_MISSES = [
 
 
 @pytest.mark.parametrize(("cached", "asked"), [*REVIEW_NEAR_MISSES, *[(b, a) for a, b in REVIEW_NEAR_MISSES]])
-def test_the_reviews_near_misses_miss(make_cache: Factory, cached: str, asked: str) -> None:
-    cache = make_cache("alice", threshold=0.5)
+def test_the_reviews_near_misses_miss(case_cache: Factory, cached: str, asked: str) -> None:
+    cache = case_cache(threshold=0.5)
     assert cache.update(cached, "cached answer")
     decision = cache.decide(asked)
     assert not decision.hit, decision
@@ -452,8 +468,8 @@ def test_the_reviews_near_misses_miss(make_cache: Factory, cached: str, asked: s
      "Did the Lakers win?", "Is Gmail down?", "What is the temperature in Paris?", "What is my account balance?",
      "Where is my package?", "When is my next appointment?", "What's on my calendar?"],
 )  # fmt: skip
-def test_more_time_sensitive_questions_are_never_stored(make_cache: Factory, question: str) -> None:
-    assert make_cache("alice").update(question, "stale") is False
+def test_more_time_sensitive_questions_are_never_stored(case_cache: Factory, question: str) -> None:
+    assert case_cache().update(question, "stale") is False
 
 
 def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> None:
@@ -478,8 +494,8 @@ def test_bad_questions_are_typed_errors_or_not_stored(make_cache: Factory) -> No
      "How do I schedule a cron job?", "What is a credit score?", "How do I cancel my order on Amazon?",
      "How do I share my calendar in Google?"],
 )  # fmt: skip
-def test_evergreen_questions_with_time_words_are_cached(make_cache: Factory, question: str) -> None:
-    assert make_cache("alice").update(question, "answer") is True
+def test_evergreen_questions_with_time_words_are_cached(case_cache: Factory, question: str) -> None:
+    assert case_cache().update(question, "answer") is True
 
 
 @pytest.mark.parametrize(
@@ -488,8 +504,8 @@ def test_evergreen_questions_with_time_words_are_cached(make_cache: Factory, que
      "Which team is top of the Premier League?", "What's Apple trading at?", "Is it going to rain in Paris?",
      "What is the score of the Lakers game?"],
 )  # fmt: skip
-def test_the_reviews_time_sensitive_questions_are_not_stored(make_cache: Factory, question: str) -> None:
-    assert make_cache("alice").update(question, "stale") is False
+def test_the_reviews_time_sensitive_questions_are_not_stored(case_cache: Factory, question: str) -> None:
+    assert case_cache().update(question, "stale") is False
 
 
 # -- 9. in-process state of one user's lookups is not another user's -------------------------------------

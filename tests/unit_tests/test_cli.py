@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
 from langchain_session_rag.cli import main
 from langchain_session_rag.cli.options import err, out
 
@@ -381,32 +380,6 @@ def test_demo_runs_on_its_own_folder(tmp_path: Path) -> None:
     assert "no relation of 'billing'" in run("relations", "billing", *store).stderr
     assert "Invalid as_of" in run("relations", "x", "--as-of", "soon", *store, check=1).stderr
     assert run("relations", "analytics service", *store[:2], "--user", "bob").stdout == ""
-
-
-def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:
-    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
-    path = tmp_path / "old"
-    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=LocalEmbeddings(backend="torch"))
-    memory.add_messages(
-        [
-            {"role": "user", "content": "My sourdough starter is called Bubbles."},
-            {"role": "assistant", "content": "Cute!"},
-        ],
-        session_id="s1",
-    )
-    memory.flush()
-    env = {"SESSION_RAG_PATH": str(path), "SESSION_RAG_USER": "alice"}
-    assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout  # opened with the torch route
-    mixed = run("search", "x", "--embeddings", "local", env=env, check=1)
-    assert "would mix in another model's" in mixed.stderr
-    refused = run("reembed", env=env, check=2)
-    assert "--yes" in refused.stderr
-    done = run("reembed", "--yes", env=env)
-    assert "Re-embedded 1 chunks: sentence-transformers/all-MiniLM-L6-v2 → " in done.stdout
-    assert json.loads(run("stats", "--json", env=env).stdout)["embedding_model"].endswith(":onnx-int8")
-    assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout
-    assert "nothing to do" in run("reembed", "--yes", env=env).stdout
-    assert "No store at" in run("reembed", "--yes", "--path", str(tmp_path / "nowhere"), check=2).stderr
 
 
 def test_the_entry_point_in_a_process_exits_0_1_and_2_with_one_line(tmp_path: Path) -> None:

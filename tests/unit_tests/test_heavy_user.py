@@ -40,7 +40,7 @@ def _store(memory: SessionVectorMemory, user_id: str, n: int, *, seed: int = 0) 
             [
                 Record(
                     id=f"{user_id}-{i}",
-                    text=f"note {i} of {user_id} about topic{i % 97}",
+                    text=f"topic{i % 97}",  # short: Chroma indexes every text for full-text search
                     metadata={"user_id": user_id, "source_type": "note", "session_id": "", "note_key": str(i)},
                     embedding=vectors[i],
                 )

@@ -1,4 +1,7 @@
-"""The embedded default embedding model: all-MiniLM-L6-v2 (int8) on onnxruntime, checked against the torch route."""
+"""The embedded default embedding model: all-MiniLM-L6-v2 (int8) on onnxruntime.
+
+Its agreement with the torch route is tested in ``test_model_integrity.py``, the one module that imports torch.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import numpy as np
 import pytest
 
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory, TopicSegmenter
-from langchain_session_rag.errors import EmbeddingModelMismatchError, FileAccessError, InvalidArgumentError
+from langchain_session_rag.errors import FileAccessError, InvalidArgumentError
 from langchain_session_rag.models import _int8_graph, _integrity, onnx_encoder
 from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL
 
@@ -31,17 +34,6 @@ def test_default_is_the_onnx_route_with_its_own_identity(real_embeddings: LocalE
     vectors = np.array(real_embeddings.embed_documents(_sample_texts()))
     assert vectors.shape[1] == 384
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-
-
-def test_onnx_vectors_agree_with_the_torch_route(real_embeddings: LocalEmbeddings) -> None:
-    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
-    texts = [*_sample_texts(), "", "ok", "Ünïcödé and emoji 🙂 survive", "word " * 400]
-    onnx = np.array(real_embeddings.embed_documents(texts))
-    torch = np.array(LocalEmbeddings(backend="torch").embed_documents(texts))
-    cosines = (onnx * torch).sum(axis=1)
-    assert cosines.min() >= 0.99, f"lowest cosine {cosines.min():.4f} for {texts[int(cosines.argmin())]!r}"
-    # The same neighbours: each question's nearest message is the same for both routes.
-    assert (onnx @ onnx.T).argsort(axis=1)[:, -2].tolist() == (torch @ torch.T).argsort(axis=1)[:, -2].tolist()
 
 
 def test_vectors_do_not_depend_on_the_batch(real_embeddings: LocalEmbeddings) -> None:
@@ -139,20 +131,6 @@ def test_wrong_backend_accessors_say_so(real_embeddings: LocalEmbeddings) -> Non
         _ = real_embeddings.model
     with pytest.raises(InvalidArgumentError, match="torch"):
         _ = LocalEmbeddings(backend="torch").encoder
-
-
-def test_a_store_written_by_the_torch_route_is_not_mixed(tmp_path: Path, real_embeddings: LocalEmbeddings) -> None:
-    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
-    exchange = [{"role": "user", "content": "My locker code is 4471."}, {"role": "assistant", "content": "Noted."}]
-    old = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=LocalEmbeddings(backend="torch"))
-    old.add_messages(exchange, session_id="s1")
-    with pytest.raises(EmbeddingModelMismatchError) as raised:
-        SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=real_embeddings)
-    assert "backend='torch'" in str(raised.value)
-    assert "reembed" in str(raised.value)
-    again = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=LocalEmbeddings(backend="torch"))
-    assert len(again.invoke("locker code")) == 1
-    assert "4471" in again.invoke("locker code")[0].page_content
 
 
 def test_both_routes_share_the_calibrated_segmentation_threshold(real_embeddings: LocalEmbeddings) -> None:

