@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import langchain_session_rag
 
 PACKAGE = Path(langchain_session_rag.__file__).parent
@@ -52,8 +54,15 @@ def modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
+def in_package(path: Path) -> Path:
+    """``path`` relative to the package folder: a module of the package, or a probe under a temporary folder named
+    like the package (the checkers' own tests write their probes there, never into the package)."""
+    parts = path.parts
+    return Path(*parts[len(parts) - parts[::-1].index(PACKAGE.name) :])
+
+
 def unit_of(path: Path) -> str:
-    rel = path.relative_to(PACKAGE)
+    rel = in_package(path)
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
@@ -80,7 +89,7 @@ def dynamic_imports(tree: ast.AST) -> list[str]:
 def imported_modules(path: Path) -> list[str]:
     """Every module a file imports, relative imports resolved, dynamic imports included."""
     tree = ast.parse(path.read_text())
-    package = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]
+    package = (PACKAGE.name, *in_package(path).with_suffix("").parts[:-1])
     found = dynamic_imports(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -284,11 +293,15 @@ def test_no_private_dependency_api_outside_the_adapter() -> None:
     assert {path: found for path, found in uses.items() if found} == {}, "modules reaching into a private API"
 
 
-PROBE = PACKAGE / "models" / "_probe_for_the_checker.py"
+@pytest.fixture
+def probe(tmp_path: Path) -> Path:
+    """Where the checkers' tests write a module to check: ``models/`` of a folder named like the package."""
+    (tmp_path / PACKAGE.name / "models").mkdir(parents=True)
+    return tmp_path / PACKAGE.name / "models" / "_probe_for_the_checker.py"
 
 
-def test_the_checker_sees_private_uses() -> None:
-    PROBE.write_text(
+def test_the_checker_sees_private_uses(probe: Path) -> None:
+    probe.write_text(
         "import importlib, operator\n"
         "from langgraph._internal._runnable import RunnableCallable\n"
         "from torch._C import _get_tracing_state\n"
@@ -298,10 +311,7 @@ def test_the_checker_sees_private_uses() -> None:
         "    getattr(client, '_' + name), object.__getattribute__(store, '_client')\n"
         "    return store._client, store._lock, getattr(client, '_identifier', None)\n"
     )
-    try:
-        uses = private_uses(PROBE)
-    finally:
-        PROBE.unlink()
+    uses = private_uses(probe)
     assert sorted(uses) == sorted(
         [
             "import langgraph._internal._runnable",
@@ -322,17 +332,14 @@ def test_the_checker_sees_private_uses() -> None:
     assert private_uses(ADAPTER), "the adapter is where langchain-chroma's internals are read"
 
 
-def test_the_layer_check_sees_relative_and_dynamic_imports() -> None:
-    PROBE.write_text(
+def test_the_layer_check_sees_relative_and_dynamic_imports(probe: Path) -> None:
+    probe.write_text(
         "import importlib\n"
         "from ..graph import nodes\n"
         "from . import tokens\n"
         "importlib.import_module('langchain_session_rag.cache.semantic')\n"
     )
-    try:
-        units = imported_units(PROBE)
-    finally:
-        PROBE.unlink()
+    units = imported_units(probe)
     assert units == {"graph", "models", "cache"}
 
 
@@ -350,7 +357,7 @@ def backend_class_tests(path: Path) -> list[str]:
         classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
         names = {c.attr if isinstance(c, ast.Attribute) else getattr(c, "id", "") for c in classes}
         if "ChromaBackend" in names:
-            found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+            found.append(f"{in_package(path)}:{node.lineno}")
     return found
 
 
@@ -360,17 +367,14 @@ def test_no_code_outside_stores_tests_the_back_ends_class() -> None:
     assert [hit for p in outside for hit in backend_class_tests(p)] == []
 
 
-def test_the_class_test_finds_what_it_looks_for() -> None:
-    PROBE.write_text(
+def test_the_class_test_finds_what_it_looks_for(probe: Path) -> None:
+    probe.write_text(
         "from langchain_session_rag.stores import chroma\n"
         "isinstance(b, ChromaBackend)\n"
         "isinstance(b, (int, chroma.ChromaBackend))\n"
         "isinstance(b, int)\n"
     )
-    try:
-        hits = backend_class_tests(PROBE)
-    finally:
-        PROBE.unlink()
+    hits = backend_class_tests(probe)
     assert [h.rsplit(":", 1)[1] for h in hits] == ["2", "3"]
 
 

@@ -138,11 +138,15 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, in
     return folder, _copies_and_sources(_raw(folder))[1]
 
 
-def _opened(folder: Path) -> tuple[str, int, int]:
-    """Open the store with this package (which repairs it): the recorded model, the records and leftover copies."""
+def _opened(folder: Path) -> tuple[str, int, int, int]:
+    """Open the store with this package (which repairs it): the recorded model, the records, leftover copies, and
+    how many users' shards answer a query of the recorded model's dimension (``fake-N``: N)."""
     backend = ChromaBackend(open_chroma_client(path=folder))
     names = [c.name for c in backend.client.list_collections()]
-    return str(backend.manifest.get("embedding_model")), backend.count(), sum(n.endswith(NEXT_SUFFIX) for n in names)
+    model = str(backend.manifest.get("embedding_model"))
+    vector = [1.0] * int(model.rpartition("-")[2])
+    answering = sum(bool(backend.query(f"u{u}", "q", vector, 1, {})) for u in range(USERS))
+    return model, backend.count(), sum(n.endswith(NEXT_SUFFIX) for n in names), answering
 
 
 def _killed_at(point: str, code: str, folder: Path) -> None:
@@ -190,14 +194,14 @@ def test_a_reembed_killed_at_a_named_point_resumes_and_converges(
         assert sum(now.values()) == total
         assert all(copies[n] == now[n] for n in copies), "the copies waiting for their switch are complete"
         recovered_model = "fake-24"  # every copy is complete: the switch is finished
-    assert _opened(folder) == (recovered_model, total, 0), "opening the store repairs it; no chunk is lost"
+    assert _opened(folder) == (recovered_model, total, 0, USERS), "opening repairs it; no chunk lost; all answer"
     assert SessionVectorMemory.reembed(str(folder), embeddings=DeterministicFakeEmbedding(size=24),
                                        embedding_model_id="fake-24") == total  # fmt: skip
     with pytest.raises(EmbeddingModelMismatchError):
         SessionVectorMemory.local(path=folder, user_id="u1", embeddings=fake(), embedding_model_id="fake-16")
     new = SessionVectorMemory.local(path=folder, user_id="u7", embeddings=DeterministicFakeEmbedding(size=24),
                                     embedding_model_id="fake-24")  # fmt: skip
-    assert _opened(folder) == ("fake-24", total, 0)
+    assert _opened(folder) == ("fake-24", total, 0, USERS)
     assert new.count() == CHUNKS
 
 

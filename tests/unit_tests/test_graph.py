@@ -99,7 +99,7 @@ def test_window_and_checkpoint_stay_bounded_over_60_turns(memory: SessionVectorM
             assert checkpoint is not None
             sizes[turn] = len(pickle.dumps(checkpoint.checkpoint["channel_values"]))
     assert len(state["messages"]) <= 2 * 4
-    assert sizes[59] <= sizes[12] * 1.2
+    assert sizes[59] <= sizes[12] + 200  # measured: 6,219 B at turn 12, 6,227 at 59 (a leak of 5 B a turn shows)
     assert memory.for_user("alice").count() == 60, "every turn went to the vector memory"
 
 
