@@ -283,7 +283,12 @@ def test_a_new_server_memory_in_a_child_forked_while_chromadb_counted_its_client
     holder.start()
     held.wait()
     try:
-        count = run_forked(lambda: str(SessionVectorMemory.server(host, port, user_id="bob", embeddings=fake).count()))
+
+        def count_in_child() -> str:
+            child = SessionVectorMemory.server(host, port, user_id="bob", embeddings=fake, collection_name="fork-count")
+            return str(child.count())
+
+        count = run_forked(count_in_child)
     finally:
         release.set()
         holder.join()
