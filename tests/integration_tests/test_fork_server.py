@@ -19,7 +19,7 @@ import pytest
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
 from langchain_session_rag.errors import MissingDependencyError
 from langchain_session_rag.models.local_llm import LocalChatModel, bundled_model_path
-from tests.unit_tests.test_fork_safety import HANG, run_forked
+from tests.unit_tests.test_fork_safety import HANG, held_by_another_thread, run_forked
 
 WORKERS = 2
 
@@ -272,24 +272,11 @@ def test_a_new_server_memory_in_a_child_forked_while_chromadb_counted_its_client
     memory = SessionVectorMemory.server(host, port, user_id="alice", embeddings=fake, collection_name="fork-count")
     memory.add_messages([{"role": "user", "content": "hello"}], session_id="s")
     memory.flush()
-    held, release = threading.Event(), threading.Event()
 
-    def hold() -> None:
-        with SharedSystemClient._refcount_lock:
-            held.set()
-            release.wait()
+    def count_in_child() -> str:
+        child = SessionVectorMemory.server(host, port, user_id="bob", embeddings=fake, collection_name="fork-count")
+        return str(child.count())
 
-    holder = threading.Thread(target=hold)
-    holder.start()
-    held.wait()
-    try:
-
-        def count_in_child() -> str:
-            child = SessionVectorMemory.server(host, port, user_id="bob", embeddings=fake, collection_name="fork-count")
-            return str(child.count())
-
+    with held_by_another_thread(SharedSystemClient._refcount_lock):
         count = run_forked(count_in_child)
-    finally:
-        release.set()
-        holder.join()
     assert count == "0"
