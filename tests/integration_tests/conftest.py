@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -63,3 +65,12 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
 
 def ollama_host() -> str:
     return os.environ.get("OLLAMA_HOST", "http://localhost:11434")
+
+
+@pytest.fixture(scope="module")
+def memory(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, real_embeddings: LocalEmbeddings
+) -> SessionVectorMemory:
+    """One embedded store per module, with the real embedding model; each test gives itself users of its own."""
+    folder = tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
+    return SessionVectorMemory.local(path=folder, user_id="nobody", embeddings=real_embeddings)

@@ -24,13 +24,6 @@ class PromptRecorder(BaseCallbackHandler):
         self.prompts.extend(messages)
 
 
-@pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory, real_embeddings: Any) -> SessionVectorMemory:
-    """One store for the module; each test has users of its own."""
-    return SessionVectorMemory.local(path=tmp_path_factory.mktemp("graph-llm"), user_id="nobody",
-                                     embeddings=real_embeddings)  # fmt: skip
-
-
 def test_two_sessions_with_the_real_local_model(memory: SessionVectorMemory) -> None:
     graph = create_session_rag_graph(LocalChatModel(max_tokens=32), memory).compile()
     recorder = PromptRecorder()

@@ -7,7 +7,6 @@ retrieval, then overflowed SmolLM2's window in the model (``BudgetExceededError`
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 
@@ -24,13 +23,6 @@ TEXTS = [  # each kind of text tiktoken miscounted, a few sentences of each (the
     "Hello world, my cat is called Pixel. Ünïcödé — ok?  Two  spaces\n\nnew lines, it's we're they'll",
     "café naïve 😀 emoji \t tabs",
 ]
-
-
-@pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory, real_embeddings: Any) -> SessionVectorMemory:
-    """One store for the module; each test has a user of its own."""
-    return SessionVectorMemory.local(path=tmp_path_factory.mktemp("token-counts"), user_id="anyone",
-                                     embeddings=real_embeddings)  # fmt: skip
 
 
 def test_counts_equal_llama_cpps() -> None:

@@ -13,7 +13,6 @@ import itertools
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -30,12 +29,6 @@ ADVERSARY = [  # wrong answers a model gives: inventions, a near-miss of the fac
     "What is your wifi password?",
     "The password for your wifi is Password123.",
 ]
-
-
-@pytest.fixture(scope="module")
-def memory(tmp_path_factory: pytest.TempPathFactory, real_embeddings: Any) -> SessionVectorMemory:
-    return SessionVectorMemory.local(path=tmp_path_factory.mktemp("long-use"), user_id="nobody",
-                                     embeddings=real_embeddings)  # fmt: skip
 
 
 def turn(graph: Any, text: str, session: str, user: str) -> dict[str, Any]:
