@@ -243,7 +243,8 @@ def _chromadb_systems() -> list[object]:
     """Chromadb's systems of this process: never freed in a forked child (see :mod:`langchain_session_rag._fork`).
 
     Freeing an embedded store's Rust bindings waits for threads left in the parent: a child that drops them, or
-    simply exits normally, would hang. Nothing else of chromadb is changed.
+    simply exits normally, would hang. The only other change to chromadb's state is in :func:`claim`: its
+    client-count lock is freed in a child.
     """
     module = sys.modules.get("chromadb.api.shared_system_client")
     return [] if module is None else list(module.SharedSystemClient._identifier_to_system.values())  # noqa: SLF001
