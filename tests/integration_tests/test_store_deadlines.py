@@ -8,9 +8,12 @@ from the content, so a write whose outcome was unknown is safe to send again).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -156,13 +159,50 @@ def test_a_frozen_store_is_503_within_seconds_and_serving_resumes_after_sigcont(
     assert "locker number is 0" in recall[2]
 
 
+@contextlib.contextmanager
+def late_proxy(port: int, delay: float) -> Iterator[int]:
+    """A loopback TCP proxy to ``port`` that holds every chunk of the server's answers ``delay`` seconds: its port.
+
+    A server that is alive but slower than a deadline, deterministically (a 0.5 ms deadline on the real server was
+    met now and then: loopback answers that fast).
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def pump(src: socket.socket, dst: socket.socket, hold: float) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := src.recv(65536):
+                time.sleep(hold)
+                dst.sendall(chunk)
+        for s in (src, dst):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def accept() -> None:
+        while not done.is_set():
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", port))
+            threading.Thread(target=pump, args=(client, upstream, 0.0), daemon=True).start()
+            threading.Thread(target=pump, args=(upstream, client, delay), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        done.set()
+        listener.close()
+
+
 def test_a_live_server_slower_than_the_deadline_fails_those_calls_and_never_trips_the_breaker(
     chroma: subprocess.Popen[bytes],
 ) -> None:
-    """The review's loaded server, made deterministic: every call is past a 0.5 ms deadline, the heartbeat answers.
+    """The review's loaded server, made deterministic: every answer comes 0.25 s late, past a 0.05 s deadline.
 
-    Each call fails alone, typed, saying what to raise; none is refused at once, ``/readyz``'s check stays clear,
-    and with the deadline back at 5 s the same memory serves.
+    Each call fails alone, typed, saying what to raise; none is refused at once (the heartbeat answers within its
+    1 s), ``/readyz``'s check stays clear, and the memory with the usual deadline serves.
     """
     port = chroma.port  # type: ignore[attr-defined]
     fake = DeterministicFakeEmbedding(size=16)
@@ -173,13 +213,15 @@ def test_a_live_server_slower_than_the_deadline_fails_those_calls_and_never_trip
         [{"role": "user", "content": "My plant is green."}, {"role": "assistant", "content": "Ok."}], session_id="s1"
     )
     memory.flush()
-    # Opened with the usual deadline (its opening call must answer), then every later call's deadline is 0.5 ms:
-    # a loaded machine made the opening call itself late now and then.
-    client = open_chroma_client(host="127.0.0.1", port=port)
-    slow = SessionVectorMemory(chroma_client=client, user_id="slow", embeddings=fake, collection_name="slow_calls")
-    _set_deadlines(client, CONNECT_TIMEOUT, 0.0005)
-    for n in range(5):  # other users: each read reaches the server
-        with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.0005 s .*raise its read_timeout"):
-            slow.for_user(f"other{n}").list_sessions()
-    assert server_problem() is None  # the breaker of the address stays closed: another client's calls go on
+    with late_proxy(port, delay=0.25) as late_port:
+        # Opened with the usual deadline (its opening call must answer), then every later call's deadline is 0.05 s.
+        client = open_chroma_client(host="127.0.0.1", port=late_port)
+        slow = SessionVectorMemory(chroma_client=client, user_id="slow", embeddings=fake, collection_name="slow_calls")
+        _set_deadlines(client, CONNECT_TIMEOUT, 0.05)
+        for n in range(5):  # other users: each read reaches the server
+            with pytest.raises(StoreUnavailableError, match=r"did not answer within 0\.05 s .*raise its read_timeout"):
+                slow.for_user(f"other{n}").list_sessions()
+        assert server_problem() is None  # the breaker of the address stays closed: another client's calls go on
+        _set_deadlines(client, CONNECT_TIMEOUT, 5.0)
+        assert [s.messages for s in slow.list_sessions()] == [2]
     assert [s.messages for s in memory.list_sessions()] == [2]
