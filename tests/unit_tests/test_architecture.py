@@ -391,14 +391,25 @@ def test_the_memory_is_a_retriever_over_a_service_not_a_mixin_chain() -> None:
 FORK_MODULE = PACKAGE / "_fork.py"
 
 
+def _names(node: ast.AST) -> set[object]:
+    """What a node could name: ``os.register_at_fork``, ``from os import register_at_fork``, ``getattr(os, "...")``."""
+    return {
+        getattr(node, "attr", None),
+        getattr(node, "id", None),
+        getattr(node, "value", None) if isinstance(node, ast.Constant) else None,
+    } | ({node.name} if isinstance(node, ast.alias) else set())
+
+
 def test_the_fork_code_is_one_module_with_the_one_fork_hook() -> None:
     """Every after-fork step runs from ``_fork.py``'s one hook (150 lines at most, its docstring aside)."""
-    hooks = [
-        str(p.relative_to(PACKAGE))
-        for p in modules()
-        for node in ast.walk(ast.parse(p.read_text()))
-        if isinstance(node, ast.Attribute) and node.attr == "register_at_fork"
-    ]
+    hooks = sorted(
+        {
+            str(p.relative_to(PACKAGE))
+            for p in modules()
+            for node in ast.walk(ast.parse(p.read_text()))
+            if "register_at_fork" in _names(node)
+        }
+    )
     assert hooks == ["_fork.py"]
     tree = ast.parse(FORK_MODULE.read_text())
     docstring = tree.body[0]
