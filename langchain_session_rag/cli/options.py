@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -196,18 +196,7 @@ class StoreOptions:
     @classmethod
     def of(cls, kwargs: dict[str, Any]) -> StoreOptions:
         """Take the store options out of a command's keyword arguments."""
-        keys = (
-            "path",
-            "user",
-            "server",
-            "store_timeout",
-            "embeddings",
-            "ollama_host",
-            "key_file",
-            "keyring",
-            "keep_secrets",
-        )
-        return cls(**{k: kwargs.pop(k) for k in keys})
+        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls) if not f.name.startswith("_")})
 
     @property
     def user_id(self) -> str:
