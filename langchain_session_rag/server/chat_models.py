@@ -7,7 +7,6 @@ returning any LangChain chat model, e.g. ``myapp.models:make_chat``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pkgutil
 from collections.abc import AsyncIterator, Iterator
@@ -84,7 +83,8 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
             note = f"--chat-model auto: not using Ollama ({where}): {choice.fallback_reason}; serving SmolLM2 instead"
     if spec == "local":
         window = settings.context_window or LOCAL_WINDOW
-        served = ServedModel(LocalChatModel(max_tokens=limit, n_ctx=window), window, "SmolLM2-135M in process")
+        model = LocalChatModel(max_tokens=limit, n_ctx=window)
+        served = ServedModel(model, window, "SmolLM2-135M in process", note=note)
     elif spec.startswith("ollama:") and len(spec) > len("ollama:"):
         from langchain_ollama import ChatOllama  # noqa: PLC0415
 
@@ -101,8 +101,6 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
     else:
         msg = f"--chat-model must be auto, local, ollama:NAME or module:factory, got {spec!r}."
         raise InvalidArgumentError(msg)
-    if note is not None:
-        served = dataclasses.replace(served, note=note)
     if limit > served.context_window // 2:
         msg = (
             f"--max-tokens {limit} is too large for {served.description}: its window is {served.context_window} "
