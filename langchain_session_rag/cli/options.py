@@ -244,27 +244,20 @@ class StoreOptions:
     def existing_client(self) -> Any:
         """The chromadb client of an existing store (a folder without one, or without its key, is refused unchanged)."""
         self._must_exist()
-        return self._client(check_key=True)
+        return self._client()
 
-    def embeddings_for(self, spec: str | None) -> Embeddings | None:
-        """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused."""
-        return self._embeddings(spec, embeds=True)
-
-    def _client(self, *, check_key: bool = False) -> Any:
-        """The store's client; with ``check_key``, an encrypted folder opened without its key is refused unchanged."""
+    def _client(self) -> Any:
+        """The store's client (an encrypted folder opened without its key is refused unchanged)."""
         from langchain_session_rag.errors import SessionRAGError, StoreLockedError  # noqa: PLC0415
-        from langchain_session_rag.stores.adapter import open_chroma_client  # noqa: PLC0415
+        from langchain_session_rag.stores.adapter import READ_TIMEOUT, open_chroma_client  # noqa: PLC0415
         from langchain_session_rag.stores.encryption import check_key_before_opening  # noqa: PLC0415
 
         if self.server is not None:
             host, port = self.server
-            if self.store_timeout is None:
-                return open_chroma_client(host=host, port=port)
-            return open_chroma_client(host=host, port=port, read_timeout=self.store_timeout)
+            return open_chroma_client(host=host, port=port, read_timeout=self.store_timeout or READ_TIMEOUT)
         path = self.path or default_store_path()
         try:
-            if check_key:  # before Chroma opens the folder (which writes to it)
-                check_key_before_opening(path, self.key_file, self.keyring, COLLECTION)
+            check_key_before_opening(path, self.key_file, self.keyring, COLLECTION)  # before Chroma writes to it
             return open_chroma_client(path=path)
         except StoreLockedError as exc:
             msg = (
@@ -282,16 +275,15 @@ class StoreOptions:
         from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
         from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
 
-        user = self.user_id  # a bad --user is refused before anything is created
         if self.embeddings is not None and self.server is None and not (self.path or default_store_path()).exists():
-            self._embeddings(self.embeddings, embeds=True)  # a new folder: check the model before creating it
-        client = self._client(check_key=True)
+            self.embeddings_for(self.embeddings)  # a new folder: check the model before creating it
+        client = self._client()
         recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
         spec = _spec_of(recorded, self.embeddings)
         return SessionVectorMemory(
             chroma_client=client,
-            user_id=user,
-            embeddings=self._embeddings(spec, embeds=embeds),
+            user_id=self.user_id,
+            embeddings=self.embeddings_for(spec, embeds=embeds),
             collection_name=COLLECTION,
             **{**self.privacy, **settings},
         )
@@ -305,7 +297,11 @@ class StoreOptions:
             "redact_secrets": not self.keep_secrets,
         }
 
-    def _embeddings(self, spec: str | None, *, embeds: bool) -> Embeddings | None:
+    def embeddings_for(self, spec: str | None, *, embeds: bool = True) -> Embeddings | None:
+        """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused.
+
+        With ``embeds=False`` it is not: a stand-in fails when asked to embed.
+        """
         if spec is None or spec == "local":
             return None  # the bundled default
         if spec == "local-torch":
