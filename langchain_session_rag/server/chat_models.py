@@ -101,13 +101,22 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
     else:
         msg = f"--chat-model must be auto, local, ollama:NAME or module:factory, got {spec!r}."
         raise InvalidArgumentError(msg)
-    if limit > served.context_window // 2:
+    check_max_tokens(limit, served.context_window, served.description)
+    return served
+
+
+def check_max_tokens(max_tokens: int, window: int, model: str) -> None:
+    """Refuse an answer length that leaves the prompt less than half the model's window, naming ``--max-tokens``.
+
+    Raises:
+        InvalidArgumentError: ``max_tokens`` is over half of ``window``.
+    """
+    if max_tokens > window // 2:
         msg = (
-            f"--max-tokens {limit} is too large for {served.description}: its window is {served.context_window} "
-            f"tokens and the prompt needs room too, so --max-tokens can be at most {served.context_window // 2}."
+            f"--max-tokens {max_tokens} is too large for {model}: its window is {window} tokens and the prompt "
+            f"needs room too, so --max-tokens can be at most {window // 2}."
         )
         raise InvalidArgumentError(msg)
-    return served
 
 
 class StampedChatModel(BaseChatModel):
