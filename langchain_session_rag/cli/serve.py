@@ -7,7 +7,6 @@ each uvicorn worker builds its own app from the settings passed in the environme
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import ipaddress
 import os
@@ -34,22 +33,15 @@ LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
 """Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
 
 
-def _importable(name: str) -> bool:
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        return False
-    return True
-
-
 def check_serve_installed(command: str = "session-rag serve") -> None:
     """Refuse, with the install line, when FastAPI, uvicorn or python-multipart is missing (``command`` needs them).
 
     Raises:
         MissingDependencyError: The ``serve`` extra is not installed.
     """
-    missing = [name for name in ("fastapi", "uvicorn") if not _importable(name)]
-    if not (_importable("python_multipart") or _importable("multipart")):  # the memory browser's forms
+    missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
+    # the memory browser's forms
+    if not (importlib.util.find_spec("python_multipart") or importlib.util.find_spec("multipart")):
         missing.append("python-multipart")
     if missing:
         msg = f"{command} needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
