@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import pkgutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +125,8 @@ class StampedChatModel(BaseChatModel):
     Chat clients send the whole conversation back every turn without ids; the server gives every message an id
     derived from the session, its position and its text, and the answer the same id the client's copy will get
     next turn. The exchange the graph stores then carries the ids of the window's messages, so the graph never
-    retrieves, as a memory, a turn that is still in the conversation the client sent.
+    retrieves, as a memory, a turn that is still in the conversation the client sent. The server runs its graph
+    asynchronously only, so answers stream through ``_astream`` (there is no sync streaming to stamp).
     """
 
     inner: BaseChatModel
@@ -162,17 +163,6 @@ class StampedChatModel(BaseChatModel):
         del run_manager
         answer = await self.inner.ainvoke(messages, _NO_CALLBACKS, stop=stop, **kwargs)
         return ChatResult(generations=[ChatGeneration(message=self._stamp(answer))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        del run_manager
-        for piece in self.inner.stream(messages, _NO_CALLBACKS, stop=stop, **kwargs):
-            yield ChatGenerationChunk(message=self._stamp(_as_chunk(piece)))
 
     async def _astream(
         self,
