@@ -343,21 +343,15 @@ def _torch_embeddings() -> Embeddings:
     return LocalEmbeddings(backend="torch")
 
 
-def spec_of_model(recorded: Any) -> str | None:
-    """The ``--embeddings`` value that loads the model ``recorded`` (``None``: the bundled default)."""
-    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL  # noqa: PLC0415
-
-    if recorded == DEFAULT_EMBEDDING_MODEL:
-        return None
-    return "local-torch" if recorded == TORCH_EMBEDDING_MODEL else str(recorded)
-
-
 def _spec_of(recorded: Any, asked: str | None) -> str | None:
     """The ``--embeddings`` value to open a store written by ``recorded`` with (``asked``: the option given)."""
+    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL  # noqa: PLC0415
+
     if not recorded:
         return asked
     wanted = None if asked in (None, "local") else asked
-    current = spec_of_model(recorded)
+    known: dict[str, str | None] = {DEFAULT_EMBEDDING_MODEL: None, TORCH_EMBEDDING_MODEL: "local-torch"}
+    current = known.get(recorded, str(recorded))
     if asked is not None and wanted != current:
         msg = (
             f"This store holds vectors of {recorded!r}; --embeddings {asked} would mix in another model's. "
