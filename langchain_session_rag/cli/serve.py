@@ -1,8 +1,7 @@
 """``session-rag serve``: the OpenAI-compatible memory server (FastAPI on uvicorn; the ``serve`` extra).
 
 The command checks everything it can before serving (the users, the store, the worker count) and loads no model:
-each uvicorn worker builds its own app from the settings passed in the environment
-(:mod:`~langchain_session_rag.server.worker`).
+each worker builds its own app (:mod:`~langchain_session_rag.server.worker`).
 """
 
 from __future__ import annotations

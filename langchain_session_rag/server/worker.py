@@ -1,12 +1,7 @@
-"""A ``session-rag serve`` worker: the app built from the settings the command left in the environment.
-
-uvicorn imports :func:`app_from_env` by name in each worker process (``--workers N`` starts them fresh), so each
-worker opens its own store connection and loads its own models; the command's own process loads none.
-"""
+"""A ``session-rag serve`` worker: its app, built from the settings in the environment (see ``server.settings``)."""
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -20,7 +15,6 @@ from langchain_session_rag.server.auth import Authenticator
 from langchain_session_rag.server.chat_models import choose_chat_model
 from langchain_session_rag.server.settings import ServeSettings
 
-_LOGGER = logging.getLogger("session_rag.serve")
 SERVER_USER = "session-rag-serve"
 """The user the worker's memory object is opened for; every request acts for its own user (``for_user``)."""
 
