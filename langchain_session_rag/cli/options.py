@@ -185,7 +185,6 @@ class StoreOptions:
     user: str | None = None
     server: tuple[str, int] | None = None
     store_timeout: float | None = None
-    """Seconds each call to the Chroma server waits for its answer (``None``: the default, 5)."""
     embeddings: str | None = None
     ollama_host: str | None = None
     key_file: Path | None = None

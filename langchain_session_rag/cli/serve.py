@@ -27,7 +27,6 @@ from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
 PROTOCOL = "langchain_session_rag.server.connections:GuardedHTTPProtocol"
-"""uvicorn's HTTP protocol with a deadline for each request's headers and a cap on open connections."""
 LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
 """Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
 

@@ -1,11 +1,9 @@
 """Who is looking at the memory browser, and whether a form was really sent from it.
 
 The pages know the same users as the server's API: with a token file, a user signs in with their token and the
-browser gets a session value, never the token (:mod:`~langchain_session_rag.server.ui.signin`: signed, ends after
-30 idle minutes, 12 hours, a sign-out, or the token leaving the token file), in an ``HttpOnly``,
+browser gets a session value, never the token (:mod:`~langchain_session_rag.server.ui.signin`), in an ``HttpOnly``,
 ``SameSite=Strict`` cookie for the pages' path only; behind an authenticating proxy the proxy's user header names
-them on every request. ``session-rag ui`` makes a random token at start and prints an address that carries it, as
-Jupyter does: a local user needs no token file, and another account on the machine cannot sign in.
+them on every request (``session-rag ui``'s own token: :mod:`~langchain_session_rag.cli.ui`).
 
 Every form that changes something (forget, core memory, import, sign out) is checked three ways: its
 anti-forgery field must be the one the pages gave this sign-in, the browser must not say the request came from
