@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -190,12 +190,11 @@ class StoreOptions:
     key_file: Path | None = None
     keyring: Path | None = None
     keep_secrets: bool = False
-    _memory: SessionVectorMemory | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, kwargs: dict[str, Any]) -> StoreOptions:
         """Take the store options out of a command's keyword arguments."""
-        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls) if not f.name.startswith("_")})
+        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls)})
 
     @property
     def user_id(self) -> str:
@@ -220,7 +219,7 @@ class StoreOptions:
         return str(self.path or default_store_path())
 
     def memory(self, *, embeds: bool = True, create: bool = True, **settings: Any) -> SessionVectorMemory:
-        """Open the memory (once per command), saying what is being loaded while it loads.
+        """Open the memory, saying what is being loaded while it loads.
 
         With ``embeds=False`` (listing, statistics, forgetting, export) a store written by an Ollama model opens
         even when Ollama does not answer. With ``create=False`` a folder that holds no store is refused (a mistyped
@@ -229,10 +228,8 @@ class StoreOptions:
         self.user_id  # noqa: B018 - a bad --user is refused first
         if not create:
             self._must_exist()
-        if self._memory is None:
-            with status(f"Opening the memory at {self.location} …"):
-                self._memory = self._open(settings, embeds=embeds)
-        return self._memory
+        with status(f"Opening the memory at {self.location} …"):
+            return self._open(settings, embeds=embeds)
 
     def _must_exist(self) -> None:
         folder = self.path or default_store_path()
