@@ -407,13 +407,11 @@ def consolidate(session_ids: tuple[str, ...], **store: Any) -> None:
     session_ids = resolve_sessions(memory, session_ids)
     targets = list(session_ids) or [s.session_id for s in memory.list_sessions()]
     table = Table("session", "exchanges", "segments", "embedded", title="Consolidated")
-    changed = 0
     for session in targets:
         result = memory.consolidate(session)
         if result.exchanges:
-            changed += 1
             table.add_row(session, str(result.exchanges), str(result.segments), str(result.texts_embedded))
-    out.print(table if changed else "Nothing to consolidate: no session holds separate exchanges.")
+    out.print(table if table.row_count else "Nothing to consolidate: no session holds separate exchanges.")
 
 
 @cli.command()
