@@ -50,10 +50,6 @@ def cli(debug: bool) -> None:
     del debug  # read by main() before any command runs
 
 
-def _debug(argv: list[str]) -> bool:
-    return "--debug" in argv or os.environ.get("SESSION_RAG_DEBUG", "").lower() in {"1", "true", "yes"}
-
-
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     from langchain_session_rag.errors import SessionRAGError  # noqa: PLC0415
@@ -78,7 +74,7 @@ def _validation_text(exc: BaseException) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Run ``session-rag`` with ``argv`` (default: the process arguments); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = _debug(args)
+    debug = "--debug" in args or os.environ.get("SESSION_RAG_DEBUG", "").lower() in {"1", "true", "yes"}
     end = args.index("--") if "--" in args else len(args)
     args = [a for a in args[:end] if a != "--debug"] + args[end:]  # --debug goes anywhere before "--"
     try:

@@ -189,21 +189,6 @@ def snippet(doc: Document, question: str, width: int = 110) -> str:
     return shorten(best, width)
 
 
-def check_max_tokens(max_tokens: int, window: int, model: str) -> None:
-    """Refuse an answer length that leaves the prompt less than half the model's window, naming ``--max-tokens``.
-
-    Raises:
-        click.UsageError: ``max_tokens`` is over half of ``window`` (exit 2).
-    """
-    limit = window // 2
-    if max_tokens > limit:
-        msg = (
-            f"--max-tokens {max_tokens} is too large for {model}: its window is {window} tokens and the prompt "
-            f"needs room too, so --max-tokens can be at most {limit}."
-        )
-        raise click.UsageError(msg)
-
-
 def _show_memories(docs: list[Document], question: str) -> None:
     if not docs:
         err.print("  (no memory recalled)", style="dim")
@@ -273,6 +258,7 @@ def core_command(memory: SessionVectorMemory, arg: str) -> None:
 def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **store: Any) -> None:
     """Chat with a model that remembers your earlier sessions (and your imported history)."""
     from langchain_session_rag.models.local_llm import LocalChatModel, pick_chat_model  # noqa: PLC0415
+    from langchain_session_rag.server.chat_models import check_max_tokens  # noqa: PLC0415
 
     options = StoreOptions.of(store)
     with status("Choosing the chat model …"):
@@ -291,7 +277,10 @@ def chat(model: str, local: bool, max_tokens: int, min_similarity: float, **stor
                                                                                       "num_ctx": window}
             )  # fmt: skip
             described = choice.description + (f" — {choice.fallback_reason}" if choice.fallback_reason else "")
-        check_max_tokens(max_tokens, window, described.split(" — ")[0].split(", as")[0])
+        try:
+            check_max_tokens(max_tokens, window, described.split(" — ")[0].split(", as")[0])
+        except InvalidArgumentError as exc:
+            raise click.UsageError(str(exc)) from None
         memory = options.memory()
         session = ChatSession(memory, chosen, window, max_tokens, min_similarity, describe=described.split(" — ")[0])
     err.print(f"Chat model: {described}")

@@ -9,7 +9,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -185,29 +185,16 @@ class StoreOptions:
     user: str | None = None
     server: tuple[str, int] | None = None
     store_timeout: float | None = None
-    """Seconds each call to the Chroma server waits for its answer (``None``: the default, 5)."""
     embeddings: str | None = None
     ollama_host: str | None = None
     key_file: Path | None = None
     keyring: Path | None = None
     keep_secrets: bool = False
-    _memory: SessionVectorMemory | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, kwargs: dict[str, Any]) -> StoreOptions:
         """Take the store options out of a command's keyword arguments."""
-        keys = (
-            "path",
-            "user",
-            "server",
-            "store_timeout",
-            "embeddings",
-            "ollama_host",
-            "key_file",
-            "keyring",
-            "keep_secrets",
-        )
-        return cls(**{k: kwargs.pop(k) for k in keys})
+        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls)})
 
     @property
     def user_id(self) -> str:
@@ -232,7 +219,7 @@ class StoreOptions:
         return str(self.path or default_store_path())
 
     def memory(self, *, embeds: bool = True, create: bool = True, **settings: Any) -> SessionVectorMemory:
-        """Open the memory (once per command), saying what is being loaded while it loads.
+        """Open the memory, saying what is being loaded while it loads.
 
         With ``embeds=False`` (listing, statistics, forgetting, export) a store written by an Ollama model opens
         even when Ollama does not answer. With ``create=False`` a folder that holds no store is refused (a mistyped
@@ -241,10 +228,8 @@ class StoreOptions:
         self.user_id  # noqa: B018 - a bad --user is refused first
         if not create:
             self._must_exist()
-        if self._memory is None:
-            with status(f"Opening the memory at {self.location} …"):
-                self._memory = self._open(settings, embeds=embeds)
-        return self._memory
+        with status(f"Opening the memory at {self.location} …"):
+            return self._open(settings, embeds=embeds)
 
     def _must_exist(self) -> None:
         folder = self.path or default_store_path()
@@ -255,27 +240,20 @@ class StoreOptions:
     def existing_client(self) -> Any:
         """The chromadb client of an existing store (a folder without one, or without its key, is refused unchanged)."""
         self._must_exist()
-        return self._client(check_key=True)
+        return self._client()
 
-    def embeddings_for(self, spec: str | None) -> Embeddings | None:
-        """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused."""
-        return self._embeddings(spec, embeds=True)
-
-    def _client(self, *, check_key: bool = False) -> Any:
-        """The store's client; with ``check_key``, an encrypted folder opened without its key is refused unchanged."""
+    def _client(self) -> Any:
+        """The store's client (an encrypted folder opened without its key is refused unchanged)."""
         from langchain_session_rag.errors import SessionRAGError, StoreLockedError  # noqa: PLC0415
-        from langchain_session_rag.stores.adapter import open_chroma_client  # noqa: PLC0415
+        from langchain_session_rag.stores.adapter import READ_TIMEOUT, open_chroma_client  # noqa: PLC0415
         from langchain_session_rag.stores.encryption import check_key_before_opening  # noqa: PLC0415
 
         if self.server is not None:
             host, port = self.server
-            if self.store_timeout is None:
-                return open_chroma_client(host=host, port=port)
-            return open_chroma_client(host=host, port=port, read_timeout=self.store_timeout)
+            return open_chroma_client(host=host, port=port, read_timeout=self.store_timeout or READ_TIMEOUT)
         path = self.path or default_store_path()
         try:
-            if check_key:  # before Chroma opens the folder (which writes to it)
-                check_key_before_opening(path, self.key_file, self.keyring, COLLECTION)
+            check_key_before_opening(path, self.key_file, self.keyring, COLLECTION)  # before Chroma writes to it
             return open_chroma_client(path=path)
         except StoreLockedError as exc:
             msg = (
@@ -293,16 +271,15 @@ class StoreOptions:
         from langchain_session_rag.memory.retriever import SessionVectorMemory  # noqa: PLC0415
         from langchain_session_rag.stores.chroma import ChromaBackend  # noqa: PLC0415
 
-        user = self.user_id  # a bad --user is refused before anything is created
         if self.embeddings is not None and self.server is None and not (self.path or default_store_path()).exists():
-            self._embeddings(self.embeddings, embeds=True)  # a new folder: check the model before creating it
-        client = self._client(check_key=True)
+            self.embeddings_for(self.embeddings)  # a new folder: check the model before creating it
+        client = self._client()
         recorded = ChromaBackend(client, name=COLLECTION).manifest.get("embedding_model")
         spec = _spec_of(recorded, self.embeddings)
         return SessionVectorMemory(
             chroma_client=client,
-            user_id=user,
-            embeddings=self._embeddings(spec, embeds=embeds),
+            user_id=self.user_id,
+            embeddings=self.embeddings_for(spec, embeds=embeds),
             collection_name=COLLECTION,
             **{**self.privacy, **settings},
         )
@@ -316,7 +293,11 @@ class StoreOptions:
             "redact_secrets": not self.keep_secrets,
         }
 
-    def _embeddings(self, spec: str | None, *, embeds: bool) -> Embeddings | None:
+    def embeddings_for(self, spec: str | None, *, embeds: bool = True) -> Embeddings | None:
+        """The model an ``--embeddings`` value names (``None``: the bundled default); a silent Ollama is refused.
+
+        With ``embeds=False`` it is not: a stand-in fails when asked to embed.
+        """
         if spec is None or spec == "local":
             return None  # the bundled default
         if spec == "local-torch":
@@ -358,21 +339,15 @@ def _torch_embeddings() -> Embeddings:
     return LocalEmbeddings(backend="torch")
 
 
-def spec_of_model(recorded: Any) -> str | None:
-    """The ``--embeddings`` value that loads the model ``recorded`` (``None``: the bundled default)."""
-    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL  # noqa: PLC0415
-
-    if recorded == DEFAULT_EMBEDDING_MODEL:
-        return None
-    return "local-torch" if recorded == TORCH_EMBEDDING_MODEL else str(recorded)
-
-
 def _spec_of(recorded: Any, asked: str | None) -> str | None:
     """The ``--embeddings`` value to open a store written by ``recorded`` with (``asked``: the option given)."""
+    from langchain_session_rag.models.embeddings import DEFAULT_EMBEDDING_MODEL, TORCH_EMBEDDING_MODEL  # noqa: PLC0415
+
     if not recorded:
         return asked
     wanted = None if asked in (None, "local") else asked
-    current = spec_of_model(recorded)
+    known: dict[str, str | None] = {DEFAULT_EMBEDDING_MODEL: None, TORCH_EMBEDDING_MODEL: "local-torch"}
+    current = known.get(recorded, str(recorded))
     if asked is not None and wanted != current:
         msg = (
             f"This store holds vectors of {recorded!r}; --embeddings {asked} would mix in another model's. "

@@ -1,13 +1,11 @@
 """``session-rag serve``: the OpenAI-compatible memory server (FastAPI on uvicorn; the ``serve`` extra).
 
 The command checks everything it can before serving (the users, the store, the worker count) and loads no model:
-each uvicorn worker builds its own app from the settings passed in the environment
-(:mod:`~langchain_session_rag.server.worker`).
+each worker builds its own app (:mod:`~langchain_session_rag.server.worker`).
 """
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import ipaddress
 import os
@@ -29,17 +27,8 @@ from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
 PROTOCOL = "langchain_session_rag.server.connections:GuardedHTTPProtocol"
-"""uvicorn's HTTP protocol with a deadline for each request's headers and a cap on open connections."""
 LINGER_ENV = "SESSION_RAG_SERVE_WRITE_LINGER"
 """Tests and tuning: the memory's write linger in seconds (see ``RuntimeSettings.write_linger``)."""
-
-
-def _importable(name: str) -> bool:
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        return False
-    return True
 
 
 def check_serve_installed(command: str = "session-rag serve") -> None:
@@ -48,8 +37,9 @@ def check_serve_installed(command: str = "session-rag serve") -> None:
     Raises:
         MissingDependencyError: The ``serve`` extra is not installed.
     """
-    missing = [name for name in ("fastapi", "uvicorn") if not _importable(name)]
-    if not (_importable("python_multipart") or _importable("multipart")):  # the memory browser's forms
+    missing = [name for name in ("fastapi", "uvicorn") if importlib.util.find_spec(name) is None]
+    # the memory browser's forms
+    if not (importlib.util.find_spec("python_multipart") or importlib.util.find_spec("multipart")):
         missing.append("python-multipart")
     if missing:
         msg = f"{command} needs {' and '.join(missing)}: pip install 'langchain-session-rag[serve]'"
@@ -225,17 +215,10 @@ def serve(
     token_file: Path | None,
     trusted_user_header: str | None,
     chat_model: str,
-    ollama_model: str,
     context_window: int | None,
     max_tokens: int,
-    model_name: str,
-    max_body_bytes: int,
-    min_similarity: float,
-    max_upload_bytes: int | None,
     allowed_hosts: tuple[str, ...],
-    header_timeout: float,
-    max_connections: int,
-    **store: Any,
+    **given: Any,
 ) -> None:
     """Serve an OpenAI-compatible chat API whose answers recall each user's past conversations.
 
@@ -248,34 +231,28 @@ def serve(
     from langchain_session_rag.server.auth import Authenticator  # noqa: PLC0415
     from langchain_session_rag.server.settings import ServeSettings  # noqa: PLC0415
 
-    options = StoreOptions.of(store)
+    options = StoreOptions.of(given)  # what is left: settings passed on as they are (--model-name, ...)
     check_workers(workers, options)
     check_chat_model_spec(chat_model)
     check_answer_room(chat_model, context_window, max_tokens)
     linger = os.environ.get(LINGER_ENV)
     settings = ServeSettings(
+        **given,
         path=str(options.path) if options.path else None,
         server=options.server,
         store_timeout=options.store_timeout,
         embeddings=options.embeddings,
         ollama_host=options.ollama_host,
         chat_model=chat_model,
-        ollama_model=ollama_model,
         context_window=context_window,
         max_tokens=max_tokens,
-        model_name=model_name,
         token_file=str(token_file.resolve()) if token_file else None,
         trusted_user_header=trusted_user_header,
-        max_body_bytes=max_body_bytes,
-        min_similarity=min_similarity,
         write_linger=float(linger) if linger else None,
         key_file=str(options.key_file.resolve()) if options.key_file else None,
         keyring=str(options.keyring.resolve()) if options.keyring else None,
         keep_secrets=options.keep_secrets,
-        max_upload_bytes=max_upload_bytes,
         allowed_hosts=served_hosts(host, trusted_user_header, allowed_hosts),
-        header_timeout=header_timeout,
-        max_connections=max_connections,
         pages_secret=secrets.token_hex(32),
     ).check()
     Authenticator.from_settings(settings.token_file, settings.trusted_user_header)  # a bad file: refused here, once

@@ -359,10 +359,6 @@ def import_(file: Path, reassign_user: bool, trust_provenance: bool, **store: An
     out.print(printable(f"Imported {added} new chunk(s) into the memory of {memory.user_id!r} from {file}."))
 
 
-def _disk_use(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 @cli.command()
 @click.option("--compact", "compact_now", is_flag=True, help="Also erase forgotten text from the store's files.")
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
@@ -390,7 +386,7 @@ def stats(compact_now: bool, as_json: bool, **store: Any) -> None:
         "chunks": memory.count(),
         "messages": sum(s.messages for s in found),
         "core_memory_tokens": sum(memory.chunker.count(t) for t in memory.core.blocks().values()),
-        "disk_bytes": _disk_use(folder) if folder is not None else None,
+        "disk_bytes": sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder else None,
     }
     if as_json:
         _json_out(data)
@@ -411,13 +407,11 @@ def consolidate(session_ids: tuple[str, ...], **store: Any) -> None:
     session_ids = resolve_sessions(memory, session_ids)
     targets = list(session_ids) or [s.session_id for s in memory.list_sessions()]
     table = Table("session", "exchanges", "segments", "embedded", title="Consolidated")
-    changed = 0
     for session in targets:
         result = memory.consolidate(session)
         if result.exchanges:
-            changed += 1
             table.add_row(session, str(result.exchanges), str(result.segments), str(result.texts_embedded))
-    out.print(table if changed else "Nothing to consolidate: no session holds separate exchanges.")
+    out.print(table if table.row_count else "Nothing to consolidate: no session holds separate exchanges.")
 
 
 @cli.command()

@@ -88,19 +88,14 @@ def ui(
         who = f"the memory of {options.user_id!r}" if token_file is None else f"the users of {token_file}"
         err.print(f"session-rag ui: {who} at {options.location}; Ctrl-C stops.")
         print(f"Open {address}", flush=True)
-        launcher = _open_in_browser(address) if open_browser else None
+        if open_browser:  # through a private file: the browser's command line does not show the token
+            launcher = launcher_file(address)
+            webbrowser.open(launcher.as_uri())
         uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=5)).run(sockets=[sock])
     finally:
         sock.close()
         if launcher is not None:
-            shutil.rmtree(launcher, ignore_errors=True)
-
-
-def _open_in_browser(address: str) -> Path:
-    """Open ``address`` in the default browser through :func:`launcher_file`; the folder to remove after."""
-    launcher = launcher_file(address)
-    webbrowser.open(launcher.as_uri())
-    return launcher.parent
+            shutil.rmtree(launcher.parent, ignore_errors=True)
 
 
 def launcher_file(address: str) -> Path:

@@ -7,10 +7,11 @@ build one per worker with :func:`app_from_env`.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -28,9 +29,6 @@ from langchain_session_rag.server.schemas import ApiError, ChatRequest, chunk, c
 from langchain_session_rag.server.settings import DEFAULT_MAX_BODY_BYTES
 from langchain_session_rag.server.turns import SESSION_HEADER, Turn, TurnRunner, api_error
 from langchain_session_rag.stores.chroma_calls import server_problem
-
-if TYPE_CHECKING:
-    from langchain_session_rag.server.ui.access import UiAccess
 
 
 def create_app(
@@ -139,20 +137,15 @@ def create_app(
 
     add_memory_routes(app, memory, user_of, max_body_bytes)
     if pages:  # the memory browser at /ui: the same users; never a compaction under the chat turns' writes
-        access = _pages_access(auth, pages_secret, sign_out_dir)
-        _add_pages(app, memory, access, budget=budget, floor=min_similarity, limit=max_upload_bytes)
+        from langchain_session_rag.server.ui import SearchSettings, UiAccess, add_ui_routes  # noqa: PLC0415
+        from langchain_session_rag.server.ui.signin import SignOuts  # noqa: PLC0415
+
+        sign_outs = SignOuts(Path(sign_out_dir) if sign_out_dir is not None else None)
+        access = UiAccess(auth=auth, secret=pages_secret or secrets.token_bytes(32), sign_outs=sign_outs)
+        floor = DEFAULT_SCORE_THRESHOLD if min_similarity is None else min_similarity
+        search = SearchSettings(budget=budget, min_similarity=floor)
+        add_ui_routes(app, memory, access, search, compaction=False, upload_limit=max_upload_bytes)
     return app
-
-
-def _pages_access(auth: Authenticator, secret: bytes | None, sign_out_dir: str | Path | None) -> UiAccess:
-    """The pages' door: the server's users, its secret (else a random one), its sign-outs' folder (else memory)."""
-    from langchain_session_rag.server.ui import UiAccess  # noqa: PLC0415
-    from langchain_session_rag.server.ui.signin import SignOuts  # noqa: PLC0415
-
-    sign_outs = SignOuts(Path(sign_out_dir) if sign_out_dir is not None else None)
-    if secret:
-        return UiAccess(auth=auth, secret=secret, sign_outs=sign_outs)
-    return UiAccess(auth=auth, sign_outs=sign_outs)
 
 
 READY_WITHIN = 3.0
@@ -182,22 +175,6 @@ async def _model_problem(ready: Callable[[], str | None] | None) -> str | None:
         return await asyncio.wait_for(asyncio.to_thread(ready), READY_WITHIN)
     except TimeoutError:
         return f"the chat model's check did not finish within {READY_WITHIN:g} s"
-
-
-def _add_pages(
-    app: FastAPI,
-    memory: SessionVectorMemory,
-    access: UiAccess,
-    *,
-    budget: TokenBudget,
-    floor: float | None,
-    limit: int | None,
-) -> None:
-    """The memory browser at ``/ui``: the same users; never a compaction under the chat turns' writes."""
-    from langchain_session_rag.server.ui import SearchSettings, add_ui_routes  # noqa: PLC0415
-
-    search = SearchSettings(budget=budget, min_similarity=DEFAULT_SCORE_THRESHOLD if floor is None else floor)
-    add_ui_routes(app, memory, access, search, compaction=False, upload_limit=limit)
 
 
 def only_at(app: FastAPI, hosts: frozenset[str]) -> None:

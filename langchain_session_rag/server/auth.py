@@ -116,12 +116,7 @@ class TokenFile:
     """
 
     def __init__(self, path: str | Path) -> None:
-        """Read it once (a bad file is refused here, at start).
-
-        Raises:
-            FileAccessError: The file cannot be read, or other users may read or write it.
-            InvalidArgumentError: See :func:`read_token_file`.
-        """
+        """Read it once: a bad file is refused here, at start, as :func:`read_token_file` refuses it."""
         self.path = Path(path)
         self._lock = _fork.lock()  # fork-safe: a worker forked while another thread reads the file
         self._stamp = self._stamp_now()
@@ -176,11 +171,9 @@ class Authenticator:
 
     @classmethod
     def from_token_file(cls, path: str | Path) -> Authenticator:
-        """The users of a token file (see the module docstring for its format), read again when it changes.
+        """The users of a token file (its format: the module docstring), read again when it changes.
 
-        Raises:
-            FileAccessError: The file cannot be read, or other users may read or write it.
-            InvalidArgumentError: A malformed file (see :func:`read_token_file`).
+        A bad file is refused as :func:`read_token_file` refuses it.
         """
         return cls(token_file=TokenFile(path))
 

@@ -7,10 +7,9 @@ returning any LangChain chat model, e.g. ``myapp.models:make_chat``).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pkgutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -84,7 +83,8 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
             note = f"--chat-model auto: not using Ollama ({where}): {choice.fallback_reason}; serving SmolLM2 instead"
     if spec == "local":
         window = settings.context_window or LOCAL_WINDOW
-        served = ServedModel(LocalChatModel(max_tokens=limit, n_ctx=window), window, "SmolLM2-135M in process")
+        model = LocalChatModel(max_tokens=limit, n_ctx=window)
+        served = ServedModel(model, window, "SmolLM2-135M in process", note=note)
     elif spec.startswith("ollama:") and len(spec) > len("ollama:"):
         from langchain_ollama import ChatOllama  # noqa: PLC0415
 
@@ -101,15 +101,22 @@ def choose_chat_model(settings: ServeSettings) -> ServedModel:
     else:
         msg = f"--chat-model must be auto, local, ollama:NAME or module:factory, got {spec!r}."
         raise InvalidArgumentError(msg)
-    if note is not None:
-        served = dataclasses.replace(served, note=note)
-    if limit > served.context_window // 2:
+    check_max_tokens(limit, served.context_window, served.description)
+    return served
+
+
+def check_max_tokens(max_tokens: int, window: int, model: str) -> None:
+    """Refuse an answer length that leaves the prompt less than half the model's window, naming ``--max-tokens``.
+
+    Raises:
+        InvalidArgumentError: ``max_tokens`` is over half of ``window``.
+    """
+    if max_tokens > window // 2:
         msg = (
-            f"--max-tokens {limit} is too large for {served.description}: its window is {served.context_window} "
-            f"tokens and the prompt needs room too, so --max-tokens can be at most {served.context_window // 2}."
+            f"--max-tokens {max_tokens} is too large for {model}: its window is {window} tokens and the prompt "
+            f"needs room too, so --max-tokens can be at most {window // 2}."
         )
         raise InvalidArgumentError(msg)
-    return served
 
 
 class StampedChatModel(BaseChatModel):
@@ -118,7 +125,8 @@ class StampedChatModel(BaseChatModel):
     Chat clients send the whole conversation back every turn without ids; the server gives every message an id
     derived from the session, its position and its text, and the answer the same id the client's copy will get
     next turn. The exchange the graph stores then carries the ids of the window's messages, so the graph never
-    retrieves, as a memory, a turn that is still in the conversation the client sent.
+    retrieves, as a memory, a turn that is still in the conversation the client sent. The server runs its graph
+    asynchronously only, so answers stream through ``_astream`` (there is no sync streaming to stamp).
     """
 
     inner: BaseChatModel
@@ -155,17 +163,6 @@ class StampedChatModel(BaseChatModel):
         del run_manager
         answer = await self.inner.ainvoke(messages, _NO_CALLBACKS, stop=stop, **kwargs)
         return ChatResult(generations=[ChatGeneration(message=self._stamp(answer))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        del run_manager
-        for piece in self.inner.stream(messages, _NO_CALLBACKS, stop=stop, **kwargs):
-            yield ChatGenerationChunk(message=self._stamp(_as_chunk(piece)))
 
     async def _astream(
         self,

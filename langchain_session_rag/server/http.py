@@ -111,53 +111,36 @@ def parse_body(kind: type[M], body: bytes) -> M:
         raise ApiError(422, msg, code="invalid_request", param=where or None) from None
 
 
-def error_response(error: ApiError) -> JSONResponse:
-    """An :class:`ApiError` as its response."""
+RETRIED = (SessionRAGError, ConnectionError, httpx.TransportError)
+"""Errors a store's lost connection raises (and ours): 503 when retryable (see ``unavailable``), never a bare 500."""
+
+
+def api_error_of(exc: Exception) -> ApiError:
+    """Any error as the :class:`ApiError` it is answered with: ours, authentication, validation, routing, else 500."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, TokenFileUnusable):  # 503 while the token file is unusable
+        return ApiError(exc.status, str(exc), code="token_file_unusable")
+    if isinstance(exc, Unauthenticated):
+        return ApiError(401, str(exc), code="invalid_api_key")
+    if isinstance(exc, RequestValidationError):
+        first = exc.errors()[0] if exc.errors() else {}
+        where = _where(tuple(first.get("loc", ())))
+        msg = f"Invalid request: {where}: {first.get('msg', exc)}."
+        return ApiError(422, msg, code="invalid_request", param=where or None)
+    if isinstance(exc, HTTPException):
+        return ApiError(exc.status_code, str(exc.detail), code="not_found" if exc.status_code == 404 else None)  # noqa: PLR2004
+    retry = unavailable(exc) if isinstance(exc, RETRIED) else None
+    return retry or ApiError(500, f"The server failed: {type(exc).__name__}: {exc}", code="server_error")
+
+
+async def _answer_error(request: Request, exc: Exception) -> Response:
+    del request
+    error = api_error_of(exc)
     return JSONResponse(error.body(), status_code=error.status, headers=error.headers())
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    """Answer every error in OpenAI's shape: ours, authentication, FastAPI's validation, routing, the unexpected."""
-
-    async def on_api_error(request: Request, exc: Exception) -> Response:
-        del request
-        return error_response(exc if isinstance(exc, ApiError) else ApiError(500, str(exc)))
-
-    async def on_unauthenticated(request: Request, exc: Exception) -> Response:
-        del request  # 401, or 503 while the token file is unusable
-        if isinstance(exc, TokenFileUnusable):
-            return error_response(ApiError(exc.status, str(exc), code="token_file_unusable"))
-        return error_response(ApiError(401, str(exc), code="invalid_api_key"))
-
-    async def on_validation(request: Request, exc: Exception) -> Response:
-        del request
-        errors = exc.errors() if isinstance(exc, RequestValidationError) else []
-        first = errors[0] if errors else {}
-        where = _where(tuple(first.get("loc", ())))
-        msg = f"Invalid request: {where}: {first.get('msg', exc)}."
-        return error_response(ApiError(422, msg, code="invalid_request", param=where or None))
-
-    async def on_http(request: Request, exc: Exception) -> Response:
-        del request
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        detail = exc.detail if isinstance(exc, HTTPException) else str(exc)
-        return error_response(ApiError(status, str(detail), code="not_found" if status == 404 else None))  # noqa: PLR2004
-
-    async def on_library_error(request: Request, exc: Exception) -> Response:
-        del request  # a store error no route caught: still 503 (retryable), never a bare 500
-        retry = unavailable(exc)
-        msg = f"The server failed: {type(exc).__name__}: {exc}"
-        return error_response(retry or ApiError(500, msg, code="server_error"))
-
-    async def on_unexpected(request: Request, exc: Exception) -> Response:
-        del request
-        msg = f"The server failed: {type(exc).__name__}: {exc}"
-        return error_response(ApiError(500, msg, code="server_error"))
-
-    app.add_exception_handler(ApiError, on_api_error)
-    app.add_exception_handler(Unauthenticated, on_unauthenticated)
-    app.add_exception_handler(RequestValidationError, on_validation)
-    app.add_exception_handler(HTTPException, on_http)
-    for kind in (SessionRAGError, ConnectionError, httpx.TransportError):  # a store's connection lost: 503
-        app.add_exception_handler(kind, on_library_error)
-    app.add_exception_handler(Exception, on_unexpected)
+    """Answer every error in OpenAI's shape (see :func:`api_error_of`)."""
+    for kind in (ApiError, Unauthenticated, RequestValidationError, HTTPException, *RETRIED, Exception):
+        app.add_exception_handler(kind, _answer_error)

@@ -140,7 +140,15 @@ def add_memory_routes(
         ]
         return {"object": "list", "data": data}
 
-    add_relations_route(app, memory, user_of)
+    @app.get("/v1/memory/relations")
+    async def relations(
+        request: Request,
+        entity: Annotated[str, Query(min_length=1, max_length=200)],
+        to: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+        as_of: Annotated[str | None, Query(max_length=64)] = None,
+        hops: Annotated[int | None, Query(ge=1, le=2)] = None,
+    ) -> dict[str, Any]:
+        return await find_relations(memory.for_user(user_of(request)), entity, to, as_of, hops)
 
     @app.post("/v1/memory/forget")
     async def forget(request: Request) -> dict[str, Any]:
@@ -181,24 +189,6 @@ def add_memory_routes(
         }
 
 
-def add_relations_route(app: FastAPI, memory: SessionVectorMemory, user_of: Callable[[Request], str]) -> None:
-    """Add ``GET /v1/memory/relations`` to ``app``."""
-
-    @app.get("/v1/memory/relations")
-    async def relations(
-        request: Request,
-        entity: Annotated[str, Query(min_length=1, max_length=200)],
-        to: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-        as_of: Annotated[str | None, Query(max_length=64)] = None,
-        hops: Annotated[int | None, Query(ge=1, le=2)] = None,
-    ) -> dict[str, Any]:
-        """The user's relations of ``entity``; with ``to``, the chains linking them (see ``find_relations``)."""
-        try:
-            return await find_relations(memory.for_user(user_of(request)), entity, to, as_of, hops)
-        except SessionRAGError as exc:
-            raise _refused(exc) from exc
-
-
 async def find_relations(
     mine: SessionVectorMemory, entity: str, to: str | None, as_of: str | None, hops: int | None
 ) -> dict[str, Any]:
@@ -206,13 +196,19 @@ async def find_relations(
 
     Chains are at most ``hops`` relations long (2 by default). ``as_of``: only what held then (an ISO 8601 date or
     time; a date is its start, 00:00 UTC).
+
+    Raises:
+        ApiError: 422 for what the memory refuses, 503 for a store that did not answer.
     """
-    if to is not None:
-        chains = await mine.apaths(entity, to, max_hops=hops or 2, as_of=as_of)
-        paths = [{"object": "memory.path", "relations": [relation_json(r) for r in chain]} for chain in chains]
-        return {"object": "list", "data": paths}
-    many = hops is not None and hops > 1
-    found = await mine.aneighbours(entity, hops=2, as_of=as_of) if many else await mine.arelations(entity, as_of)
+    try:
+        if to is not None:
+            chains = await mine.apaths(entity, to, max_hops=hops or 2, as_of=as_of)
+            paths = [{"object": "memory.path", "relations": [relation_json(r) for r in chain]} for chain in chains]
+            return {"object": "list", "data": paths}
+        many = hops is not None and hops > 1
+        found = await (mine.aneighbours(entity, hops=2, as_of=as_of) if many else mine.arelations(entity, as_of))
+    except SessionRAGError as exc:
+        raise _refused(exc) from exc
     return {"object": "list", "data": [relation_json(r) for r in found]}
 
 

@@ -17,16 +17,8 @@ from langchain_session_rag.errors import StoreLockedError, StoreUnavailableError
 from langchain_session_rag.privacy._folding import blank
 from langchain_session_rag.stores.adapter import is_connection_error
 
-ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "invalid_request_error",
-    403: "invalid_request_error",
-    404: "invalid_request_error",
-    413: "invalid_request_error",
-    422: "invalid_request_error",
-    500: "server_error",
-    503: "service_unavailable",
-}
+ERROR_TYPES = {500: "server_error", 503: "service_unavailable"}
+"""OpenAI's error ``type`` of a status; any other status is an ``invalid_request_error``."""
 RETRY_AFTER_SECONDS = 1
 """``Retry-After`` of a 503: the store did not answer in time, was locked, or a write failed."""
 

@@ -63,10 +63,6 @@ def session_of(request: ChatRequest, header: str | None) -> str:
     return f"chat-{hashlib.sha256(first.encode()).hexdigest()[:16]}"
 
 
-def _role(message: ChatMessage) -> str:
-    return "system" if message.role == "developer" else message.role
-
-
 def graph_messages(messages: list[ChatMessage], session_id: str) -> list[BaseMessage]:
     """The conversation as LangChain messages with stable ids (tool and function messages are left out)."""
     out: list[BaseMessage] = []
@@ -75,7 +71,8 @@ def graph_messages(messages: list[ChatMessage], session_id: str) -> list[BaseMes
         if kind is None:
             continue
         text = message.text()
-        out.append(kind(text, id=message_id(session_id, index, _role(message), text)))
+        role = "system" if message.role == "developer" else message.role
+        out.append(kind(text, id=message_id(session_id, index, role, text)))
     return out
 
 

@@ -1,15 +1,12 @@
-"""A ``session-rag serve`` worker: the app built from the settings the command left in the environment.
-
-uvicorn imports :func:`app_from_env` by name in each worker process (``--workers N`` starts them fresh), so each
-worker opens its own store connection and loads its own models; the command's own process loads none.
-"""
+"""A ``session-rag serve`` worker: its app, built from the settings in the environment (see ``server.settings``)."""
 
 from __future__ import annotations
 
-import logging
 import sys
+from pathlib import Path
 
 from fastapi import FastAPI
+from uvicorn.config import STARTUP_FAILURE
 
 from langchain_session_rag.cli.options import StoreOptions
 from langchain_session_rag.memory.runtime import RuntimeSettings
@@ -18,9 +15,6 @@ from langchain_session_rag.server.auth import Authenticator
 from langchain_session_rag.server.chat_models import choose_chat_model
 from langchain_session_rag.server.settings import ServeSettings
 
-_LOGGER = logging.getLogger("session_rag.serve")
-STARTUP_FAILURE = 3
-"""uvicorn's exit code for a worker that failed to start (``uvicorn.config.STARTUP_FAILURE``)."""
 SERVER_USER = "session-rag-serve"
 """The user the worker's memory object is opened for; every request acts for its own user (``for_user``)."""
 
@@ -31,31 +25,16 @@ def build_app(settings: ServeSettings) -> FastAPI:
 
     auth = Authenticator.from_settings(settings.token_file, settings.trusted_user_header)
     served = choose_chat_model(settings)
-    from pathlib import Path  # noqa: PLC0415
-
-    options = StoreOptions(
-        path=Path(settings.path) if settings.path else None,
-        user=SERVER_USER,
-        server=settings.server,
-        store_timeout=settings.store_timeout,
-        embeddings=settings.embeddings,
-        ollama_host=settings.ollama_host,
-        key_file=Path(settings.key_file) if settings.key_file else None,
-        keyring=Path(settings.keyring) if settings.keyring else None,
-        keep_secrets=settings.keep_secrets,
-    )
-    runtime = (
-        RuntimeSettings() if settings.write_linger is None else RuntimeSettings(write_linger=settings.write_linger)
-    )
-    memory = options.memory(runtime=runtime)
+    given = settings.model_dump(include={"server", "store_timeout", "embeddings", "ollama_host", "keep_secrets"})
+    for name, value in settings.model_dump(include={"path", "key_file", "keyring"}).items():
+        given[name] = Path(value) if value else None
+    options = StoreOptions(user=SERVER_USER, **given)
+    memory = options.memory(runtime=RuntimeSettings(**settings.model_dump(include={"write_linger"}, exclude_none=True)))
     memory.warm_up()
 
     def ready() -> str | None:
-        if served.ollama is None:
-            return None
-        if ollama_models(settings.ollama_host, timeout=1.0) is None:
-            return f"{served.description} does not answer"
-        return None
+        down = served.ollama is not None and ollama_models(settings.ollama_host, timeout=1.0) is None
+        return f"{served.description} does not answer" if down else None
 
     if served.note is not None:
         print(f"session-rag serve: {served.note}", file=sys.stderr)  # noqa: T201

@@ -1,11 +1,9 @@
 """Who is looking at the memory browser, and whether a form was really sent from it.
 
 The pages know the same users as the server's API: with a token file, a user signs in with their token and the
-browser gets a session value, never the token (:mod:`~langchain_session_rag.server.ui.signin`: signed, ends after
-30 idle minutes, 12 hours, a sign-out, or the token leaving the token file), in an ``HttpOnly``,
+browser gets a session value, never the token (:mod:`~langchain_session_rag.server.ui.signin`), in an ``HttpOnly``,
 ``SameSite=Strict`` cookie for the pages' path only; behind an authenticating proxy the proxy's user header names
-them on every request. ``session-rag ui`` makes a random token at start and prints an address that carries it, as
-Jupyter does: a local user needs no token file, and another account on the machine cannot sign in.
+them on every request (``session-rag ui``'s own token: :mod:`~langchain_session_rag.cli.ui`).
 
 Every form that changes something (forget, core memory, import, sign out) is checked three ways: its
 anti-forgery field must be the one the pages gave this sign-in, the browser must not say the request came from
@@ -197,9 +195,16 @@ class UiAccess:
         """A POSTed form from these pages: same site, and (signed in) carrying the user's anti-forgery value.
 
         Raises:
-            Refused: 403 for a request from another site or without the right anti-forgery value.
+            Refused: 403 for a request from another site (``Sec-Fetch-Site``, or an ``Origin`` naming another host)
+                or without the right anti-forgery value.
         """
-        check_same_site(request)
+        site = request.headers.get("sec-fetch-site")  # what the browser says of where the form was sent from
+        if site is not None and site not in {"same-origin", "none"}:
+            raise Refused(403, "Refused: this form was sent from another site.")
+        origin = request.headers.get("origin")
+        hosts = {request.headers.get("host", ""), request.headers.get("x-forwarded-host", "").split(",")[0].strip()}
+        if origin is not None and urlsplit(origin).netloc not in hosts - {""}:  # "null" too
+            raise Refused(403, "Refused: this form was sent from another origin.")
         try:
             form = await request.form(max_files=1, max_fields=MAX_FORM_FIELDS)
         except ClientDisconnect:
@@ -227,18 +232,3 @@ def csrf_value(user: str, credential: str, secret: bytes) -> str:
     """The anti-forgery value of a user's forms: bound to the server's secret and to what signs the user in."""
     message = f"{user}\0{credential}".encode()
     return hmac.new(secret, message, hashlib.sha256).hexdigest()[:32]
-
-
-def check_same_site(request: Request) -> None:
-    """Refuse a POST the browser says came from another site.
-
-    Raises:
-        Refused: 403 when ``Sec-Fetch-Site`` is ``cross-site``/``same-site``, or ``Origin`` names another host.
-    """
-    site = request.headers.get("sec-fetch-site")
-    if site is not None and site not in {"same-origin", "none"}:
-        raise Refused(403, "Refused: this form was sent from another site.")
-    origin = request.headers.get("origin")
-    hosts = {request.headers.get("host", ""), request.headers.get("x-forwarded-host", "").split(",")[0].strip()}
-    if origin is not None and urlsplit(origin).netloc not in hosts - {""}:  # "null" too
-        raise Refused(403, "Refused: this form was sent from another origin.")

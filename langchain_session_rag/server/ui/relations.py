@@ -54,8 +54,9 @@ def _entity_row(info: EntityInfo) -> list[str]:
     ]
 
 
-def _form(entity: str, as_of: str) -> str:
-    return (
+async def relations_body(mine: SessionVectorMemory, entity: str, as_of: str) -> str:
+    """The form and, for an entity, its relations (current and past); without one, the entities known."""
+    form = (
         f'<form method="get" action="{url("relations")}" role="search" aria-label="Find relations" class="filters">'
         + field("entity", "Entity", value=entity, kind="search", hint="A project, tool, person, place or pet.")
         + field(
@@ -66,11 +67,6 @@ def _form(entity: str, as_of: str) -> str:
         )
         + '<button type="submit">Show</button></form>'
     )
-
-
-async def relations_body(mine: SessionVectorMemory, entity: str, as_of: str) -> str:
-    """The form and, for an entity, its relations (current and past); without one, the entities known."""
-    form = _form(entity, as_of)
     try:
         if not entity.strip():
             known = await mine.aentities()
