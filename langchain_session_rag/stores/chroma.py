@@ -210,14 +210,13 @@ class ChromaBackend:
         """The client's largest write batch."""
         return max(1, self.client.get_max_batch_size())
 
-    def space_of(self, col: Collection) -> str:
-        """The distance space of a collection."""
-        return self._space(col)
-
     def collections_changed(self) -> None:
         """Forget cached collection handles here and in every backend of this store in the process."""
         key = self.process_key
         _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1
+        self._forget_handles()
+
+    def _forget_handles(self) -> None:
         self._collections.clear()
         if self._single is not None:
             self._single = self.client.get_collection(self._single.name)
@@ -231,9 +230,7 @@ class ChromaBackend:
         generation = _GENERATIONS.get(self.process_key, 0)
         if generation != self._generation:  # another backend rebuilt the store's collections
             self._generation = generation
-            self._collections.clear()
-            if self._single is not None:
-                self._single = self.client.get_collection(self._single.name)
+            self._forget_handles()
         if self._single is not None:
             return self._single
         index = shard_of(user_id, self.shards)
@@ -245,18 +242,23 @@ class ChromaBackend:
             self._collections[index] = col
         return col
 
+    def collection_names(self) -> set[str]:
+        """The names of every collection on the client."""
+        return {c.name for c in self.client.list_collections()}
+
     def all_collections(self) -> Iterator[Collection]:
         """Every data collection that exists (shards never written are skipped)."""
         if self._single is not None:
             yield self._single
             return
-        existing = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        existing = self.collection_names()
         for index in range(self.shards):
             if self.shard_name(index) in existing:
                 yield self.client.get_collection(self.shard_name(index))
 
     @staticmethod
-    def _space(col: Collection) -> str:
+    def space_of(col: Collection) -> str:
+        """The distance space of a collection."""
         config: Any = col.configuration or {}
         hnsw = config.get("hnsw") or {}
         space = hnsw.get("space") or (col.metadata or {}).get("hnsw:space") or "l2"
@@ -335,7 +337,7 @@ class ChromaBackend:
         """
         col = self._collection(user_id)
         stamp(records, keep=True)
-        batch = max(1, self.client.get_max_batch_size())
+        batch = self.max_batch
         for start in range(0, len(records), batch):
             part = records[start : start + batch]
             stored = col.get(ids=[r.id for r in part], include=["metadatas"])
@@ -383,7 +385,7 @@ class ChromaBackend:
             where=self._scoped(user_id, where),
             include=["documents", "metadatas", "distances"],
         )
-        to_sim = chroma_reads.distance_to_similarity(self._space(col))
+        to_sim = chroma_reads.distance_to_similarity(self.space_of(col))
         return [
             (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
             for i, t, m, d in zip(
@@ -451,7 +453,7 @@ class ChromaBackend:
 
     def sweep_index_files(self) -> None:
         """Zero every index file's unused slots; remove deleted collections' index folders (see :func:`sweep_files`)."""
-        sweep_files(self, self._space)
+        sweep_files(self)
 
     def companion(self, suffix: str) -> ChromaBackend:
         """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
@@ -464,7 +466,7 @@ class ChromaBackend:
         """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
         if self.persist_directory is None:
             return []
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        names = self.collection_names()
         stores = {n.removesuffix("-manifest") for n in names if n.endswith("-manifest")}
         return [
             ChromaBackend(self.client, name=store)
@@ -483,7 +485,7 @@ class ChromaBackend:
         Companion stores (the core memory) are rebuilt too.
         """
         base = self._single.name if self._single is not None else self.name
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        names = self.collection_names()
         for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
             if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
                 rebuild(self.companion(suffix))  # a companion opened by another process counts too

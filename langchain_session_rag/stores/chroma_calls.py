@@ -295,7 +295,7 @@ def files_guard(client: ClientAPI, collection: Collection | None) -> IndexFileGu
     return guard
 
 
-def sweep_files(backend: ChromaBackend, space: Callable[[Collection], str]) -> None:
+def sweep_files(backend: ChromaBackend) -> None:
     """Zero every index file's unused slots and remove the index folders of deleted collections (embedded only).
 
     Chroma leaves a deleted collection's index folder on disk, its vectors and ids in it, and a rebuild deletes
@@ -308,7 +308,7 @@ def sweep_files(backend: ChromaBackend, space: Callable[[Collection], str]) -> N
 
     def layout() -> tuple[set[str] | None, set[str]]:
         segments = vector_segments(backend.client)
-        spaces = {str(c.id): space(c) for c in backend.client.list_collections()}
+        spaces = {str(c.id): backend.space_of(c) for c in backend.client.list_collections()}
         whole = {name for name, owner in (segments or {}).items() if spaces.get(owner, "cosine") != "cosine"}
         return (set(segments) if segments is not None else None), whole
 
