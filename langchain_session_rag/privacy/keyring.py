@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import os
@@ -158,7 +159,7 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text.encode())
 
 
-def _write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> bool:
+def _write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` through a flushed temporary file; with ``exclusive``, only if it does not exist."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
@@ -167,17 +168,14 @@ def _write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> bool:
             handle.flush()
             os.fsync(handle.fileno())
         if exclusive:
-            try:
+            with contextlib.suppress(FileExistsError):  # another writer's file came first: it stays
                 os.link(tmp, path)
-            except FileExistsError:
-                return False
         else:
             Path(tmp).replace(path)
             tmp = ""
     finally:
         if tmp:
             Path(tmp).unlink(missing_ok=True)
-    return True
 
 
 class Keyring:
@@ -208,7 +206,7 @@ class Keyring:
             raise EncryptionKeyError(msg)
         try:
             (self.folder / "users").mkdir(parents=True, exist_ok=True)
-            self._check_master()
+            self.check()
         except OSError as exc:
             msg = f"Cannot use the keyring folder {str(self.folder)!r}: {exc.strerror or exc}."
             raise FileAccessError(msg) from exc
@@ -224,10 +222,6 @@ class Keyring:
         Raises:
             EncryptionKeyError: The key does not open the keyring (another key, or one rotated since).
         """
-        self._check_master()
-
-    def _check_master(self) -> None:
-        """See :meth:`check`."""
         path = self.folder / "master.json"
         if not path.exists():
             _write_atomic(path, _check_file(self._master, secrets.token_hex(8)), exclusive=True)
@@ -262,8 +256,11 @@ class Keyring:
             msg = f"The key file {str(path)!r} is damaged ({type(exc).__name__}); restore it from its backup."
             raise EncryptionKeyError(msg) from exc
 
-    def _store(self, user_id: str, keys: list[DataKey], *, exclusive: bool) -> bool:
-        return _write_atomic(self._path(user_id), _key_file(self._master, user_id, keys), exclusive=exclusive)
+    def _store(self, user_id: str, keys: list[DataKey], *, exclusive: bool) -> None:
+        """Write the user's key file under the master key, checked first (another process may have rotated it)."""
+        with self._lock:
+            self.check()
+            _write_atomic(self._path(user_id), _key_file(self._master, user_id, keys), exclusive=exclusive)
 
     def keys(self, user_id: str) -> list[DataKey]:
         """The user's data keys, the current (newest) last; empty when the user has none (never written, shredded).
@@ -292,9 +289,7 @@ class Keyring:
         if keys:
             return keys[-1]
         fresh = DataKey(secrets.token_hex(8), user_id, secrets.token_bytes(KEY_BYTES))
-        with self._lock:
-            self._check_master()  # another process may have rotated the master key: never wrap under a stale one
-            self._store(user_id, [fresh], exclusive=True)  # another process may have created one first: it wins
+        self._store(user_id, [fresh], exclusive=True)  # another process may have created one first: it wins
         return self.keys(user_id)[-1]
 
     def find(self, user_id: str, key_id: str) -> DataKey | None:
@@ -304,10 +299,7 @@ class Keyring:
     def add_key(self, user_id: str) -> DataKey:
         """Give the user a new current data key (re-encryption), keeping the older ones until :meth:`drop_old`."""
         fresh = DataKey(secrets.token_hex(8), user_id, secrets.token_bytes(KEY_BYTES))
-        keys = [*self.keys(user_id), fresh]
-        with self._lock:
-            self._check_master()
-            self._store(user_id, keys, exclusive=False)
+        self._store(user_id, [*self.keys(user_id), fresh], exclusive=False)
         return fresh
 
     def drop_old(self, user_id: str) -> list[str]:
@@ -315,9 +307,7 @@ class Keyring:
         keys = self.keys(user_id)
         if len(keys) < 2:  # noqa: PLR2004
             return []
-        with self._lock:
-            self._check_master()
-            self._store(user_id, keys[-1:], exclusive=False)
+        self._store(user_id, keys[-1:], exclusive=False)
         return [k.key_id for k in keys[:-1]]
 
     def every_key(self) -> list[DataKey]:
