@@ -293,12 +293,7 @@ class EncryptedBackend:
             vector = rotate(listed[-1], vector)
         hits = self.inner.query(user_id, query, vector, k, self.where(user_id, where, listed))
         keys = {key.key_id: key for key in listed}
-        out = []
-        for record, score in hits:
-            opened = self.opened(user_id, record, keys)
-            if opened is not None:
-                out.append((opened, score))
-        return out
+        return [(opened, score) for record, score in hits if (opened := self.opened(user_id, record, keys)) is not None]
 
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
         """Every record of the user matching ``where``, decrypted."""
@@ -334,10 +329,6 @@ class EncryptedCompanion(EncryptedBackend):
     """An encrypted companion store (the core memory's)."""
 
     inner: CompanionBackend
-
-    def __init__(self, inner: CompanionBackend, keyring: Keyring, *, rotate_vectors: bool = True) -> None:
-        """Wrap the companion ``inner``."""
-        super().__init__(inner, keyring, rotate_vectors=rotate_vectors)
 
     def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
         """Store records whose ids are new, encrypted."""
