@@ -12,7 +12,6 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
-from langchain_session_rag._checks import check_documents
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.questions import normalise_question
@@ -148,11 +147,6 @@ def check_update(
         raise InvalidArgumentError(msg)
     check_text_options(llm_string, version)
     return user_metadata(metadata)
-
-
-def check_sources(sources: object) -> Sequence[Document]:
-    """The documents behind an answer."""
-    return check_documents("sources", sources)
 
 
 def lookup_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import Generation
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_user_id
 from langchain_session_rag.cache.scope import (
     bound_user_allowed,
-    check_user_id,
     current_cache_user,
     install_capture,
     scope_is_private,

@@ -31,13 +31,13 @@ from langchain_core.messages import BaseMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_documents, check_user_id
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
     MAX_ANSWER_CHARS,
     cache_key,
     check_client,
-    check_sources,
     check_text_options,
     check_update,
     entry_record,
@@ -49,7 +49,7 @@ from langchain_session_rag.cache.entries import (
 )
 from langchain_session_rag.cache.erasure import CacheTier
 from langchain_session_rag.cache.guards import guard_mismatch
-from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
+from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX
 from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError
@@ -331,14 +331,6 @@ class SemanticCache(BaseModel):
         return (await self.adecide(question, **lookup_options(kwargs))).answer
 
     # -- update ----------------------------------------------------------------------------------
-    def _skip(
-        self, question: str, history: Sequence[str | BaseMessage], standalone: str | None, too_big: str = ""
-    ) -> str | None:
-        q, reason = (None, too_big) if too_big else self._key(question, history_texts(history), standalone)
-        if q is None:
-            self.note_skipped(reason)
-        return q
-
     def _prepare(  # noqa: PLR0917 - private mirror of update()'s options
         self,
         question: str,
@@ -354,10 +346,11 @@ class SemanticCache(BaseModel):
         """The record to store, or ``None`` (counted) when the question must not be cached."""
         extra = check_update(answer, ttl, llm_string, version, metadata)
         answer = redact_secrets(answer).text if self.redact_secrets else answer
-        check_sources(sources)
+        check_documents("sources", sources)
         too_big = oversized(answer, self.llm_string if llm_string is None else llm_string, self.max_answer_chars)
-        q = self._skip(question, history, standalone, too_big)
+        q, reason = (None, too_big) if too_big else self._key(question, history_texts(history), standalone)
         if q is None:
+            self.note_skipped(reason)
             return None
         return entry_record(
             self._scope,
