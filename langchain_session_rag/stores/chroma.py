@@ -22,7 +22,6 @@ from langchain_session_rag.stores import change_log, chroma_reads
 from langchain_session_rag.stores.adapter import claim, client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Probe, Record, RecordPage, Where, purge, shard_of
 from langchain_session_rag.stores.chroma_calls import (
-    companion_store,
     files_guard,
     server_call,
     store_write,
@@ -42,6 +41,8 @@ MANIFEST_VERSION = 1
 
 _GENERATIONS: dict[str, int] = {}
 """Per store (process key): how often its collections were rebuilt in this process."""
+_COMPANIONS: dict[str, ChromaBackend] = {}
+"""Companion stores opened in this process, by their parent's process key and suffix."""
 
 
 class ChromaBackend:
@@ -457,10 +458,10 @@ class ChromaBackend:
 
     def companion(self, suffix: str) -> ChromaBackend:
         """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
-        base = self._single.name if self._single is not None else self.name
-        return companion_store(
-            f"{self.process_key}|{suffix}", lambda: ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
-        )
+        key, base = f"{self.process_key}|{suffix}", self._single.name if self._single is not None else self.name
+        if key not in _COMPANIONS:
+            _COMPANIONS[key] = ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
+        return _COMPANIONS[key]
 
     def stores_beside(self) -> list[ChromaBackend]:
         """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""

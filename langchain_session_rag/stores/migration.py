@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
-from langchain_session_rag.stores.chroma_calls import forget_indexes, rebuilding
+from langchain_session_rag.stores.chroma_calls import forget_indexes, store_lock
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -131,7 +131,7 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
         embed: Re-embeds texts (a re-embedding); ``None`` keeps the stored vectors (a compaction).
         model_id: The model to record after a re-embedding.
     """
-    with rebuilding(backend):  # a write after a collection's copy was checked would be deleted with it
+    with store_lock(backend).exclusive():  # a write after a collection's copy was checked would be deleted with it
         recover(backend)
         sources = [c.name for c in backend.all_collections()]
         _set_state(backend, {"phase": "copy", "sources": sources})
