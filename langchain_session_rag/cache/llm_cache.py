@@ -133,11 +133,6 @@ class SemanticLLMCache(BaseCache):
         bound._user = check_user_id(user_id)
         return bound
 
-    def _current_user(self) -> str | None:
-        if self._user is None:
-            return current_cache_user(self.config_key)
-        return self._user if bound_user_allowed(self._user, self.config_key) else None
-
     def _view(self) -> SemanticCache | None:
         """The cache of the current request's user, or ``None`` (fail closed) when there is no user.
 
@@ -151,7 +146,10 @@ class SemanticLLMCache(BaseCache):
     def _scoped_view(self) -> SemanticCache | None:
         if self.cache.shared:
             return None if scope_is_private() else self.cache
-        user = self._current_user()
+        if self._user is None:
+            user = current_cache_user(self.config_key)
+        else:
+            user = self._user if bound_user_allowed(self._user, self.config_key) else None
         if user is None:
             if not self._warned:
                 self._warned = True

@@ -47,19 +47,13 @@ def generate_master_key() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(KEY_BYTES)).decode()
 
 
-def _try_decode(decode: Callable[[str], bytes], text: str) -> bytes | None:
-    try:
-        return decode(text if decode is bytes.fromhex else text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
-
-
 def _decode(text: str, where: str) -> bytes:
     text = text.strip()
     for decode in (bytes.fromhex, base64.urlsafe_b64decode, base64.b64decode):
-        raw = _try_decode(decode, text)
-        if raw is not None and len(raw) == KEY_BYTES:
-            return raw
+        with contextlib.suppress(binascii.Error, ValueError):
+            raw = decode(text if decode is bytes.fromhex else text + "=" * (-len(text) % 4))
+            if len(raw) == KEY_BYTES:
+                return raw
     msg = (
         f"The master key from {where} is not 32 bytes of base64 or hex text ({len(text)} characters). "
         "Make one with `session-rag keys new` (or generate_master_key())."
@@ -145,10 +139,6 @@ class ShredReceipt:
     key_ids: tuple[str, ...]
     key_file: str
     destroyed_at: str
-
-
-def _file_name(user_id: str) -> str:
-    return hashlib.sha256(("session-rag-user\x1f" + user_id).encode()).hexdigest()[:40] + ".json"
 
 
 def _b64(raw: bytes) -> str:
@@ -243,7 +233,8 @@ class Keyring:
         self.keyring_id = str(body.get("id", ""))
 
     def _path(self, user_id: str) -> Path:
-        return self.folder / "users" / _file_name(user_id)
+        digest = hashlib.sha256(("session-rag-user\x1f" + user_id).encode()).hexdigest()[:40]
+        return self.folder / "users" / f"{digest}.json"
 
     def _read(self, user_id: str) -> list[DataKey] | None:
         path = self._path(user_id)
