@@ -18,7 +18,7 @@ from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArg
 from langchain_session_rag.models import fingerprint
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
-from langchain_session_rag.stores import change_log, chroma_reads
+from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import claim, client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Probe, Record, RecordPage, Where, purge, shard_of
 from langchain_session_rag.stores.chroma_calls import (
@@ -386,9 +386,9 @@ class ChromaBackend:
             where=self._scoped(user_id, where),
             include=["documents", "metadatas", "distances"],
         )
-        to_sim = chroma_reads.distance_to_similarity(self.space_of(col))
+        scale = 0.5 if self.space_of(col) == "l2" else 1.0  # squared L2 of unit vectors is 2 - 2 cos; others 1 - cos
         return [
-            (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
+            (Record(id=i, text=t or "", metadata=dict(m or {})), 1.0 - float(d) * scale)
             for i, t, m, d in zip(
                 res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
             )

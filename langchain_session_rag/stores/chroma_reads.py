@@ -10,7 +10,7 @@ lists the user's ids (an ids-only ``where`` read, cheap), then reads the records
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
@@ -20,13 +20,6 @@ if TYPE_CHECKING:
 
 PAGE = 1_000
 """Records per read: far under Chroma's SQL variable limit; 1,000 halves the peak memory of 5,000 at equal speed."""
-
-
-def distance_to_similarity(space: str) -> Callable[[float], float]:
-    """Chroma's distance in ``space`` as a similarity (1 for the same direction) of unit vectors."""
-    if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
-        return lambda d: 1.0 - d / 2.0
-    return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
 
 
 def user_ids(col: Collection, user_id: str, where: dict[str, Any] | None = None) -> list[str]:
