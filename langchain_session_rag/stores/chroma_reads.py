@@ -44,22 +44,16 @@ def read_pages(
             Record(id=res["ids"][n], text=(docs[n] or "") if docs is not None else "", metadata=dict(metas[n]))
             for n in keep
         ]
-        vectors = None
-        if embeddings:
-            raw = res.get("embeddings")
-            vectors = _as_array(raw, keep)
-        yield RecordPage(records, vectors)
+        yield RecordPage(records, _as_array(res.get("embeddings"), keep) if embeddings else None)
 
 
 def _as_array(raw: Any, keep: list[int]) -> Any:
-    """The kept rows of Chroma's embeddings as one float32 array (no per-float Python objects)."""
+    """The kept rows of Chroma's embeddings (one numpy array from chromadb 1.x) as one float32 array."""
     import numpy as np  # noqa: PLC0415 - chromadb needs numpy anyway; imported where used
 
     if raw is None or len(raw) == 0 or not keep:
         return np.zeros((0, 0), dtype=np.float32)
-    if isinstance(raw, np.ndarray):
-        return np.asarray(raw[keep], dtype=np.float32)
-    return np.asarray([np.asarray(raw[n], dtype=np.float32) for n in keep], dtype=np.float32)
+    return np.asarray(raw[keep], dtype=np.float32)
 
 
 def listing(col: Collection, user_id: str) -> dict[str, str]:
