@@ -246,21 +246,17 @@ class EncryptedBackend:
 
     def _page(self, user_id: str, page: RecordPage) -> RecordPage:
         """A page decrypted; its vectors (one array) turned back row by row with each record's own key."""
-        records = [Record(r.id, r.text, r.metadata) for r in page.records]
         keys = self._keys(user_id)
-        rows = [(n, self.opened(user_id, r, keys)) for n, r in enumerate(records)]
-        kept = [(n, r) for n, r in rows if r is not None]
+        kept = [(n, r) for n, rec in enumerate(page.records) if (r := self.opened(user_id, rec, keys)) is not None]
         vectors = page.vectors
         if vectors is None or not len(vectors):
             return RecordPage([r for _, r in kept], vectors)
         vectors = vectors[[n for n, _ in kept]]
         if self.rotate_vectors:
             ids = [key_id_of(page.records[n].text) if is_sealed(page.records[n].text) else "" for n, _ in kept]
-            for key_id in set(ids) - {""}:
-                key = keys.get(key_id)
+            for key_id in set(ids) - {""}:  # each a key that opened its record's text (else it was dropped)
                 rows_of_key = [i for i, k in enumerate(ids) if k == key_id]
-                if key is not None:
-                    vectors[rows_of_key] = unrotate(key, vectors[rows_of_key])
+                vectors[rows_of_key] = unrotate(keys[key_id], vectors[rows_of_key])
         return RecordPage([r for _, r in kept], vectors)
 
     def where(self, user_id: str, where: Where, listed: list[DataKey] | None = None) -> Where:
