@@ -217,9 +217,8 @@ class EncryptedBackend:
         """The user's keys by id, read once for a whole read (one look at the key file, not one per record)."""
         return {k.key_id: k for k in self.keyring.keys(user_id)}
 
-    def opened(self, user_id: str, record: Record, keys: dict[str, DataKey] | None = None) -> Record | None:
+    def opened(self, record: Record, keys: dict[str, DataKey]) -> Record | None:
         """The plain record of a stored one (its vector turned back); ``None`` when its data key was destroyed."""
-        keys = self._keys(user_id) if keys is None else keys
         text, meta, vector = record.text, dict(record.metadata), record.embedding
         try:
             if is_sealed(text):
@@ -242,12 +241,12 @@ class EncryptedBackend:
 
     def _plain_records(self, user_id: str, records: Sequence[Record]) -> list[Record]:
         keys = self._keys(user_id)
-        return [opened for record in records if (opened := self.opened(user_id, record, keys)) is not None]
+        return [opened for record in records if (opened := self.opened(record, keys)) is not None]
 
     def _page(self, user_id: str, page: RecordPage) -> RecordPage:
         """A page decrypted; its vectors (one array) turned back row by row with each record's own key."""
         keys = self._keys(user_id)
-        kept = [(n, r) for n, rec in enumerate(page.records) if (r := self.opened(user_id, rec, keys)) is not None]
+        kept = [(n, r) for n, rec in enumerate(page.records) if (r := self.opened(rec, keys)) is not None]
         vectors = page.vectors
         if vectors is None or not len(vectors):
             return RecordPage([r for _, r in kept], vectors)
@@ -289,7 +288,7 @@ class EncryptedBackend:
             vector = rotate(listed[-1], vector)
         hits = self.inner.query(user_id, query, vector, k, self.where(user_id, where, listed))
         keys = {key.key_id: key for key in listed}
-        return [(opened, score) for record, score in hits if (opened := self.opened(user_id, record, keys)) is not None]
+        return [(opened, score) for record, score in hits if (opened := self.opened(record, keys)) is not None]
 
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
         """Every record of the user matching ``where``, decrypted."""
