@@ -303,11 +303,8 @@ class Keyring:
 
     def every_key(self) -> list[DataKey]:
         """Every user's data keys (re-embedding a whole store reads them all)."""
-        out: list[DataKey] = []
-        for path in sorted((self.folder / "users").glob("*.json")):
-            body = json.loads(path.read_text(encoding="utf-8"))
-            out.extend(_unwrap(self._master, str(body["owner"]), entry) for entry in body["keys"])
-        return out
+        bodies = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.folder / "users").glob("*.json"))]
+        return [_unwrap(self._master, str(body["owner"]), entry) for body in bodies for entry in body["keys"]]
 
     def users(self) -> int:
         """How many users have a key file."""
