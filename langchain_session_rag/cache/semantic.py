@@ -19,6 +19,7 @@ rewrite.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 import time
@@ -210,27 +211,20 @@ class SemanticCache(BaseModel):
         return self._vectors.word_similarity(self._embedder, left, right)
 
     def _decide(self, question: str, version: str, hits: list[tuple[Record, float]], now: float) -> CacheDecision:
-        if not hits:
-            return CacheDecision(hit=False, reason="empty")
         first: CacheDecision | None = None
         for record, similarity in hits:
             meta = record.metadata
             cached_q = str(meta.get("question", ""))
-            decision: CacheDecision
+            miss = functools.partial(CacheDecision, hit=False, similarity=similarity, matched_question=cached_q)
             if similarity < self.threshold:
-                decision = CacheDecision(
-                    hit=False, reason="below_threshold", similarity=similarity, matched_question=cached_q
-                )
+                decision = miss(reason="below_threshold")
             elif 0 < float(meta.get("expires_at", 0)) <= now:
-                decision = CacheDecision(hit=False, reason="expired", similarity=similarity, matched_question=cached_q)
+                decision = miss(reason="expired")
             elif meta.get("knowledge_version", "") != version:
-                decision = CacheDecision(
-                    hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
-                )
+                decision = miss(reason="stale_version")
             elif sources_changed(meta, self.source_check, self.user_id):  # derived from gone or changed memories
                 self._backend.delete(self._scope, [record.id])  # so compact() erases it: nothing can revive it
-                decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
-                                         matched_question=cached_q, detail="sources changed")  # fmt: skip
+                decision = miss(reason="stale_version", detail="sources changed")
             else:
                 guard = guard_mismatch(question, cached_q, word_similarity=self.word_similarity,
                                        word_threshold=self.word_threshold, max_chars=self.max_question_chars,
@@ -243,8 +237,7 @@ class SemanticCache(BaseModel):
                         matched_question=cached_q,
                         created_at=float(meta.get("created_at", 0)),
                     )
-                decision = CacheDecision(hit=False, reason="guard", similarity=similarity, matched_question=cached_q,
-                                         detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
+                decision = miss(reason="guard", detail=f"{guard.reason}: {guard.detail}")
             first = first or decision
         return first or CacheDecision(hit=False, reason="empty")
 
