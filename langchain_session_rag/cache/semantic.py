@@ -258,9 +258,8 @@ class SemanticCache(BaseModel):
         standalone: str | None,
     ) -> CacheDecision | tuple[str, str, str]:
         """The question, model key and version to look up, or the miss when it must not be looked up."""
-        hist = history_texts(history)
         check_text_options(llm_string, knowledge_version)
-        q, reason = self._key(question, hist, standalone)
+        q, reason = self._key(question, history_texts(history), standalone)
         if q is None:
             return CacheDecision(hit=False, reason=reason)
         key = llm_key(self.llm_string if llm_string is None else llm_string)
@@ -272,11 +271,9 @@ class SemanticCache(BaseModel):
         embedder = self._embedder
         self._backend.check_model(embedding_model_id(embedder), dimension, probe=lambda: fingerprint.probe(embedder))
 
-    def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
+    def _search(self, text: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
         self._check_model(len(vector))
-        return self._backend.query(
-            self._scope, questions.normalise_question(q), vector, self.candidates, {"llm_key": llm_key}
-        )
+        return self._backend.query(self._scope, text, vector, self.candidates, {"llm_key": llm_key})
 
     def decide(
         self,
@@ -294,7 +291,7 @@ class SemanticCache(BaseModel):
         q, key, version = plan
         text, memo = questions.normalise_question(q), self._memo_key(q)
         vector = self._vectors.remember(memo, self._vectors.recalled(memo) or self._embedder.embed_query(text))
-        return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
+        return self._count(self._decide(q, version, self._search(text, vector, key), time.time()))
 
     async def adecide(
         self,
@@ -312,7 +309,7 @@ class SemanticCache(BaseModel):
         q, key, version = plan
         text, memo = questions.normalise_question(q), self._memo_key(q)
         vector = self._vectors.remember(memo, self._vectors.recalled(memo) or await self._embedder.aembed_query(text))
-        hits = await asyncio.to_thread(self._search, q, vector, key)
+        hits = await asyncio.to_thread(self._search, text, vector, key)
         return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
 
     def lookup(self, question: str, **kwargs: Any) -> str | None:
