@@ -68,11 +68,11 @@ def _switch(backend: ChromaBackend, sources: list[str]) -> None:
         fault_point("rebuild:switched-one")
 
 
-def recover(backend: ChromaBackend) -> bool:
-    """Repair a store left by an interrupted rebuild; return whether there was one to repair."""
+def recover(backend: ChromaBackend) -> None:
+    """Repair a store left by an interrupted rebuild (nothing to do when none was)."""
     state = _state(backend)
     if state is None:
-        return False
+        return
     sources = list(state.get("sources", []))
     if state.get("phase") == "switch":
         _switch(backend, sources)
@@ -82,7 +82,6 @@ def recover(backend: ChromaBackend) -> bool:
         _drop_copies(backend, sources)
     _set_state(backend, None)
     backend.collections_changed()
-    return True
 
 
 def _copy(backend: ChromaBackend, name: str, embed: Embed | None, model_id: str | None) -> tuple[int, int | None]:
