@@ -166,10 +166,9 @@ class ChromaBackend:
             )
             raise EmbeddingModelMismatchError(msg)
         if stored_model is None or (dimension is not None and stored_dim == -1):
-            meta.update(
+            self.update_manifest(
                 {"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim}
             )
-            self._manifest.modify(metadata=meta)
         if probe is not None and self._fingerprinted != model_id:
             self._check_fingerprint(model_id, probe())
             self._fingerprinted = model_id
