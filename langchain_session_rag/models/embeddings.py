@@ -283,7 +283,9 @@ def embedding_model_id(embeddings: Embeddings) -> str:
     if isinstance(explicit, str) and explicit:
         return explicit
     name = type(embeddings).__name__
-    for value in (getattr(embeddings, attr, None) for attr in ("model", "model_name", "deployment")):
+    named = (getattr(embeddings, "model", None), getattr(embeddings, "model_name", None),
+             getattr(embeddings, "deployment", None))  # fmt: skip
+    for value in named:
         if isinstance(value, str) and value:
             if _is_ollama(embeddings):  # "all-minilm" and "all-minilm:latest" are one model
                 return f"ollama:{value.removesuffix(':latest')}"

@@ -194,8 +194,9 @@ def redact_message(message: MessageT) -> MessageT:
     content = _redacted_content(message.content)
     if content is not None:
         update["content"] = content
-    for field in ("tool_calls", "invalid_tool_calls"):  # an AI message's
-        calls = getattr(message, field, None)
+    calls_of = {"tool_calls": getattr(message, "tool_calls", None)}  # an AI message's
+    calls_of["invalid_tool_calls"] = getattr(message, "invalid_tool_calls", None)
+    for field, calls in calls_of.items():
         if calls:
             redacted = [{**call, "args": redact_nested(call.get("args"))} for call in calls]
             if redacted != calls:
