@@ -12,7 +12,6 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 
-from langchain_session_rag._checks import check_documents
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import source_digest
 from langchain_session_rag.cache.questions import normalise_question
@@ -43,12 +42,6 @@ def llm_key(llm_string: str) -> str:
     return hashlib.sha256(llm_string.encode()).hexdigest()[:16]
 
 
-def entry_id(scope: str, question: str, key: str, version: str) -> str:
-    """The id of an entry: one per scope, configuration, knowledge version and normalised question."""
-    raw = "\x1f".join([scope, key, version, normalise_question(question)])
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
 def entry_record(
     scope: str,
     question: str,
@@ -60,12 +53,16 @@ def entry_record(
     extra: dict[str, Any],
     sources: Sequence[Document] = (),
 ) -> Record:
-    """The record of an answer (without its vector): the question, the answer, its key, version and expiry."""
+    """The record of an answer (without its vector): the question, the answer, its key, version and expiry.
+
+    Its id is one per scope, configuration, knowledge version and normalised question.
+    """
     now = time.time()
+    raw_id = "\x1f".join([scope, key, version, normalise_question(question)])
     pairs = [(d.id, d.page_content) for d in sources if d.id]
     source_meta = {"source_ids": json.dumps([i for i, _ in pairs]), "source_digest": source_digest(pairs)}
     return Record(
-        id=entry_id(scope, question, key, version),
+        id=hashlib.sha256(raw_id.encode()).hexdigest()[:32],
         text=normalise_question(question),
         metadata={
             **extra,
@@ -148,11 +145,6 @@ def check_update(
         raise InvalidArgumentError(msg)
     check_text_options(llm_string, version)
     return user_metadata(metadata)
-
-
-def check_sources(sources: object) -> Sequence[Document]:
-    """The documents behind an answer."""
-    return check_documents("sources", sources)
 
 
 def lookup_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -60,8 +60,6 @@ def _opposite(a: list[str], b: list[str]) -> tuple[str, str] | None:
     if prefixed is not None:
         return prefixed
     ca, cb = Counter(w for w in a if w in vocab.OPPOSITE_WORDS), Counter(w for w in b if w in vocab.OPPOSITE_WORDS)
-    if ca == cb:
-        return None
     for x, y in vocab.OPPOSITES:
         if (ca[x] > cb[x] and cb[y] > ca[y]) or (ca[y] > cb[y] and cb[x] > ca[x]):
             return (x, y) if ca[x] > cb[x] else (y, x)
@@ -125,8 +123,6 @@ def _unaligned(
 ) -> tuple[list[str], list[str]]:
     """Topic words (as written) of each side without a counterpart: the same stem, or a similar word."""
     only_a, only_b = _leftover(a, b), _leftover(b, a)
-    if not only_a and not only_b:
-        return [], []
     if word_similarity is None or not only_a or not only_b or max(len(only_a), len(only_b)) > MAX_UNALIGNED_WORDS:
         return only_a, only_b  # that many topic words without a same-stem partner: not the same question
     sims = word_similarity(only_a, only_b)

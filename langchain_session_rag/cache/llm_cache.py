@@ -15,9 +15,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import Generation
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_user_id
 from langchain_session_rag.cache.scope import (
     bound_user_allowed,
-    check_user_id,
     current_cache_user,
     install_capture,
     scope_is_private,
@@ -133,11 +133,6 @@ class SemanticLLMCache(BaseCache):
         bound._user = check_user_id(user_id)
         return bound
 
-    def _current_user(self) -> str | None:
-        if self._user is None:
-            return current_cache_user(self.config_key)
-        return self._user if bound_user_allowed(self._user, self.config_key) else None
-
     def _view(self) -> SemanticCache | None:
         """The cache of the current request's user, or ``None`` (fail closed) when there is no user.
 
@@ -151,7 +146,10 @@ class SemanticLLMCache(BaseCache):
     def _scoped_view(self) -> SemanticCache | None:
         if self.cache.shared:
             return None if scope_is_private() else self.cache
-        user = self._current_user()
+        if self._user is None:
+            user = current_cache_user(self.config_key)
+        else:
+            user = self._user if bound_user_allowed(self._user, self.config_key) else None
         if user is None:
             if not self._warned:
                 self._warned = True

@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Sequence
 
 from langchain_session_rag.cache import vocabulary as vocab
-from langchain_session_rag.memory.lexical import stem
 
 MAX_QUESTION_CHARS = 4096
 """The longest question a semantic cache looks up or stores, by default (``SemanticCache.max_question_chars``).
@@ -60,11 +59,6 @@ def content(question: str) -> list[str]:
     return [
         w for w in words if w not in vocab.FILLER and w not in vocab.PERSONS and w not in vocab.NEGATIONS and w != "->"
     ]
-
-
-def content_words(question: str) -> list[str]:
-    """The topic words of a question, stemmed, in order (no filler, persons, particles or negations)."""
-    return [stem(w) for w in content(question)]
 
 
 def numbers(question: str) -> set[str]:
@@ -146,4 +140,4 @@ def is_context_dependent(question: str, history: Sequence[str] = ()) -> bool:
         return True
     if any(w in vocab.DEICTIC for w in split_words(question)):
         return True
-    return len(content_words(question)) < 2  # noqa: PLR2004
+    return len(content(question)) < 2  # noqa: PLR2004

@@ -12,8 +12,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.runnables import ensure_config
 from langchain_core.tracers.context import register_configure_hook
 
-from langchain_session_rag import _checks as checks
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_user_id
 
 SHARED_SCOPE = "shared"
 """The shared namespace. A user's namespace is ``"user:" + user_id``, so no user id can name the shared one."""
@@ -37,31 +37,23 @@ class _RunMetadataCapture(BaseCallbackHandler):
     run_inline = True
     raise_error = False
 
-    @staticmethod
-    def _start(run_id: UUID, metadata: dict[str, Any] | None) -> None:  # noqa: ARG004 - callback signature
-        _RUN_METADATA.set(dict(metadata or {}))
-
-    @staticmethod
-    def _end(run_id: UUID) -> None:  # noqa: ARG004 - callback signature
-        _RUN_METADATA.set(None)
-
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,  # noqa: ARG002
                             **kwargs: Any) -> None:  # noqa: ARG002  # fmt: skip
         """Remember the run's metadata."""
-        self._start(run_id, metadata)
+        _RUN_METADATA.set(dict(metadata or {}))
 
     def on_llm_start(self, serialized: Any, prompts: Any, *, run_id: UUID, metadata: Any = None,  # noqa: ARG002
                      **kwargs: Any) -> None:  # noqa: ARG002  # fmt: skip
         """Remember the run's metadata."""
-        self._start(run_id, metadata)
+        _RUN_METADATA.set(dict(metadata or {}))
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
         """Forget it."""
-        self._end(run_id)
+        _RUN_METADATA.set(None)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:  # noqa: ARG002
         """Forget it."""
-        self._end(run_id)
+        _RUN_METADATA.set(None)
 
 
 _CAPTURE_LOCK = _fork.lock()
@@ -82,11 +74,6 @@ def install_capture() -> None:
         )
         register_configure_hook(hook, inheritable=True)
         _CAPTURE_INSTALLED = True
-
-
-def check_user_id(user_id: object) -> str:
-    """The user id, checked by the package's one user id check (else ``InvalidArgumentError``)."""
-    return checks.check_user_id(user_id)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ rewrite.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 import time
@@ -31,13 +32,13 @@ from langchain_core.messages import BaseMessage
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from langchain_session_rag import _fork
+from langchain_session_rag._checks import check_documents, check_user_id
 from langchain_session_rag.cache import questions
 from langchain_session_rag.cache.decision import CacheDecision, CacheStats
 from langchain_session_rag.cache.entries import (
     MAX_ANSWER_CHARS,
     cache_key,
     check_client,
-    check_sources,
     check_text_options,
     check_update,
     entry_record,
@@ -49,7 +50,7 @@ from langchain_session_rag.cache.entries import (
 )
 from langchain_session_rag.cache.erasure import CacheTier
 from langchain_session_rag.cache.guards import guard_mismatch
-from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX, check_user_id
+from langchain_session_rag.cache.scope import SHARED_SCOPE, USER_SCOPE_PREFIX
 from langchain_session_rag.cache.sources import memory_source_check
 from langchain_session_rag.cache.vectors import VectorMemo
 from langchain_session_rag.errors import InvalidArgumentError
@@ -210,27 +211,20 @@ class SemanticCache(BaseModel):
         return self._vectors.word_similarity(self._embedder, left, right)
 
     def _decide(self, question: str, version: str, hits: list[tuple[Record, float]], now: float) -> CacheDecision:
-        if not hits:
-            return CacheDecision(hit=False, reason="empty")
         first: CacheDecision | None = None
         for record, similarity in hits:
             meta = record.metadata
             cached_q = str(meta.get("question", ""))
-            decision: CacheDecision
+            miss = functools.partial(CacheDecision, hit=False, similarity=similarity, matched_question=cached_q)
             if similarity < self.threshold:
-                decision = CacheDecision(
-                    hit=False, reason="below_threshold", similarity=similarity, matched_question=cached_q
-                )
+                decision = miss(reason="below_threshold")
             elif 0 < float(meta.get("expires_at", 0)) <= now:
-                decision = CacheDecision(hit=False, reason="expired", similarity=similarity, matched_question=cached_q)
+                decision = miss(reason="expired")
             elif meta.get("knowledge_version", "") != version:
-                decision = CacheDecision(
-                    hit=False, reason="stale_version", similarity=similarity, matched_question=cached_q
-                )
+                decision = miss(reason="stale_version")
             elif sources_changed(meta, self.source_check, self.user_id):  # derived from gone or changed memories
                 self._backend.delete(self._scope, [record.id])  # so compact() erases it: nothing can revive it
-                decision = CacheDecision(hit=False, reason="stale_version", similarity=similarity,
-                                         matched_question=cached_q, detail="sources changed")  # fmt: skip
+                decision = miss(reason="stale_version", detail="sources changed")
             else:
                 guard = guard_mismatch(question, cached_q, word_similarity=self.word_similarity,
                                        word_threshold=self.word_threshold, max_chars=self.max_question_chars,
@@ -243,8 +237,7 @@ class SemanticCache(BaseModel):
                         matched_question=cached_q,
                         created_at=float(meta.get("created_at", 0)),
                     )
-                decision = CacheDecision(hit=False, reason="guard", similarity=similarity, matched_question=cached_q,
-                                         detail=f"{guard.reason}: {guard.detail}")  # fmt: skip
+                decision = miss(reason="guard", detail=f"{guard.reason}: {guard.detail}")
             first = first or decision
         return first or CacheDecision(hit=False, reason="empty")
 
@@ -265,9 +258,8 @@ class SemanticCache(BaseModel):
         standalone: str | None,
     ) -> CacheDecision | tuple[str, str, str]:
         """The question, model key and version to look up, or the miss when it must not be looked up."""
-        hist = history_texts(history)
         check_text_options(llm_string, knowledge_version)
-        q, reason = self._key(question, hist, standalone)
+        q, reason = self._key(question, history_texts(history), standalone)
         if q is None:
             return CacheDecision(hit=False, reason=reason)
         key = llm_key(self.llm_string if llm_string is None else llm_string)
@@ -279,11 +271,9 @@ class SemanticCache(BaseModel):
         embedder = self._embedder
         self._backend.check_model(embedding_model_id(embedder), dimension, probe=lambda: fingerprint.probe(embedder))
 
-    def _search(self, q: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
+    def _search(self, text: str, vector: list[float], llm_key: str) -> list[tuple[Record, float]]:
         self._check_model(len(vector))
-        return self._backend.query(
-            self._scope, questions.normalise_question(q), vector, self.candidates, {"llm_key": llm_key}
-        )
+        return self._backend.query(self._scope, text, vector, self.candidates, {"llm_key": llm_key})
 
     def decide(
         self,
@@ -301,7 +291,7 @@ class SemanticCache(BaseModel):
         q, key, version = plan
         text, memo = questions.normalise_question(q), self._memo_key(q)
         vector = self._vectors.remember(memo, self._vectors.recalled(memo) or self._embedder.embed_query(text))
-        return self._count(self._decide(q, version, self._search(q, vector, key), time.time()))
+        return self._count(self._decide(q, version, self._search(text, vector, key), time.time()))
 
     async def adecide(
         self,
@@ -319,7 +309,7 @@ class SemanticCache(BaseModel):
         q, key, version = plan
         text, memo = questions.normalise_question(q), self._memo_key(q)
         vector = self._vectors.remember(memo, self._vectors.recalled(memo) or await self._embedder.aembed_query(text))
-        hits = await asyncio.to_thread(self._search, q, vector, key)
+        hits = await asyncio.to_thread(self._search, text, vector, key)
         return self._count(await asyncio.to_thread(self._decide, q, version, hits, time.time()))
 
     def lookup(self, question: str, **kwargs: Any) -> str | None:
@@ -331,14 +321,6 @@ class SemanticCache(BaseModel):
         return (await self.adecide(question, **lookup_options(kwargs))).answer
 
     # -- update ----------------------------------------------------------------------------------
-    def _skip(
-        self, question: str, history: Sequence[str | BaseMessage], standalone: str | None, too_big: str = ""
-    ) -> str | None:
-        q, reason = (None, too_big) if too_big else self._key(question, history_texts(history), standalone)
-        if q is None:
-            self.note_skipped(reason)
-        return q
-
     def _prepare(  # noqa: PLR0917 - private mirror of update()'s options
         self,
         question: str,
@@ -354,10 +336,11 @@ class SemanticCache(BaseModel):
         """The record to store, or ``None`` (counted) when the question must not be cached."""
         extra = check_update(answer, ttl, llm_string, version, metadata)
         answer = redact_secrets(answer).text if self.redact_secrets else answer
-        check_sources(sources)
+        check_documents("sources", sources)
         too_big = oversized(answer, self.llm_string if llm_string is None else llm_string, self.max_answer_chars)
-        q = self._skip(question, history, standalone, too_big)
+        q, reason = (None, too_big) if too_big else self._key(question, history_texts(history), standalone)
         if q is None:
+            self.note_skipped(reason)
             return None
         return entry_record(
             self._scope,

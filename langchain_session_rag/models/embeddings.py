@@ -284,7 +284,7 @@ def embedding_model_id(embeddings: Embeddings) -> str:
         return explicit
     name = type(embeddings).__name__
     named = (getattr(embeddings, "model", None), getattr(embeddings, "model_name", None),
-             getattr(embeddings, "deployment", None), getattr(embeddings, "model_id", None))  # fmt: skip
+             getattr(embeddings, "deployment", None))  # fmt: skip
     for value in named:
         if isinstance(value, str) and value:
             if _is_ollama(embeddings):  # "all-minilm" and "all-minilm:latest" are one model

@@ -74,10 +74,6 @@ def luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _card_network(digits: str) -> bool:
-    return any(low <= int(digits[:width]) <= high and len(digits) in lengths for width, low, high, lengths in _NETWORKS)
-
-
 def _grouping_ok(groups: list[str], separator: str | None) -> bool:
     if separator is None:
         return True
@@ -95,7 +91,8 @@ def find_cards(text: str) -> list[tuple[int, int, str]]:
         digits = "".join(groups)
         if not 13 <= len(digits) <= 19 or not _grouping_ok(groups, separator):  # noqa: PLR2004
             continue
-        if not (_card_network(digits) and luhn_valid(digits)):
+        network = any(low <= int(digits[:w]) <= high and len(digits) in sizes for w, low, high, sizes in _NETWORKS)
+        if not (network and luhn_valid(digits)):
             continue
         if _NOT_A_CARD_BEFORE.search(text, max(0, match.start() - 40), match.start()):
             continue

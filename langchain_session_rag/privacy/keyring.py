@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import os
@@ -46,19 +47,13 @@ def generate_master_key() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(KEY_BYTES)).decode()
 
 
-def _try_decode(decode: Callable[[str], bytes], text: str) -> bytes | None:
-    try:
-        return decode(text if decode is bytes.fromhex else text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
-
-
 def _decode(text: str, where: str) -> bytes:
     text = text.strip()
     for decode in (bytes.fromhex, base64.urlsafe_b64decode, base64.b64decode):
-        raw = _try_decode(decode, text)
-        if raw is not None and len(raw) == KEY_BYTES:
-            return raw
+        with contextlib.suppress(binascii.Error, ValueError):
+            raw = decode(text if decode is bytes.fromhex else text + "=" * (-len(text) % 4))
+            if len(raw) == KEY_BYTES:
+                return raw
     msg = (
         f"The master key from {where} is not 32 bytes of base64 or hex text ({len(text)} characters). "
         "Make one with `session-rag keys new` (or generate_master_key())."
@@ -146,10 +141,6 @@ class ShredReceipt:
     destroyed_at: str
 
 
-def _file_name(user_id: str) -> str:
-    return hashlib.sha256(("session-rag-user\x1f" + user_id).encode()).hexdigest()[:40] + ".json"
-
-
 def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode()
 
@@ -158,7 +149,7 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text.encode())
 
 
-def _write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> bool:
+def _write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` through a flushed temporary file; with ``exclusive``, only if it does not exist."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
@@ -167,17 +158,14 @@ def _write_atomic(path: Path, data: bytes, *, exclusive: bool = False) -> bool:
             handle.flush()
             os.fsync(handle.fileno())
         if exclusive:
-            try:
+            with contextlib.suppress(FileExistsError):  # another writer's file came first: it stays
                 os.link(tmp, path)
-            except FileExistsError:
-                return False
         else:
             Path(tmp).replace(path)
             tmp = ""
     finally:
         if tmp:
             Path(tmp).unlink(missing_ok=True)
-    return True
 
 
 class Keyring:
@@ -208,7 +196,7 @@ class Keyring:
             raise EncryptionKeyError(msg)
         try:
             (self.folder / "users").mkdir(parents=True, exist_ok=True)
-            self._check_master()
+            self.check()
         except OSError as exc:
             msg = f"Cannot use the keyring folder {str(self.folder)!r}: {exc.strerror or exc}."
             raise FileAccessError(msg) from exc
@@ -224,10 +212,6 @@ class Keyring:
         Raises:
             EncryptionKeyError: The key does not open the keyring (another key, or one rotated since).
         """
-        self._check_master()
-
-    def _check_master(self) -> None:
-        """See :meth:`check`."""
         path = self.folder / "master.json"
         if not path.exists():
             _write_atomic(path, _check_file(self._master, secrets.token_hex(8)), exclusive=True)
@@ -249,7 +233,8 @@ class Keyring:
         self.keyring_id = str(body.get("id", ""))
 
     def _path(self, user_id: str) -> Path:
-        return self.folder / "users" / _file_name(user_id)
+        digest = hashlib.sha256(("session-rag-user\x1f" + user_id).encode()).hexdigest()[:40]
+        return self.folder / "users" / f"{digest}.json"
 
     def _read(self, user_id: str) -> list[DataKey] | None:
         path = self._path(user_id)
@@ -262,8 +247,11 @@ class Keyring:
             msg = f"The key file {str(path)!r} is damaged ({type(exc).__name__}); restore it from its backup."
             raise EncryptionKeyError(msg) from exc
 
-    def _store(self, user_id: str, keys: list[DataKey], *, exclusive: bool) -> bool:
-        return _write_atomic(self._path(user_id), _key_file(self._master, user_id, keys), exclusive=exclusive)
+    def _store(self, user_id: str, keys: list[DataKey], *, exclusive: bool) -> None:
+        """Write the user's key file under the master key, checked first (another process may have rotated it)."""
+        with self._lock:
+            self.check()
+            _write_atomic(self._path(user_id), _key_file(self._master, user_id, keys), exclusive=exclusive)
 
     def keys(self, user_id: str) -> list[DataKey]:
         """The user's data keys, the current (newest) last; empty when the user has none (never written, shredded).
@@ -292,9 +280,7 @@ class Keyring:
         if keys:
             return keys[-1]
         fresh = DataKey(secrets.token_hex(8), user_id, secrets.token_bytes(KEY_BYTES))
-        with self._lock:
-            self._check_master()  # another process may have rotated the master key: never wrap under a stale one
-            self._store(user_id, [fresh], exclusive=True)  # another process may have created one first: it wins
+        self._store(user_id, [fresh], exclusive=True)  # another process may have created one first: it wins
         return self.keys(user_id)[-1]
 
     def find(self, user_id: str, key_id: str) -> DataKey | None:
@@ -304,10 +290,7 @@ class Keyring:
     def add_key(self, user_id: str) -> DataKey:
         """Give the user a new current data key (re-encryption), keeping the older ones until :meth:`drop_old`."""
         fresh = DataKey(secrets.token_hex(8), user_id, secrets.token_bytes(KEY_BYTES))
-        keys = [*self.keys(user_id), fresh]
-        with self._lock:
-            self._check_master()
-            self._store(user_id, keys, exclusive=False)
+        self._store(user_id, [*self.keys(user_id), fresh], exclusive=False)
         return fresh
 
     def drop_old(self, user_id: str) -> list[str]:
@@ -315,18 +298,13 @@ class Keyring:
         keys = self.keys(user_id)
         if len(keys) < 2:  # noqa: PLR2004
             return []
-        with self._lock:
-            self._check_master()
-            self._store(user_id, keys[-1:], exclusive=False)
+        self._store(user_id, keys[-1:], exclusive=False)
         return [k.key_id for k in keys[:-1]]
 
     def every_key(self) -> list[DataKey]:
         """Every user's data keys (re-embedding a whole store reads them all)."""
-        out: list[DataKey] = []
-        for path in sorted((self.folder / "users").glob("*.json")):
-            body = json.loads(path.read_text(encoding="utf-8"))
-            out.extend(_unwrap(self._master, str(body["owner"]), entry) for entry in body["keys"])
-        return out
+        bodies = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((self.folder / "users").glob("*.json"))]
+        return [_unwrap(self._master, str(body["owner"]), entry) for body in bodies for entry in body["keys"]]
 
     def users(self) -> int:
         """How many users have a key file."""

@@ -114,20 +114,6 @@ class RedactedText:
         return bool(self.secrets)
 
 
-def _check_text(text: object) -> str:
-    if not isinstance(text, str):
-        msg = f"text must be a str, got {type(text).__name__}: {text!r:.80}; pass the message's text content"
-        raise InvalidArgumentError(msg)
-    return text
-
-
-def _aws_secret(text: str, start: int, end: int) -> bool:
-    """Whether a high-entropy string is an AWS secret access key: 40 characters with AWS mentioned nearby."""
-    if end - start != _AWS_SECRET_LENGTH:
-        return False
-    return _AWS_CONTEXT.search(text, max(0, start - 200), min(len(text), end + 200)) is not None
-
-
 def find_secrets(text: str) -> list[FoundSecret]:
     """Find the secrets in a text.
 
@@ -141,7 +127,10 @@ def find_secrets(text: str) -> list[FoundSecret]:
     Raises:
         InvalidArgumentError: ``text`` is not a ``str`` (it is also a ``TypeError``).
     """
-    original = _check_text(text)
+    if not isinstance(text, str):
+        msg = f"text must be a str, got {type(text).__name__}: {text!r:.80}; pass the message's text content"
+        raise InvalidArgumentError(msg)
+    original = text
     text, spans = fold(original)  # what a reader sees: invisible characters dropped, look-alikes folded
     candidates = [
         *find_private_keys(text),
@@ -162,7 +151,9 @@ def find_secrets(text: str) -> list[FoundSecret]:
         if _overlaps(placeholders, start, end) or _overlaps(taken, start, end):
             continue
         bisect.insort(taken, (start, end))
-        aws = kind == "high-entropy" and _aws_secret(text, start, end)
+        # 40 random characters with AWS mentioned nearby: an AWS secret access key
+        aws = kind == "high-entropy" and end - start == _AWS_SECRET_LENGTH
+        aws = aws and _AWS_CONTEXT.search(text, max(0, start - 200), min(len(text), end + 200)) is not None
         chosen.append((start, end, "aws-secret-key" if aws else kind))
     found: list[FoundSecret] = []
     for start, end, kind in sorted(chosen):

@@ -95,7 +95,7 @@ def read_deadline(client: object) -> float:
 
 def server_address(client: ClientAPI) -> tuple[str, int] | None:
     """The ``(host, port)`` of a server client (``None`` for an embedded one)."""
-    if _embedded(client):
+    if is_embedded(client):
         return None
     settings = client.get_settings()
     return str(settings.chroma_server_host), int(settings.chroma_server_http_port or 8000)
@@ -150,7 +150,8 @@ def is_timeout(exc: BaseException) -> bool:
     return any(cls.__name__ == "TimeoutException" for cls in type(exc).__mro__)
 
 
-def _embedded(client: ClientAPI) -> bool:
+def is_embedded(client: ClientAPI) -> bool:
+    """Whether the client runs Chroma in this process (``PersistentClient`` / ``EphemeralClient``)."""
     return "fastapi" not in str(client.get_settings().chroma_api_impl).lower()
 
 
@@ -160,22 +161,17 @@ def client_location(client: ClientAPI) -> str:
     Clients of one folder (or one server) give the same location, so in-process state can be shared by store.
     """
     settings = client.get_settings()
-    if not _embedded(client):
+    if not is_embedded(client):
         return f"http://{settings.chroma_server_host}:{settings.chroma_server_http_port}"
     if settings.is_persistent and settings.persist_directory:
         return os.path.realpath(str(settings.persist_directory))
     return "ephemeral"
 
 
-def is_embedded(client: ClientAPI) -> bool:
-    """Whether the client runs Chroma in this process (``PersistentClient`` / ``EphemeralClient``)."""
-    return _embedded(client)
-
-
 def persist_directory(client: ClientAPI) -> str | None:
     """The folder of an embedded persistent store (``None`` on a server or in memory)."""
     settings = client.get_settings()
-    return str(settings.persist_directory) if _embedded(client) and settings.is_persistent else None
+    return str(settings.persist_directory) if is_embedded(client) and settings.is_persistent else None
 
 
 def claim(client: ClientAPI) -> None:
@@ -189,7 +185,7 @@ def claim(client: ClientAPI) -> None:
     shared = sys.modules.get("chromadb.api.shared_system_client")
     if shared is not None:  # chromadb's count of clients: a thread may hold its lock at a fork
         _fork.free_in_child(shared.SharedSystemClient._refcount_lock)  # noqa: SLF001
-    if _embedded(client):
+    if is_embedded(client):
         _fork.refuse_embedded(client_location(client) if persist_directory(client) else "")
         _fork.note_embedded_open()
         return

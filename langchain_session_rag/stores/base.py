@@ -88,17 +88,14 @@ class MemoryBackend(Protocol):
         Callers test these instead of the back end's class; a method whose capability is missing raises
         :class:`~langchain_session_rag.errors.UnsupportedOperationError`.
         """
-        ...
 
     @property
     def single_process(self) -> bool:
         """Whether every write to the store comes through this process (so in-process state can be trusted)."""
-        ...
 
     @property
     def process_key(self) -> str:
         """Identifies the store within this process."""
-        ...
 
     def check_model(self, model_id: str, dimension: int | None, *, probe: Probe | None = None) -> None:
         """Raise :class:`EmbeddingModelMismatchError` if the store was written by another model.
@@ -165,15 +162,12 @@ class MemoryBackend(Protocol):
 
     def companion(self, suffix: str) -> CompanionBackend:
         """A store of its own next to this one (``CORE_MEMORY``: the core memory's); else UnsupportedOperationError."""
-        ...
 
     def users(self) -> dict[str, int]:
         """Every user of the store and their chunk counts (``USER_LISTING``); else UnsupportedOperationError."""
-        ...
 
     def stores_beside(self) -> Sequence[MemoryBackend]:
         """Other stores sharing this one's files (compacted with it); empty when there are none."""
-        ...
 
 
 class CompanionBackend(MemoryBackend, Protocol):

@@ -18,11 +18,10 @@ from langchain_session_rag.errors import EmbeddingModelMismatchError, InvalidArg
 from langchain_session_rag.models import fingerprint
 from langchain_session_rag.models.embeddings import mismatch_hint
 from langchain_session_rag.stores import base as protocol
-from langchain_session_rag.stores import change_log, chroma_reads
+from langchain_session_rag.stores import change_log
 from langchain_session_rag.stores.adapter import claim, client_location, is_embedded, persist_directory
 from langchain_session_rag.stores.base import Capability, Probe, Record, RecordPage, Where, purge, shard_of
 from langchain_session_rag.stores.chroma_calls import (
-    companion_store,
     files_guard,
     server_call,
     store_write,
@@ -42,6 +41,8 @@ MANIFEST_VERSION = 1
 
 _GENERATIONS: dict[str, int] = {}
 """Per store (process key): how often its collections were rebuilt in this process."""
+_COMPANIONS: dict[str, ChromaBackend] = {}
+"""Companion stores opened in this process, by their parent's process key and suffix."""
 
 
 class ChromaBackend:
@@ -165,10 +166,9 @@ class ChromaBackend:
             )
             raise EmbeddingModelMismatchError(msg)
         if stored_model is None or (dimension is not None and stored_dim == -1):
-            meta.update(
+            self.update_manifest(
                 {"embedding_model": model_id, "embedding_dim": dimension if dimension is not None else stored_dim}
             )
-            self._manifest.modify(metadata=meta)
         if probe is not None and self._fingerprinted != model_id:
             self._check_fingerprint(model_id, probe())
             self._fingerprinted = model_id
@@ -210,14 +210,13 @@ class ChromaBackend:
         """The client's largest write batch."""
         return max(1, self.client.get_max_batch_size())
 
-    def space_of(self, col: Collection) -> str:
-        """The distance space of a collection."""
-        return self._space(col)
-
     def collections_changed(self) -> None:
         """Forget cached collection handles here and in every backend of this store in the process."""
         key = self.process_key
         _GENERATIONS[key] = _GENERATIONS.get(key, 0) + 1
+        self._forget_handles()
+
+    def _forget_handles(self) -> None:
         self._collections.clear()
         if self._single is not None:
             self._single = self.client.get_collection(self._single.name)
@@ -231,9 +230,7 @@ class ChromaBackend:
         generation = _GENERATIONS.get(self.process_key, 0)
         if generation != self._generation:  # another backend rebuilt the store's collections
             self._generation = generation
-            self._collections.clear()
-            if self._single is not None:
-                self._single = self.client.get_collection(self._single.name)
+            self._forget_handles()
         if self._single is not None:
             return self._single
         index = shard_of(user_id, self.shards)
@@ -245,18 +242,23 @@ class ChromaBackend:
             self._collections[index] = col
         return col
 
+    def collection_names(self) -> set[str]:
+        """The names of every collection on the client."""
+        return {c.name for c in self.client.list_collections()}
+
     def all_collections(self) -> Iterator[Collection]:
         """Every data collection that exists (shards never written are skipped)."""
         if self._single is not None:
             yield self._single
             return
-        existing = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        existing = self.collection_names()
         for index in range(self.shards):
             if self.shard_name(index) in existing:
                 yield self.client.get_collection(self.shard_name(index))
 
     @staticmethod
-    def _space(col: Collection) -> str:
+    def space_of(col: Collection) -> str:
+        """The distance space of a collection."""
         config: Any = col.configuration or {}
         hnsw = config.get("hnsw") or {}
         space = hnsw.get("space") or (col.metadata or {}).get("hnsw:space") or "l2"
@@ -335,7 +337,7 @@ class ChromaBackend:
         """
         col = self._collection(user_id)
         stamp(records, keep=True)
-        batch = max(1, self.client.get_max_batch_size())
+        batch = self.max_batch
         for start in range(0, len(records), batch):
             part = records[start : start + batch]
             stored = col.get(ids=[r.id for r in part], include=["metadatas"])
@@ -383,9 +385,9 @@ class ChromaBackend:
             where=self._scoped(user_id, where),
             include=["documents", "metadatas", "distances"],
         )
-        to_sim = chroma_reads.distance_to_similarity(self._space(col))
+        scale = 0.5 if self.space_of(col) == "l2" else 1.0  # squared L2 of unit vectors is 2 - 2 cos; others 1 - cos
         return [
-            (Record(id=i, text=t or "", metadata=dict(m or {})), to_sim(float(d)))
+            (Record(id=i, text=t or "", metadata=dict(m or {})), 1.0 - float(d) * scale)
             for i, t, m, d in zip(
                 res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0], strict=True
             )
@@ -451,20 +453,20 @@ class ChromaBackend:
 
     def sweep_index_files(self) -> None:
         """Zero every index file's unused slots; remove deleted collections' index folders (see :func:`sweep_files`)."""
-        sweep_files(self, self._space)
+        sweep_files(self)
 
     def companion(self, suffix: str) -> ChromaBackend:
         """A store of its own next to this one (``NAME-SUFFIX``), on the same client: the core memory's."""
-        base = self._single.name if self._single is not None else self.name
-        return companion_store(
-            f"{self.process_key}|{suffix}", lambda: ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
-        )
+        key, base = f"{self.process_key}|{suffix}", self._single.name if self._single is not None else self.name
+        if key not in _COMPANIONS:
+            _COMPANIONS[key] = ChromaBackend(self.client, name=f"{base}-{suffix}", shards=1)
+        return _COMPANIONS[key]
 
     def stores_beside(self) -> list[ChromaBackend]:
         """The other partitioned stores in an embedded store's folder (each has a manifest and shard collections)."""
         if self.persist_directory is None:
             return []
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        names = self.collection_names()
         stores = {n.removesuffix("-manifest") for n in names if n.endswith("-manifest")}
         return [
             ChromaBackend(self.client, name=store)
@@ -483,7 +485,7 @@ class ChromaBackend:
         Companion stores (the core memory) are rebuilt too.
         """
         base = self._single.name if self._single is not None else self.name
-        names = {c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()}
+        names = self.collection_names()
         for suffix in sorted({n[len(base) + 1 : -len("-manifest")] for n in names if n.startswith(base + "-")}):
             if suffix and f"{base}-{suffix}-manifest" in names and not suffix.startswith("u"):
                 rebuild(self.companion(suffix))  # a companion opened by another process counts too

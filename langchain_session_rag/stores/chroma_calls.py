@@ -36,18 +36,6 @@ _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
 
-_COMPANIONS: dict[str, ChromaBackend] = {}
-"""Companion stores opened in this process, by their parent's process key and suffix."""
-
-
-def companion_store(key: str, make: Callable[[], ChromaBackend]) -> ChromaBackend:
-    """The process's companion store ``key`` (``make()`` opens it the first time)."""
-    backend = _COMPANIONS.get(key)
-    if backend is None:
-        backend = _COMPANIONS[key] = make()
-    return backend
-
-
 PROBE_EVERY = 1.0
 """Seconds a server that did not answer is left alone before one call probes it (its heartbeat) again."""
 PROBE_TIMEOUT = 1.0
@@ -295,7 +283,7 @@ def files_guard(client: ClientAPI, collection: Collection | None) -> IndexFileGu
     return guard
 
 
-def sweep_files(backend: ChromaBackend, space: Callable[[Collection], str]) -> None:
+def sweep_files(backend: ChromaBackend) -> None:
     """Zero every index file's unused slots and remove the index folders of deleted collections (embedded only).
 
     Chroma leaves a deleted collection's index folder on disk, its vectors and ids in it, and a rebuild deletes
@@ -308,7 +296,7 @@ def sweep_files(backend: ChromaBackend, space: Callable[[Collection], str]) -> N
 
     def layout() -> tuple[set[str] | None, set[str]]:
         segments = vector_segments(backend.client)
-        spaces = {str(c.id): space(c) for c in backend.client.list_collections()}
+        spaces = {str(c.id): backend.space_of(c) for c in backend.client.list_collections()}
         whole = {name for name, owner in (segments or {}).items() if spaces.get(owner, "cosine") != "cosine"}
         return (set(segments) if segments is not None else None), whole
 
@@ -333,7 +321,8 @@ landing on an original after its copy was checked would be deleted with it. Writ
 _STORES_LOCK = _fork.lock()
 
 
-def _store_lock(backend: ChromaBackend) -> SharedExclusive:
+def store_lock(backend: ChromaBackend) -> SharedExclusive:
+    """The store's lock in this process: writes hold its shared side, a rebuild its exclusive one."""
     with _STORES_LOCK:
         lock = _STORES.get(backend.process_key)
         if lock is None:
@@ -342,16 +331,11 @@ def _store_lock(backend: ChromaBackend) -> SharedExclusive:
 
 
 def store_write(method: Callable[_P, _R]) -> Callable[_P, _R]:
-    """Run a store's write method once no rebuild of the store runs in this process (see :func:`rebuilding`)."""
+    """Run a store's write method once no rebuild of the store runs in this process (see :func:`store_lock`)."""
 
     @functools.wraps(method)
     def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-        with _store_lock(args[0]).shared():  # type: ignore[arg-type]
+        with store_lock(args[0]).shared():  # type: ignore[arg-type]
             return method(*args, **kwargs)
 
     return call
-
-
-def rebuilding(backend: ChromaBackend) -> contextlib.AbstractContextManager[None]:
-    """Hold the store's writes in this process while it is rebuilt (they run once it is done)."""
-    return _store_lock(backend).exclusive()

@@ -10,7 +10,7 @@ lists the user's ids (an ids-only ``where`` read, cheap), then reads the records
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag.stores.base import Record, RecordPage, fingerprint
@@ -20,13 +20,6 @@ if TYPE_CHECKING:
 
 PAGE = 1_000
 """Records per read: far under Chroma's SQL variable limit; 1,000 halves the peak memory of 5,000 at equal speed."""
-
-
-def distance_to_similarity(space: str) -> Callable[[float], float]:
-    """Chroma's distance in ``space`` as a similarity (1 for the same direction) of unit vectors."""
-    if space == "l2":  # squared L2 of unit vectors: 2 - 2 cos
-        return lambda d: 1.0 - d / 2.0
-    return lambda d: 1.0 - d  # cosine and inner product (of unit vectors)
 
 
 def user_ids(col: Collection, user_id: str, where: dict[str, Any] | None = None) -> list[str]:
@@ -51,22 +44,16 @@ def read_pages(
             Record(id=res["ids"][n], text=(docs[n] or "") if docs is not None else "", metadata=dict(metas[n]))
             for n in keep
         ]
-        vectors = None
-        if embeddings:
-            raw = res.get("embeddings")
-            vectors = _as_array(raw, keep)
-        yield RecordPage(records, vectors)
+        yield RecordPage(records, _as_array(res.get("embeddings"), keep) if embeddings else None)
 
 
 def _as_array(raw: Any, keep: list[int]) -> Any:
-    """The kept rows of Chroma's embeddings as one float32 array (no per-float Python objects)."""
+    """The kept rows of Chroma's embeddings (one numpy array from chromadb 1.x) as one float32 array."""
     import numpy as np  # noqa: PLC0415 - chromadb needs numpy anyway; imported where used
 
     if raw is None or len(raw) == 0 or not keep:
         return np.zeros((0, 0), dtype=np.float32)
-    if isinstance(raw, np.ndarray):
-        return np.asarray(raw[keep], dtype=np.float32)
-    return np.asarray([np.asarray(raw[n], dtype=np.float32) for n in keep], dtype=np.float32)
+    return np.asarray(raw[keep], dtype=np.float32)
 
 
 def listing(col: Collection, user_id: str) -> dict[str, str]:

@@ -69,17 +69,10 @@ class EncryptedBackend:
     """A back end whose records are encrypted per user with keys from a :class:`Keyring` (see the module doc)."""
 
     def __init__(self, inner: MemoryBackend, keyring: Keyring, *, rotate_vectors: bool = True) -> None:
-        """Wrap ``inner``; ``rotate_vectors=False`` stores vectors as the model gave them.
+        """Wrap ``inner``: never a store that embeds texts itself (:func:`.encryption.open_encrypted` refuses one).
 
-        Raises:
-            UnsupportedOperationError: ``inner`` embeds texts itself (it would embed ciphertext).
+        ``rotate_vectors=False`` stores vectors as the model gave them.
         """
-        if inner.embeds_itself:
-            msg = (
-                f"{type(inner).__name__} embeds texts itself: encrypted, it would embed ciphertext. Use a Chroma "
-                "store (SessionVectorMemory.local/server) or a vector store given an embedding model."
-            )
-            raise UnsupportedOperationError(msg)
         self.inner = inner
         self.keyring = keyring
         self.rotate_vectors = rotate_vectors
@@ -217,9 +210,8 @@ class EncryptedBackend:
         """The user's keys by id, read once for a whole read (one look at the key file, not one per record)."""
         return {k.key_id: k for k in self.keyring.keys(user_id)}
 
-    def opened(self, user_id: str, record: Record, keys: dict[str, DataKey] | None = None) -> Record | None:
+    def opened(self, record: Record, keys: dict[str, DataKey]) -> Record | None:
         """The plain record of a stored one (its vector turned back); ``None`` when its data key was destroyed."""
-        keys = self._keys(user_id) if keys is None else keys
         text, meta, vector = record.text, dict(record.metadata), record.embedding
         try:
             if is_sealed(text):
@@ -242,25 +234,21 @@ class EncryptedBackend:
 
     def _plain_records(self, user_id: str, records: Sequence[Record]) -> list[Record]:
         keys = self._keys(user_id)
-        return [opened for record in records if (opened := self.opened(user_id, record, keys)) is not None]
+        return [opened for record in records if (opened := self.opened(record, keys)) is not None]
 
     def _page(self, user_id: str, page: RecordPage) -> RecordPage:
         """A page decrypted; its vectors (one array) turned back row by row with each record's own key."""
-        records = [Record(r.id, r.text, r.metadata) for r in page.records]
         keys = self._keys(user_id)
-        rows = [(n, self.opened(user_id, r, keys)) for n, r in enumerate(records)]
-        kept = [(n, r) for n, r in rows if r is not None]
+        kept = [(n, r) for n, rec in enumerate(page.records) if (r := self.opened(rec, keys)) is not None]
         vectors = page.vectors
         if vectors is None or not len(vectors):
             return RecordPage([r for _, r in kept], vectors)
         vectors = vectors[[n for n, _ in kept]]
         if self.rotate_vectors:
             ids = [key_id_of(page.records[n].text) if is_sealed(page.records[n].text) else "" for n, _ in kept]
-            for key_id in set(ids) - {""}:
-                key = keys.get(key_id)
+            for key_id in set(ids) - {""}:  # each a key that opened its record's text (else it was dropped)
                 rows_of_key = [i for i, k in enumerate(ids) if k == key_id]
-                if key is not None:
-                    vectors[rows_of_key] = unrotate(key, vectors[rows_of_key])
+                vectors[rows_of_key] = unrotate(keys[key_id], vectors[rows_of_key])
         return RecordPage([r for _, r in kept], vectors)
 
     def where(self, user_id: str, where: Where, listed: list[DataKey] | None = None) -> Where:
@@ -293,12 +281,7 @@ class EncryptedBackend:
             vector = rotate(listed[-1], vector)
         hits = self.inner.query(user_id, query, vector, k, self.where(user_id, where, listed))
         keys = {key.key_id: key for key in listed}
-        out = []
-        for record, score in hits:
-            opened = self.opened(user_id, record, keys)
-            if opened is not None:
-                out.append((opened, score))
-        return out
+        return [(opened, score) for record, score in hits if (opened := self.opened(record, keys)) is not None]
 
     def get(self, user_id: str, where: Where, *, with_embeddings: bool = False) -> list[Record]:
         """Every record of the user matching ``where``, decrypted."""
@@ -334,10 +317,6 @@ class EncryptedCompanion(EncryptedBackend):
     """An encrypted companion store (the core memory's)."""
 
     inner: CompanionBackend
-
-    def __init__(self, inner: CompanionBackend, keyring: Keyring, *, rotate_vectors: bool = True) -> None:
-        """Wrap the companion ``inner``."""
-        super().__init__(inner, keyring, rotate_vectors=rotate_vectors)
 
     def insert_new(self, user_id: str, records: Sequence[Record]) -> None:
         """Store records whose ids are new, encrypted."""

@@ -32,13 +32,8 @@ _KEYRINGS: dict[tuple[str, str], Keyring] = _fork.per_process({})
 _KEYRINGS_LOCK = _fork.lock()
 
 
-def default_keyring_dir(backend: MemoryBackend) -> str | None:
-    """``FOLDER.keys`` beside an embedded Chroma store's folder (outside it: a copy of the store carries no key)."""
-    folder = backend.persist_directory if isinstance(backend, ChromaBackend) else None
-    return _beside(folder) if folder else None
-
-
 def _beside(folder: str | os.PathLike[str]) -> str:
+    """``FOLDER.keys`` beside an embedded store's folder (outside it: a copy of the store carries no key)."""
     return f"{os.path.realpath(folder).rstrip(os.sep)}.keys"
 
 
@@ -154,7 +149,8 @@ def open_encrypted(
             "a Chroma store (SessionVectorMemory.local(...) or .server(...))."
         )
         raise UnsupportedOperationError(msg)
-    folder = keyring_dir if keyring_dir is not None else default_keyring_dir(backend)
+    local = chroma.persist_directory if chroma is not None else None
+    folder = keyring_dir if keyring_dir is not None else (_beside(local) if local else None)
     ring = _keyring(mark, master, folder, chroma.name if chroma is not None else "")
     if ring is None:
         return backend

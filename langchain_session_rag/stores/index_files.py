@@ -205,7 +205,18 @@ class IndexFileGuard:
             if layout is not None:
                 live, whole = layout()
             self._remove_orphans(live, read_at)
-            return self._scrub_changed(force, whole)
+            current = self._headers()
+            scrubbed = 0
+            for name, signature in current.items():
+                if not force and (self._seen.get(name) == signature or name in (self._hands_off or ())):
+                    continue
+                try:
+                    scrubbed += _scrub_index(self.folder / name / "header.bin", whole_lengths=name in whole) or 0
+                except OSError as exc:  # read-only, removed meanwhile: the call itself succeeded
+                    _LOGGER.warning("Could not zero the unused slots of the index files in %s: %s", name, exc)
+                    current.pop(name)  # tried again at the next sweep
+            self._seen = current
+            return scrubbed
 
     def forget(self, names: Iterable[str]) -> None:
         """Index folders of collections this process deleted: the next sweep removes them."""
@@ -223,21 +234,6 @@ class IndexFileGuard:
             with contextlib.suppress(OSError):  # not an index folder, or removed meanwhile
                 if entry.name not in live and header.stat().st_mtime_ns < read_at - _RECENT_NS:
                     shutil.rmtree(entry.path, ignore_errors=True)
-
-    def _scrub_changed(self, force: bool, whole_lengths: set[str]) -> int:
-        """The body of :meth:`sweep`, with no call running."""
-        current = self._headers()
-        scrubbed = 0
-        for name, signature in current.items():
-            if not force and (self._seen.get(name) == signature or name in (self._hands_off or ())):
-                continue
-            try:
-                scrubbed += _scrub_index(self.folder / name / "header.bin", whole_lengths=name in whole_lengths) or 0
-            except OSError as exc:  # read-only, removed meanwhile: the call itself succeeded
-                _LOGGER.warning("Could not zero the unused slots of the index files in %s: %s", name, exc)
-                current.pop(name)  # tried again at the next sweep
-        self._seen = current
-        return scrubbed
 
 
 _GUARDS: dict[str, IndexFileGuard] = {}

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag._faults import fault_point
 from langchain_session_rag.errors import StoreWriteError, UnsupportedOperationError
-from langchain_session_rag.stores.chroma_calls import forget_indexes, rebuilding
+from langchain_session_rag.stores.chroma_calls import forget_indexes, store_lock
 
 if TYPE_CHECKING:
     from langchain_session_rag.stores.chroma import ChromaBackend
@@ -45,13 +45,9 @@ def _set_state(backend: ChromaBackend, state: dict[str, Any] | None) -> None:
     backend.update_manifest({MIGRATION_KEY: json.dumps(state) if state else ""})
 
 
-def _names(backend: ChromaBackend) -> set[str]:
-    return {c.name if hasattr(c, "name") else str(c) for c in backend.client.list_collections()}
-
-
 def _drop_copies(backend: ChromaBackend, sources: list[str]) -> None:
     with backend.guarded():
-        existing = _names(backend)
+        existing = backend.collection_names()
         for name in sources:
             if name + NEXT_SUFFIX in existing:
                 forget_indexes(backend, name + NEXT_SUFFIX)
@@ -62,7 +58,7 @@ def _switch(backend: ChromaBackend, sources: list[str]) -> None:
     """Replace each source by its complete copy (idempotent: a re-run finishes what a killed run began)."""
     for name in sources:
         with backend.guarded():
-            existing = _names(backend)
+            existing = backend.collection_names()
             if name + NEXT_SUFFIX not in existing:
                 continue  # switched already
             if name in existing:
@@ -72,11 +68,11 @@ def _switch(backend: ChromaBackend, sources: list[str]) -> None:
         fault_point("rebuild:switched-one")
 
 
-def recover(backend: ChromaBackend) -> bool:
-    """Repair a store left by an interrupted rebuild; return whether there was one to repair."""
+def recover(backend: ChromaBackend) -> None:
+    """Repair a store left by an interrupted rebuild (nothing to do when none was)."""
     state = _state(backend)
     if state is None:
-        return False
+        return
     sources = list(state.get("sources", []))
     if state.get("phase") == "switch":
         _switch(backend, sources)
@@ -86,7 +82,6 @@ def recover(backend: ChromaBackend) -> bool:
         _drop_copies(backend, sources)
     _set_state(backend, None)
     backend.collections_changed()
-    return True
 
 
 def _copy(backend: ChromaBackend, name: str, embed: Embed | None, model_id: str | None) -> tuple[int, int | None]:
@@ -135,33 +130,29 @@ def rebuild(backend: ChromaBackend, *, embed: Embed | None = None, model_id: str
         embed: Re-embeds texts (a re-embedding); ``None`` keeps the stored vectors (a compaction).
         model_id: The model to record after a re-embedding.
     """
-    with rebuilding(backend):  # a write after a collection's copy was checked would be deleted with it
-        return _rebuild(backend, embed, model_id)
-
-
-def _rebuild(backend: ChromaBackend, embed: Embed | None, model_id: str | None) -> int:
-    recover(backend)
-    sources = [c.name for c in backend.all_collections()]
-    _set_state(backend, {"phase": "copy", "sources": sources})
-    total, dimension = 0, None
-    try:
-        _drop_copies(backend, sources)
-        for name in sources:
-            copied, dim = _copy(backend, name, embed, model_id)
-            total += copied
-            dimension = dim if dim is not None else dimension
-        fault_point("rebuild:copied")
-    except BaseException:
-        _drop_copies(backend, sources)  # the old store is intact: leave it as it was
-        _set_state(backend, None)
-        raise
-    state: dict[str, Any] = {"phase": "switch", "sources": sources}
-    if model_id is not None:
-        state.update({"model": model_id, "dim": dimension if dimension is not None else -1})
-    _set_state(backend, state)
-    fault_point("rebuild:switch")
-    recover(backend)  # performs the switch, records the model, clears the state
-    return total
+    with store_lock(backend).exclusive():  # a write after a collection's copy was checked would be deleted with it
+        recover(backend)
+        sources = [c.name for c in backend.all_collections()]
+        _set_state(backend, {"phase": "copy", "sources": sources})
+        total, dimension = 0, None
+        try:
+            _drop_copies(backend, sources)
+            for name in sources:
+                copied, dim = _copy(backend, name, embed, model_id)
+                total += copied
+                dimension = dim if dim is not None else dimension
+            fault_point("rebuild:copied")
+        except BaseException:
+            _drop_copies(backend, sources)  # the old store is intact: leave it as it was
+            _set_state(backend, None)
+            raise
+        state: dict[str, Any] = {"phase": "switch", "sources": sources}
+        if model_id is not None:
+            state.update({"model": model_id, "dim": dimension if dimension is not None else -1})
+        _set_state(backend, state)
+        fault_point("rebuild:switch")
+        recover(backend)  # performs the switch, records the model, clears the state
+        return total
 
 
 def vacuum(path: str | Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -76,7 +77,7 @@ class VectorStoreBackend:
                 raise EmbeddingModelMismatchError(msg)
 
     def _listable(self) -> bool:
-        return hasattr(self.vectorstore, "store") and isinstance(getattr(self.vectorstore, "store", None), dict)
+        return isinstance(getattr(self.vectorstore, "store", None), dict)
 
     def _all(self) -> list[Record]:
         if not self._listable():
@@ -104,27 +105,28 @@ class VectorStoreBackend:
         Raises:
             UnsupportedOperationError: The store cannot look ids up, so foreign ids cannot be ruled out.
         """
-        if not ids:
-            return set()
         try:
-            found = self.vectorstore.get_by_ids(list(ids))
+            owners = self._owners(ids)
         except NotImplementedError as exc:
             msg = (
                 f"{type(self.vectorstore).__name__} cannot look ids up, so an import cannot check that no id "
                 "belongs to another user; import into a Chroma store instead."
             )
             raise UnsupportedOperationError(msg) from exc
-        return {d.id for d in found if d.id is not None and d.metadata.get("user_id") != user_id}
+        return {i for i, owner in owners.items() if owner != user_id}
 
     def existing_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         """Ids among ``ids`` stored for this user."""
-        if not ids:
-            return set()
         try:
-            found = self.vectorstore.get_by_ids(list(ids))
+            owners = self._owners(ids)
         except NotImplementedError:  # the store cannot look ids up; adds then rely on its upsert
             return set()
-        return {d.id for d in found if d.id is not None and d.metadata.get("user_id") == user_id}
+        return {i for i, owner in owners.items() if owner == user_id}
+
+    def _owners(self, ids: Sequence[str]) -> dict[str, object]:
+        """Id → owning user of the records among ``ids`` (``NotImplementedError``: the store cannot look ids up)."""
+        found = self.vectorstore.get_by_ids(list(ids)) if ids else []
+        return {d.id: d.metadata.get("user_id") for d in found if d.id is not None}
 
     def add(self, user_id: str, records: Sequence[Record]) -> None:
         """Add records; the store embeds each text once."""
@@ -161,10 +163,7 @@ class VectorStoreBackend:
         """Every record of the user matching ``where`` (listable stores only)."""
         scoped = {**where, "user_id": user_id}
         records = [r for r in self._all() if matches(r.metadata, scoped)]
-        if not with_embeddings:
-            for r in records:
-                r.embedding = None
-        return records
+        return records if with_embeddings else [dataclasses.replace(r, embedding=None) for r in records]
 
     def delete(self, user_id: str, ids: Sequence[str]) -> None:
         """Delete the user's records among ``ids``."""

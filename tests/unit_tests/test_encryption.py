@@ -16,6 +16,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langchain_session_rag import SemanticCache, SessionVectorMemory
@@ -428,3 +429,12 @@ def test_checkpoints_written_under_a_rotated_master_key_open_with_previous_keys(
     assert encrypted_serde(new, previous_keys=[key]).loads_typed(typed) == state
     with pytest.raises(EncryptionKeyError):
         encrypted_serde(new).loads_typed(typed)
+
+
+def test_a_store_that_embeds_texts_itself_is_refused_encryption_before_a_key_is_made(tmp_path: Path) -> None:
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    with pytest.raises(UnsupportedOperationError, match="embeds texts itself"):
+        SessionVectorMemory(
+            vectorstore=store, user_id="alice", encryption_key=generate_master_key(), keyring_dir=tmp_path / "keys"
+        )
+    assert not (tmp_path / "keys").exists()  # refused before the keyring folder was created
