@@ -7,7 +7,6 @@ bound as its methods by :mod:`~langchain_session_rag.memory.retriever`; the work
 
 from __future__ import annotations
 
-import asyncio
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -111,22 +110,6 @@ def add_note(  # noqa: D417 - bound as a method of the memory: self is the memor
     return record.id
 
 
-async def aadd_note(
-    self: SessionVectorMemory,
-    text: str,
-    *,
-    key: str | None = None,
-    session_id: str = "",
-    metadata: dict[str, Any] | None = None,
-    timestamp: TimestampLike | None = None,
-    author: Author = "user",
-) -> str:
-    """Async :meth:`add_note`."""
-    return await asyncio.to_thread(
-        self.add_note, text, key=key, session_id=session_id, metadata=metadata, timestamp=timestamp, author=author
-    )
-
-
 # -- listing ---------------------------------------------------------------------------------
 def list_memories(  # noqa: D417 - bound as a method of the memory: self is the memory
     self: SessionVectorMemory,
@@ -161,28 +144,6 @@ def list_memories(  # noqa: D417 - bound as a method of the memory: self is the 
     return memory_documents(store.records(where), user_id=store.user_id, limit=limit, offset=offset)
 
 
-async def alist_memories(
-    self: SessionVectorMemory,
-    *,
-    limit: int = 20,
-    offset: int = 0,
-    session_id: str | None = None,
-    since: TimestampLike | None = None,
-    until: TimestampLike | None = None,
-    source_type: str | Sequence[str] | None = None,
-) -> list[Document]:
-    """Async :meth:`list_memories`."""
-    return await asyncio.to_thread(
-        self.list_memories,
-        limit=limit,
-        offset=offset,
-        session_id=session_id,
-        since=since,
-        until=until,
-        source_type=source_type,
-    )
-
-
 def list_sessions(
     self: SessionVectorMemory, *, since: TimestampLike | None = None, until: TimestampLike | None = None
 ) -> list[SessionInfo]:
@@ -195,13 +156,6 @@ def list_sessions(
     """
     store = user_store(self)
     return sessions_of(store.records(listing_where(since=since, until=until)), user_id=store.user_id)
-
-
-async def alist_sessions(
-    self: SessionVectorMemory, *, since: TimestampLike | None = None, until: TimestampLike | None = None
-) -> list[SessionInfo]:
-    """Async :meth:`list_sessions`."""
-    return await asyncio.to_thread(self.list_sessions, since=since, until=until)
 
 
 # -- forgetting ------------------------------------------------------------------------------
@@ -230,17 +184,6 @@ def forget(  # noqa: D417 - bound as a method of the memory: self is the memory
     return self.service.forget(acting(self), session_id=session_id, before=before, ids=ids)
 
 
-async def aforget(
-    self: SessionVectorMemory,
-    *,
-    session_id: str | None = None,
-    before: TimestampLike | None = None,
-    ids: Sequence[str] | None = None,
-) -> int:
-    """Async :meth:`forget`."""
-    return await asyncio.to_thread(self.forget, session_id=session_id, before=before, ids=ids)
-
-
 def forget_all(self: SessionVectorMemory) -> ErasureReceipt:
     """Delete every memory of this user (and only this user), core memory included; return how many chunks.
 
@@ -250,11 +193,6 @@ def forget_all(self: SessionVectorMemory) -> ErasureReceipt:
     (an ``int``) that also names the destroyed keys.
     """
     return self.service.forget_all(acting(self))
-
-
-async def aforget_all(self: SessionVectorMemory) -> ErasureReceipt:
-    """Async :meth:`forget_all`."""
-    return await asyncio.to_thread(self.forget_all)
 
 
 def compact(self: SessionVectorMemory, *, caches: Sequence[LinkableCache] = ()) -> int:
@@ -278,11 +216,6 @@ def compact(self: SessionVectorMemory, *, caches: Sequence[LinkableCache] = ()) 
     return self.service.compact()
 
 
-async def acompact(self: SessionVectorMemory, *, caches: Sequence[LinkableCache] = ()) -> int:
-    """Async :meth:`compact`."""
-    return await asyncio.to_thread(self.compact, caches=caches)
-
-
 def count(self: SessionVectorMemory) -> int:
     """How many chunks this user has stored (after :meth:`flush`)."""
     return user_store(self).count()
@@ -298,11 +231,6 @@ def export_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, enc
     user their data, or to move it to a store with another keyring).
     """
     return user_store(self).export_jsonl(check_path("path", path), encrypt=encrypt)
-
-
-async def aexport_jsonl(self: SessionVectorMemory, path: str | os.PathLike[str], *, encrypt: bool | None = None) -> int:
-    """Async :meth:`export_jsonl`."""
-    return await asyncio.to_thread(self.export_jsonl, path, encrypt=encrypt)
 
 
 def import_jsonl(
@@ -329,13 +257,6 @@ def import_jsonl(
     """
     store = user_store(self)
     return store.import_jsonl(check_path("path", path), reassign=reassign, trust_provenance=trust_provenance)
-
-
-async def aimport_jsonl(
-    self: SessionVectorMemory, path: str | os.PathLike[str], *, reassign: bool = False, trust_provenance: bool = False
-) -> int:
-    """Async :meth:`import_jsonl`."""
-    return await asyncio.to_thread(self.import_jsonl, path, reassign=reassign, trust_provenance=trust_provenance)
 
 
 def reembed(  # noqa: D417 - bound as a method of the memory: self is the memory

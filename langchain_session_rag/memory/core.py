@@ -12,7 +12,6 @@ to, and read back from, markdown files (``NOW.md``, ``MEMORY.md``).
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
@@ -29,6 +28,7 @@ from langchain_session_rag.errors import (
     FileAccessError,
     InvalidArgumentError,
 )
+from langchain_session_rag.memory._threads import in_thread
 from langchain_session_rag.memory.core_text import (
     AGENT_AUTHORS,
     DEFAULT_CORE_LIMITS,
@@ -475,51 +475,17 @@ class CoreMemory:
         return [self.write(b, t, author=author, action="import") for b, t in texts.items() if t != self.read(b)]
 
     # -- async -----------------------------------------------------------------------------------
-    async def aread(self, block: str) -> str:
-        """Async :meth:`read`."""
-        return await asyncio.to_thread(self.read, block)
-
-    async def arender(self) -> str:
-        """Async :meth:`render`."""
-        return await asyncio.to_thread(self.render)
-
-    async def awrite(self, block: str, text: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`write`."""
-        return await asyncio.to_thread(self.write, block, text, author=author)
-
-    async def aappend(self, block: str, text: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`append`."""
-        return await asyncio.to_thread(self.append, block, text, author=author)
-
-    async def aremove(self, block: str, target: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`remove`."""
-        return await asyncio.to_thread(self.remove, block, target, author=author)
-
-    async def aundo(self, block: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`undo`."""
-        return await asyncio.to_thread(self.undo, block, author=author)
-
-    async def ahistory(self, block: str) -> list[CoreVersion]:
-        """Async :meth:`history`."""
-        return await asyncio.to_thread(self.history, block)
-
-    async def apropose(
-        self, action: EditAction, block: str, text: str, *, old: str | None = None, author: str = "agent"
-    ) -> CoreProposal:
-        """Async :meth:`propose`."""
-        return await asyncio.to_thread(self.propose, action, block, text, old=old, author=author)
-
-    async def apending(self, block: str | None = None) -> list[CoreProposal]:
-        """Async :meth:`pending`."""
-        return await asyncio.to_thread(self.pending, block)
-
-    async def aconfirm(self, proposal_id: str) -> CoreVersion:
-        """Async :meth:`confirm`."""
-        return await asyncio.to_thread(self.confirm, proposal_id)
-
-    async def areject(self, proposal_id: str) -> CoreProposal:
-        """Async :meth:`reject`."""
-        return await asyncio.to_thread(self.reject, proposal_id)
+    aread = in_thread(read)
+    arender = in_thread(render)
+    awrite = in_thread(write)
+    aappend = in_thread(append)
+    aremove = in_thread(remove)
+    aundo = in_thread(undo)
+    ahistory = in_thread(history)
+    apropose = in_thread(propose)
+    apending = in_thread(pending)
+    aconfirm = in_thread(confirm)
+    areject = in_thread(reject)
 
 
 def _proposal(record: Record) -> CoreProposal:

@@ -10,7 +10,6 @@ The methods below are bound to :class:`~langchain_session_rag.SessionVectorMemor
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import threading
@@ -313,35 +312,6 @@ def relation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) 
     check_int("limit", limit, 1)
     graph, _ = user_graph(self)
     return graph.lines(graph.named_in(question), limit=limit)  # every entity it names, however often it is named
-
-
-async def arelations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
-    """Async :meth:`relations`."""
-    return await asyncio.to_thread(relations, self, entity, as_of)
-
-
-async def aneighbours(
-    self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
-) -> list[Relation]:
-    """Async :meth:`neighbours`."""
-    return await asyncio.to_thread(lambda: neighbours(self, entity, hops=hops, as_of=as_of))
-
-
-async def apaths(
-    self: SessionVectorMemory, source: str, target: str, *, max_hops: int = 2, as_of: TimestampLike | None = None
-) -> list[list[Relation]]:
-    """Async :meth:`paths`."""
-    return await asyncio.to_thread(lambda: paths(self, source, target, max_hops=max_hops, as_of=as_of))
-
-
-async def aentities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:
-    """Async :meth:`entities`."""
-    return await asyncio.to_thread(entities, self, name)
-
-
-async def arelation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) -> list[str]:
-    """Async :meth:`relation_lines`."""
-    return await asyncio.to_thread(lambda: relation_lines(self, question, limit=limit))
 
 
 # -- retrieval through entities -------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.identity import acting_user
 from langchain_session_rag.memory import admin, opening, relational, writing
+from langchain_session_rag.memory._threads import in_thread
 from langchain_session_rag.memory.core import CoreMemory
 from langchain_session_rag.memory.core_text import DEFAULT_CORE_LIMITS, AgentEdits, check_core_limits
 from langchain_session_rag.memory.ingest import Chunking
@@ -404,7 +405,7 @@ class SessionVectorMemory(BaseRetriever):
 
     # -- writing (memory/writing.py) -------------------------------------------------------------
     flush = writing.flush
-    aflush = writing.aflush
+    aflush = in_thread(writing.flush)
     add_messages = writing.add_messages
     aadd_messages = writing.aadd_messages
     consolidate = writing.consolidate
@@ -413,36 +414,36 @@ class SessionVectorMemory(BaseRetriever):
     add_documents = writing.add_documents
     aadd_documents = writing.aadd_documents
     get_by_ids = writing.get_by_ids
-    aget_by_ids = writing.aget_by_ids
+    aget_by_ids = in_thread(writing.get_by_ids)
     warm_up = writing.warm_up
-    awarm_up = writing.awarm_up
+    awarm_up = in_thread(writing.warm_up)
 
     # -- maintenance (memory/admin.py) -----------------------------------------------------------
     add_note = admin.add_note
-    aadd_note = admin.aadd_note
+    aadd_note = in_thread(admin.add_note)
     list_memories = admin.list_memories
-    alist_memories = admin.alist_memories
+    alist_memories = in_thread(admin.list_memories)
     list_sessions = admin.list_sessions
-    alist_sessions = admin.alist_sessions
+    alist_sessions = in_thread(admin.list_sessions)
     forget = admin.forget
-    aforget = admin.aforget
+    aforget = in_thread(admin.forget)
     forget_all = admin.forget_all
-    aforget_all = admin.aforget_all
+    aforget_all = in_thread(admin.forget_all)
     compact = admin.compact
-    acompact = admin.acompact
+    acompact = in_thread(admin.compact)
     count = admin.count
     export_jsonl = admin.export_jsonl
-    aexport_jsonl = admin.aexport_jsonl
+    aexport_jsonl = in_thread(admin.export_jsonl)
     import_jsonl = admin.import_jsonl
-    aimport_jsonl = admin.aimport_jsonl
+    aimport_jsonl = in_thread(admin.import_jsonl)
     reembed = classmethod(admin.reembed)
 
     # -- the relational layer (memory/relational.py) -----------------------------------------------
-    relations, arelations = relational.relations, relational.arelations
-    neighbours, aneighbours = relational.neighbours, relational.aneighbours
-    paths, apaths = relational.paths, relational.apaths
-    entities, aentities = relational.entities, relational.aentities
-    relation_lines, arelation_lines = relational.relation_lines, relational.arelation_lines
+    relations, arelations = relational.relations, in_thread(relational.relations)
+    neighbours, aneighbours = relational.neighbours, in_thread(relational.neighbours)
+    paths, apaths = relational.paths, in_thread(relational.paths)
+    entities, aentities = relational.entities, in_thread(relational.entities)
+    relation_lines, arelation_lines = relational.relation_lines, in_thread(relational.relation_lines)
 
 
 def check_memory(value: object) -> SessionVectorMemory:

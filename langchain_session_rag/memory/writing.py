@@ -7,7 +7,6 @@ user's side of the store.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,11 +37,6 @@ def flush(self: SessionVectorMemory) -> None:
         StoreWriteError: A write made with ``wait=False`` failed; its chunks are not stored.
     """
     self.service.flush()
-
-
-async def aflush(self: SessionVectorMemory) -> None:
-    """Async :meth:`flush`."""
-    await asyncio.to_thread(self.service.flush)
 
 
 def add_messages(  # noqa: D417 - bound as a method of the memory: self is the memory
@@ -160,11 +154,6 @@ def get_by_ids(self: SessionVectorMemory, ids: Sequence[str], /) -> list[Documen
     return user_store(self).get_by_ids(check_ids(ids))
 
 
-async def aget_by_ids(self: SessionVectorMemory, ids: Sequence[str], /) -> list[Document]:
-    """Async :meth:`get_by_ids`."""
-    return await asyncio.to_thread(self.get_by_ids, ids)
-
-
 def warm_up(self: M) -> M:
     """Load now what the first request would load, and return ``self``.
 
@@ -179,8 +168,3 @@ def warm_up(self: M) -> M:
     resolve_time_phrase("yesterday", now=utcnow())
     self.invoke("warm up", k=1)
     return self
-
-
-async def awarm_up(self: M) -> M:
-    """Async :meth:`warm_up`."""
-    return await asyncio.to_thread(self.warm_up)
