@@ -293,14 +293,6 @@ class UserStore:
         finally:
             self.state.replicas.evict(self.user_id)
 
-    def compact(self) -> int:
-        """Erase forgotten records from the store's files (every user); return how many are kept."""
-        self.flush()
-        try:
-            return self.backend.compact()
-        finally:
-            reset_replicas(self.backend)
-
     def records(self, where: Where) -> list[Record]:
         """The user's stored chunks matching ``where`` (after a flush; without vectors)."""
         self.flush()
