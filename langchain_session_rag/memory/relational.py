@@ -252,6 +252,13 @@ def _name(value: object, what: str = "entity") -> str:
     return value
 
 
+def _hops(value: object, what: str) -> int:
+    if isinstance(value, bool) or value not in {1, 2}:
+        msg = f"{what} must be 1 or 2, got {value!r}."
+        raise InvalidArgumentError(msg)
+    return int(value)
+
+
 # -- methods of SessionVectorMemory -------------------------------------------------------------------------------
 def relations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
     """What the memories say about ``entity``: its relations, each with validity and the markers of its chunks.
@@ -272,9 +279,7 @@ def neighbours(
     self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
 ) -> list[Relation]:
     """Relations within ``hops`` (1 or 2) of ``entity`` ("what is connected to the billing API")."""
-    if isinstance(hops, bool) or hops not in {1, 2}:
-        msg = f"hops must be 1 or 2, got {hops!r}."
-        raise InvalidArgumentError(msg)
+    hops = _hops(hops, "hops")
     graph, _ = user_graph(self)
     return graph.neighbours(_name(entity), hops=hops, as_of=_when(as_of))
 
@@ -286,11 +291,9 @@ def paths(
 
     ("How is the outage related to Terraform?")
     """
-    if isinstance(max_hops, bool) or max_hops not in {1, 2}:
-        msg = f"max_hops must be 1 or 2, got {max_hops!r}."
-        raise InvalidArgumentError(msg)
+    hops = _hops(max_hops, "max_hops")
     graph, _ = user_graph(self)
-    return graph.paths(_name(source, "source"), _name(target, "target"), max_hops=max_hops, as_of=_when(as_of))
+    return graph.paths(_name(source, "source"), _name(target, "target"), max_hops=hops, as_of=_when(as_of))
 
 
 def entities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:
