@@ -61,9 +61,8 @@ class SphinxMarkup(griffe.Extension):
 class BoundMethods(griffe.Extension):
     """Show the methods a class binds from module functions (``add_note = admin.add_note``) as methods.
 
-    ``SessionVectorMemory`` is a thin retriever: its write and maintenance methods are functions of
-    ``memory.writing`` and ``memory.admin`` bound as class attributes, which griffe reads as attributes without a
-    docstring. Each such attribute becomes an alias of its function, so the reference shows its signature and
+    ``SessionVectorMemory`` binds the functions of its relational layer (``memory.relational``) as class
+    attributes, which griffe reads as attributes without a docstring. Each such attribute becomes an alias of its function, so the reference shows its signature and
     docstring under the class. An async twin made by ``memory._threads.in_thread`` (``aforget =
     in_thread(admin.forget)``, ``aread = in_thread(read)``) becomes an async method with its function's signature.
     """
