@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 
 from langchain_session_rag.memory.retrieval import check_search_kwargs
 from langchain_session_rag.memory.service import MemoryService, WriteSettings, open_backend
-from langchain_session_rag.memory.settings import preferred_lexical_weight, segmenter_for
+from langchain_session_rag.memory.settings import segmenter_for
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
 from langchain_session_rag.stores.encryption import open_encrypted
@@ -79,9 +79,9 @@ def open_service(memory: SessionVectorMemory) -> MemoryService:
     if memory.embeddings is None:
         memory.embeddings = get_default_embeddings()
     embeddings: Embeddings = memory.embeddings
-    preferred = preferred_lexical_weight(embeddings)
-    if "lexical_weight" not in memory.model_fields_set and preferred is not None:
-        memory.lexical_weight = preferred
+    preferred = getattr(embeddings, "default_lexical_weight", None)  # the lexical weight the model asks for
+    if "lexical_weight" not in memory.model_fields_set and isinstance(preferred, int | float):
+        memory.lexical_weight = float(preferred)
     memory.segmenter = segmenter_for(embeddings, memory.chunker, memory.segmenter)
     check_search_kwargs(memory.search_kwargs)
     return MemoryService.open(

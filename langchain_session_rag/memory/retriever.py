@@ -25,7 +25,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, StrictInt, field_validator
 from typing_extensions import Self
 
-from langchain_session_rag._checks import SYSTEM_PREFIX, check_ids, check_path, check_session_id
+from langchain_session_rag._checks import SYSTEM_PREFIX, check_ids, check_path, check_session_id, check_user_id
 from langchain_session_rag._time import TimestampLike
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike
@@ -50,8 +50,9 @@ from langchain_session_rag.memory.listing import (
 from langchain_session_rag.memory.recall_policy import RecallPolicy
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.memory.runtime import RuntimeSettings
-from langchain_session_rag.memory.service import MemoryService, path_text, reembed_store
-from langchain_session_rag.memory.settings import SourceType, check_query, check_user_id
+from langchain_session_rag.memory.scoped import reset_replicas
+from langchain_session_rag.memory.service import MemoryService
+from langchain_session_rag.memory.settings import SourceType, check_query
 from langchain_session_rag.memory.worth import Author
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.privacy.keyring import KeySource
@@ -244,12 +245,12 @@ class SessionVectorMemory(BaseRetriever):
     @field_validator("daily_log_dir", "keyring_dir", mode="before")
     @classmethod
     def _path_text(cls, value: object) -> object:
-        return path_text(value)
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
 
     @field_validator("user_id")
     @classmethod
     def _check_user(cls, value: str) -> str:
-        return check_user_id(value)
+        return check_user_id(value, system_ok=True)  # and the ids for_shared builds (the code's, never a run's)
 
     def model_post_init(self, context: Any, /) -> None:
         """Complete the settings from the embedding model, then open the store (the constructor's last step)."""
@@ -342,7 +343,7 @@ class SessionVectorMemory(BaseRetriever):
 
     def for_user(self, user_id: str) -> Self:
         """The view of another user over the same store (same settings), serving ``user_id`` only, never the run's."""
-        return self.model_copy(update={"user_id": check_user_id(user_id), "user_from_run": False})
+        return self.model_copy(update={"user_id": check_user_id(user_id, system_ok=True), "user_from_run": False})
 
     def for_shared(self, name: str) -> Self:
         """A view over a shared scope: data every user may read (reference documents, policies), apart from users.
@@ -799,12 +800,18 @@ class SessionVectorMemory(BaseRetriever):
 
         Returns:
             The number of chunks re-embedded.
+
+        Raises:
+            UnsupportedOperationError: The store cannot re-embed (see the ``REEMBED`` capability).
         """
         if isinstance(store, str | os.PathLike):
             check_key_before_opening(store, encryption_key, keyring_dir, collection_name)
         client = open_chroma_client(path=store) if isinstance(store, str | os.PathLike) else store
         backend = open_encrypted(ChromaBackend(client, name=collection_name), encryption_key, keyring_dir)
-        return reembed_store(backend, embeddings, embedding_model_id or model_id_of(embeddings))
+        try:
+            return backend.reembed(embeddings.embed_documents, embedding_model_id or model_id_of(embeddings))
+        finally:
+            reset_replicas(backend)  # the in-process replicas hold the old vectors
 
     # -- the relational layer (memory/relational.py) -----------------------------------------------
     relations, arelations = relational.relations, in_thread(relational.relations)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -292,20 +291,3 @@ class MemoryService:
             return self.backend.compact()
         finally:
             reset_replicas(self.backend)
-
-
-def reembed_store(backend: MemoryBackend, embeddings: Embeddings, model_id: str) -> int:
-    """Re-embed every record of ``backend`` with ``embeddings`` (the in-process replicas are dropped after).
-
-    Raises:
-        UnsupportedOperationError: The store cannot re-embed (see the ``REEMBED`` capability).
-    """
-    try:
-        return backend.reembed(embeddings.embed_documents, model_id)
-    finally:
-        reset_replicas(backend)
-
-
-def path_text(value: object) -> object:
-    """A path-like field value as text (other values unchanged)."""
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
