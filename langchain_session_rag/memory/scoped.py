@@ -129,13 +129,9 @@ class UserStore:
         """The user's replica, synced with the store (with vectors unless the store embeds itself).
 
         Coherence: on a store other processes write to (a Chroma server), a change any process made through
-        this package (an added, edited, re-sent or deleted chunk, even under the same id) is seen here on the
-        next read after that process's write returned: every read first lists the user's change-log entries (an
-        ids-only read of a small collection) and fetches only the chunks named by entries it has not seen;
-        after a write of more than 500 chunks, or when its last read is over 30 minutes old, it lists the ids and
-        revisions of the user's chunks (metadata only) and fetches what differs. ``max_age`` lets a sync at most
-        that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
-        loaded once and kept current by this process.
+        this package (even under the same id) is seen here on the next read after that process's write returned
+        (see :meth:`UserReplica.sync`). ``max_age`` lets a sync at most that many seconds old stand (writes only).
+        Embedded Chroma is single-process (locked): its replica is loaded once and kept current by this process.
 
         ``None`` for stores that cannot list, and for a user past the memory's ``RuntimeSettings.max_user_chunks``,
         whose searches use the store's own index (even when another memory of the process, allowing more, holds
@@ -188,10 +184,6 @@ class UserStore:
                 probe=service.probe,
             ),
         )
-
-    def flush(self) -> None:
-        """Wait until every queued write of the store has reached it (raises StoreWriteError on a failed one)."""
-        self.state.writes.flush()
 
     def embed_pending(self, records: list[Record]) -> None:
         """Embed the records that still need a vector (none when the store embeds itself), in one call."""
@@ -277,7 +269,7 @@ class UserStore:
             check_ids(ids)
         if session_id is not None:
             check_session_id(session_id)
-        self.flush()
+        self.service.flush()
         targets = _forget_targets(self.backend, self.user_id, session_id, before, ids)
         try:
             self.backend.delete(self.user_id, [r.id for r in targets])
@@ -287,7 +279,7 @@ class UserStore:
 
     def forget_all(self) -> int:
         """Delete every chunk of the user; return how many."""
-        self.flush()
+        self.service.flush()
         try:
             return self.backend.purge(self.user_id)
         finally:
@@ -295,7 +287,7 @@ class UserStore:
 
     def records(self, where: Where) -> list[Record]:
         """The user's stored chunks matching ``where`` (after a flush; without vectors)."""
-        self.flush()
+        self.service.flush()
         return self.backend.get(self.user_id, where)
 
     def save(self, records: list[Record]) -> None:
@@ -306,7 +298,7 @@ class UserStore:
 
     def count(self) -> int:
         """How many chunks the user has stored (after a flush)."""
-        self.flush()
+        self.service.flush()
         return len(self.backend.all_ids(self.user_id))
 
     def export_jsonl(self, path: str | os.PathLike[str], *, encrypt: bool | None = None) -> int:
@@ -314,7 +306,7 @@ class UserStore:
 
         On an encrypted store each line is sealed, unless ``encrypt`` is ``False``.
         """
-        self.flush()
+        self.service.flush()
         records = self.backend.get(self.user_id, {}, with_embeddings=True)
         cipher = self.service.cipher(self.user_id) if encrypt is not False else None
         return write_jsonl(records, path, cipher=cipher)
@@ -352,7 +344,7 @@ class UserStore:
                     f"gives {size}; nothing was imported."
                 )
                 raise InvalidMessageError(msg)
-        self.flush()
+        self.service.flush()
         ids = [r.id for r in records]
         foreign = self.backend.foreign_ids(self.user_id, ids)
         if foreign:
