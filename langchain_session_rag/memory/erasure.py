@@ -155,9 +155,6 @@ def erase_logs(
 ) -> int:
     """Rewrite the user's day files without the forgotten messages; return how many log entries were removed.
 
-    A day file left with no message is deleted. Each file is replaced atomically, so a crash leaves either the
-    old file or the new one, never a torn one.
-
     Raises:
         FileAccessError: A file cannot be read or written.
         InvalidMessageError: A day file is not a daily log (a broken fence): nothing of it is changed.

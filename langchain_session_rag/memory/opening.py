@@ -1,14 +1,12 @@
 """How a :class:`~langchain_session_rag.SessionVectorMemory` is opened: its settings completed, then its store.
 
-The constructor's last step (``model_post_init``) completes the settings from the embedding model, then opens the store.
-
-Plain functions bound to the memory by :mod:`~langchain_session_rag.memory.retriever`; the store is opened in the
-constructor path (``model_post_init``), never by a field validator.
+The constructor's last step (``model_post_init``) completes the settings from the embedding model, then opens the
+store (never a field validator).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -21,8 +19,6 @@ from langchain_session_rag.stores.encryption import open_encrypted
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
-
-M = TypeVar("M", bound="SessionVectorMemory")
 
 
 def query_defaults(memory: SessionVectorMemory) -> dict[str, Any]:
