@@ -246,14 +246,7 @@ class CoreMemory:
                 head = self._current().get(block)
                 text = normal(change(head.text if head is not None else ""))
                 text = self.redact(text) if self.redact is not None else text
-                tokens = self.count(text)
-                if tokens > self.limits[block]:
-                    msg = (
-                        f"Core memory block {block!r} would hold {tokens} tokens, over its limit of "
-                        f"{self.limits[block]}: shorten it (remove lines, summarise) or raise the limit; "
-                        "nothing was changed."
-                    )
-                    raise CoreMemoryFullError(msg)
+                tokens = self._fitting(block, text, "nothing was changed")
                 version = int(head.metadata.get("core_version", 0)) + 1 if head is not None else 1
                 edit_id, now, who = uuid.uuid4().hex, utcnow(), str(author)[:200]
                 meta = {
@@ -281,6 +274,17 @@ class CoreMemory:
                     return CoreVersion(block, version, text, action, who, now, sure)
         msg = f"Core memory block {block!r} is being edited by other processes; try again."
         raise CoreMemoryConflictError(msg)
+
+    def _fitting(self, block: str, text: str, unchanged: str) -> int:
+        """The tokens of ``text``, or :class:`CoreMemoryFullError` (naming what was ``unchanged``) past the limit."""
+        tokens = self.count(text)
+        if tokens > self.limits[block]:
+            msg = (
+                f"Core memory block {block!r} would hold {tokens} tokens, over its limit of {self.limits[block]}: "
+                f"shorten it (remove lines, summarise) or raise the limit; {unchanged}."
+            )
+            raise CoreMemoryFullError(msg)
+        return tokens
 
     def write(self, block: str, text: str, *, author: str = "user", action: str = "write") -> CoreVersion:
         """Replace the block's text (a new version).
@@ -349,14 +353,7 @@ class CoreMemory:
         if self.redact is not None and isinstance(text, str):  # a proposal is stored too: its secrets never are
             text = self.redact(text)
         change = change_for(action, self.check_block(block), text, old)
-        result = normal(change(self.read(block)))
-        tokens = self.count(result)
-        if tokens > self.limits[block]:
-            msg = (
-                f"Core memory block {block!r} would hold {tokens} tokens with this edit, over its limit of "
-                f"{self.limits[block]}: shorten it or remove lines first; nothing was proposed."
-            )
-            raise CoreMemoryFullError(msg)
+        self._fitting(block, normal(change(self.read(block))), "nothing was proposed")
         if len(self.pending()) >= MAX_PENDING:
             msg = (
                 f"The user has {MAX_PENDING} core memory edits waiting for confirmation: confirm or reject some "
@@ -469,9 +466,7 @@ class CoreMemory:
                     msg = f"Cannot read core memory file {path}: {exc}"
                     raise FileAccessError(msg) from exc
         for block, text in texts.items():
-            if self.count(text) > self.limits[block]:
-                msg = f"{block.upper()}.md holds {self.count(text)} tokens, over the limit of {self.limits[block]}."
-                raise CoreMemoryFullError(msg)
+            self._fitting(block, text, f"{block.upper()}.md was not imported (nor any other file)")
         return [self.write(b, t, author=author, action="import") for b, t in texts.items() if t != self.read(b)]
 
     # -- async -----------------------------------------------------------------------------------
