@@ -59,12 +59,11 @@ class SphinxMarkup(griffe.Extension):
 
 
 class BoundMethods(griffe.Extension):
-    """Show the methods a class binds from module functions (``add_note = admin.add_note``) as methods.
+    """Show the methods a class binds from functions as methods.
 
-    ``SessionVectorMemory`` binds the functions of its relational layer (``memory.relational``) as class
-    attributes, which griffe reads as attributes without a docstring. Each such attribute becomes an alias of its function, so the reference shows its signature and
-    docstring under the class. An async twin made by ``memory._threads.in_thread`` (``aforget =
-    in_thread(admin.forget)``, ``aread = in_thread(read)``) becomes an async method with its function's signature.
+    griffe reads ``add_note = admin.add_note`` (a module function bound as a method) and ``aforget =
+    in_thread(forget)`` (an async twin made by ``memory._threads.in_thread``) as attributes without a docstring.
+    The first becomes an alias of its function; the second an async method with its function's signature.
     """
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:  # noqa: ARG002 - griffe's hook signature

@@ -1,11 +1,11 @@
 # mypy: disable-error-code="pydantic-field"
-# (pydantic's mypy plugin takes the methods bound from module functions below for untyped fields; pydantic does not)
+# (pydantic's mypy plugin takes the async twins made by in_thread below for untyped fields; pydantic does not)
 """``SessionVectorMemory``: past conversations as a retrievable, user-scoped corpus.
 
 A thin ``BaseRetriever``: its fields are the settings; its methods turn a call (whose user, which options) into
 calls of its :class:`~langchain_session_rag.memory.service.MemoryService` (the store, replicas, writers, runtime).
-The relational methods are functions of :mod:`~langchain_session_rag.memory.relational` bound here (no base class
-but ``BaseRetriever``).
+No base class but ``BaseRetriever``; the relational methods read the user's graph of
+:mod:`~langchain_session_rag.memory.relational`.
 """
 
 from __future__ import annotations
@@ -25,14 +25,21 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, StrictInt, field_validator
 from typing_extensions import Self
 
-from langchain_session_rag._checks import SYSTEM_PREFIX, check_ids, check_path, check_session_id, check_user_id
-from langchain_session_rag._time import TimestampLike
+from langchain_session_rag._checks import (
+    SYSTEM_PREFIX,
+    check_ids,
+    check_int,
+    check_path,
+    check_session_id,
+    check_user_id,
+)
+from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.messages import MessageLike
 from langchain_session_rag.chunking.segmenter import SimilarityProfile, TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.identity import acting_user
-from langchain_session_rag.memory import admin, opening, relational, sessions
+from langchain_session_rag.memory import admin, opening, sessions
 from langchain_session_rag.memory._threads import in_thread
 from langchain_session_rag.memory.consolidation import Consolidation
 from langchain_session_rag.memory.core import CoreMemory
@@ -48,6 +55,7 @@ from langchain_session_rag.memory.listing import (
     sessions_of,
 )
 from langchain_session_rag.memory.recall_policy import RecallPolicy
+from langchain_session_rag.memory.relational import user_graph
 from langchain_session_rag.memory.retrieval import RetrievalQuery, build_query
 from langchain_session_rag.memory.runtime import RuntimeSettings
 from langchain_session_rag.memory.scoped import reset_replicas
@@ -56,6 +64,7 @@ from langchain_session_rag.memory.settings import SourceType, check_query
 from langchain_session_rag.memory.worth import Author
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.privacy.keyring import KeySource
+from langchain_session_rag.relations.graph import EntityInfo, Relation
 from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.relations.patterns import PatternExtractor
 from langchain_session_rag.stores.adapter import CONNECT_TIMEOUT, READ_TIMEOUT, open_chroma_client
@@ -64,6 +73,8 @@ from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encryption import check_key_before_opening, open_encrypted
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from chromadb.api import ClientAPI
 
 
@@ -813,12 +824,66 @@ class SessionVectorMemory(BaseRetriever):
         finally:
             reset_replicas(backend)  # the in-process replicas hold the old vectors
 
-    # -- the relational layer (memory/relational.py) -----------------------------------------------
-    relations, arelations = relational.relations, in_thread(relational.relations)
-    neighbours, aneighbours = relational.neighbours, in_thread(relational.neighbours)
-    paths, apaths = relational.paths, in_thread(relational.paths)
-    entities, aentities = relational.entities, in_thread(relational.entities)
-    relation_lines, arelation_lines = relational.relation_lines, in_thread(relational.relation_lines)
+    # -- the relational layer (the graph: memory/relational.py) ----------------------------------------
+    def relations(self, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
+        """What the memories say about ``entity``: its relations, each with validity and the markers of its chunks.
+
+        ``as_of=None`` returns current and closed relations (``valid_to`` set, ``replaced_by`` naming what replaced
+        them); an ISO 8601 date or time (``"2026-03-01"``) returns those valid then. Unknown entity: ``[]``.
+
+        ``rel.render()`` is one line: ``analytics service — uses → ClickHouse [S: 2026-03-09]``.
+
+        Raises:
+            InvalidArgumentError: An empty entity name, or an ``as_of`` that is not a time.
+        """
+        graph = user_graph(self)
+        return graph.relations(_name(entity), as_of=_when(as_of))
+
+    arelations = in_thread(relations)
+
+    def neighbours(self, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None) -> list[Relation]:
+        """Relations within ``hops`` (1 or 2) of ``entity`` ("what is connected to the billing API")."""
+        hops = _hops(hops, "hops")
+        graph = user_graph(self)
+        return graph.neighbours(_name(entity), hops=hops, as_of=_when(as_of))
+
+    aneighbours = in_thread(neighbours)
+
+    def paths(
+        self, source: str, target: str, *, max_hops: int = 2, as_of: TimestampLike | None = None
+    ) -> list[list[Relation]]:
+        """Chains of at most ``max_hops`` (1 or 2) relations linking two entities, shortest first.
+
+        ("How is the outage related to Terraform?")
+        """
+        hops = _hops(max_hops, "max_hops")
+        graph = user_graph(self)
+        return graph.paths(_name(source, "source"), _name(target, "target"), max_hops=hops, as_of=_when(as_of))
+
+    apaths = in_thread(paths)
+
+    def entities(self, name: str | None = None) -> list[EntityInfo]:
+        """The entities of this user's memories, the most mentioned first (``name``: only the one it names)."""
+        graph = user_graph(self)
+        if name is None:
+            return graph.entities()
+        found = graph.entity(_name(name))
+        return [found] if found else []
+
+    aentities = in_thread(entities)
+
+    def relation_lines(self, question: str, *, limit: int = 8) -> list[str]:
+        """The relations of the entities ``question`` names, one compact line each, with markers.
+
+        The graph's ``relations`` prompt section: ``analytics service — uses → ClickHouse [S: 2026-03-09] (before:
+        PostgreSQL until 2026-03-09)``.
+        """
+        check_query(question)
+        check_int("limit", limit, 1)
+        graph = user_graph(self)
+        return graph.lines(graph.named_in(question), limit=limit)  # every entity it names, however often it is named
+
+    arelation_lines = in_thread(relation_lines)
 
 
 def check_memory(value: object) -> SessionVectorMemory:
@@ -827,3 +892,21 @@ def check_memory(value: object) -> SessionVectorMemory:
         msg = f"memory must be a SessionVectorMemory, got {type(value).__name__}."
         raise InvalidArgumentError(msg)
     return value
+
+
+def _when(as_of: TimestampLike | None) -> datetime | None:
+    return None if as_of is None else parse_timestamp(as_of, what="as_of")
+
+
+def _name(value: object, what: str = "entity") -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:  # noqa: PLR2004
+        msg = f"{what} must be a name of 1 to 200 characters, got {value!r}."
+        raise InvalidArgumentError(msg)
+    return value
+
+
+def _hops(value: object, what: str) -> int:
+    if isinstance(value, bool) or value not in {1, 2}:
+        msg = f"{what} must be 1 or 2, got {value!r}."
+        raise InvalidArgumentError(msg)
+    return int(value)
