@@ -10,15 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.retrieval import check_search_kwargs
-from langchain_session_rag.memory.service import MemoryService, WriteSettings, open_backend
+from langchain_session_rag.memory.service import MemoryService, WriteSettings
 from langchain_session_rag.memory.settings import segmenter_for
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
+from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encryption import open_encrypted
+from langchain_session_rag.stores.vectorstore import backend_for
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
+    from langchain_session_rag.stores.base import MemoryBackend
 
 
 def query_defaults(memory: SessionVectorMemory) -> dict[str, Any]:
@@ -63,12 +67,19 @@ def open_service(memory: SessionVectorMemory) -> MemoryService:
         UnsupportedOperationError: ``daily_log_dir`` on a store that is not embedded.
         EmbeddingModelMismatchError: The store was written with another embedding model.
     """
-    backend = open_backend(
-        chroma_client=memory.chroma_client,
-        vectorstore=memory.vectorstore,
-        collection_name=memory.collection_name,
-        shards=memory.shards,
-    )
+    if memory.vectorstore is not None and memory.chroma_client is not None:
+        msg = "Pass either vectorstore= or chroma_client=, not both."
+        raise InvalidArgumentError(msg)
+    if memory.chroma_client is not None:
+        backend: MemoryBackend = ChromaBackend(memory.chroma_client, name=memory.collection_name, shards=memory.shards)
+    elif memory.vectorstore is not None:
+        backend = backend_for(memory.vectorstore)
+    else:
+        msg = (
+            "SessionVectorMemory needs a store: use SessionVectorMemory.local(path=..., user_id=...), "
+            "SessionVectorMemory.server(host=..., port=..., user_id=...), or pass vectorstore=."
+        )
+        raise InvalidArgumentError(msg)
     backend = open_encrypted(backend, memory.encryption_key, memory.keyring_dir)
     if memory.embeddings is None and memory.vectorstore is not None:
         memory.embeddings = memory.vectorstore.embeddings
