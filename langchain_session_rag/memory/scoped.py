@@ -185,6 +185,10 @@ class UserStore:
             ),
         )
 
+    def flush(self) -> None:
+        """Wait until every queued write of the store has reached it (raises StoreWriteError on a failed one)."""
+        self.service.flush()
+
     def embed_pending(self, records: list[Record]) -> None:
         """Embed the records that still need a vector (none when the store embeds itself), in one call."""
         pending = _pending(self.backend, records)
@@ -269,7 +273,7 @@ class UserStore:
             check_ids(ids)
         if session_id is not None:
             check_session_id(session_id)
-        self.service.flush()
+        self.flush()
         targets = _forget_targets(self.backend, self.user_id, session_id, before, ids)
         try:
             self.backend.delete(self.user_id, [r.id for r in targets])
@@ -279,7 +283,7 @@ class UserStore:
 
     def forget_all(self) -> int:
         """Delete every chunk of the user; return how many."""
-        self.service.flush()
+        self.flush()
         try:
             return self.backend.purge(self.user_id)
         finally:
@@ -287,7 +291,7 @@ class UserStore:
 
     def records(self, where: Where) -> list[Record]:
         """The user's stored chunks matching ``where`` (after a flush; without vectors)."""
-        self.service.flush()
+        self.flush()
         return self.backend.get(self.user_id, where)
 
     def save(self, records: list[Record]) -> None:
@@ -298,7 +302,7 @@ class UserStore:
 
     def count(self) -> int:
         """How many chunks the user has stored (after a flush)."""
-        self.service.flush()
+        self.flush()
         return len(self.backend.all_ids(self.user_id))
 
     def export_jsonl(self, path: str | os.PathLike[str], *, encrypt: bool | None = None) -> int:
@@ -306,7 +310,7 @@ class UserStore:
 
         On an encrypted store each line is sealed, unless ``encrypt`` is ``False``.
         """
-        self.service.flush()
+        self.flush()
         records = self.backend.get(self.user_id, {}, with_embeddings=True)
         cipher = self.service.cipher(self.user_id) if encrypt is not False else None
         return write_jsonl(records, path, cipher=cipher)
@@ -344,7 +348,7 @@ class UserStore:
                     f"gives {size}; nothing was imported."
                 )
                 raise InvalidMessageError(msg)
-        self.service.flush()
+        self.flush()
         ids = [r.id for r in records]
         foreign = self.backend.foreign_ids(self.user_id, ids)
         if foreign:
