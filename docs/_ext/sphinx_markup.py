@@ -59,27 +59,44 @@ class SphinxMarkup(griffe.Extension):
 
 
 class BoundMethods(griffe.Extension):
-    """Show the methods a class binds from module functions (``add_note = admin.add_note``) as methods.
+    """Show the methods a class binds from functions as methods.
 
-    ``SessionVectorMemory`` is a thin retriever: its write and maintenance methods are functions of
-    ``memory.writing`` and ``memory.admin`` bound as class attributes, which griffe reads as attributes without a
-    docstring. Each such attribute becomes an alias of its function, so the reference shows its signature and
-    docstring under the class.
+    griffe reads ``add_note = admin.add_note`` (a module function bound as a method) and ``aforget =
+    in_thread(forget)`` (an async twin made by ``memory._threads.in_thread``) as attributes without a docstring.
+    The first becomes an alias of its function; the second an async method with its function's signature.
     """
 
     def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:  # noqa: ARG002 - griffe's hook signature
         """Replace every bound-function attribute of every class in the package with an alias of the function."""
         for cls in _classes(pkg):
             for name, member in list(cls.members.items()):
-                if member.is_alias or not member.is_attribute or not isinstance(member.value, griffe.ExprAttribute):
+                if member.is_alias or not member.is_attribute:
                     continue
-                target = member.value.canonical_path
+                value = member.value
+                twin = isinstance(value, griffe.ExprCall) and str(value.function) == "in_thread"
+                bound = value.arguments[0] if twin else value  # type: ignore[union-attr]
+                if not isinstance(bound, griffe.ExprAttribute | griffe.ExprName):
+                    continue
                 try:
-                    function = pkg.modules_collection.get_member(target)
+                    function = pkg.modules_collection.get_member(bound.canonical_path)
                 except KeyError:
                     continue
-                if function.is_function:
+                if not function.is_function:
+                    continue
+                if not twin:
                     cls.set_member(name, griffe.Alias(name, function, parent=cls))
+                    continue
+                method = griffe.Function(
+                    name,
+                    parameters=function.parameters,
+                    returns=function.returns,
+                    docstring=griffe.Docstring(f"Async `{function.name}`."),
+                    lineno=member.lineno,
+                    endlineno=member.endlineno,
+                )
+                method.labels.add("async")
+                cls.set_member(name, method)
+                method.docstring.parent = method  # type: ignore[union-attr]
 
 
 def _classes(module: griffe.Module) -> list[griffe.Class]:

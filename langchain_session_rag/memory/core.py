@@ -12,7 +12,6 @@ to, and read back from, markdown files (``NOW.md``, ``MEMORY.md``).
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
 import time
@@ -29,6 +28,7 @@ from langchain_session_rag.errors import (
     FileAccessError,
     InvalidArgumentError,
 )
+from langchain_session_rag.memory._threads import in_thread
 from langchain_session_rag.memory.core_text import (
     AGENT_AUTHORS,
     DEFAULT_CORE_LIMITS,
@@ -246,14 +246,7 @@ class CoreMemory:
                 head = self._current().get(block)
                 text = normal(change(head.text if head is not None else ""))
                 text = self.redact(text) if self.redact is not None else text
-                tokens = self.count(text)
-                if tokens > self.limits[block]:
-                    msg = (
-                        f"Core memory block {block!r} would hold {tokens} tokens, over its limit of "
-                        f"{self.limits[block]}: shorten it (remove lines, summarise) or raise the limit; "
-                        "nothing was changed."
-                    )
-                    raise CoreMemoryFullError(msg)
+                tokens = self._fitting(block, text, "nothing was changed")
                 version = int(head.metadata.get("core_version", 0)) + 1 if head is not None else 1
                 edit_id, now, who = uuid.uuid4().hex, utcnow(), str(author)[:200]
                 meta = {
@@ -281,6 +274,17 @@ class CoreMemory:
                     return CoreVersion(block, version, text, action, who, now, sure)
         msg = f"Core memory block {block!r} is being edited by other processes; try again."
         raise CoreMemoryConflictError(msg)
+
+    def _fitting(self, block: str, text: str, unchanged: str) -> int:
+        """The tokens of ``text``, or :class:`CoreMemoryFullError` (naming what was ``unchanged``) past the limit."""
+        tokens = self.count(text)
+        if tokens > self.limits[block]:
+            msg = (
+                f"Core memory block {block!r} would hold {tokens} tokens, over its limit of {self.limits[block]}: "
+                f"shorten it (remove lines, summarise) or raise the limit; {unchanged}."
+            )
+            raise CoreMemoryFullError(msg)
+        return tokens
 
     def write(self, block: str, text: str, *, author: str = "user", action: str = "write") -> CoreVersion:
         """Replace the block's text (a new version).
@@ -349,14 +353,7 @@ class CoreMemory:
         if self.redact is not None and isinstance(text, str):  # a proposal is stored too: its secrets never are
             text = self.redact(text)
         change = change_for(action, self.check_block(block), text, old)
-        result = normal(change(self.read(block)))
-        tokens = self.count(result)
-        if tokens > self.limits[block]:
-            msg = (
-                f"Core memory block {block!r} would hold {tokens} tokens with this edit, over its limit of "
-                f"{self.limits[block]}: shorten it or remove lines first; nothing was proposed."
-            )
-            raise CoreMemoryFullError(msg)
+        self._fitting(block, normal(change(self.read(block))), "nothing was proposed")
         if len(self.pending()) >= MAX_PENDING:
             msg = (
                 f"The user has {MAX_PENDING} core memory edits waiting for confirmation: confirm or reject some "
@@ -469,57 +466,21 @@ class CoreMemory:
                     msg = f"Cannot read core memory file {path}: {exc}"
                     raise FileAccessError(msg) from exc
         for block, text in texts.items():
-            if self.count(text) > self.limits[block]:
-                msg = f"{block.upper()}.md holds {self.count(text)} tokens, over the limit of {self.limits[block]}."
-                raise CoreMemoryFullError(msg)
+            self._fitting(block, text, f"{block.upper()}.md was not imported (nor any other file)")
         return [self.write(b, t, author=author, action="import") for b, t in texts.items() if t != self.read(b)]
 
     # -- async -----------------------------------------------------------------------------------
-    async def aread(self, block: str) -> str:
-        """Async :meth:`read`."""
-        return await asyncio.to_thread(self.read, block)
-
-    async def arender(self) -> str:
-        """Async :meth:`render`."""
-        return await asyncio.to_thread(self.render)
-
-    async def awrite(self, block: str, text: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`write`."""
-        return await asyncio.to_thread(self.write, block, text, author=author)
-
-    async def aappend(self, block: str, text: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`append`."""
-        return await asyncio.to_thread(self.append, block, text, author=author)
-
-    async def aremove(self, block: str, target: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`remove`."""
-        return await asyncio.to_thread(self.remove, block, target, author=author)
-
-    async def aundo(self, block: str, *, author: str = "user") -> CoreVersion:
-        """Async :meth:`undo`."""
-        return await asyncio.to_thread(self.undo, block, author=author)
-
-    async def ahistory(self, block: str) -> list[CoreVersion]:
-        """Async :meth:`history`."""
-        return await asyncio.to_thread(self.history, block)
-
-    async def apropose(
-        self, action: EditAction, block: str, text: str, *, old: str | None = None, author: str = "agent"
-    ) -> CoreProposal:
-        """Async :meth:`propose`."""
-        return await asyncio.to_thread(self.propose, action, block, text, old=old, author=author)
-
-    async def apending(self, block: str | None = None) -> list[CoreProposal]:
-        """Async :meth:`pending`."""
-        return await asyncio.to_thread(self.pending, block)
-
-    async def aconfirm(self, proposal_id: str) -> CoreVersion:
-        """Async :meth:`confirm`."""
-        return await asyncio.to_thread(self.confirm, proposal_id)
-
-    async def areject(self, proposal_id: str) -> CoreProposal:
-        """Async :meth:`reject`."""
-        return await asyncio.to_thread(self.reject, proposal_id)
+    aread = in_thread(read)
+    arender = in_thread(render)
+    awrite = in_thread(write)
+    aappend = in_thread(append)
+    aremove = in_thread(remove)
+    aundo = in_thread(undo)
+    ahistory = in_thread(history)
+    apropose = in_thread(propose)
+    apending = in_thread(pending)
+    aconfirm = in_thread(confirm)
+    areject = in_thread(reject)
 
 
 def _proposal(record: Record) -> CoreProposal:

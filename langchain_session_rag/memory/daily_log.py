@@ -153,10 +153,11 @@ def append_daily_log(
     return len(turns)
 
 
-def _parse(path: Path, user_id: str, cipher: UserCipher | None) -> Iterator[LoggedMessage]:
+def read_day_file(path: Path, user_id: str, cipher: UserCipher | None) -> list[LoggedMessage]:
+    """The messages of one of the user's day files, its sealed entries opened with ``cipher``."""
     with path.open(encoding="utf-8", newline="") as handle:  # no newline translation: "\r\n" comes back exactly
         text = opened_text(handle.read(), cipher, str(path))
-    yield from parse_daily_log_text(text, where=str(path), user_id=user_id)
+    return parse_daily_log_text(text, where=str(path), user_id=user_id)
 
 
 def parse_daily_log_text(text: str, *, where: str, user_id: str) -> list[LoggedMessage]:
@@ -165,11 +166,7 @@ def parse_daily_log_text(text: str, *, where: str, user_id: str) -> list[LoggedM
     Raises:
         InvalidMessageError: A broken fence or comment.
     """
-    return list(_messages(text.split("\n"), where, user_id))
-
-
-def _messages(lines: list[str], path: str, user_id: str) -> Iterator[LoggedMessage]:
-    n = 0
+    lines, found, n = text.split("\n"), [], 0
     while n < len(lines):
         meta = _META.match(lines[n])
         if meta is None:
@@ -177,29 +174,23 @@ def _messages(lines: list[str], path: str, user_id: str) -> Iterator[LoggedMessa
             continue
         fence = _FENCE.match(lines[n + 1]) if n + 1 < len(lines) else None
         if fence is None:
-            msg = f"{path}:{n + 2}: a logged message must follow its comment in a ```text fence."
+            msg = f"{where}:{n + 2}: a logged message must follow its comment in a ```text fence."
             raise InvalidMessageError(msg)
         close = fence.group(1)
         end = next((m for m in range(n + 2, len(lines)) if lines[m] == close), None)
         if end is None:
-            msg = f"{path}:{n + 2}: the fence of a logged message is never closed."
+            msg = f"{where}:{n + 2}: the fence of a logged message is never closed."
             raise InvalidMessageError(msg)
+        text = "\n".join(lines[n + 2 : end])
         try:
             data = json.loads(meta.group(1))
-            logged = (str(data["session"]), str(data["id"]), str(data["role"]), str(data["at"]))
+            ids = str(data["session"]), str(data["id"]), str(data["role"])
+            found.append(LoggedMessage(user_id, *ids, text, data.get("name"), str(data["at"])))
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            msg = f"{path}:{n + 1}: a broken session-rag comment ({exc})."
+            msg = f"{where}:{n + 1}: a broken session-rag comment ({exc})."
             raise InvalidMessageError(msg) from exc
-        yield LoggedMessage(
-            user_id=user_id,
-            session_id=logged[0],
-            id=logged[1],
-            role=logged[2],
-            text="\n".join(lines[n + 2 : end]),
-            name=data.get("name"),
-            timestamp=logged[3],
-        )
         n = end + 1
+    return found
 
 
 def is_daily_log(text: str) -> bool:
@@ -225,7 +216,7 @@ def read_daily_logs(folder: str | Path, *, keyring: Keyring | None = None) -> It
         user_id = urllib.parse.unquote(user_dir.name)
         cipher = UserCipher(keyring, user_id) if keyring is not None else None
         for path in sorted(user_dir.glob("*.md")):
-            yield from _parse(path, user_id, cipher)
+            yield from read_day_file(path, user_id, cipher)
 
 
 def rebuild_from_daily_logs(

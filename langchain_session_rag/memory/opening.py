@@ -1,28 +1,28 @@
 """How a :class:`~langchain_session_rag.SessionVectorMemory` is opened: its settings completed, then its store.
 
-The constructor's last step (``model_post_init``) completes the settings from the embedding model, then opens the store.
-
-Plain functions bound to the memory by :mod:`~langchain_session_rag.memory.retriever`; the store is opened in the
-constructor path (``model_post_init``), never by a field validator.
+The constructor's last step (``model_post_init``) completes the settings from the embedding model, then opens the
+store (never a field validator).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.embeddings import Embeddings
 
+from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.memory.retrieval import check_search_kwargs
-from langchain_session_rag.memory.service import MemoryService, WriteSettings, open_backend
-from langchain_session_rag.memory.settings import preferred_lexical_weight, segmenter_for
+from langchain_session_rag.memory.service import MemoryService, WriteSettings
+from langchain_session_rag.memory.settings import segmenter_for
 from langchain_session_rag.models.embeddings import embedding_model_id as model_id_of
 from langchain_session_rag.models.embeddings import get_default_embeddings
+from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encryption import open_encrypted
+from langchain_session_rag.stores.vectorstore import backend_for
 
 if TYPE_CHECKING:
     from langchain_session_rag.memory.retriever import SessionVectorMemory
-
-M = TypeVar("M", bound="SessionVectorMemory")
+    from langchain_session_rag.stores.base import MemoryBackend
 
 
 def query_defaults(memory: SessionVectorMemory) -> dict[str, Any]:
@@ -67,21 +67,28 @@ def open_service(memory: SessionVectorMemory) -> MemoryService:
         UnsupportedOperationError: ``daily_log_dir`` on a store that is not embedded.
         EmbeddingModelMismatchError: The store was written with another embedding model.
     """
-    backend = open_backend(
-        chroma_client=memory.chroma_client,
-        vectorstore=memory.vectorstore,
-        collection_name=memory.collection_name,
-        shards=memory.shards,
-    )
+    if memory.vectorstore is not None and memory.chroma_client is not None:
+        msg = "Pass either vectorstore= or chroma_client=, not both."
+        raise InvalidArgumentError(msg)
+    if memory.chroma_client is not None:
+        backend: MemoryBackend = ChromaBackend(memory.chroma_client, name=memory.collection_name, shards=memory.shards)
+    elif memory.vectorstore is not None:
+        backend = backend_for(memory.vectorstore)
+    else:
+        msg = (
+            "SessionVectorMemory needs a store: use SessionVectorMemory.local(path=..., user_id=...), "
+            "SessionVectorMemory.server(host=..., port=..., user_id=...), or pass vectorstore=."
+        )
+        raise InvalidArgumentError(msg)
     backend = open_encrypted(backend, memory.encryption_key, memory.keyring_dir)
     if memory.embeddings is None and memory.vectorstore is not None:
         memory.embeddings = memory.vectorstore.embeddings
     if memory.embeddings is None:
         memory.embeddings = get_default_embeddings()
     embeddings: Embeddings = memory.embeddings
-    preferred = preferred_lexical_weight(embeddings)
-    if "lexical_weight" not in memory.model_fields_set and preferred is not None:
-        memory.lexical_weight = preferred
+    preferred = getattr(embeddings, "default_lexical_weight", None)  # the lexical weight the model asks for
+    if "lexical_weight" not in memory.model_fields_set and isinstance(preferred, int | float):
+        memory.lexical_weight = float(preferred)
     memory.segmenter = segmenter_for(embeddings, memory.chunker, memory.segmenter)
     check_search_kwargs(memory.search_kwargs)
     return MemoryService.open(

@@ -236,12 +236,8 @@ def read_jsonl(
     ``max_message_chars``). Only a regular file is read, at most ``max_bytes`` (default 256 MiB, or the
     ``SESSION_RAG_MAX_FILE_BYTES`` environment variable), each line at most 16 MiB and nested at most 256 levels.
 
-    Who said what is not taken from the file unless ``trust_provenance``: anyone who could edit it could write the
-    fields a chunk's worth is computed from. A note is imported as the model's (``author="model"``: a claim, never
-    the user's statement), and a session chunk without its ``exchange_count`` (a user line after a reply is then read
-    as part of the reply: see ``memory.worth.spoken_turns``). ``trust_provenance=True`` is for a file the user
-    vouches for (their own export, kept where no one else can write): notes keep their recorded author and chunks
-    their exchange count.
+    Who said what (a note's author, a chunk's ``exchange_count``) is taken from the file only with
+    ``trust_provenance`` (see ``SessionVectorMemory.import_jsonl``).
 
     Raises:
         IdentityConflictError: A record of another user, without ``reassign`` (the file is rejected whole).

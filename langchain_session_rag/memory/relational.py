@@ -1,16 +1,14 @@
-# mypy: disable-error-code="pydantic-field"
 """The relational layer of a memory: findings stored on each chunk at ingest, a user's graph built from them.
 
 Every session chunk and note gets its entities and relations in its own metadata (``facts``) when it is written
 (the memory's ``relation_extractor``; chunks stored before this layer existed are read with the pattern extractor).
 The user's :class:`~langchain_session_rag.relations.graph.RelationGraph` is built from the user's replica, kept per
-replica and updated with the chunks whose revision changed, so it follows edits and forgets of every process.
-The methods below are bound to :class:`~langchain_session_rag.SessionVectorMemory`.
+replica and updated with the chunks whose revision changed, so it follows edits and forgets of every process;
+:class:`~langchain_session_rag.SessionVectorMemory`'s relational methods read it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import threading
@@ -20,15 +18,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from langchain_session_rag import _fork
-from langchain_session_rag._checks import check_int
-from langchain_session_rag._time import TimestampLike, parse_timestamp
-from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
+from langchain_session_rag._time import parse_timestamp
+from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.replica import UserReplica
-from langchain_session_rag.memory.settings import check_query
 from langchain_session_rag.memory.worth import MODEL_LABEL, USER_LABEL, said_by, user_speaks
 from langchain_session_rag.prompt.quoting import marker
 from langchain_session_rag.relations.entities import mentions_in
-from langchain_session_rag.relations.graph import ChunkFacts, EntityInfo, Relation, RelationGraph, Source
+from langchain_session_rag.relations.graph import ChunkFacts, RelationGraph, Source
 from langchain_session_rag.relations.model import FACTS_KEY, Extraction, Extractor, Mention, Statement, decode_facts
 from langchain_session_rag.relations.patterns import PatternExtractor, unique_mentions
 from langchain_session_rag.relations.phrases import ASSISTANTS
@@ -36,8 +32,6 @@ from langchain_session_rag.relations.vocabulary import SPEAKER
 from langchain_session_rag.stores.base import Record, fingerprint
 
 if TYPE_CHECKING:
-    from datetime import datetime
-
     from langchain_session_rag.memory.retriever import SessionVectorMemory
 
 FACT_SOURCES = frozenset({"session", "note"})
@@ -215,14 +209,14 @@ def replica_graph(replica: UserReplica, *, read_missing: bool = True) -> Relatio
         return graph
 
 
-def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
-    """The graph of the user the call acts for, and how many chunks it was built from."""
+def user_graph(memory: SessionVectorMemory) -> RelationGraph:
+    """The graph of the user the call acts for."""
     view = memory.for_run()  # the user this call acts for
     store = view.service.user(view.user_id)
     read_missing = memory.relation_extractor is not None
     replica = store.replica()
     if replica is not None:
-        return replica_graph(replica, read_missing=read_missing), len(replica)
+        return replica_graph(replica, read_missing=read_missing)
     backend, user = store.backend, store.user_id  # no replica: the store's listing says what changed since
     with _INDEXES_LOCK:
         index = _UNREPLICATED.pop((backend.process_key, user, read_missing), None) or _Index()
@@ -234,114 +228,12 @@ def user_graph(memory: SessionVectorMemory) -> tuple[RelationGraph, int]:
             revisions = backend.listing(user)
         except UnsupportedOperationError:  # a store that cannot list: read what it returns, every time
             facts = [chunk_facts(r, read_missing=read_missing) for r in store.records({})]
-            return RelationGraph(f for f in facts if f is not None), len(facts)
+            return RelationGraph(f for f in facts if f is not None)
 
         def paged(ids: list[str]) -> list[Record]:
             return [r for page in backend.pages(user, ids) for r in page.records]
 
-        return _refresh(index, revisions, paged, read_missing=read_missing), len(revisions)
-
-
-def _when(as_of: TimestampLike | None) -> datetime | None:
-    return None if as_of is None else parse_timestamp(as_of, what="as_of")
-
-
-def _name(value: object, what: str = "entity") -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > 200:  # noqa: PLR2004
-        msg = f"{what} must be a name of 1 to 200 characters, got {value!r}."
-        raise InvalidArgumentError(msg)
-    return value
-
-
-# -- methods of SessionVectorMemory -------------------------------------------------------------------------------
-def relations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
-    """What the memories say about ``entity``: its relations, each with validity and the markers of its chunks.
-
-    ``as_of=None`` returns current and closed relations (``valid_to`` set, ``replaced_by`` naming what replaced
-    them); an ISO 8601 date or time (``"2026-03-01"``) returns those valid then. Unknown entity: ``[]``.
-
-    ``rel.render()`` is one line: ``analytics service — uses → ClickHouse [S: 2026-03-09]``.
-
-    Raises:
-        InvalidArgumentError: An empty entity name, or an ``as_of`` that is not a time.
-    """
-    graph, _ = user_graph(self)
-    return graph.relations(_name(entity), as_of=_when(as_of))
-
-
-def neighbours(
-    self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
-) -> list[Relation]:
-    """Relations within ``hops`` (1 or 2) of ``entity`` ("what is connected to the billing API")."""
-    if isinstance(hops, bool) or hops not in {1, 2}:
-        msg = f"hops must be 1 or 2, got {hops!r}."
-        raise InvalidArgumentError(msg)
-    graph, _ = user_graph(self)
-    return graph.neighbours(_name(entity), hops=hops, as_of=_when(as_of))
-
-
-def paths(
-    self: SessionVectorMemory, source: str, target: str, *, max_hops: int = 2, as_of: TimestampLike | None = None
-) -> list[list[Relation]]:
-    """Chains of at most ``max_hops`` (1 or 2) relations linking two entities, shortest first.
-
-    ("How is the outage related to Terraform?")
-    """
-    if isinstance(max_hops, bool) or max_hops not in {1, 2}:
-        msg = f"max_hops must be 1 or 2, got {max_hops!r}."
-        raise InvalidArgumentError(msg)
-    graph, _ = user_graph(self)
-    return graph.paths(_name(source, "source"), _name(target, "target"), max_hops=max_hops, as_of=_when(as_of))
-
-
-def entities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:
-    """The entities of this user's memories, the most mentioned first (``name``: only the one it names)."""
-    graph, _ = user_graph(self)
-    if name is None:
-        return graph.entities()
-    found = graph.entity(_name(name))
-    return [found] if found else []
-
-
-def relation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) -> list[str]:
-    """The relations of the entities ``question`` names, one compact line each, with markers.
-
-    The graph's ``relations`` prompt section: ``analytics service — uses → ClickHouse [S: 2026-03-09] (before:
-    PostgreSQL until 2026-03-09)``.
-    """
-    check_query(question)
-    check_int("limit", limit, 1)
-    graph, _ = user_graph(self)
-    return graph.lines(graph.named_in(question), limit=limit)  # every entity it names, however often it is named
-
-
-async def arelations(self: SessionVectorMemory, entity: str, as_of: TimestampLike | None = None) -> list[Relation]:
-    """Async :meth:`relations`."""
-    return await asyncio.to_thread(relations, self, entity, as_of)
-
-
-async def aneighbours(
-    self: SessionVectorMemory, entity: str, *, hops: int = 1, as_of: TimestampLike | None = None
-) -> list[Relation]:
-    """Async :meth:`neighbours`."""
-    return await asyncio.to_thread(lambda: neighbours(self, entity, hops=hops, as_of=as_of))
-
-
-async def apaths(
-    self: SessionVectorMemory, source: str, target: str, *, max_hops: int = 2, as_of: TimestampLike | None = None
-) -> list[list[Relation]]:
-    """Async :meth:`paths`."""
-    return await asyncio.to_thread(lambda: paths(self, source, target, max_hops=max_hops, as_of=as_of))
-
-
-async def aentities(self: SessionVectorMemory, name: str | None = None) -> list[EntityInfo]:
-    """Async :meth:`entities`."""
-    return await asyncio.to_thread(entities, self, name)
-
-
-async def arelation_lines(self: SessionVectorMemory, question: str, *, limit: int = 8) -> list[str]:
-    """Async :meth:`relation_lines`."""
-    return await asyncio.to_thread(lambda: relation_lines(self, question, limit=limit))
+        return _refresh(index, revisions, paged, read_missing=read_missing)
 
 
 # -- retrieval through entities -------------------------------------------------------------------------------------

@@ -113,26 +113,6 @@ class UserReplica:
         return bool(self._pending_add or self._pending_delete)
 
     # -- changes ---------------------------------------------------------------------------------
-    def _set_vector(self, doc_id: str, vector: Sequence[float] | None) -> None:
-        if vector is None or len(vector) == 0:
-            self._drop_vector(doc_id)
-            return
-        row = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(row))
-        row = row / norm if norm > 0 else row
-        if self._matrix.shape[1] != row.shape[0]:
-            if self._ids:
-                msg = f"Vector of dimension {row.shape[0]} for {doc_id!r}; the replica holds {self._matrix.shape[1]}."
-                raise InvalidArgumentError(msg)
-            self._matrix = np.zeros((0, row.shape[0]), dtype=np.float32)
-        index = self._row.get(doc_id)
-        if index is None:
-            index = len(self._ids)
-            self._reserve(1)
-            self._ids.append(doc_id)
-            self._row[doc_id] = index
-        self._matrix[index] = row
-
     def _reserve(self, rows: int, *, exact: bool = False) -> None:
         """Make room for ``rows`` more vectors than held (by ``GROWTH`` when that is more, unless ``exact``)."""
         held, capacity = len(self._ids), self._matrix.shape[0]
@@ -179,21 +159,43 @@ class UserReplica:
                 else:
                     del messages[message]
 
-    def put(self, records: Iterable[Record]) -> None:
-        """Add or replace records (their embeddings become unit rows; a record without one is text-only)."""
+    def put(self, records: Iterable[Record], vectors: npt.NDArray[np.floating[Any]] | None = None) -> None:
+        """Add or replace records; their vectors become unit rows of the matrix (a record without one is text-only).
+
+        The vectors are the records' embeddings, or row ``n`` of ``vectors`` for record ``n`` (a page streamed in).
+        """
         batch = list(records)
         with self.lock:
             self.drop([r.id for r in batch if r.id in self.lexical.texts])
-            first = next((r.embedding for r in batch if r.embedding), None)
-            if first is not None and not self._ids:
-                self._matrix = np.zeros((0, len(first)), dtype=np.float32)
-            self._reserve(sum(1 for r in batch if r.embedding))
-            for record in batch:
+            if vectors is None or not len(vectors):  # the records' own embeddings; one without any gets no row
+                held = [n for n, r in enumerate(batch) if r.embedding]
+                vectors = np.asarray([batch[n].embedding for n in held], dtype=np.float32) if held else None
+                rows = {n: row for row, n in enumerate(held)}
+            else:
+                rows = {n: n for n in range(len(batch))}
+            unit = np.zeros((0, self._matrix.shape[1]), dtype=np.float32)
+            if vectors is not None and len(vectors):
+                unit = np.asarray(vectors, dtype=np.float32)
+                norms = np.linalg.norm(unit, axis=1, keepdims=True)
+                unit /= np.where(norms > 0, norms, 1.0)
+                if not self._ids and self._matrix.shape[1] != unit.shape[1]:
+                    self._matrix = np.zeros((self._matrix.shape[0], unit.shape[1]), dtype=np.float32)
+                elif unit.shape[1] != self._matrix.shape[1]:
+                    msg = f"Vectors of dimension {unit.shape[1]}; the replica holds {self._matrix.shape[1]}."
+                    raise InvalidArgumentError(msg)
+            self._reserve(len(unit))
+            for n, record in enumerate(batch):
                 if record.id in self.lexical.texts:  # twice in one batch: the last one stands
                     self.drop([record.id])
                 meta = _compact(record.metadata)
                 self.lexical.add(record.id, record.text, meta)
-                self._set_vector(record.id, record.embedding)
+                if n in rows:
+                    index = self._row.get(record.id)
+                    if index is None:
+                        index = len(self._ids)
+                        self._ids.append(record.id)
+                        self._row[record.id] = index
+                    self._matrix[index] = unit[rows[n]]
                 self._register(record.id, meta, add=True)
 
     def drop(self, ids: Iterable[str]) -> None:
@@ -315,37 +317,8 @@ class UserReplica:
                 busy = self._pending_delete.keys() | self._pending_add.keys()
                 keep = [n for n, r in enumerate(page.records) if r.id not in busy]
                 vectors = page.vectors if page.vectors is not None and len(page.vectors) else None
-                self.put_page([page.records[n] for n in keep], None if vectors is None else vectors[keep])
+                self.put([page.records[n] for n in keep], None if vectors is None else vectors[keep])
         return present
-
-    def put_page(self, records: list[Record], vectors: npt.NDArray[np.floating[Any]] | None) -> None:
-        """Add or replace records, row ``n`` of ``vectors`` the vector of record ``n`` (streamed into the matrix)."""
-        with self.lock:
-            if vectors is None:
-                self.put(records)
-                return
-            self.drop([r.id for r in records if r.id in self.lexical.texts])
-            unit = np.asarray(vectors, dtype=np.float32)
-            norms = np.linalg.norm(unit, axis=1, keepdims=True)
-            unit /= np.where(norms > 0, norms, 1.0)
-            if not self._ids and self._matrix.shape[1] != unit.shape[1]:
-                self._matrix = np.zeros((self._matrix.shape[0], unit.shape[1]), dtype=np.float32)
-            elif unit.shape[1] != self._matrix.shape[1]:
-                msg = f"Vectors of dimension {unit.shape[1]}; the replica holds {self._matrix.shape[1]}."
-                raise InvalidArgumentError(msg)
-            self._reserve(len(records))
-            for n, record in enumerate(records):
-                if record.id in self.lexical.texts:  # twice in one page: the last one stands
-                    self.drop([record.id])
-                meta = _compact(record.metadata)
-                self.lexical.add(record.id, record.text, meta)
-                index = self._row.get(record.id)
-                if index is None:
-                    index = len(self._ids)
-                    self._ids.append(record.id)
-                    self._row[record.id] = index
-                self._matrix[index] = unit[n]
-                self._register(record.id, meta, add=True)
 
     def invalidate(self) -> None:
         """Make the next :meth:`sync` list the store, whatever its ``max_age`` and the store's change token."""

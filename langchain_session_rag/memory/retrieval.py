@@ -189,7 +189,8 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
     weight = _unit("recency_weight", opt.get("recency_weight", 0.5))
     lexical = _unit("lexical_weight", opt.get("lexical_weight", 0.0))
     window, boost = window_option(opt.get("time_window"), opt.get("time_boost", 0.5), text=text, now=now)
-    floor, prior = _importance(opt)
+    floor = None if opt.get("min_importance") is None else _unit("min_importance", opt["min_importance"])
+    prior = _unit("importance_weight", opt.get("importance_weight", 0.0))
     policy = opt.get("recall_policy")
     if policy is not None and not isinstance(policy, RecallPolicy):
         msg = f"recall_policy must be a RecallPolicy or None, got {type(policy).__name__}."
@@ -201,7 +202,7 @@ def build_query(options: dict[str, Any], defaults: dict[str, Any], *, fetch_k: i
         exclude_messages=_message_ids(opt.get("exclude_message_ids")),
         min_importance=floor,
         topics=_topics(opt.get("topics")),
-        importance_weight=float(prior),
+        importance_weight=prior,
         k=k,
         fetch=max(k, fetch_k) if half_life is not None or lexical > 0 or window is not None else k,
         lexical_weight=lexical,
@@ -262,15 +263,6 @@ def _allowance(value: object) -> int | None:
 
 def _unit(name: str, value: object) -> float:
     return float(check_unit_interval(name, value))  # the one [0, 1] check
-
-
-def _importance(opt: dict[str, Any]) -> tuple[float | None, float]:
-    """The ``min_importance`` floor and the ``importance_weight`` prior."""
-    floor = opt.get("min_importance")
-    return (
-        None if floor is None else _unit("min_importance", floor),
-        _unit("importance_weight", opt.get("importance_weight", 0.0)),
-    )
 
 
 def _topics(value: object) -> frozenset[str] | None:

@@ -12,20 +12,6 @@ class RuntimeSettings(BaseModel):
     keep it. Each memory applies its own settings to its own calls, so two memories of one process (even over one
     store) can differ. Every field is a bound or a delay, never a change of what is stored.
 
-    Fields:
-        replica_max_users: Users whose in-process replica is kept, per store (default 1,000); the least recently
-            used are dropped past it (and rebuilt from the store on their next use).
-        replica_max_chunks: Chunks all replicas of a store may hold together (default 200,000, about 4.4 KB each,
-            so about 880 MB); the least recently used replicas are dropped past it.
-        max_user_chunks: Chunks past which a user gets no replica (default 50,000, about 220 MB): that user's
-            searches use the store's own vector index (slower per query, bounded memory).
-        write_linger: Seconds a write nobody waits for (``add_messages(..., wait=False)``, the graph's writes)
-            may wait for company, so the writes arriving meanwhile share one store call (default 0.1).
-            ``flush()`` and a waited-for write end it at once.
-        background_writes: ``True`` (default): ``wait=False`` writes are sent by a background thread and
-            retrievable by this process at once. ``False``: every write is waited for, as with ``wait=True``
-            (other processes see each write when the call returns).
-
     Example:
         .. code-block:: python
 
@@ -38,12 +24,18 @@ class RuntimeSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     replica_max_users: int = Field(default=1_000, ge=1)
-    """Users whose in-process replica is kept, per store (least recently used dropped first)."""
+    """Users whose in-process replica is kept, per store; the least recently used are dropped past it (and rebuilt
+    from the store on their next use)."""
     replica_max_chunks: int = Field(default=200_000, ge=1)
-    """Chunks all replicas of a store may hold together (about 4.4 KB each)."""
+    """Chunks all replicas of a store may hold together (about 4.4 KB each, so about 880 MB by default); the least
+    recently used replicas are dropped past it."""
     max_user_chunks: int = Field(default=50_000, ge=1)
-    """Chunks past which a user gets no replica and is searched in the store's own index."""
+    """Chunks past which a user gets no replica (about 220 MB by default): that user's searches use the store's own
+    vector index (slower per query, bounded memory)."""
     write_linger: float = Field(default=0.1, ge=0, allow_inf_nan=False)
-    """Seconds a write nobody waits for may wait so that later writes share its store call."""
+    """Seconds a write nobody waits for (``add_messages(..., wait=False)``, the graph's writes) may wait for company,
+    so the writes arriving meanwhile share one store call. ``flush()`` and a waited-for write end it at once."""
     background_writes: bool = True
-    """Whether ``wait=False`` writes are sent by a background thread (``False``: every write is waited for)."""
+    """``True``: ``wait=False`` writes are sent by a background thread and retrievable by this process at once.
+    ``False``: every write is waited for, as with ``wait=True`` (other processes see each write when the call
+    returns)."""

@@ -129,13 +129,9 @@ class UserStore:
         """The user's replica, synced with the store (with vectors unless the store embeds itself).
 
         Coherence: on a store other processes write to (a Chroma server), a change any process made through
-        this package (an added, edited, re-sent or deleted chunk, even under the same id) is seen here on the
-        next read after that process's write returned: every read first lists the user's change-log entries (an
-        ids-only read of a small collection) and fetches only the chunks named by entries it has not seen;
-        after a write of more than 500 chunks, or when its last read is over 30 minutes old, it lists the ids and
-        revisions of the user's chunks (metadata only) and fetches what differs. ``max_age`` lets a sync at most
-        that many seconds old stand (writes only). Embedded Chroma is single-process (locked): its replica is
-        loaded once and kept current by this process.
+        this package (even under the same id) is seen here on the next read after that process's write returned
+        (see :meth:`UserReplica.sync`). ``max_age`` lets a sync at most that many seconds old stand (writes only).
+        Embedded Chroma is single-process (locked): its replica is loaded once and kept current by this process.
 
         ``None`` for stores that cannot list, and for a user past the memory's ``RuntimeSettings.max_user_chunks``,
         whose searches use the store's own index (even when another memory of the process, allowing more, holds
@@ -191,7 +187,7 @@ class UserStore:
 
     def flush(self) -> None:
         """Wait until every queued write of the store has reached it (raises StoreWriteError on a failed one)."""
-        self.state.writes.flush()
+        self.service.flush()
 
     def embed_pending(self, records: list[Record]) -> None:
         """Embed the records that still need a vector (none when the store embeds itself), in one call."""
@@ -292,14 +288,6 @@ class UserStore:
             return self.backend.purge(self.user_id)
         finally:
             self.state.replicas.evict(self.user_id)
-
-    def compact(self) -> int:
-        """Erase forgotten records from the store's files (every user); return how many are kept."""
-        self.flush()
-        try:
-            return self.backend.compact()
-        finally:
-            reset_replicas(self.backend)
 
     def records(self, where: Where) -> list[Record]:
         """The user's stored chunks matching ``where`` (after a flush; without vectors)."""

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.vectorstores import VectorStore
 
 from langchain_session_rag._time import TimestampLike, parse_timestamp
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
-from langchain_session_rag.errors import InvalidArgumentError, UnsupportedOperationError
+from langchain_session_rag.errors import UnsupportedOperationError
 from langchain_session_rag.memory.core import CoreMemory, forget_cached
 from langchain_session_rag.memory.core_text import AgentEdits
 from langchain_session_rag.memory.erasure import (
@@ -44,31 +42,7 @@ from langchain_session_rag.privacy.redaction import redact_nested, redact_secret
 from langchain_session_rag.privacy.sealing import UserCipher
 from langchain_session_rag.relations.model import Extractor
 from langchain_session_rag.stores.base import CORE_MEMORY, DAILY_LOGS, MemoryBackend
-from langchain_session_rag.stores.chroma import ChromaBackend
 from langchain_session_rag.stores.encrypted import EncryptedBackend
-from langchain_session_rag.stores.vectorstore import backend_for
-
-
-def open_backend(
-    *, chroma_client: Any = None, vectorstore: VectorStore | None = None, collection_name: str, shards: int
-) -> MemoryBackend:
-    """The back end of a chromadb client (user-partitioned collections) or of any LangChain vector store.
-
-    Raises:
-        InvalidArgumentError: Both or neither are given.
-    """
-    if vectorstore is not None and chroma_client is not None:
-        msg = "Pass either vectorstore= or chroma_client=, not both."
-        raise InvalidArgumentError(msg)
-    if chroma_client is not None:
-        return ChromaBackend(chroma_client, name=collection_name, shards=shards)
-    if vectorstore is not None:
-        return backend_for(vectorstore)
-    msg = (
-        "SessionVectorMemory needs a store: use SessionVectorMemory.local(path=..., user_id=...), "
-        "SessionVectorMemory.server(host=..., port=..., user_id=...), or pass vectorstore=."
-    )
-    raise InvalidArgumentError(msg)
 
 
 @dataclass(frozen=True)
@@ -292,20 +266,3 @@ class MemoryService:
             return self.backend.compact()
         finally:
             reset_replicas(self.backend)
-
-
-def reembed_store(backend: MemoryBackend, embeddings: Embeddings, model_id: str) -> int:
-    """Re-embed every record of ``backend`` with ``embeddings`` (the in-process replicas are dropped after).
-
-    Raises:
-        UnsupportedOperationError: The store cannot re-embed (see the ``REEMBED`` capability).
-    """
-    try:
-        return backend.reembed(embeddings.embed_documents, model_id)
-    finally:
-        reset_replicas(backend)
-
-
-def path_text(value: object) -> object:
-    """A path-like field value as text (other values unchanged)."""
-    return os.fspath(value) if isinstance(value, os.PathLike) else value

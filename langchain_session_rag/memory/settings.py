@@ -1,7 +1,7 @@
 """How the settings of :class:`~langchain_session_rag.SessionVectorMemory` are checked and completed.
 
-Pure functions of the memory's field values (no store is opened here): the user id rule, and the defaults a
-memory derives from its embedding model (the segmenter, the lexical weight).
+Pure functions of the memory's field values (no store is opened here): the query check, and the defaults a
+memory derives from its embedding model (the segmenter).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from typing import Literal
 
 from langchain_core.embeddings import Embeddings
 
-from langchain_session_rag._checks import check_user_id as _check_user_id
 from langchain_session_rag.chunking.exchanges import ExchangeChunker
 from langchain_session_rag.chunking.segmenter import TopicSegmenter
 from langchain_session_rag.errors import InvalidArgumentError
@@ -18,23 +17,6 @@ from langchain_session_rag.errors import InvalidArgumentError
 SourceType = Literal["session", "document", "note"]
 DEFAULT_SEGMENT_TOKENS = 128
 """Token cap of the default segmenter's segments (uncapped segments cost recall per prompt token on LoCoMo)."""
-
-
-def check_user_id(value: object) -> str:
-    """A memory's ``user_id``: the one user-id rule (:func:`langchain_session_rag._checks.check_user_id`).
-
-    A memory also takes the ids ``for_shared`` builds (the code's choice, never a run's).
-
-    Raises:
-        InvalidArgumentError: Anything else.
-    """
-    return _check_user_id(value, system_ok=True)
-
-
-def preferred_lexical_weight(embeddings: Embeddings) -> float | None:
-    """The lexical weight an embedding model asks for (its ``default_lexical_weight`` attribute), if any."""
-    preferred = getattr(embeddings, "default_lexical_weight", None)
-    return float(preferred) if isinstance(preferred, int | float) else None
 
 
 def segmenter_for(embeddings: Embeddings, chunker: ExchangeChunker, segmenter: TopicSegmenter | None) -> TopicSegmenter:

@@ -63,7 +63,13 @@ def unchecked(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def accept(value: object, **_: object) -> object:
         return value
 
-    for module in ("memory.ingest", "memory.admin", "memory.documents", "memory.consolidation", "chunking.messages"):
+    for module in (
+        "memory.ingest",
+        "memory.retriever",
+        "memory.documents",
+        "memory.consolidation",
+        "chunking.messages",
+    ):
         monkeypatch.setattr(f"langchain_session_rag.{module}.check_session_id", accept, raising=False)
     yield
     monkeypatch.undo()
