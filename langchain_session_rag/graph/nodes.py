@@ -111,17 +111,10 @@ class SessionRAGNodes:
         Its stats and lock are the caller's object's, so ``cache.stats`` counts the graph's traffic; a per-user
         cache checks the memories behind its answers.
         """
-        view = self._configured_cache.for_user(user_id, share_stats=True)
+        view = cast("SemanticCache", self.cache).for_user(user_id, share_stats=True)  # callers check it is set
         if not view.shared and view.source_check is None:
             view.source_check = memory_source_check(self.memory)
         return view
-
-    @property
-    def _configured_cache(self) -> SemanticCache:
-        if self.cache is None:  # pragma: no cover - callers check first
-            msg = "no cache configured"
-            raise InvalidArgumentError(msg)
-        return self.cache
 
     @property
     def _write_through(self) -> bool:
@@ -341,14 +334,6 @@ class SessionRAGNodes:
             if m.type in {"human", "ai"} and m.text
         ]
 
-    def _trim(self, state: SessionRAGState) -> tuple[list[RemoveMessage], list[BaseMessage]]:
-        turns = split_turns(state["messages"])
-        old = [m for turn in turns[: max(len(turns) - self.window_turns, 0)] for m in turn]
-        return [RemoveMessage(id=m.id) for m in old if m.id], old
-
-    def _summary_needed(self, old: list[BaseMessage]) -> bool:
-        return self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
-
     @staticmethod
     def user_specific(state: SessionRAGState) -> list[str]:
         """What in this turn's prompt belongs to the user.
@@ -388,12 +373,13 @@ class SessionRAGNodes:
 
     def _trim_plan(self, state: SessionRAGState) -> tuple[dict[str, Any], list[BaseMessage] | None]:
         """The window update, and the turns to fold into the summary (``None``: no summary call)."""
-        removals, old = self._trim(state)
-        fold = old if old and self.summary is not None and self._summary_needed(old) else None
-        out: dict[str, Any] = {"messages": removals}
+        turns = split_turns(state["messages"])
+        old = [m for turn in turns[: max(len(turns) - self.window_turns, 0)] for m in turn]
+        needed = self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
+        out: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in old if m.id]}
         if not self.keep_prompt:  # nor the pinned core memory: forget_all must leave no copy in checkpoints
             out["prompt"], out["core_memory"] = None, ""
-        return out, fold
+        return out, old if old and needed else None
 
     @staticmethod
     def _with_summary(out: dict[str, Any], state: SessionRAGState, window: Any) -> dict[str, Any]:
