@@ -27,7 +27,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,17 +202,10 @@ class LocomoReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the tables' keys as text)."""
-        return {
-            "data": self.data,
-            "conversations": list(self.conversations),
-            "questions": self.questions,
-            "chunks": self.chunks,
-            "mean_chunk_tokens": self.mean_chunk_tokens,
-            "recall_at_k": {str(k): dict(row) for k, row in self.recall_at_k.items()},
-            "recall_at_tokens": {str(b): dict(row) for b, row in self.recall_at_tokens.items()},
-            "seconds": self.seconds,
-            "with_markers": self.with_markers,
-        }
+        data = asdict(self)
+        for table in ("recall_at_k", "recall_at_tokens"):
+            data[table] = {str(size): row for size, row in data[table].items()}
+        return data
 
 
 def evaluate_locomo(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 from langchain_core.documents import Document
@@ -104,18 +104,11 @@ class SkippedList(list[Skipped]):
 
 
 @dataclass
-class ImportBatch:
-    """Everything read from one or more files, validated, before anything is written."""
+class _WithSkipped:
+    """What a batch and a report share: the items skipped, bounded."""
 
-    conversations: list[ImportedConversation] = field(default_factory=list)
-    documents: dict[str, list[Document]] = field(default_factory=dict)
-    """Reference documents (a person's own markdown notes) by session id: one session per file."""
     skipped: list[Skipped] = field(default_factory=SkippedList)
     """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
-    formats: dict[str, str] = field(default_factory=dict)
-    """The format each file was read as."""
-    renamed_documents: dict[str, str] = field(default_factory=dict)
-    """Session ids of documents that were not fit to store (a file name with a line break), and the ids used."""
 
     def __post_init__(self) -> None:
         """Keep ``skipped`` bounded whatever list it was given."""
@@ -125,6 +118,19 @@ class ImportBatch:
     def skipped_count(self) -> int:
         """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
         return getattr(self.skipped, "total", len(self.skipped))
+
+
+@dataclass
+class ImportBatch(_WithSkipped):
+    """Everything read from one or more files, validated, before anything is written."""
+
+    conversations: list[ImportedConversation] = field(default_factory=list)
+    documents: dict[str, list[Document]] = field(default_factory=dict)
+    """Reference documents (a person's own markdown notes) by session id: one session per file."""
+    formats: dict[str, str] = field(default_factory=dict)
+    """The format each file was read as."""
+    renamed_documents: dict[str, str] = field(default_factory=dict)
+    """Session ids of documents that were not fit to store (a file name with a line break), and the ids used."""
 
     def extend(self, other: ImportBatch) -> None:
         """Add another batch's contents to this one."""
@@ -149,7 +155,7 @@ class ImportBatch:
 
 
 @dataclass
-class ImportReport:
+class ImportReport(_WithSkipped):
     """What an import stored: sessions new, grown and unchanged (a re-import stores nothing), and what it skipped."""
 
     files: dict[str, str] = field(default_factory=dict)
@@ -166,36 +172,14 @@ class ImportReport:
     """Stored chunks replaced: of conversations that changed (a regenerated answer, an edited question, new
     exchanges grouped anew) and of edited notes. Their text stays in an embedded store's files until
     ``memory.compact()``."""
-    skipped: list[Skipped] = field(default_factory=SkippedList)
-    """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
     renamed_sessions: dict[str, str] = field(default_factory=dict)
     """Session ids of the files that were not fit to store (a line break, a control character, over 512
     characters), each with the id its session was stored under: the readable part and a hash of the original, the
     same on every import of the file."""
 
-    def __post_init__(self) -> None:
-        """Keep ``skipped`` bounded whatever list it was given."""
-        self.skipped = SkippedList(self.skipped)
-
-    @property
-    def skipped_count(self) -> int:
-        """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
-        return getattr(self.skipped, "total", len(self.skipped))
-
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
-        return {
-            "files": self.files,
-            "new_sessions": self.new_sessions,
-            "updated_sessions": self.updated_sessions,
-            "unchanged_sessions": self.unchanged_sessions,
-            "messages": self.messages,
-            "chunks_added": self.chunks_added,
-            "chunks_removed": self.chunks_removed,
-            "skipped": [{"source": s.source, "item": s.item, "reason": s.reason} for s in self.skipped],
-            "skipped_count": self.skipped_count,
-            "renamed_sessions": self.renamed_sessions,
-        }
+        return {**asdict(self), "skipped": [asdict(s) for s in self.skipped], "skipped_count": self.skipped_count}
 
 
 def content_session_id(prefix: str, messages: list[dict[str, Any]]) -> str:
