@@ -289,6 +289,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]]
     ) -> tuple[list[Segment], list[int]]:
         """Group documents; return segments (vectors of single-exchange ones set) and those needing one."""
+        self._check(documents, vectors)
         counts = [self.count(d.page_content) for d in documents]
         profile = self.profile(vectors, counts)
         sims = dict(zip(range(1, len(documents)), profile.similarities, strict=False))
@@ -348,7 +349,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         fresh = vectors is None
         if vectors is None:
             vectors = self.embeddings.embed_documents([d.page_content for d in docs]) if docs else []
-        segments, pending = self._build_checked(docs, vectors)
+        segments, pending = self._build(docs, vectors)
         texts = [segments[i].document.page_content for i in pending]
         new = self.embeddings.embed_documents(texts) if texts else []
         return self._attach(segments, pending, new, len(docs) if fresh else 0)
@@ -361,16 +362,10 @@ class TopicSegmenter(BaseDocumentTransformer):
         fresh = vectors is None
         if vectors is None:
             vectors = await self.embeddings.aembed_documents([d.page_content for d in docs]) if docs else []
-        segments, pending = self._build_checked(docs, vectors)
+        segments, pending = self._build(docs, vectors)
         texts = [segments[i].document.page_content for i in pending]
         new = await self.embeddings.aembed_documents(texts) if texts else []
         return self._attach(segments, pending, new, len(docs) if fresh else 0)
-
-    def _build_checked(
-        self, docs: list[Document], vectors: Sequence[Sequence[float]]
-    ) -> tuple[list[Segment], list[int]]:
-        self._check(docs, vectors)
-        return self._build(docs, vectors)
 
     @staticmethod
     def _attach(
