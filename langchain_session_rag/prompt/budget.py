@@ -299,10 +299,6 @@ class TokenBudget(BaseModel):
         item.truncated = True
         return True
 
-    def _kept_order(self, items: dict[str, list[_Item]]) -> list[_Item]:
-        """Kept items from most to least important."""
-        return [i for s in self.priorities for i in items[s] if i.kept]
-
     def _instructions(self, system: str | None) -> str:
         return f"{system if system is not None else self.system_prompt}\n\n{self.memory_instructions}"
 
@@ -401,7 +397,7 @@ class TokenBudget(BaseModel):
         messages = self._render(base, items, question)
         total = self.count_messages(messages, cache)
         while total > self.limit:
-            kept = self._kept_order(items)
+            kept = [i for s in self.priorities for i in items[s] if i.kept]  # most to least important
             if not kept:  # pragma: no cover - the fixed part fits, so an empty prompt fits
                 break
             last = kept[-1]
