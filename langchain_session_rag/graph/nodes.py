@@ -145,12 +145,7 @@ class SessionRAGNodes:
         """Async :meth:`load_core` (the checks and the store read run in a worker thread: counting a question
         with a model's own tokenizer may read its file first).
         """  # noqa: D205
-        checked = await asyncio.to_thread(self.validate, state, runtime)
-        user = run_ids(runtime)[0]
-        return {
-            **checked,
-            "core_memory": await asyncio.to_thread(tiers.pinned_text, self.memory, user, self.core_memory),
-        }
+        return await asyncio.to_thread(self.load_core, state, runtime)
 
     # -- cache ---------------------------------------------------------------------------------
     def _cache_result(self, decision: Any) -> dict[str, Any]:
