@@ -1,13 +1,4 @@
-"""``SessionMemoryStore``: a LangGraph ``BaseStore`` over a session memory, so ``runtime.store`` sees the memories.
-
-``graph.compile(store=SessionMemoryStore(memory))`` gives every node and tool ``runtime.store`` over the same
-user-scoped memories the graph retrieves. A namespace names its user by a template (LangMem's
-``("memories", "{user_id}")`` by default); items put under it are notes of that user, and the user's conversation
-memories appear under it as items too (key: the chunk id). A namespace naming no user is refused unless it is
-configured as shared. Shared namespaces are read-only through the ``BaseStore`` interface (what a graph's nodes
-and tools reach as ``runtime.store``) unless the application grants writes (``writable_shared``); the application
-writes them with :meth:`SessionMemoryStore.put_shared`.
-"""
+"""``SessionMemoryStore``: a LangGraph ``BaseStore`` over a session memory, so ``runtime.store`` sees the memories."""
 
 from __future__ import annotations
 
