@@ -89,8 +89,8 @@ class SessionRAGNodes:
 
     def _check(self) -> None:
         """Refuse settings that would fail (or lose messages) only at the first turn."""
-        kinds: tuple[tuple[str, object, type | tuple[type, ...]], ...] = (
-            ("memory", self.memory, SessionVectorMemory),
+        kinds: tuple[tuple[str, object, tuple[type, ...]], ...] = (
+            ("memory", self.memory, (SessionVectorMemory,)),
             ("model", self.model, (Runnable, type(None))),
             ("documents", self.documents, (BaseRetriever, type(None))),
             ("cache", self.cache, (SemanticCache, type(None))),
@@ -99,7 +99,8 @@ class SessionRAGNodes:
         )
         for name, value, kind in kinds:
             if not isinstance(value, kind):
-                msg = f"{name} must be a {_kind_name(kind)}, got {type(value).__name__}."
+                wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kind)
+                msg = f"{name} must be a {wanted}, got {type(value).__name__}."
                 raise InvalidArgumentError(msg)
         check_int("window_turns", self.window_turns, 1)
         check_int("memory_k", self.memory_k, 1)  # k: the one check of every path
@@ -358,7 +359,7 @@ class SessionRAGNodes:
             self.cache.note_skipped("private")
             return plan
         plan["cache"] = {
-            "question": self._asked(state),
+            "question": state["messages"][last_human_index(state["messages"])].text,
             "answer": state["messages"][-1].text,
             "history": self._history_before_question(state),
             "llm_string": self._cache_key(state),
@@ -410,10 +411,6 @@ class SessionRAGNodes:
         return self._with_summary(out, state, await self.summary.afold(fold, state.get("summary")))
 
     @staticmethod
-    def _asked(state: SessionRAGState) -> str:
-        return state["messages"][last_human_index(state["messages"])].text
-
-    @staticmethod
     def _history_before_question(state: SessionRAGState) -> list[str]:
         messages = state["messages"]
         return [m.text for m in messages[: last_human_index(messages)] if m.type in {"human", "ai"}]
@@ -424,8 +421,3 @@ def route_after_cache(state: SessionRAGState) -> list[str] | str:
     if state.get("cache", {}).get("hit"):
         return END
     return [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS]
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
