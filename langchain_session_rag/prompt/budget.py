@@ -376,7 +376,10 @@ class TokenBudget(BaseModel):
         for line in relations:
             check_text("relations line", line)
         if core_memory is not None and not isinstance(core_memory, str):
-            for note in _notes(core_memory):
+            if isinstance(core_memory, bytes) or not isinstance(core_memory, Sequence):
+                msg = f"core_memory must be a string or a list of strings, got {type(core_memory).__name__}."
+                raise InvalidArgumentError(msg)
+            for note in core_memory:
                 check_text("core_memory note", note)
         cache: dict[str, int] = {}
         base = self._instructions(system)
@@ -429,10 +432,3 @@ class TokenBudget(BaseModel):
     def count(self, text: str) -> int:
         """Tokens of a text with this budget's counter."""
         return self._count(check_text("text", text))
-
-
-def _notes(value: object) -> list[object]:
-    if isinstance(value, bytes) or not isinstance(value, Sequence):
-        msg = f"core_memory must be a string or a list of strings, got {type(value).__name__}."
-        raise InvalidArgumentError(msg)
-    return list(value)
