@@ -1,11 +1,7 @@
 """LoCoMo evidence recall: how much of what a question needs does the memory retrieve?
 
-:func:`evaluate_locomo` ingests every LoCoMo conversation (read by :func:`load_locomo`) under its own ``user_id``,
-sessions as sessions and turns as messages whose ids are the ``dia_id`` values and whose timestamps are the session
-dates, retrieves for every question with evidence, and reports recall: the share of a question's evidence turns
-covered by the retrieved chunks, at k retrieved chunks and within prompt-token budgets (whole chunks in rank
-order, each costing its ``[S: date]`` marker and its text, in cl100k tokens). The scoring functions are public so
-that other sweeps (``benchmarks/locomo.py``) score the same way.
+:func:`evaluate_locomo` measures a memory (see its docstring and :func:`score_question`); the scoring functions are
+public so that other sweeps (``benchmarks/locomo.py``) score the same way.
 
 Example:
     .. code-block:: python
