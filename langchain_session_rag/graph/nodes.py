@@ -337,18 +337,14 @@ class SessionRAGNodes:
         Memories, documents carrying a ``user_id``, the summary, earlier turns: an answer built on any of it
         is never written to a shared cache.
         """
-        found = []
-        if state.get("core_memory"):
-            found.append("core_memory")
-        if state.get("memories"):
-            found.append("memories")
-        if any("user_id" in d.metadata for d in state.get("documents", [])):
-            found.append("documents")
-        if state.get("summary"):
-            found.append("summary")
-        if last_human_index(state["messages"]) > 0:
-            found.append("history")
-        return found
+        held = {
+            "core_memory": bool(state.get("core_memory")),
+            "memories": bool(state.get("memories")),
+            "documents": any("user_id" in d.metadata for d in state.get("documents", [])),
+            "summary": bool(state.get("summary")),
+            "history": last_human_index(state["messages"]) > 0,
+        }
+        return [name for name, present in held.items() if present]
 
     def _store_plan(self, state: SessionRAGState) -> dict[str, Any]:
         """Arguments of this turn's writes; ``cache`` is None when the answer must not be cached."""
