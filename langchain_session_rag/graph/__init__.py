@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
             f"(`from langchain_session_rag.graph import Node`). It is removed in 0.8."
         )
         warnings.warn(msg, DeprecationWarning, stacklevel=2)
-        return getattr(Node, name)
+        return vars(Node)[name]
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
 
