@@ -103,12 +103,10 @@ class SkippedList(list[Skipped]):
         return self
 
 
-@dataclass
 class _WithSkipped:
-    """What a batch and a report share: the items skipped, bounded."""
+    """What a batch and a report share: the items skipped, bounded (each declares its ``skipped`` field)."""
 
-    skipped: list[Skipped] = field(default_factory=SkippedList)
-    """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
+    skipped: list[Skipped]
 
     def __post_init__(self) -> None:
         """Keep ``skipped`` bounded whatever list it was given."""
@@ -127,6 +125,8 @@ class ImportBatch(_WithSkipped):
     conversations: list[ImportedConversation] = field(default_factory=list)
     documents: dict[str, list[Document]] = field(default_factory=dict)
     """Reference documents (a person's own markdown notes) by session id: one session per file."""
+    skipped: list[Skipped] = field(default_factory=SkippedList)
+    """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
     formats: dict[str, str] = field(default_factory=dict)
     """The format each file was read as."""
     renamed_documents: dict[str, str] = field(default_factory=dict)
@@ -172,6 +172,8 @@ class ImportReport(_WithSkipped):
     """Stored chunks replaced: of conversations that changed (a regenerated answer, an edited question, new
     exchanges grouped anew) and of edited notes. Their text stays in an embedded store's files until
     ``memory.compact()``."""
+    skipped: list[Skipped] = field(default_factory=SkippedList)
+    """The first :data:`MAX_SKIPPED_KEPT` items skipped, and why (all of them are counted in ``skipped_count``)."""
     renamed_sessions: dict[str, str] = field(default_factory=dict)
     """Session ids of the files that were not fit to store (a line break, a control character, over 512
     characters), each with the id its session was stored under: the readable part and a hash of the original, the
@@ -179,7 +181,10 @@ class ImportReport(_WithSkipped):
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
-        return {**asdict(self), "skipped": [asdict(s) for s in self.skipped], "skipped_count": self.skipped_count}
+        data = asdict(self)
+        renamed = data.pop("renamed_sessions")  # last, as before
+        skipped = [asdict(s) for s in self.skipped]
+        return {**data, "skipped": skipped, "skipped_count": self.skipped_count, "renamed_sessions": renamed}
 
 
 def content_session_id(prefix: str, messages: list[dict[str, Any]]) -> str:
