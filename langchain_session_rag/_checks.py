@@ -87,13 +87,8 @@ def user_id_problem(value: object, *, system_ok: bool = False) -> str | None:
         return "holding a NUL character or a lone surrogate"
     if value.startswith(SYSTEM_PREFIX) and not system_ok:
         return "starting with the system scope prefix U+001F"
-    controls = any(_is_control(c) for c in (value.replace(SYSTEM_PREFIX, "") if system_ok else value))
+    controls = any(unicodedata.category(c) == "Cc" for c in (value.replace(SYSTEM_PREFIX, "") if system_ok else value))
     return "holding a control character (a tab, a line break, ...)" if controls else None
-
-
-def _is_control(char: str) -> bool:
-    """A C0 or C1 control character (Unicode category Cc)."""
-    return ord(char) < 32 or 127 <= ord(char) < 160  # noqa: PLR2004 - the Cc ranges
 
 
 def _shown(value: object, limit: int = 200) -> str:

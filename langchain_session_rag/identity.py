@@ -37,16 +37,6 @@ class RunIdentity:
     user_id: str | None
     session_id: str | None
 
-    def require_user(self, what: str) -> str:
-        """The user, or an ``InvalidArgumentError`` saying how to name one for ``what``."""
-        if self.user_id is None:
-            msg = (
-                f"{what} needs a user: invoke it with config={{'configurable': {{'user_id': ...}}}} "
-                "or, in a LangGraph run, context={'user_id': ...}."
-            )
-            raise InvalidArgumentError(msg)
-        return self.user_id
-
 
 def _fields(source: object, where: str) -> dict[str, object]:
     """``user_id`` and ``session_id`` of a mapping, a dataclass or a model context (``None`` where absent).
@@ -163,7 +153,13 @@ def acting_user(bound: str, *, from_run: bool, config: RunnableConfig | None = N
         return bound
     identity = run_identity(config)
     if from_run:
-        return identity.require_user("This memory (user_from_run=True)")
+        if identity.user_id is None:
+            msg = (
+                "This memory (user_from_run=True) needs a user: invoke it with config={'configurable': {'user_id': "
+                "...}} or, in a LangGraph run, context={'user_id': ...}."
+            )
+            raise InvalidArgumentError(msg)
+        return identity.user_id
     if identity.user_id is not None and identity.user_id != bound:
         msg = (
             f"This memory serves user {bound!r}, but the run names user {identity.user_id!r}. Use "

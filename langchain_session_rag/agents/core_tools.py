@@ -119,12 +119,7 @@ def create_core_memory_tool(
         except SessionRAGError as exc:
             raise ToolException(str(exc)) from exc
 
-    async def aedit(
-        config: RunnableConfig, action: CoreAction, text: str, block: str = "memory", old: str | None = None
-    ) -> str:
-        return await asyncio.to_thread(edit, config, action, text, block, old)
-
-    return structured_tool(edit, aedit, name, description, CoreMemoryInput, artifact=False)
+    return structured_tool(edit, None, name, description, CoreMemoryInput, artifact=False)
 
 
 @dataclass

@@ -6,7 +6,6 @@ names (see :meth:`SessionVectorMemory.for_run <langchain_session_rag.SessionVect
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from typing import Any, Literal
 
@@ -83,8 +82,4 @@ def create_relations_tool(
         except SessionRAGError as exc:
             raise ToolException(str(exc)) from exc
 
-    async def alook(entity: str, config: RunnableConfig, other: str | None = None, as_of: str | None = None,
-                    hops: int = 1) -> tuple[str, list[dict[str, Any]]]:  # fmt: skip
-        return await asyncio.to_thread(look, entity, config, other, as_of, hops)
-
-    return structured_tool(look, alook, name, description, RelationsInput, artifact=True)
+    return structured_tool(look, None, name, description, RelationsInput, artifact=True)

@@ -1,19 +1,11 @@
-"""``SessionMemoryStore``: a LangGraph ``BaseStore`` over a session memory, so ``runtime.store`` sees the memories.
-
-``graph.compile(store=SessionMemoryStore(memory))`` gives every node and tool ``runtime.store`` over the same
-user-scoped memories the graph retrieves. A namespace names its user by a template (LangMem's
-``("memories", "{user_id}")`` by default); items put under it are notes of that user, and the user's conversation
-memories appear under it as items too (key: the chunk id). A namespace naming no user is refused unless it is
-configured as shared. Shared namespaces are read-only through the ``BaseStore`` interface (what a graph's nodes
-and tools reach as ``runtime.store``) unless the application grants writes (``writable_shared``); the application
-writes them with :meth:`SessionMemoryStore.put_shared`.
-"""
+"""``SessionMemoryStore``: a LangGraph ``BaseStore`` over a session memory, so ``runtime.store`` sees the memories."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import math
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -52,7 +44,8 @@ _PAGE = 1_000
 _UNFILTERED: dict[str, Any] = {"search_kwargs": {}} | dict.fromkeys(
     ["source_type", "session_ids", "exclude_session_ids", "score_threshold"]
 )
-_OPS = {"$eq", "$ne", "$gt", "$gte", "$lt", "$lte"}
+_OPS = {"$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt,
+        "$lte": operator.le}  # fmt: skip
 
 
 def _value_text(value: Mapping[str, Any], fields: Sequence[str] | None) -> str:
@@ -89,11 +82,7 @@ def _matches(value: Mapping[str, Any], filt: Mapping[str, Any] | None) -> bool:
     """LangGraph's store filter: field equality, or ``{"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": v}``."""
     for key, cond in (filt or {}).items():
         actual = _lookup(value, key)
-        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):
-            unknown = sorted(set(map(str, cond)) - _OPS)
-            if unknown:
-                msg = f"Unsupported filter operator(s) {unknown} for {key!r}; supported: {sorted(_OPS)}."
-                raise InvalidArgumentError(msg)
+        if isinstance(cond, Mapping) and any(str(k).startswith("$") for k in cond):  # operators: _check_filter's
             for op, wanted in cond.items():
                 if not _compare(actual, op, wanted):
                     return False
@@ -113,16 +102,20 @@ def _check_filter(filt: Mapping[str, Any] | None) -> None:
 
 
 def _compare(actual: Any, op: str, wanted: Any) -> bool:
-    if op == "$eq":
-        return bool(actual == wanted)
-    if op == "$ne":
-        return bool(actual != wanted)
     try:
-        return bool(
-            {"$gt": actual > wanted, "$gte": actual >= wanted, "$lt": actual < wanted, "$lte": actual <= wanted}[op]
-        )
-    except TypeError:
+        return bool(_OPS[op](actual, wanted))
+    except TypeError:  # an order between values that have none (a number and a string)
         return False
+
+
+def _every_memory(view: SessionVectorMemory) -> list[Document]:
+    """Every memory of the view's user, page by page."""
+    docs: list[Document] = []
+    while True:
+        page = view.list_memories(limit=_PAGE, offset=len(docs))
+        docs.extend(page)
+        if len(page) < _PAGE:
+            return docs
 
 
 def _epoch_time(value: object) -> datetime:
@@ -346,12 +339,7 @@ class SessionMemoryStore(BaseStore):
                     k = max(4 * wanted, 50)
             docs = view.invoke(op.query, k=k, **options)
         else:
-            docs = []
-            while True:
-                page = view.list_memories(limit=_PAGE, offset=len(docs))
-                docs.extend(page)
-                if len(page) < _PAGE:
-                    break
+            docs = _every_memory(view)
         items = [self._item(d, scope) for d in docs]
         kept = [
             SearchItem(i.namespace, i.key, i.value, i.created_at, i.updated_at, d.metadata.get("score"))
@@ -427,15 +415,7 @@ class SessionMemoryStore(BaseStore):
 
     def _namespaces_of(self, scope: Scope) -> set[tuple[str, ...]]:
         """Every namespace holding an item of the scope's user (or shared prefix)."""
-        view = self._view(scope)
-        found: set[tuple[str, ...]] = set()
-        offset = 0
-        while True:
-            page = view.list_memories(limit=_PAGE, offset=offset)
-            found.update(self._item(d, scope).namespace for d in page)
-            offset += len(page)
-            if len(page) < _PAGE:
-                return found
+        return {self._item(d, scope).namespace for d in _every_memory(self._view(scope))}
 
     def _item(self, doc: Document, scope: Scope) -> Item:
         meta = doc.metadata

@@ -8,7 +8,6 @@ therefore cannot reach another user's memories: it can only name what to look fo
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any, Literal
 
@@ -46,7 +45,10 @@ MANAGE_DESCRIPTION = (
 def structured_tool(
     func: Any, coroutine: Any, name: str, description: str, schema: type[BaseModel], *, artifact: bool
 ) -> BaseTool:
-    """A structured tool whose errors (a run without a user, invalid arguments) reach the model as its answer."""
+    """A structured tool whose errors (a run without a user, invalid arguments) reach the model as its answer.
+
+    Without ``coroutine`` the async tool runs ``func`` in a worker thread, with the run's context (LangChain's).
+    """
     return StructuredTool.from_function(
         func=func,
         coroutine=coroutine,
@@ -276,12 +278,4 @@ def create_manage_memory_tool(
         except SessionRAGError as exc:
             raise ToolException(str(exc)) from exc
 
-    async def amanage(
-        config: RunnableConfig,
-        action: Action = "create",
-        content: str | None = None,
-        id: str | None = None,  # noqa: A002
-    ) -> str:
-        return await asyncio.to_thread(manage, config, action, content, id)
-
-    return structured_tool(manage, amanage, name, description, ManageMemoryInput, artifact=False)
+    return structured_tool(manage, None, name, description, ManageMemoryInput, artifact=False)

@@ -8,6 +8,7 @@ the mean length of the reference segments, rounded half up, at least 1.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from langchain_session_rag.errors import InvalidArgumentError
@@ -43,11 +44,7 @@ def _resolve_k(reference: Sequence[int], n: int, k: int | None) -> int:
 def _boundary_counts(boundaries: Sequence[int], n: int) -> list[int]:
     """``counts[j]`` is the number of boundaries at indices ``<= j``."""
     marks = set(boundaries)
-    counts, total = [], 0
-    for j in range(n):
-        total += j in marks
-        counts.append(total)
-    return counts
+    return list(itertools.accumulate(int(j in marks) for j in range(n)))
 
 
 def _counted(

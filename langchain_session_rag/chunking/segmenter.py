@@ -1,16 +1,10 @@
 """Topic segmentation: consecutive exchanges grouped into one segment per topic.
 
-Two methods place the boundaries. ``"threshold"`` places a boundary where the cosine similarity between the
-next exchange and the current segment (its running centroid, or its last exchange) drops below an absolute
-``threshold``, which only suits the model it was chosen for: the default for a model with a calibrated threshold
-(:data:`CALIBRATED_THRESHOLDS`, the bundled all-MiniLM-L6-v2). ``"depth"``, the default for every other model,
-reads them off the session's own similarity profile, as TextTiling does (Hearst 1997): each gap between two
-exchanges is scored by comparing the exchanges on either side of it, and a boundary goes at a valley of that
-series that is deep relative to the session and deep enough in absolute terms, so it finds topics whatever the
-model's similarity scale. The exchange embeddings computed to find the boundaries are reused: each segment of
-one exchange keeps that exchange's vector, and only segments of several exchanges are embedded, once, in one
-batch. A session of N exchanges stored as S segments costs at most N + S embedded texts, against 2N for the
-usual pipeline that embeds exchanges to segment and then embeds everything again to store it.
+The boundaries are placed by ``method`` (see :class:`TopicSegmenter`; the depth scoring is
+:mod:`~langchain_session_rag.chunking._depth`). The exchange embeddings computed to find the boundaries are reused:
+each segment of one exchange keeps that exchange's vector, and only segments of several exchanges are embedded,
+once, in one batch. A session of N exchanges stored as S segments costs at most N + S embedded texts, against 2N
+for the usual pipeline that embeds exchanges to segment and then embeds everything again to store it.
 """
 
 from __future__ import annotations
@@ -289,6 +283,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         self, documents: Sequence[Document], vectors: Sequence[Sequence[float]]
     ) -> tuple[list[Segment], list[int]]:
         """Group documents; return segments (vectors of single-exchange ones set) and those needing one."""
+        self._check(documents, vectors)
         counts = [self.count(d.page_content) for d in documents]
         profile = self.profile(vectors, counts)
         sims = dict(zip(range(1, len(documents)), profile.similarities, strict=False))
@@ -348,7 +343,7 @@ class TopicSegmenter(BaseDocumentTransformer):
         fresh = vectors is None
         if vectors is None:
             vectors = self.embeddings.embed_documents([d.page_content for d in docs]) if docs else []
-        segments, pending = self._build_checked(docs, vectors)
+        segments, pending = self._build(docs, vectors)
         texts = [segments[i].document.page_content for i in pending]
         new = self.embeddings.embed_documents(texts) if texts else []
         return self._attach(segments, pending, new, len(docs) if fresh else 0)
@@ -361,16 +356,10 @@ class TopicSegmenter(BaseDocumentTransformer):
         fresh = vectors is None
         if vectors is None:
             vectors = await self.embeddings.aembed_documents([d.page_content for d in docs]) if docs else []
-        segments, pending = self._build_checked(docs, vectors)
+        segments, pending = self._build(docs, vectors)
         texts = [segments[i].document.page_content for i in pending]
         new = await self.embeddings.aembed_documents(texts) if texts else []
         return self._attach(segments, pending, new, len(docs) if fresh else 0)
-
-    def _build_checked(
-        self, docs: list[Document], vectors: Sequence[Sequence[float]]
-    ) -> tuple[list[Segment], list[int]]:
-        self._check(docs, vectors)
-        return self._build(docs, vectors)
 
     @staticmethod
     def _attach(

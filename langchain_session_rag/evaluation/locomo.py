@@ -1,11 +1,7 @@
 """LoCoMo evidence recall: how much of what a question needs does the memory retrieve?
 
-:func:`evaluate_locomo` ingests every LoCoMo conversation (read by :func:`load_locomo`) under its own ``user_id``,
-sessions as sessions and turns as messages whose ids are the ``dia_id`` values and whose timestamps are the session
-dates, retrieves for every question with evidence, and reports recall: the share of a question's evidence turns
-covered by the retrieved chunks, at k retrieved chunks and within prompt-token budgets (whole chunks in rank
-order, each costing its ``[S: date]`` marker and its text, in cl100k tokens). The scoring functions are public so
-that other sweeps (``benchmarks/locomo.py``) score the same way.
+:func:`evaluate_locomo` measures a memory (see its docstring and :func:`score_question`); the scoring functions are
+public so that other sweeps (``benchmarks/locomo.py``) score the same way.
 
 Example:
     .. code-block:: python
@@ -27,7 +23,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,17 +198,10 @@ class LocomoReport:
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (the tables' keys as text)."""
-        return {
-            "data": self.data,
-            "conversations": list(self.conversations),
-            "questions": self.questions,
-            "chunks": self.chunks,
-            "mean_chunk_tokens": self.mean_chunk_tokens,
-            "recall_at_k": {str(k): dict(row) for k, row in self.recall_at_k.items()},
-            "recall_at_tokens": {str(b): dict(row) for b, row in self.recall_at_tokens.items()},
-            "seconds": self.seconds,
-            "with_markers": self.with_markers,
-        }
+        data = asdict(self)
+        for table in ("recall_at_k", "recall_at_tokens"):
+            data[table] = {str(size): row for size, row in data[table].items()}
+        return data
 
 
 def evaluate_locomo(

@@ -3,7 +3,6 @@
 import warnings
 from typing import Any
 
-from langchain_session_rag.graph import names as _names
 from langchain_session_rag.graph.builder import (
     aend_session,
     create_memory_agent_graph,
@@ -16,10 +15,7 @@ from langchain_session_rag.graph.nodes import SessionRAGNodes, route_after_cache
 from langchain_session_rag.graph.runnables import agent_node, graph_node
 from langchain_session_rag.graph.state import SessionContext, SessionRAGState
 
-_NODE_CONSTANTS = frozenset(
-    {"AGENT", "BUILD_PROMPT", "CACHE_LOOKUP", "CALL_MODEL", "RETRIEVE_DOCUMENTS", "RETRIEVE_MEMORIES",
-     "SUMMARISE_AND_STORE", "VALIDATE"}
-)  # fmt: skip
+_NODE_CONSTANTS = frozenset(name for name in vars(Node) if not name.startswith("_"))
 
 
 def __getattr__(name: str) -> Any:
@@ -30,7 +26,7 @@ def __getattr__(name: str) -> Any:
             f"(`from langchain_session_rag.graph import Node`). It is removed in 0.8."
         )
         warnings.warn(msg, DeprecationWarning, stacklevel=2)
-        return vars(_names)[name]
+        return vars(Node)[name]
     msg = f"module {__name__!r} has no attribute {name!r}"
     raise AttributeError(msg)
 

@@ -179,19 +179,15 @@ def create_memory_agent_graph(
     graph.budget = nodes.budget
     graph.redact = memory.redact_secrets
     run, arun = agent_node(agent, redact=memory.redact_secrets)
-    for name, sync, asyn in (
+    steps = (
         (VALIDATE, nodes.load_core, nodes.aload_core),
         (RETRIEVE_MEMORIES, nodes.retrieve_memories, nodes.aretrieve_memories),
         (BUILD_PROMPT, nodes.build_prompt, nodes.abuild_prompt),
         (AGENT, run, arun),
         (SUMMARISE_AND_STORE, nodes.summarise_and_store, nodes.asummarise_and_store),
-    ):
-        graph.add_node(name, graph_node(name, sync, asyn))
+    )
+    graph.add_sequence([(name, graph_node(name, sync, asyn)) for name, sync, asyn in steps])  # each edge to the next
     graph.add_edge(START, VALIDATE)
-    graph.add_edge(VALIDATE, RETRIEVE_MEMORIES)
-    graph.add_edge(RETRIEVE_MEMORIES, BUILD_PROMPT)
-    graph.add_edge(BUILD_PROMPT, AGENT)
-    graph.add_edge(AGENT, SUMMARISE_AND_STORE)
     graph.add_edge(SUMMARISE_AND_STORE, END)
     return graph
 

@@ -56,17 +56,13 @@ _ERASE = ("PRAGMA wal_checkpoint(TRUNCATE)", "VACUUM", "PRAGMA wal_checkpoint(TR
 """Move the WAL into the file, rebuild the file without free pages, empty the WAL again."""
 
 
-def _erase_sqlite(conn: sqlite3.Connection) -> None:
-    conn.commit()  # VACUUM cannot run inside a transaction
-    for statement in _ERASE:
-        conn.execute(statement).close()
-
-
 def _erase_locked(checkpointer: object, conn: sqlite3.Connection) -> None:
     """Erase under the saver's own lock (a ``SqliteSaver`` serialises its connection with it)."""
     lock = getattr(checkpointer, "lock", None)
     with lock if lock is not None and hasattr(lock, "__enter__") else contextlib.nullcontext():
-        _erase_sqlite(conn)
+        conn.commit()  # VACUUM cannot run inside a transaction
+        for statement in _ERASE:
+            conn.execute(statement).close()
 
 
 def purge_threads(checkpointer: BaseCheckpointSaver[Any], thread_ids: Sequence[str], *, erase: bool = True) -> int:

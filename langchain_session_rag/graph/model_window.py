@@ -110,15 +110,12 @@ def budget_for(model: Any, budget: TokenBudget | None) -> TokenBudget:
     if known is None:
         return TokenBudget(context_window=DEFAULT_WINDOW, reserve_for_answer=DEFAULT_RESERVE)
     reserve = min(known.answer if known.answer is not None else DEFAULT_RESERVE, known.window // 2)
-    return TokenBudget(context_window=known.window, reserve_for_answer=reserve, **_counting(known))
+    return TokenBudget(context_window=known.window, reserve_for_answer=reserve, **counting_of(model))
 
 
 def counting_of(model: Any) -> dict[str, Any]:
     """``TokenBudget`` settings that count as ``model`` does (its own counter and per-message cost), if it says."""
-    return _counting(model_window(model))
-
-
-def _counting(known: ModelWindow | None) -> dict[str, Any]:
+    known = model_window(model)
     extra: dict[str, Any] = {}
     if known is not None and known.counter is not None:
         extra["token_counter"] = known.counter

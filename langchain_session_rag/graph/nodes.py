@@ -89,8 +89,8 @@ class SessionRAGNodes:
 
     def _check(self) -> None:
         """Refuse settings that would fail (or lose messages) only at the first turn."""
-        kinds: tuple[tuple[str, object, type | tuple[type, ...]], ...] = (
-            ("memory", self.memory, SessionVectorMemory),
+        kinds: tuple[tuple[str, object, tuple[type, ...]], ...] = (
+            ("memory", self.memory, (SessionVectorMemory,)),
             ("model", self.model, (Runnable, type(None))),
             ("documents", self.documents, (BaseRetriever, type(None))),
             ("cache", self.cache, (SemanticCache, type(None))),
@@ -99,7 +99,8 @@ class SessionRAGNodes:
         )
         for name, value, kind in kinds:
             if not isinstance(value, kind):
-                msg = f"{name} must be a {_kind_name(kind)}, got {type(value).__name__}."
+                wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kind)
+                msg = f"{name} must be a {wanted}, got {type(value).__name__}."
                 raise InvalidArgumentError(msg)
         check_int("window_turns", self.window_turns, 1)
         check_int("memory_k", self.memory_k, 1)  # k: the one check of every path
@@ -111,17 +112,10 @@ class SessionRAGNodes:
         Its stats and lock are the caller's object's, so ``cache.stats`` counts the graph's traffic; a per-user
         cache checks the memories behind its answers.
         """
-        view = self._configured_cache.for_user(user_id, share_stats=True)
+        view = cast("SemanticCache", self.cache).for_user(user_id, share_stats=True)  # callers check it is set
         if not view.shared and view.source_check is None:
             view.source_check = memory_source_check(self.memory)
         return view
-
-    @property
-    def _configured_cache(self) -> SemanticCache:
-        if self.cache is None:  # pragma: no cover - callers check first
-            msg = "no cache configured"
-            raise InvalidArgumentError(msg)
-        return self.cache
 
     @property
     def _write_through(self) -> bool:
@@ -152,12 +146,7 @@ class SessionRAGNodes:
         """Async :meth:`load_core` (the checks and the store read run in a worker thread: counting a question
         with a model's own tokenizer may read its file first).
         """  # noqa: D205
-        checked = await asyncio.to_thread(self.validate, state, runtime)
-        user = run_ids(runtime)[0]
-        return {
-            **checked,
-            "core_memory": await asyncio.to_thread(tiers.pinned_text, self.memory, user, self.core_memory),
-        }
+        return await asyncio.to_thread(self.load_core, state, runtime)
 
     # -- cache ---------------------------------------------------------------------------------
     def _cache_result(self, decision: Any) -> dict[str, Any]:
@@ -341,14 +330,6 @@ class SessionRAGNodes:
             if m.type in {"human", "ai"} and m.text
         ]
 
-    def _trim(self, state: SessionRAGState) -> tuple[list[RemoveMessage], list[BaseMessage]]:
-        turns = split_turns(state["messages"])
-        old = [m for turn in turns[: max(len(turns) - self.window_turns, 0)] for m in turn]
-        return [RemoveMessage(id=m.id) for m in old if m.id], old
-
-    def _summary_needed(self, old: list[BaseMessage]) -> bool:
-        return self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
-
     @staticmethod
     def user_specific(state: SessionRAGState) -> list[str]:
         """What in this turn's prompt belongs to the user.
@@ -356,18 +337,14 @@ class SessionRAGNodes:
         Memories, documents carrying a ``user_id``, the summary, earlier turns: an answer built on any of it
         is never written to a shared cache.
         """
-        found = []
-        if state.get("core_memory"):
-            found.append("core_memory")
-        if state.get("memories"):
-            found.append("memories")
-        if any("user_id" in d.metadata for d in state.get("documents", [])):
-            found.append("documents")
-        if state.get("summary"):
-            found.append("summary")
-        if last_human_index(state["messages"]) > 0:
-            found.append("history")
-        return found
+        held = {
+            "core_memory": bool(state.get("core_memory")),
+            "memories": bool(state.get("memories")),
+            "documents": any("user_id" in d.metadata for d in state.get("documents", [])),
+            "summary": bool(state.get("summary")),
+            "history": last_human_index(state["messages"]) > 0,
+        }
+        return [name for name, present in held.items() if present]
 
     def _store_plan(self, state: SessionRAGState) -> dict[str, Any]:
         """Arguments of this turn's writes; ``cache`` is None when the answer must not be cached."""
@@ -378,7 +355,7 @@ class SessionRAGNodes:
             self.cache.note_skipped("private")
             return plan
         plan["cache"] = {
-            "question": self._asked(state),
+            "question": state["messages"][last_human_index(state["messages"])].text,
             "answer": state["messages"][-1].text,
             "history": self._history_before_question(state),
             "llm_string": self._cache_key(state),
@@ -388,12 +365,13 @@ class SessionRAGNodes:
 
     def _trim_plan(self, state: SessionRAGState) -> tuple[dict[str, Any], list[BaseMessage] | None]:
         """The window update, and the turns to fold into the summary (``None``: no summary call)."""
-        removals, old = self._trim(state)
-        fold = old if old and self.summary is not None and self._summary_needed(old) else None
-        out: dict[str, Any] = {"messages": removals}
+        turns = split_turns(state["messages"])
+        old = [m for turn in turns[: max(len(turns) - self.window_turns, 0)] for m in turn]
+        needed = self.summary is not None and sum(self._budget.count(m.text) for m in old) >= self.summary_min_tokens
+        out: dict[str, Any] = {"messages": [RemoveMessage(id=m.id) for m in old if m.id]}
         if not self.keep_prompt:  # nor the pinned core memory: forget_all must leave no copy in checkpoints
             out["prompt"], out["core_memory"] = None, ""
-        return out, fold
+        return out, old if old and needed else None
 
     @staticmethod
     def _with_summary(out: dict[str, Any], state: SessionRAGState, window: Any) -> dict[str, Any]:
@@ -429,10 +407,6 @@ class SessionRAGNodes:
         return self._with_summary(out, state, await self.summary.afold(fold, state.get("summary")))
 
     @staticmethod
-    def _asked(state: SessionRAGState) -> str:
-        return state["messages"][last_human_index(state["messages"])].text
-
-    @staticmethod
     def _history_before_question(state: SessionRAGState) -> list[str]:
         messages = state["messages"]
         return [m.text for m in messages[: last_human_index(messages)] if m.type in {"human", "ai"}]
@@ -443,8 +417,3 @@ def route_after_cache(state: SessionRAGState) -> list[str] | str:
     if state.get("cache", {}).get("hit"):
         return END
     return [RETRIEVE_MEMORIES, RETRIEVE_DOCUMENTS]
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join("None" if k is type(None) else k.__name__ for k in kinds)

@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage, messages_to_dict
 
 from langchain_session_rag.errors import BudgetExceededError, UnsupportedOperationError
 from langchain_session_rag.graph.state import SessionRAGState
-from langchain_session_rag.graph.turn import asked_message, window_messages
+from langchain_session_rag.graph.turn import asked_message
 from langchain_session_rag.memory.retriever import SessionVectorMemory
 from langchain_session_rag.prompt.budget import DEFAULT_ALLOCATIONS, TokenBudget
 from langchain_session_rag.prompt.report import AssembledPrompt, BudgetReport
@@ -73,7 +73,7 @@ def assemble(budget: TokenBudget, state: SessionRAGState, memories: list[Documen
     pinned, _, unconfirmed = (state.get("core_memory") or "").partition(UNCONFIRMED_MARK)
     return budget.assemble(
         asked_message(state).text,
-        history=window_messages(state),
+        history=state["messages"][:-1],  # the conversation before the question
         memories=memories,
         documents=state.get("documents", []),
         summary=state.get("summary"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AnyMessage, BaseMessage, messages_from_dict
+from langchain_core.messages import BaseMessage, messages_from_dict
 
 from langchain_session_rag.errors import InvalidRequestError
 from langchain_session_rag.graph.state import SessionRAGState
@@ -14,11 +14,6 @@ from langchain_session_rag.privacy._folding import blank
 def asked_message(state: SessionRAGState) -> BaseMessage:
     """The current user message: the last message of the state (``validate`` checks it is a user turn)."""
     return state["messages"][-1]  # a user turn: checked by validate
-
-
-def window_messages(state: SessionRAGState) -> list[AnyMessage]:
-    """The conversation before the current message."""
-    return list(state["messages"][:-1])
 
 
 def prompt_messages(state: SessionRAGState) -> list[BaseMessage]:

@@ -54,13 +54,10 @@ def _part_text(part: Any) -> str:
 
 
 def _content_text(content: Mapping[str, Any]) -> str:
+    """The text of a message's content (browsing content never gets here: ``_message`` skips it)."""
     kind = content.get("content_type")
     if kind in ("text", "multimodal_text"):
         return "\n".join(p for p in (_part_text(part) for part in content.get("parts") or []) if p)
-    if kind == "tether_quote":
-        return "\n".join(str(content.get(k) or "") for k in ("title", "text") if content.get(k))
-    if kind == "tether_browsing_display":
-        return str(content.get("result") or content.get("summary") or "")
     for key in ("text", "result"):
         if isinstance(content.get(key), str):
             return str(content[key])

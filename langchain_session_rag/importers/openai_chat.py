@@ -7,9 +7,8 @@ of such conversations, or a bare list of messages; a JSON Lines file whose every
 conversation. System and developer prompts are not
 stored (instructions to the model, often the same long text in every conversation). A conversation's session id is
 its ``id`` (``conversation_id``, ``session_id``, ``metadata.session_id``) when it has one, else derived from its
-opening messages (so a conversation that went on keeps its session; see ``ImportedConversation``). An id that
-cannot be a session id (a line break, a control character, over 512 characters) is stored under a fit id derived
-from it, the same on every import, and listed in ``ImportReport.renamed_sessions``.
+opening messages (so a conversation that went on keeps its session; see ``ImportedConversation``, which also says
+what becomes of an id unfit to store).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 from langchain_core.documents import Document
@@ -103,8 +103,23 @@ class SkippedList(list[Skipped]):
         return self
 
 
+class _WithSkipped:
+    """What a batch and a report share: the items skipped, bounded (each declares its ``skipped`` field)."""
+
+    skipped: list[Skipped]
+
+    def __post_init__(self) -> None:
+        """Keep ``skipped`` bounded whatever list it was given."""
+        self.skipped = SkippedList(self.skipped)
+
+    @property
+    def skipped_count(self) -> int:
+        """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
+        return getattr(self.skipped, "total", len(self.skipped))
+
+
 @dataclass
-class ImportBatch:
+class ImportBatch(_WithSkipped):
     """Everything read from one or more files, validated, before anything is written."""
 
     conversations: list[ImportedConversation] = field(default_factory=list)
@@ -116,15 +131,6 @@ class ImportBatch:
     """The format each file was read as."""
     renamed_documents: dict[str, str] = field(default_factory=dict)
     """Session ids of documents that were not fit to store (a file name with a line break), and the ids used."""
-
-    def __post_init__(self) -> None:
-        """Keep ``skipped`` bounded whatever list it was given."""
-        self.skipped = SkippedList(self.skipped)
-
-    @property
-    def skipped_count(self) -> int:
-        """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
-        return getattr(self.skipped, "total", len(self.skipped))
 
     def extend(self, other: ImportBatch) -> None:
         """Add another batch's contents to this one."""
@@ -149,7 +155,7 @@ class ImportBatch:
 
 
 @dataclass
-class ImportReport:
+class ImportReport(_WithSkipped):
     """What an import stored: sessions new, grown and unchanged (a re-import stores nothing), and what it skipped."""
 
     files: dict[str, str] = field(default_factory=dict)
@@ -173,29 +179,12 @@ class ImportReport:
     characters), each with the id its session was stored under: the readable part and a hash of the original, the
     same on every import of the file."""
 
-    def __post_init__(self) -> None:
-        """Keep ``skipped`` bounded whatever list it was given."""
-        self.skipped = SkippedList(self.skipped)
-
-    @property
-    def skipped_count(self) -> int:
-        """How many items were skipped in all (``skipped`` keeps the first :data:`MAX_SKIPPED_KEPT`)."""
-        return getattr(self.skipped, "total", len(self.skipped))
-
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data."""
-        return {
-            "files": self.files,
-            "new_sessions": self.new_sessions,
-            "updated_sessions": self.updated_sessions,
-            "unchanged_sessions": self.unchanged_sessions,
-            "messages": self.messages,
-            "chunks_added": self.chunks_added,
-            "chunks_removed": self.chunks_removed,
-            "skipped": [{"source": s.source, "item": s.item, "reason": s.reason} for s in self.skipped],
-            "skipped_count": self.skipped_count,
-            "renamed_sessions": self.renamed_sessions,
-        }
+        data = asdict(self)
+        renamed = data.pop("renamed_sessions")  # last, as before
+        skipped = [asdict(s) for s in self.skipped]
+        return {**data, "skipped": skipped, "skipped_count": self.skipped_count, "renamed_sessions": renamed}
 
 
 def content_session_id(prefix: str, messages: list[dict[str, Any]]) -> str:

@@ -299,10 +299,6 @@ class TokenBudget(BaseModel):
         item.truncated = True
         return True
 
-    def _kept_order(self, items: dict[str, list[_Item]]) -> list[_Item]:
-        """Kept items from most to least important."""
-        return [i for s in self.priorities for i in items[s] if i.kept]
-
     def _instructions(self, system: str | None) -> str:
         return f"{system if system is not None else self.system_prompt}\n\n{self.memory_instructions}"
 
@@ -380,7 +376,10 @@ class TokenBudget(BaseModel):
         for line in relations:
             check_text("relations line", line)
         if core_memory is not None and not isinstance(core_memory, str):
-            for note in _notes(core_memory):
+            if isinstance(core_memory, bytes) or not isinstance(core_memory, Sequence):
+                msg = f"core_memory must be a string or a list of strings, got {type(core_memory).__name__}."
+                raise InvalidArgumentError(msg)
+            for note in core_memory:
                 check_text("core_memory note", note)
         cache: dict[str, int] = {}
         base = self._instructions(system)
@@ -401,7 +400,7 @@ class TokenBudget(BaseModel):
         messages = self._render(base, items, question)
         total = self.count_messages(messages, cache)
         while total > self.limit:
-            kept = self._kept_order(items)
+            kept = [i for s in self.priorities for i in items[s] if i.kept]  # most to least important
             if not kept:  # pragma: no cover - the fixed part fits, so an empty prompt fits
                 break
             last = kept[-1]
@@ -433,10 +432,3 @@ class TokenBudget(BaseModel):
     def count(self, text: str) -> int:
         """Tokens of a text with this budget's counter."""
         return self._count(check_text("text", text))
-
-
-def _notes(value: object) -> list[object]:
-    if isinstance(value, bytes) or not isinstance(value, Sequence):
-        msg = f"core_memory must be a string or a list of strings, got {type(value).__name__}."
-        raise InvalidArgumentError(msg)
-    return list(value)

@@ -153,9 +153,8 @@ class RelationGraph:
     def __init__(self, chunks: Iterable[ChunkFacts]) -> None:
         """Aggregate the chunks' findings (oldest first by their time) into entities and relations."""
         ordered = sorted(chunks, key=lambda c: _when(c.source))
-        names: dict[str, Counter[str]] = defaultdict(Counter)
-        self._names = names
-        types: dict[str, Counter[str]] = defaultdict(Counter)
+        self._names: dict[str, Counter[str]] = defaultdict(Counter)
+        self._kinds: dict[str, Counter[str]] = defaultdict(Counter)
         self._chunks: dict[str, set[str]] = defaultdict(set)
         self.entities_of: dict[str, set[str]] = {}
         """Chunk id → keys of the entities it names."""
@@ -165,12 +164,12 @@ class RelationGraph:
         for chunk in ordered:
             keys = self.entities_of.setdefault(chunk.source.chunk_id, set())
             for mention in chunk.facts.entities:
-                keys.add(self._note(mention.name, mention.type, names, types, chunk.source))
+                keys.add(self._note(mention.name, mention.type, chunk.source))
             for st in chunk.facts.relations:
-                keys.update(self._statement(st, chunk.source, names, types))
-        self.keys = {key: counts.most_common(1)[0][0] for key, counts in names.items()}
-        self._aliases = {key: tuple(sorted(counts)) for key, counts in names.items()}
-        self._types = {key: _best_type(counts) for key, counts in types.items()}
+                keys.update(self._statement(st, chunk.source))
+        self.keys = {key: counts.most_common(1)[0][0] for key, counts in self._names.items()}
+        self._aliases = {key: tuple(sorted(counts)) for key, counts in self._names.items()}
+        self._types = {key: _best_type(counts) for key, counts in self._kinds.items()}
         self._lookup = {alias.lower(): key for key, aliases in self._aliases.items() for alias in aliases}
         self._lookup.update({key: key for key in self.keys})
         words: dict[str, set[str]] = defaultdict(set)
@@ -184,21 +183,19 @@ class RelationGraph:
         }
         """A word naming exactly one entity ("Heron" for "Project Heron"), for a question's single words."""
 
-    def _note(self, name: str, kind: str, names: dict[str, Counter[str]], types: dict[str, Counter[str]],
-              source: Source) -> str:  # fmt: skip
+    def _note(self, name: str, kind: str, source: Source) -> str:
         key = key_of(name)
-        names[key][name] += 1
-        types[key][kind] += 1
+        self._names[key][name] += 1
+        self._kinds[key][kind] += 1
         self._chunks[key].add(source.chunk_id)
         return key
 
-    def _statement(self, st: Statement, source: Source, names: dict[str, Counter[str]],
-                   types: dict[str, Counter[str]]) -> set[str]:  # fmt: skip
+    def _statement(self, st: Statement, source: Source) -> set[str]:
         """Apply one statement, in time order: it opens its relation and closes what it replaces."""
-        subject = self._note(st.subject, "thing", names, types, source)
+        subject = self._note(st.subject, "thing", source)
         keys = {subject}
         if st.object:
-            obj = self._note(st.object, "thing", names, types, source)
+            obj = self._note(st.object, "thing", source)
             keys.add(obj)
             triple = (subject, st.predicate, obj)
             rel = self._relations.setdefault(triple, Relation(st.subject, st.predicate, st.object))
@@ -213,7 +210,7 @@ class RelationGraph:
                         del held[other]
                 held[obj] = (source.chunk_id, st.group)
         if st.closes:
-            old = self._note(st.closes, "thing", names, types, source)
+            old = self._note(st.closes, "thing", source)
             self._close((subject, st.predicate, old), source, st.object or None)
             self._open[(subject, st.predicate)].pop(old, None)
         return keys

@@ -9,7 +9,7 @@ write never fails or loses its findings because the model did.
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -19,7 +19,7 @@ from langchain_session_rag import _fork
 from langchain_session_rag.errors import InvalidArgumentError
 from langchain_session_rag.relations.model import Extraction, Extractor, Mention, Statement, safe_name
 from langchain_session_rag.relations.patterns import PatternExtractor
-from langchain_session_rag.relations.vocabulary import ENTITY_TYPES, SPEAKER, canonical
+from langchain_session_rag.relations.vocabulary import ENTITY_TYPES, SPEAKER, Predicate, canonical
 
 _LOG = logging.getLogger(__name__)
 
@@ -40,9 +40,7 @@ class _Entity(BaseModel):
 
 class _Relation(BaseModel):
     subject: str
-    predicate: Literal[
-        "uses", "runs_on", "caused_by", "fixed_by", "decided", "lives_in", "works_at", "owns", "named", "birthday"
-    ]  # fmt: skip
+    predicate: Predicate
     object: str
     closes: str | None = Field(default=None, description="The old object a switch or move replaced, if named.")
 

@@ -84,10 +84,6 @@ def clauses(text: str) -> list[str]:
     return out
 
 
-def _words(text: str) -> list[re.Match[str]]:
-    return list(WORD.finditer(text))
-
-
 def _trim_word(word: str) -> str:
     return word.rstrip(".'’-")
 
@@ -99,7 +95,7 @@ def phrase_after(text: str, start: int, *, max_words: int = 5, stop: frozenset[s
     """
     out: list[str] = []
     end = start
-    for match in _words(text[start:]):
+    for match in WORD.finditer(text[start:]):
         word = match.group()
         low = word.lower()
         if not word[0].isalnum():
@@ -121,7 +117,7 @@ def phrase_after(text: str, start: int, *, max_words: int = 5, stop: frozenset[s
 def clause_after(text: str, start: int, *, max_words: int = 10) -> str:
     """The rest of a clause from ``start`` (a decision, a cause), ended by punctuation or "because"/"since"/"so"."""
     out: list[str] = []
-    for match in _words(text[start:]):
+    for match in WORD.finditer(text[start:]):
         word = match.group()
         if not word[0].isalnum() or word.lower() in {"because", "since", "so", "but", "which", "although"}:
             break
@@ -133,7 +129,7 @@ def clause_after(text: str, start: int, *, max_words: int = 10) -> str:
 
 def phrase_before(text: str, end: int, *, max_words: int = 5) -> str:
     """The noun phrase ending at ``end`` (the verb's subject), read backwards; adverbs just before the verb skipped."""
-    words = [m.group() for m in _words(text[:end])]
+    words = [m.group() for m in WORD.finditer(text[:end])]
     out: list[str] = []
     for n, word in zip(range(len(words) - 1, -1, -1), reversed(words), strict=True):
         low = word.lower()

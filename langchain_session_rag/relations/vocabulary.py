@@ -70,7 +70,6 @@ PLATFORMS: Final = frozenset(
     )
 )  # fmt: skip
 """Canonical technologies (lower case) something runs on rather than uses (a move to one is ``runs_on``)."""
-# Single words too common to be taken as a technology from lower-case text alone.
 # Words too common to be a technology unless written cased ("Go", not "go").
 AMBIGUOUS: Final = frozenset({"go", "ts", "js", "pg", "node", "fly", "make", "flux", "render", "railway", "express",
                                "spring", "chef", "puppet", "vault", "linear", "swift", "dart", "rest", "lambda",
