@@ -10,7 +10,7 @@ The recipes run as written with an echo chat model chosen by the environment (``
 ``SESSION_RAG_LANGGRAPH_MODEL``): it answers with what the memory recalled, so the answer shows alice's fact
 recalled for alice and not for bob. The default model (SmolLM2 in process, Ollama being absent) is served in
 ``test_serve.py::test_the_real_local_model_answers_through_serve`` and
-``test_langgraph_server.py::test_the_default_local_model_streams_a_turn_through_the_server``.
+``test_langgraph_server.py::test_the_default_local_model_streams_and_with_a_master_key_only_langgraph_devs_run_records_hold_a_turn_in_clear``.
 """
 
 from __future__ import annotations
