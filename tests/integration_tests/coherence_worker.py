@@ -1,14 +1,10 @@
-"""A process of the cross-process coherence test: holds a warm memory on a Chroma server and obeys stdin.
+"""A participant of the cross-process coherence test: a warm memory on a Chroma server, obeying JSON commands.
 
-Each line on stdin is a JSON command; each answer is one JSON line on stdout. Run as
-``python -m tests.integration_tests.coherence_worker HOST PORT COLLECTION``.
+``test_coherence_server.py`` holds one in its own process and one in each of two other processes of the session.
 """
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from typing import Any
 
 from langchain_core.embeddings import DeterministicFakeEmbedding
@@ -57,27 +53,18 @@ def read(memory: SessionVectorMemory, store: SessionMemoryStore, how: str, ids: 
     return [] if item is None else [[item.key, str(item.value.get("content", ""))]]
 
 
-def main() -> None:
-    """Serve commands until ``quit``."""
-    host, port, collection = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    memory = SessionVectorMemory.server(
-        host, port, user_id=USER, embeddings=DeterministicFakeEmbedding(size=16), collection_name=collection
-    )
-    store = SessionMemoryStore(memory)
-    print(json.dumps({"ready": True}), flush=True)
-    for line in sys.stdin:
-        command = json.loads(line)
-        op = command["op"]
-        if op == "quit":
-            break
-        started = time.perf_counter()
-        if op == "write":
-            write(memory, store, command["path"], command["text"])
-            answer: Any = None
-        else:
-            answer = read(memory, store, command["how"], command.get("ids", []))
-        print(json.dumps({"answer": answer, "ms": (time.perf_counter() - started) * 1000}), flush=True)
+class Participant:
+    """A warm memory of ``USER`` on the server (and its store), obeying the commands a test sends."""
 
+    def __init__(self, host: str, port: int, collection: str) -> None:
+        self.memory = SessionVectorMemory.server(
+            host, port, user_id=USER, embeddings=DeterministicFakeEmbedding(size=16), collection_name=collection
+        )
+        self.store = SessionMemoryStore(self.memory)
 
-if __name__ == "__main__":
-    main()
+    def ask(self, **command: Any) -> Any:
+        """Run one command (``op`` ``write`` or ``read``); its answer."""
+        if command["op"] == "write":
+            write(self.memory, self.store, command["path"], command["text"])
+            return None
+        return read(self.memory, self.store, command["how"], command.get("ids", []))

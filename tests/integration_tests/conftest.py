@@ -6,12 +6,13 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from langchain_session_rag import LocalEmbeddings, SessionVectorMemory
+from tests.integration_tests.another_process import AnotherProcess
 
 
 def _free_port() -> int:
@@ -74,3 +75,31 @@ def memory(
     """One embedded store per module, with the real embedding model; each test gives itself users of its own."""
     folder = tmp_path_factory.mktemp(request.module.__name__.rpartition(".")[2])
     return SessionVectorMemory.local(path=folder, user_id="nobody", embeddings=real_embeddings)
+
+
+@pytest.fixture(scope="session")
+def _process_pool() -> Iterator[list[AnotherProcess]]:
+    """The session's other processes (in this xdist worker), started when first needed and reused by every test."""
+    pool: list[AnotherProcess] = []
+    try:
+        yield pool
+    finally:
+        for process in pool:
+            process.stop()
+
+
+@pytest.fixture
+def other_processes(_process_pool: list[AnotherProcess]) -> Iterator[Callable[[int], list[AnotherProcess]]]:
+    """``take(n)``: ``n`` other Python processes of the session (see ``another_process.py``), each with an empty
+    namespace for this test (cleared when it ends); one that ended is replaced."""
+
+    def take(n: int) -> list[AnotherProcess]:
+        for dead in [p for p in _process_pool if p.proc.poll() is not None]:
+            _process_pool.remove(dead)
+        _process_pool.extend(AnotherProcess() for _ in range(n - len(_process_pool)))
+        return _process_pool[:n]
+
+    yield take
+    for process in _process_pool:
+        if process.proc.poll() is None:
+            process.reset()

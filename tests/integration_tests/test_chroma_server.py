@@ -30,18 +30,20 @@ def test_server_store_is_shared_and_scoped(chroma_server: tuple[str, int], real_
     assert reader.count() == 1
 
 
-def test_another_process_reads_what_this_one_wrote(chroma_server: tuple[str, int], real_embeddings) -> None:
+def test_another_process_reads_what_this_one_wrote(
+    chroma_server: tuple[str, int], real_embeddings, other_processes
+) -> None:
     host, port = chroma_server
     SessionVectorMemory.server(
         host, port, user_id="dora", embeddings=real_embeddings, collection_name="xproc"
     ).add_messages(cooking_session(), session_id="s9")
-    code = textwrap.dedent(f"""
+    [other] = other_processes(1)
+    code = """
         from langchain_session_rag import SessionVectorMemory
-        m = SessionVectorMemory.server({host!r}, {port}, user_id="dora", collection_name="xproc")
+        m = SessionVectorMemory.server(host, port, user_id="dora", collection_name="xproc")
         print(m.invoke("how long to bake bread", k=1)[0].metadata["session_id"])
-    """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert out.stdout.strip() == "s9"
+    """
+    assert other.run(code, host=host, port=port).strip() == "s9"
 
 
 async def test_server_async(chroma_server: tuple[str, int], real_embeddings) -> None:
@@ -64,32 +66,34 @@ def test_semantic_cache_on_the_server_is_per_user(chroma_server: tuple[str, int]
     assert again.clear() == 1
 
 
-def test_this_process_sees_another_process_write_and_forget(chroma_server: tuple[str, int], real_embeddings) -> None:
+def test_this_process_sees_another_process_write_and_forget(
+    chroma_server: tuple[str, int], real_embeddings, other_processes
+) -> None:
+    """The write's process ends right after it (a write not waited for is flushed at exit); another forgets."""
     host, port = chroma_server
     here = SessionVectorMemory.server(host, port, user_id="fred", embeddings=real_embeddings, collection_name="xproc2")
     here.add_messages(chroma_session(), session_id="s1")
     assert len(here.invoke("bread", k=5)) == 1  # the replica is loaded
 
-    def other(action: str) -> None:
-        code = textwrap.dedent(f"""
-            from langchain_session_rag import SessionVectorMemory
-            from tests.conftest import cooking_session
-            m = SessionVectorMemory.server({host!r}, {port}, user_id="fred", collection_name="xproc2")
-            if {action!r} == "write":
-                m.add_messages(cooking_session(), session_id="s2", wait=False)  # flushed at exit
-            else:
-                m.forget(session_id="s2")
-        """)
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-
-    other("write")
+    writer = textwrap.dedent(f"""
+        from langchain_session_rag import SessionVectorMemory
+        from tests.conftest import cooking_session
+        m = SessionVectorMemory.server({host!r}, {port}, user_id="fred", collection_name="xproc2")
+        m.add_messages(cooking_session(), session_id="s2", wait=False)  # flushed at exit
+    """)
+    subprocess.run([sys.executable, "-c", writer], capture_output=True, text=True, timeout=120, check=True)
     assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=1)] == ["s2"]
-    other("forget")
+    [other] = other_processes(1)
+    forget = """
+        from langchain_session_rag import SessionVectorMemory
+        SessionVectorMemory.server(host, port, user_id="fred", collection_name="xproc2").forget(session_id="s2")
+    """
+    other.run(forget, host=host, port=port)
     assert [d.metadata["session_id"] for d in here.invoke("how long to bake bread", k=5)] == ["s1"]
 
 
 def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(
-    chroma_server: tuple[str, int], real_embeddings
+    chroma_server: tuple[str, int], real_embeddings, other_processes
 ) -> None:
     import pytest
 
@@ -100,38 +104,38 @@ def test_core_memory_is_shared_through_the_server_and_daily_logs_are_refused(
         host=host, port=port, user_id="core-ana", embeddings=real_embeddings, collection_name="core_test"
     )
     memory.core.write("memory", "- Ana prefers metric units.")
-    code = textwrap.dedent(
-        f"""
+    code = """
         from langchain_session_rag import SessionVectorMemory
         from langchain_session_rag.models.embeddings import get_default_embeddings
-        memory = SessionVectorMemory.server(host={host!r}, port={port}, user_id="core-ana",
+        memory = SessionVectorMemory.server(host=host, port=port, user_id="core-ana",
                                             embeddings=get_default_embeddings(), collection_name="core_test")
         print(memory.core.read("memory"))
         memory.core.append("memory", "- Ana lives in Porto.")
-        """
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
-    assert out.stdout.strip() == "- Ana prefers metric units."
+    """
+    [other] = other_processes(1)
+    assert other.run(code, host=host, port=port).strip() == "- Ana prefers metric units."
     assert memory.core.read("memory") == "- Ana prefers metric units.\n- Ana lives in Porto."
     with pytest.raises(UnsupportedOperationError, match="embedded"):
         SessionVectorMemory.server(host=host, port=port, user_id="a", embeddings=real_embeddings, daily_log_dir="x")
 
 
-def test_concurrent_core_edits_from_processes_lose_nothing(chroma_server: tuple[str, int], real_embeddings) -> None:
+def test_concurrent_core_edits_from_processes_lose_nothing(
+    chroma_server: tuple[str, int], real_embeddings, other_processes
+) -> None:
     host, port = chroma_server
-    code = textwrap.dedent(
-        f"""
-        import sys
+    code = """
         from langchain_session_rag import SessionVectorMemory
         from langchain_session_rag.models.embeddings import get_default_embeddings
-        memory = SessionVectorMemory.server(host={host!r}, port={port}, user_id="race", collection_name="core_race",
-                                            embeddings=get_default_embeddings(), core_limits={{"memory": 5000}})
+        memory = SessionVectorMemory.server(host=host, port=port, user_id="race", collection_name="core_race",
+                                            embeddings=get_default_embeddings(), core_limits={"memory": 5000})
         for i in range(10):
-            memory.core.append("memory", f"- {{sys.argv[1]}}-{{i}}")
-        """
-    )
-    procs = [subprocess.Popen([sys.executable, "-c", code, tag]) for tag in ("A", "B", "C")]
-    assert [p.wait(timeout=300) for p in procs] == [0, 0, 0]
+            memory.core.append("memory", f"- {tag}-{i}")
+    """
+    processes = other_processes(3)
+    for process, tag in zip(processes, "ABC", strict=True):
+        process.send(code, host=host, port=port, tag=tag)  # the three run at once
+    for process in processes:
+        process.result()
     memory = SessionVectorMemory.server(
         host=host, port=port, user_id="race", collection_name="core_race", embeddings=real_embeddings,
         core_limits={"memory": 5000},

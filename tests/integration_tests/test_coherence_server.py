@@ -3,19 +3,18 @@
 Each process holds a warm replica of the same user. One process changes a memory under the same id (forget and
 re-add with new text, ``add_note`` with the same key, a re-sent message id, ``SessionMemoryStore.put`` with the
 same key, a forgotten session); every other process then reads once, through a search, ``get_by_ids`` or the
-store's ``get``, and must see the new text and not the old one.
+store's ``get``, and must see the new text and not the old one. The processes are this one and two others of the
+session (``other_processes``), each holding a ``coherence_worker.Participant``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration_tests.another_process import AnotherProcess
+from tests.integration_tests.coherence_worker import Participant
+
 STEPS: list[tuple[str, str]] = [
     ("forget_readd", "search"),
     ("note", "search"),
@@ -28,85 +27,63 @@ STEPS: list[tuple[str, str]] = [
 """(write path, read path) of each step; the steps cycle, the writing process rotates."""
 
 
-class Worker:
-    """One process with its own memory object (and replica) on the server."""
+class Remote:
+    """A participant in another process of the session (``other_processes``), driven through its pipe."""
 
-    def __init__(self, host: str, port: int, collection: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration_tests.coherence_worker", host, str(port), collection],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"},
+    def __init__(self, process: AnotherProcess, host: str, port: int, collection: str) -> None:
+        self.process = process
+        process.run(
+            "import json\nfrom tests.integration_tests.coherence_worker import Participant\n"
+            "participant = Participant(host, port, collection)",
+            host=host,
+            port=port,
+            collection=collection,
         )
-        assert json.loads(self._line())["ready"]
-
-    def _line(self) -> str:
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line, f"worker {self.proc.pid} exited with {self.proc.poll()}"
-        return line
 
     def ask(self, **command: Any) -> Any:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(command) + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self._line())["answer"]
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        return json.loads(self.process.run("print(json.dumps(participant.ask(**command)))", command=command))
 
 
-def test_every_change_is_seen_by_every_other_process_on_its_next_read(chroma_server: tuple[str, int]) -> None:
-    """Four processes, every step twice: by two different writers (7 steps, 4 writers), read by the other three."""
+def test_every_change_is_seen_by_every_other_process_on_its_next_read(
+    chroma_server: tuple[str, int], other_processes
+) -> None:
+    """Three processes, every step twice: by two different writers (7 steps, 3 writers), read by the other two."""
     host, port = chroma_server
-    processes = 4
-    workers: list[Worker] = []
-    try:
-        workers = [Worker(host, port, f"coherence{processes}") for _ in range(processes)]
-        last: dict[str, str] = {}
-        for path in ("forget_readd", "note", "resend", "store_put"):  # first versions, then warm every replica
-            last[path] = f"my ssn is zq{path}seed"
-            workers[0].ask(op="write", path=path, text=last[path])
-        resend_ids = [i for i, text in workers[0].ask(op="read", how="search") if last["resend"] in text]
-        assert len(resend_ids) == 1
-        for worker in workers:
-            assert worker.ask(op="read", how="search")
-        seen, total, stale = 0, 0, []
-        for n in range(2 * len(STEPS)):
-            path, how = STEPS[n % len(STEPS)]
-            writer = workers[n % processes]
-            key = "add_gone" if path == "forget" else path
-            old = last.get(key)
-            new = None if path == "forget" else f"my ssn is zq{path}{n}"
-            writer.ask(op="write", path=path, text=new or "")
-            if new is not None:
-                last[key] = new
-            else:
-                last.pop(key, None)
-            for reader in workers:
-                if reader is writer:
-                    continue
-                texts = [text for _, text in reader.ask(op="read", how=how, ids=resend_ids)]
-                fresh = (new is None or any(new in t for t in texts)) and not (
-                    old is not None and any(old in t for t in texts)
-                )
-                total += 1
-                seen += fresh
-                if not fresh:
-                    stale.append((path, how, old, new, texts))
-        print(f"\n{processes} processes: {seen}/{total} changes seen on the next read")
-        assert not stale, f"{len(stale)} of {total} reads served stale memory, e.g. {stale[0]}"
-        assert seen == total
-    finally:
-        for worker in workers:
-            worker.stop()
+    processes = 3
+    collection = f"coherence{processes}"
+    others = [Remote(p, host, port, collection) for p in other_processes(processes - 1)]
+    workers: list[Participant | Remote] = [Participant(host, port, collection), *others]
+    last: dict[str, str] = {}
+    for path in ("forget_readd", "note", "resend", "store_put"):  # first versions, then warm every replica
+        last[path] = f"my ssn is zq{path}seed"
+        workers[0].ask(op="write", path=path, text=last[path])
+    resend_ids = [i for i, text in workers[0].ask(op="read", how="search") if last["resend"] in text]
+    assert len(resend_ids) == 1
+    for worker in workers:
+        assert worker.ask(op="read", how="search")
+    seen, total, stale = 0, 0, []
+    for n in range(2 * len(STEPS)):
+        path, how = STEPS[n % len(STEPS)]
+        writer = workers[n % processes]
+        key = "add_gone" if path == "forget" else path
+        old = last.get(key)
+        new = None if path == "forget" else f"my ssn is zq{path}{n}"
+        writer.ask(op="write", path=path, text=new or "")
+        if new is not None:
+            last[key] = new
+        else:
+            last.pop(key, None)
+        for reader in workers:
+            if reader is writer:
+                continue
+            texts = [text for _, text in reader.ask(op="read", how=how, ids=resend_ids)]
+            fresh = (new is None or any(new in t for t in texts)) and not (
+                old is not None and any(old in t for t in texts)
+            )
+            total += 1
+            seen += fresh
+            if not fresh:
+                stale.append((path, how, old, new, texts))
+    print(f"\n{processes} processes: {seen}/{total} changes seen on the next read")
+    assert not stale, f"{len(stale)} of {total} reads served stale memory, e.g. {stale[0]}"
+    assert seen == total

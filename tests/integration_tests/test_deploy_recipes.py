@@ -4,7 +4,13 @@ Each ```bash block marked ``recipe NAME`` in README.md runs in a temporary folde
 process group (the repository's ``examples/`` linked in, this environment's commands first on ``PATH``); the test
 waits until the server answers, tells a fact as alice, checks it is stored for alice and never shown to bob, and
 stops the group by its id. The workers recipe runs ``--workers 2`` where the README says ``--workers 4`` (each
-worker loads the embedding and chat models; that four workers serve is ``test_serve_workers.py``'s test).
+worker loads the embedding model; that four workers serve is ``test_serve_workers.py``'s test).
+
+The recipes run as written with an echo chat model chosen by the environment (``SESSION_RAG_SERVE_CHAT_MODEL``,
+``SESSION_RAG_LANGGRAPH_MODEL``): it answers with what the memory recalled, so the answer shows alice's fact
+recalled for alice and not for bob. The default model (SmolLM2 in process, Ollama being absent) is served in
+``test_serve.py::test_the_real_local_model_answers_through_serve`` and
+``test_langgraph_server.py::test_the_default_local_model_streams_and_with_a_master_key_only_langgraph_devs_run_records_hold_a_turn_in_clear``.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from openai import OpenAI
 
-from tests.integration_tests.serve_support import free_port, stop_group
+from tests.integration_tests.serve_support import ECHO, free_port, stop_group
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +74,9 @@ class Recipe:
             "HOME": str(folder),
             "ANONYMIZED_TELEMETRY": "False",
             "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-            "OLLAMA_HOST": "http://127.0.0.1:9",  # no Ollama here: the offline fallback answers
+            "OLLAMA_HOST": "http://127.0.0.1:9",  # no Ollama here
+            "SESSION_RAG_SERVE_CHAT_MODEL": ECHO,  # answers with what the memory recalled (see the docstring)
+            "SESSION_RAG_LANGGRAPH_MODEL": "echo",
         }
         env.pop("LANGSMITH_API_KEY", None)
         self.log = folder / "recipe.log"
@@ -127,10 +135,13 @@ def test_serve_recipes_remember_per_user(run_recipe, name: str) -> None:
         told = alice.chat.completions.create(model="session-rag", messages=[{"role": "user", "content": fact}])
         assert told.choices[0].message.content
         assert any(fact in text for text in search(server.url, ALICE, fact)), "stored by the time the answer ended"
-    pieces = alice.chat.completions.create(
-        model="session-rag", messages=[{"role": "user", "content": "What is my locker code?"}], stream=True
-    )
-    assert "".join(c.choices[0].delta.content or "" for c in pieces if c.choices)
+    question = [{"role": "user", "content": "What is my locker code?"}]
+    pieces = alice.chat.completions.create(model="session-rag", messages=question, stream=True)
+    assert "4471" in "".join(c.choices[0].delta.content or "" for c in pieces if c.choices), "recalled, streamed"
+    bob = OpenAI(base_url=f"{server.url}/v1", api_key=BOB, max_retries=0, timeout=300)
+    answered = bob.chat.completions.create(model="session-rag", messages=question).choices[0].message.content
+    assert answered
+    assert "4471" not in answered, "bob's turn never recalls alice's memory"
     assert not any("4471" in text for text in search(server.url, BOB, "locker code")), "bob never sees alice's"
 
 
@@ -143,6 +154,12 @@ def test_langgraph_recipe_remembers_per_user(run_recipe) -> None:
         thread["thread_id"], "session_rag", input={"messages": [{"role": "user", "content": "My locker code is 4471."}]}
     )
     assert out["messages"][-1]["type"] == "ai"
+    asked = alice.runs.wait(
+        alice.threads.create()["thread_id"],
+        "session_rag",
+        input={"messages": [{"role": "user", "content": "What is my locker code?"}]},
+    )
+    assert "4471" in asked["messages"][-1]["content"], "recalled in a new thread of alice's"
     found = alice.store.search_items(("memories", "alice"), query="locker code")
     assert any("4471" in str(item["value"]) for item in found["items"])
     with pytest.raises(httpx.HTTPStatusError) as refused:

@@ -383,52 +383,36 @@ def test_what_the_docs_page_says_of_copies_ttl_and_a_question_too_long(server: s
     assert not alice.threads.get_state(fresh)["values"]
 
 
-@pytest.fixture(scope="module")
-def real_model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The recipe with its defaults: the bundled local chat model (llama.cpp in process, offline)."""
-    proc, url = start_langgraph(tmp_path_factory.mktemp("langgraph-real"))
-    try:
-        yield url
-    finally:
-        stop_langgraph(proc)
-
-
-def test_the_default_local_model_streams_a_turn_through_the_server(real_model_server: str) -> None:
-    alice = client(real_model_server, "alice")
-    thread = alice.threads.create()["thread_id"]
-    parts = list(
-        alice.runs.stream(
-            thread,
-            GRAPH,
-            input={"messages": [{"role": "user", "content": "Hello! My name is Alice."}]},
-            stream_mode="messages-tuple",
-        )
-    )
-    assert "error" not in {p.event for p in parts}, [p.data for p in parts if p.event == "error"]
-    tokens = [p.data[0]["content"] for p in parts if p.event == "messages"]
-    assert len(tokens) > 1, "the local model's answer streams token by token"
-    answer = alice.threads.get_state(thread)["values"]["messages"][-1]
-    assert answer["type"] == "ai"
-    assert answer["content"].strip()
-    assert answer["content"] == "".join(tokens)
-
-
-def test_with_a_master_key_only_langgraph_devs_run_records_hold_a_turn_in_clear(
+def test_the_default_local_model_streams_and_with_a_master_key_only_langgraph_devs_run_records_hold_a_turn_in_clear(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """The attack: with SESSION_RAG_MASTER_KEY set, scan every file the server wrote for a turn's words."""
+    """The recipe's default chat model (SmolLM2 in process, offline) streams a turn through the server, here with
+    SESSION_RAG_MASTER_KEY set (one server for both). The attack: scan every file the server wrote for a turn's words.
+    """
     from langchain_session_rag.privacy import generate_master_key
 
     folder = tmp_path_factory.mktemp("langgraph-keyed")
     marker = "ZQXPASSPORT4411"
-    proc, url = start_langgraph(
-        folder, SESSION_RAG_LANGGRAPH_MODEL="echo", SESSION_RAG_MASTER_KEY=generate_master_key()
-    )
+    proc, url = start_langgraph(folder, SESSION_RAG_MASTER_KEY=generate_master_key())
     try:
         alice = client(url, "alice")
         thread = alice.threads.create()["thread_id"]
-        ask(alice, thread, f"My passport number is {marker}.")
-        ask(alice, thread, "Which passport number did I give you?")
+        parts = list(
+            alice.runs.stream(
+                thread,
+                GRAPH,
+                input={"messages": [{"role": "user", "content": f"My passport number is {marker}."}]},
+                stream_mode="messages-tuple",
+            )
+        )
+        assert "error" not in {p.event for p in parts}, [p.data for p in parts if p.event == "error"]
+        tokens = [p.data[0]["content"] for p in parts if p.event == "messages"]
+        assert len(tokens) > 1, "the local model's answer streams token by token"
+        answer = alice.threads.get_state(thread)["values"]["messages"][-1]
+        assert answer["type"] == "ai"
+        assert answer["content"].strip()
+        assert answer["content"] == "".join(tokens)
+        ask(alice, thread, "Which passport number did I give you?")  # its memories, in the checkpoint, hold it
         assert marker in str(alice.threads.get_state(thread)["values"]), "the checkpoints open again"
     finally:
         stop_langgraph(proc)

@@ -330,8 +330,21 @@ def focus_order(page: Page, steps: int) -> list[str]:
     return reached
 
 
-def test_keyboard_and_screen_reader_use(tmp_path: Path, browser: Browser) -> None:
-    ui = UiProcess(tmp_path / "ui.log", tmp_path / "store", "carol")
+@pytest.fixture(scope="module")
+def carol_ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[UiProcess, Path]]:
+    """One ``session-rag ui`` of carol's for the tests that need no store of their own; its ``TMPDIR``."""
+    folder = tmp_path_factory.mktemp("carol-ui")
+    temp = folder / "tmp"
+    temp.mkdir()
+    ui = UiProcess(folder / "ui.log", folder / "store", "carol", TMPDIR=str(temp))
+    try:
+        yield ui, temp
+    finally:
+        ui.stop()
+
+
+def test_keyboard_and_screen_reader_use(carol_ui: tuple[UiProcess, Path], browser: Browser) -> None:
+    ui, _ = carol_ui
     context = browser.new_context(viewport=VIEW)
     try:
         page = context.new_page()
@@ -364,51 +377,45 @@ def test_keyboard_and_screen_reader_use(tmp_path: Path, browser: Browser) -> Non
         expect(page.get_by_role("status")).to_have_text("Saved now: version 1.")
     finally:
         context.close()
-        ui.stop()
 
 
-def test_an_import_the_browser_leaves_still_finishes_and_leaves_no_copy(tmp_path: Path) -> None:
+def test_an_import_the_browser_leaves_still_finishes_and_leaves_no_copy(carol_ui: tuple[UiProcess, Path]) -> None:
     """The upload's copy is removed when the import ends, even when the page was closed while it ran."""
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    ui = UiProcess(tmp_path / "ui.log", tmp_path / "store", "dave", TMPDIR=str(temp))
-    try:
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
-        opener.open(ui.address, timeout=60).read()  # signs in: the cookie is kept by the opener
-        csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', opener.open(f"{ui.base}/ui/import").read().decode())
-        assert csrf is not None
-        chats = "".join(
-            json.dumps({"messages": [{"role": "user", "content": f"Reminder {n}: water the fern."},
-                                     {"role": "assistant", "content": "Noted."}]}) + "\n"
-            for n in range(300)
-        )  # fmt: skip
-        boundary = "----session-rag-test"
-        body = (
-            f'--{boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{csrf.group(1)}\r\n'
-            f'--{boundary}\r\nContent-Disposition: form-data; name="format"\r\n\r\nauto\r\n'
-            f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="chats.jsonl"\r\n'
-            f"Content-Type: application/json\r\n\r\n{chats}\r\n--{boundary}--\r\n"
-        ).encode()
-        jar = next(h for h in opener.handlers if isinstance(h, urllib.request.HTTPCookieProcessor)).cookiejar
-        cookie = next(f"{c.name}={c.value}" for c in jar)
-        connection = http.client.HTTPConnection("127.0.0.1", int(ui.base.rsplit(":", 1)[1]), timeout=60)
-        connection.request("POST", "/ui/import", body=body, headers={
-            "Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": cookie,
-            "Origin": ui.base, "Sec-Fetch-Site": "same-origin"})  # fmt: skip
-        answer = connection.getresponse()
-        assert answer.status == 200
-        answer.read(200)  # the page has started: the import runs
-        connection.close()  # the browser leaves
-        for _ in range(600):  # bounded: at most about a minute
-            page = opener.open(f"{ui.base}/ui/sessions").read().decode()
-            if "300 sessions." in page:
-                break
-            time.sleep(0.1)
-        assert "300 sessions." in page  # the import finished on its own
-        for _ in range(50):
-            if not list(temp.glob("session-rag-upload-*")):
-                break
-            time.sleep(0.1)
-        assert list(temp.glob("session-rag-upload-*")) == [], "the upload's copy was left behind"
-    finally:
-        ui.stop()
+    ui, temp = carol_ui
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+    opener.open(ui.address, timeout=60).read()  # signs in: the cookie is kept by the opener
+    csrf = re.search(r'name="csrf" value="([0-9a-f]+)"', opener.open(f"{ui.base}/ui/import").read().decode())
+    assert csrf is not None
+    chats = "".join(
+        json.dumps({"messages": [{"role": "user", "content": f"Reminder {n}: water the fern."},
+                                 {"role": "assistant", "content": "Noted."}]}) + "\n"
+        for n in range(300)
+    )  # fmt: skip
+    boundary = "----session-rag-test"
+    body = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="csrf"\r\n\r\n{csrf.group(1)}\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="format"\r\n\r\nauto\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="chats.jsonl"\r\n'
+        f"Content-Type: application/json\r\n\r\n{chats}\r\n--{boundary}--\r\n"
+    ).encode()
+    jar = next(h for h in opener.handlers if isinstance(h, urllib.request.HTTPCookieProcessor)).cookiejar
+    cookie = next(f"{c.name}={c.value}" for c in jar)
+    connection = http.client.HTTPConnection("127.0.0.1", int(ui.base.rsplit(":", 1)[1]), timeout=60)
+    connection.request("POST", "/ui/import", body=body, headers={
+        "Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": cookie,
+        "Origin": ui.base, "Sec-Fetch-Site": "same-origin"})  # fmt: skip
+    answer = connection.getresponse()
+    assert answer.status == 200
+    answer.read(200)  # the page has started: the import runs
+    connection.close()  # the browser leaves
+    for _ in range(600):  # bounded: at most about a minute
+        page = opener.open(f"{ui.base}/ui/sessions").read().decode()
+        if "300 sessions." in page:
+            break
+        time.sleep(0.1)
+    assert "300 sessions." in page  # the import finished on its own
+    for _ in range(50):
+        if not list(temp.glob("session-rag-upload-*")):
+            break
+        time.sleep(0.1)
+    assert list(temp.glob("session-rag-upload-*")) == [], "the upload's copy was left behind"

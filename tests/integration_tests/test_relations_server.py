@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
-
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag.agents import create_relations_tool
 
@@ -13,20 +9,18 @@ QUESTION = "What does the analytics service use now, and what did it use before?
 LINE = "analytics service — uses → ClickHouse [S: 2026-03-09] (before: PostgreSQL until 2026-03-09)"
 
 
-def _lines_in_another_process(host: str, port: int) -> str:
-    code = textwrap.dedent(f"""
-        from langchain_session_rag import SessionVectorMemory
-        m = SessionVectorMemory.server({host!r}, {port}, user_id="ana", collection_name="relations")
-        print("|".join(m.relation_lines({QUESTION!r})))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, check=True)
-    return done.stdout.strip()
+OPEN = """
+from langchain_session_rag import SessionVectorMemory
+m = SessionVectorMemory.server(host, port, user_id="ana", collection_name="relations")
+"""
+ASK = 'print("|".join(m.relation_lines(question)))'
 
 
 def test_relations_written_by_one_process_are_read_and_forgotten_by_others(
-    chroma_server: tuple[str, int], real_embeddings
+    chroma_server: tuple[str, int], real_embeddings, other_processes
 ) -> None:
     host, port = chroma_server
+    [other] = other_processes(1)
     writer = SessionVectorMemory.server(
         host, port, user_id="ana", embeddings=real_embeddings, collection_name="relations"
     )
@@ -50,11 +44,12 @@ def test_relations_written_by_one_process_are_read_and_forgotten_by_others(
         session_id="switch",
     )  # fmt: skip
     assert reader.relation_lines(QUESTION) == [LINE]  # the reader's graph follows another client's write
-    assert _lines_in_another_process(host, port) == LINE
+    other.run(OPEN, host=host, port=port)
+    assert other.run(ASK, question=QUESTION).strip() == LINE
     assert reader.for_user("bob").relation_lines(QUESTION) == []
     reader.forget(session_id="switch")
     assert writer.relation_lines(QUESTION) == ["analytics service — uses → PostgreSQL [S: 2026-01-12]"]
-    assert "ClickHouse" not in _lines_in_another_process(host, port)
+    assert "ClickHouse" not in other.run(ASK, question=QUESTION)
 
 
 def test_the_relations_tool_serves_the_runs_user(chroma_server: tuple[str, int], real_embeddings) -> None:

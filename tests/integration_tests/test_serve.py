@@ -237,11 +237,11 @@ def test_health_and_readiness(server: Server) -> None:
 
 
 def test_the_real_local_model_answers_through_serve(tmp_path: Path) -> None:
+    """The default ``--chat-model auto`` without an Ollama server (``serve_env``): SmolLM2 in process, and the log says why."""
     tokens = write_tokens(tmp_path / "tokens", {"dana": "dana-token-" + "d" * 20})
     running = Server(
         tmp_path / "serve.log",
-        *("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--chat-model", "local"),
-        *("--max-tokens", "32"),
+        *("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--max-tokens", "32"),
     )
     try:
         answer = ask(running, "dana-token-" + "d" * 20, "Say hello.")
@@ -254,6 +254,9 @@ def test_the_real_local_model_answers_through_serve(tmp_path: Path) -> None:
     assert answer.strip()
     assert streamed.strip()
     assert sum(s["chunks"] for s in sessions) == 2
+    said = running.log.read_text(errors="replace")
+    assert "--chat-model auto: not using Ollama" in said
+    assert "serving SmolLM2 instead" in said
 
 
 def test_a_bad_token_file_is_refused_at_start_with_a_sentence(
