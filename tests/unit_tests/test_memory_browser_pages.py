@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -559,6 +560,43 @@ def test_two_servers_on_one_host_keep_their_own_sign_in(memory: SessionVectorMem
     assert ui.get("/ui/sessions").headers["location"] == "/ui/login"
     assert "Miso" in serve.get("/ui/sessions").text, "signing out of one server leaves the other signed in"
     assert cookie_name(serve, BOB_TOKEN) == cookie_name(serve, BOB_TOKEN) != cookie_name(ui)
+
+
+class _TeapotError(Exception):
+    """An error of the host app's own, with its own handler."""
+
+
+def test_an_apps_own_error_handler_decides_under_ui_too(memory: SessionVectorMemory) -> None:
+    """``add_ui_routes`` on an app with its own handler: under ``/ui`` its status and message, as a page."""
+    app = FastAPI()
+    install_error_handlers(app)
+    handled: list[str] = []
+
+    @app.exception_handler(_TeapotError)
+    async def teapot(request: Request, exc: Exception) -> JSONResponse:
+        handled.append(request.url.path)
+        return JSONResponse({"error": {"message": f"the app says: {exc}"}}, status_code=418)
+
+    async def brew() -> None:
+        msg = "short and stout"
+        raise _TeapotError(msg)
+
+    for path in ("/brew", "/ui/brew"):
+        app.add_api_route(path, brew)
+    add_ui_routes(
+        app,
+        memory,
+        UiAccess(auth=Authenticator.for_one_user(TOKEN, "alice")),
+        SearchSettings(budget=TokenBudget(context_window=8192)),
+        compaction=False,
+    )
+    http = TestClient(app, base_url="http://127.0.0.1:8765", raise_server_exceptions=False)
+    api, page = http.get("/brew"), http.get("/ui/brew")
+    assert (api.status_code, api.json()) == (418, {"error": {"message": "the app says: short and stout"}})
+    assert page.status_code == 418
+    assert "the app says: short and stout" in page.text
+    assert page.headers["content-type"].startswith("text/html")
+    assert handled == ["/brew", "/ui/brew"]
 
 
 def test_a_sign_in_expires_when_idle_and_after_its_lifetime(memory: SessionVectorMemory) -> None:

@@ -6,6 +6,7 @@ Each page acts for the user its request names (see :mod:`~langchain_session_rag.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -16,7 +17,6 @@ from fastapi.responses import Response
 from langchain_session_rag.errors import InvalidArgumentError, SessionRAGError
 from langchain_session_rag.memory.reading import file_limit
 from langchain_session_rag.memory.retriever import SessionVectorMemory
-from langchain_session_rag.server.http import api_error_of
 from langchain_session_rag.server.schemas import RETRYABLE
 from langchain_session_rag.server.ui import forget as forget_page
 from langchain_session_rag.server.ui.access import LoginNeeded, Refused, UiAccess
@@ -261,7 +261,7 @@ def _fallback_routes(app: FastAPI) -> None:
 
 
 def _errors_as_pages(app: FastAPI) -> None:
-    """Under ``/ui``, errors (routing, forms, the unexpected) answered as pages; elsewhere by the app's handlers."""
+    """Under ``/ui``, the app's error answers (routing, forms, the unexpected) as pages; elsewhere as they were."""
     for kind, handler in list(app.exception_handlers.items()):
         if kind not in {LoginNeeded, Refused}:
             app.add_exception_handler(kind, _as_page(handler))
@@ -269,13 +269,16 @@ def _errors_as_pages(app: FastAPI) -> None:
 
 def _as_page(handler: Callable[..., Any]) -> Callable[[Request, Exception], Awaitable[Response]]:
     async def answer(request: Request, exc: Exception) -> Response:
+        response: Response = await handler(request, exc)  # the app's own handler decides, also under /ui
         path = request.url.path
         if path != PREFIX and not path.startswith(f"{PREFIX}/"):
-            response: Response = await handler(request, exc)
             return response
-        error = api_error_of(exc)
-        title = "Not found" if error.status == 404 else "Something went wrong"  # noqa: PLR2004
-        body = notice(error.message, kind="error") + f'<p><a href="{PREFIX}/sessions">Sessions</a></p>'
-        return page(title, body, user=None, status=error.status)
+        try:
+            said = str(json.loads(bytes(response.body))["error"]["message"])
+        except (ValueError, KeyError, TypeError):
+            said = "The request failed."
+        title = "Not found" if response.status_code == 404 else "Something went wrong"  # noqa: PLR2004
+        body = notice(said, kind="error") + f'<p><a href="{PREFIX}/sessions">Sessions</a></p>'
+        return page(title, body, user=None, status=response.status_code)
 
     return answer
