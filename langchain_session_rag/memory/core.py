@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
 _VECTOR = [1.0]
 """Core records are read by id, never searched: one constant vector."""
+RAISE = "shorten it (remove lines, summarise) or raise the limit"
+"""The advice of a refusal past a block's limit to whoever can raise it (the application, an import)."""
 MAX_PENDING = 20
 """Pending proposals a user may have at once; a model's further edits are refused until some are settled."""
 
@@ -246,7 +248,7 @@ class CoreMemory:
                 head = self._current().get(block)
                 text = normal(change(head.text if head is not None else ""))
                 text = self.redact(text) if self.redact is not None else text
-                tokens = self._fitting(block, text, "nothing was changed")
+                tokens = self._fitting(block, text, f"{RAISE}; nothing was changed")
                 version = int(head.metadata.get("core_version", 0)) + 1 if head is not None else 1
                 edit_id, now, who = uuid.uuid4().hex, utcnow(), str(author)[:200]
                 meta = {
@@ -275,13 +277,13 @@ class CoreMemory:
         msg = f"Core memory block {block!r} is being edited by other processes; try again."
         raise CoreMemoryConflictError(msg)
 
-    def _fitting(self, block: str, text: str, unchanged: str) -> int:
-        """The tokens of ``text``, or :class:`CoreMemoryFullError` (naming what was ``unchanged``) past the limit."""
+    def _fitting(self, block: str, text: str, advice: str) -> int:
+        """The tokens of ``text``, or :class:`CoreMemoryFullError` past the limit (ending with ``advice``)."""
         tokens = self.count(text)
         if tokens > self.limits[block]:
             msg = (
                 f"Core memory block {block!r} would hold {tokens} tokens, over its limit of {self.limits[block]}: "
-                f"shorten it (remove lines, summarise) or raise the limit; {unchanged}."
+                f"{advice}."
             )
             raise CoreMemoryFullError(msg)
         return tokens
@@ -353,7 +355,8 @@ class CoreMemory:
         if self.redact is not None and isinstance(text, str):  # a proposal is stored too: its secrets never are
             text = self.redact(text)
         change = change_for(action, self.check_block(block), text, old)
-        self._fitting(block, normal(change(self.read(block))), "nothing was proposed")
+        advice = "shorten it or remove lines first; nothing was proposed"  # a model proposes: it cannot raise it
+        self._fitting(block, normal(change(self.read(block))), advice)
         if len(self.pending()) >= MAX_PENDING:
             msg = (
                 f"The user has {MAX_PENDING} core memory edits waiting for confirmation: confirm or reject some "
@@ -466,7 +469,7 @@ class CoreMemory:
                     msg = f"Cannot read core memory file {path}: {exc}"
                     raise FileAccessError(msg) from exc
         for block, text in texts.items():
-            self._fitting(block, text, f"{block.upper()}.md was not imported (nor any other file)")
+            self._fitting(block, text, f"{RAISE}; {block.upper()}.md was not imported (nor any other file)")
         return [self.write(b, t, author=author, action="import") for b, t in texts.items() if t != self.read(b)]
 
     # -- async -----------------------------------------------------------------------------------

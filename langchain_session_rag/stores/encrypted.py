@@ -69,10 +69,17 @@ class EncryptedBackend:
     """A back end whose records are encrypted per user with keys from a :class:`Keyring` (see the module doc)."""
 
     def __init__(self, inner: MemoryBackend, keyring: Keyring, *, rotate_vectors: bool = True) -> None:
-        """Wrap ``inner``: never a store that embeds texts itself (:func:`.encryption.open_encrypted` refuses one).
+        """Wrap ``inner``; ``rotate_vectors=False`` stores vectors as the model gave them.
 
-        ``rotate_vectors=False`` stores vectors as the model gave them.
+        Raises:
+            UnsupportedOperationError: ``inner`` embeds texts itself (it would embed ciphertext).
         """
+        if inner.embeds_itself:
+            msg = (
+                f"{type(inner).__name__} embeds texts itself: encrypted, it would embed ciphertext. Use a Chroma "
+                "store (SessionVectorMemory.local/server) or a vector store given an embedding model."
+            )
+            raise UnsupportedOperationError(msg)
         self.inner = inner
         self.keyring = keyring
         self.rotate_vectors = rotate_vectors

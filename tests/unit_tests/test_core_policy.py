@@ -149,8 +149,10 @@ def test_proposals_are_checked_bounded_and_erased_with_the_user(memory: SessionV
     core = memory.core
     with pytest.raises(InvalidArgumentError, match="no line"):
         core.propose("replace", "memory", "- new", old="- a line that is not there")
-    with pytest.raises(CoreMemoryFullError, match="limit"):
+    with pytest.raises(CoreMemoryFullError, match="limit") as full:
         core.propose("append", "now", "word " * 400)
+    assert "raise the limit" not in str(full.value), "a model proposes: it cannot raise the limit"
+    assert str(full.value).endswith("shorten it or remove lines first; nothing was proposed.")
     for i in range(MAX_PENDING):
         core.propose("append", "memory", f"- note {i}")
     with pytest.raises(CoreMemoryFullError, match="waiting for confirmation"):
