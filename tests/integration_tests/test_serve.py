@@ -242,7 +242,7 @@ def test_the_real_local_model_answers_through_serve(tmp_path: Path) -> None:
     tokens = write_tokens(tmp_path / "tokens", {"dana": "dana-token-" + "d" * 20})
     running = Server(
         tmp_path / "serve.log",
-        *("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--max-tokens", "32"),
+        *("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--max-tokens", "16"),
     )
     try:
         answer = ask(running, "dana-token-" + "d" * 20, "Say hello.")
