@@ -15,7 +15,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -23,6 +23,12 @@ from langchain_session_rag.cli.app import cli
 from langchain_session_rag.cli.options import StoreOptions, default_store_path, err, store_options
 from langchain_session_rag.errors import MissingDependencyError
 from langchain_session_rag.memory.recall_policy import DEFAULT_SCORE_THRESHOLD
+
+if TYPE_CHECKING:
+    import socket
+
+    import uvicorn
+    from uvicorn.supervisors import Multiprocess
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 WORKER_FACTORY = "langchain_session_rag.server.worker:app_from_env"
@@ -142,18 +148,41 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def supervise(config: uvicorn.Config, sockets: list[socket.socket]) -> Multiprocess:
+    """Build uvicorn's worker supervisor, which notices at once a worker that exits while checking its health.
+
+    Every half second uvicorn pings each worker and waits up to ``timeout_worker_healthcheck`` (5 s) for the
+    answer. A worker that failed to start exits without answering, and its exit did not end that wait: the
+    supervisor held the worker's end of the pipe as well as its own. Closing the supervisor's copy of the worker's
+    end (the worker holds its own from its start) makes the worker's exit end the ping at once; a worker that is
+    alive answers as before, and one that hangs is still killed after the timeout.
+
+    Returns:
+        The supervisor, not yet running.
+    """
+    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
+
+    class Supervisor(Multiprocess):
+        def keep_subprocess_alive(self) -> None:
+            for process in self.processes:  # each started; closing again is a no-op
+                process.child_conn.close()
+            super().keep_subprocess_alive()
+
+    return Supervisor(config, sockets=sockets)
+
+
 def run_workers(host: str, port: int, workers: int) -> None:
     """Serve with uvicorn; exit 3 when the worker, or any of several workers, fails to start.
 
     ``uvicorn.run`` exits 3 for one worker that fails to start but returns normally when one of several does
-    (its supervisor then stops them all): this runs the same supervisor and looks at the workers' exit codes.
+    (its supervisor then stops them all): this runs the same supervisor (:func:`supervise`) and looks at the
+    workers' exit codes.
 
     Raises:
         click.exceptions.Exit: 3 when a worker failed to start (its error is printed above).
     """
     import uvicorn  # noqa: PLC0415
     from uvicorn.config import STARTUP_FAILURE  # noqa: PLC0415
-    from uvicorn.supervisors import Multiprocess  # noqa: PLC0415
 
     if workers == 1:
         uvicorn.run(WORKER_FACTORY, factory=True, host=host, port=port, log_level="warning", http=PROTOCOL)
@@ -162,7 +191,7 @@ def run_workers(host: str, port: int, workers: int) -> None:
         WORKER_FACTORY, factory=True, host=host, port=port, workers=workers, log_level="warning", http=PROTOCOL
     )
     sock = config.bind_socket()
-    supervisor = Multiprocess(config, sockets=[sock])
+    supervisor = supervise(config, [sock])
     try:
         supervisor.run()
     except KeyboardInterrupt:

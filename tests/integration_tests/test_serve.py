@@ -18,6 +18,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from langchain_session_rag.cli.app import main
+from langchain_session_rag.cli.serve import supervise
 from tests.integration_tests.serve_support import (
     CALL_LOG_ENV,
     ECHO,
@@ -241,7 +242,7 @@ def test_the_real_local_model_answers_through_serve(tmp_path: Path) -> None:
     tokens = write_tokens(tmp_path / "tokens", {"dana": "dana-token-" + "d" * 20})
     running = Server(
         tmp_path / "serve.log",
-        *("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--max-tokens", "32"),
+        *("--token-file", str(tokens), "--path", str(tmp_path / "store"), "--max-tokens", "16"),
     )
     try:
         answer = ask(running, "dana-token-" + "d" * 20, "Say hello.")
@@ -335,6 +336,42 @@ def test_workers_that_all_fail_to_start_make_serve_exit_non_zero(
     assert proc.returncode == 3, said
     assert "this factory always fails" in said
     assert "failed to start" in said
+
+
+def test_a_worker_that_exits_while_the_supervisor_pings_it_ends_the_ping_at_once() -> None:
+    """The supervisor saw a worker that failed to start still alive, pinged it, and waited out the health check.
+
+    The worker is gone before the ping (it failed at once: no such app), and the supervisor is made to see it
+    alive, as it does while a worker is still exiting; the health check is 600 s, so only the worker's exit can
+    end the ping within the join's bound.
+    """
+    import signal
+    import threading
+    from unittest import mock
+
+    import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors.multiprocess import SIGNALS
+
+    handlers = {sig: signal.getsignal(sig) for sig in SIGNALS}  # the supervisor takes the process's signals
+    config = uvicorn.Config(
+        "tests.integration_tests.no_such_module:app", workers=1, log_config=None, timeout_worker_healthcheck=600
+    )
+    try:
+        supervisor = supervise(config, [])
+        supervisor.init_processes()
+        worker = supervisor.processes[0]
+        worker.process.join(timeout=60)
+        assert worker.exitcode == STARTUP_FAILURE
+        with mock.patch.object(worker.process, "is_alive", return_value=True):
+            check = threading.Thread(target=supervisor.keep_subprocess_alive, daemon=True)
+            check.start()
+            check.join(timeout=60)
+        assert not check.is_alive(), "the supervisor still waits for the exited worker's answer"
+        assert supervisor.should_exit.is_set()  # it stops: a worker that failed to start is not restarted
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
 
 
 def test_relations_are_served_per_user_and_forgetting_the_session_removes_them(server: Server) -> None:
