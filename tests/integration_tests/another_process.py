@@ -10,13 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+ENVIRONMENT = {**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"}
+"""The session's environment as it was before any test ran: a test's own variables never leak into the pool."""
+DEADLINE = 300.0
+"""Seconds one command may run before the process is killed and the test fails (never a hang)."""
 LOOP = """
 import contextlib, gc, io, json, sys, traceback
 namespace = {}
@@ -52,10 +58,28 @@ class AnotherProcess:
             stdout=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "ANONYMIZED_TELEMETRY": "False"},
+            env=ENVIRONMENT,
         )
         self.pending = 0
         """Commands sent whose answer is not read yet."""
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # it exited
+
+    def _answer(self) -> str:
+        """Its next answer line; a process silent for ``DEADLINE`` seconds is killed and fails the test."""
+        try:
+            line = self.lines.get(timeout=DEADLINE)
+        except queue.Empty:
+            self.proc.kill()
+            line = ""
+        assert line, f"the other process {self.proc.pid} exited with {self.proc.wait()} (killed: silent {DEADLINE} s)"
+        return line
 
     def send(self, code: str, **values: Any) -> None:
         """Have it start running ``code`` (names in ``values`` bound to them); :meth:`result` waits for the end."""
@@ -66,9 +90,7 @@ class AnotherProcess:
 
     def result(self) -> str:
         """What the code sent last printed, once it has run; its traceback fails the test."""
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        assert line, f"the other process {self.proc.pid} exited with {self.proc.poll()}"
+        line = self._answer()
         self.pending -= 1
         answer = json.loads(line)
         assert "error" not in answer, f"in the other process:\n{answer['error']}"
@@ -85,11 +107,10 @@ class AnotherProcess:
         Answers a failed test left unread are read and dropped first.
         """
         assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
         self.proc.stdin.write(json.dumps({"reset": True}) + "\n")
         self.proc.stdin.flush()
         for _ in range(self.pending + 1):
-            assert self.proc.stdout.readline(), f"the other process {self.proc.pid} exited with {self.proc.poll()}"
+            self._answer()
         self.pending = 0
 
     def stop(self) -> None:

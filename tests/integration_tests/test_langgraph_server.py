@@ -412,8 +412,9 @@ def test_the_default_local_model_streams_and_with_a_master_key_only_langgraph_de
         assert answer["type"] == "ai"
         assert answer["content"].strip()
         assert answer["content"] == "".join(tokens)
-        ask(alice, thread, "Which passport number did I give you?")  # its memories, in the checkpoint, hold it
-        assert marker in str(alice.threads.get_state(thread)["values"]), "the checkpoints open again"
+        recall = alice.threads.create()["thread_id"]  # a new thread: the marker can only come from her memory
+        ask(alice, recall, "Which passport number did I give you?")
+        assert marker in str(alice.threads.get_state(recall)["values"]), "recalled, and the checkpoints open again"
     finally:
         stop_langgraph(proc)
     holding = sorted(
