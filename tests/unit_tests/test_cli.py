@@ -359,11 +359,11 @@ def _first_session_only(tmp_path: Path) -> Path:
 
 
 def test_eval_locomo_prints_the_recall_table(tmp_path: Path) -> None:
-    done = run("eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "256,512", "--ks", "5").stdout
+    small = _first_session_only(tmp_path)  # the whole sample's run: tests/unit_tests/test_evaluation.py
+    done = run("eval", "locomo", str(small), "--budgets", "256,512", "--ks", "5").stdout
     assert "512 prompt tokens" in done
     assert "top 5 chunks" in done
-    assert "50 questions" in done
-    small = _first_session_only(tmp_path)  # the options' effects show on a smaller file as well
+    assert "4 questions" in done
     report = json.loads(run("eval", "locomo", str(small), "--ks", "1", "--budgets", "64", "--json").stdout)
     assert report["questions"] == 4
     assert 0 <= report["recall_at_tokens"]["64"]["overall"] <= 100
