@@ -347,15 +347,28 @@ def test_since_and_until_take_time_phrases(store: dict[str, str]) -> None:
     assert json.loads(run("search", query, "--since", "last tuesday", "--json", env=store).stdout) == []
 
 
+def _first_session_only(tmp_path: Path) -> Path:
+    """The LoCoMo sample cut to its first session and the questions whose evidence is all in it."""
+    (sample,) = json.loads(LOCOMO_SAMPLE.read_text(encoding="utf-8"))
+    conversation = {k: v for k, v in sample["conversation"].items() if not k.startswith("session_") or
+                    k.startswith("session_1_") or k == "session_1"}  # fmt: skip
+    qa = [q for q in sample["qa"] if q.get("evidence") and all(e.startswith("D1:") for e in q["evidence"])]
+    small = tmp_path / "locomo_first_session.json"
+    small.write_text(json.dumps([{**sample, "conversation": conversation, "qa": qa}]), encoding="utf-8")
+    return small
+
+
 def test_eval_locomo_prints_the_recall_table(tmp_path: Path) -> None:
-    done = run("eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "256,512", "--ks", "5").stdout
+    small = _first_session_only(tmp_path)  # the whole sample's run: tests/unit_tests/test_evaluation.py
+    done = run("eval", "locomo", str(small), "--budgets", "256,512", "--ks", "5").stdout
     assert "512 prompt tokens" in done
     assert "top 5 chunks" in done
-    assert "50 questions" in done
-    report = json.loads(run("eval", "locomo", str(LOCOMO_SAMPLE), "--ks", "1", "--budgets", "64", "--json").stdout)
+    assert "4 questions" in done
+    report = json.loads(run("eval", "locomo", str(small), "--ks", "1", "--budgets", "64", "--json").stdout)
+    assert report["questions"] == 4
     assert 0 <= report["recall_at_tokens"]["64"]["overall"] <= 100
     assert report["with_markers"] is True
-    text = run("eval", "locomo", str(LOCOMO_SAMPLE), "--budgets", "512", "--ks", "5", "--text-tokens").stdout
+    text = run("eval", "locomo", str(small), "--budgets", "512", "--ks", "5", "--text-tokens").stdout
     assert "512 text tokens" in text
     missing = run("eval", "locomo", str(LOCOMO_SAMPLE), "--conversation", "conv-99", check=2)
     assert "has no conversation conv-99" in missing.stderr

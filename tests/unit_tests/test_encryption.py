@@ -97,17 +97,23 @@ _OPEN = """
 import sys
 from langchain_core.embeddings import DeterministicFakeEmbedding
 from langchain_session_rag import SemanticCache, SessionVectorMemory
-path, key = sys.argv[1], sys.argv[2] or None
+path = sys.argv[1]
 fake = DeterministicFakeEmbedding(size=16)
-for what in sys.argv[3].split(","):
-    if what == "cache":
-        cache = SemanticCache.local(path + ".cache", user_id="alice", embeddings=fake, encryption_key=key)
-        cache.update("What is the code?", "It is 5521.", llm_string="m")
-    else:
-        memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=fake, encryption_key=key)
-        if what:
-            memory.add_messages([{"role": "user", "content": what}], session_id="s1")
-            memory.flush()
+for n, attempt in enumerate(sys.argv[2:]):  # KEY|WHAT: the key ("" for none); a text to store, "" or "cache"
+    key, _, what = attempt.partition("|")
+    print(f"=== attempt {n}", file=sys.stderr, flush=True)
+    try:
+        if what == "cache":
+            cache = SemanticCache.local(path + ".cache", user_id="alice", embeddings=fake, encryption_key=key or None)
+            cache.update("What is the code?", "It is 5521.", llm_string="m")
+        else:
+            memory = SessionVectorMemory.local(path=path, user_id="alice", embeddings=fake, encryption_key=key or None)
+            if what:
+                memory.add_messages([{"role": "user", "content": what}], session_id="s1")
+                memory.flush()
+        print("opened", file=sys.stderr, flush=True)
+    except Exception as exc:  # a refused open: say why, and try the next one
+        print(f"refused: {exc}", file=sys.stderr, flush=True)
 """
 
 
@@ -124,12 +130,13 @@ def test_a_refused_open_in_a_new_process_leaves_the_folder_byte_for_byte_unchang
 ) -> None:
     """Chroma writes to its database whenever a client opens a folder: a refused open must not get that far.
 
-    Each refused open of the library runs in a process of its own that never opened the folder; the CLI's run in
-    this one, which has not opened it either (it opens the folder only at the end, with the right key).
+    The library's refused opens run in a new process that never opened the folder; the CLI's run in this one,
+    which has not opened it either (it opens the folder only at the end, with the right key).
     """
     folder = str(tmp_path / "m")
-    created = _in_a_new_process(folder, key, f"{MARKS[0]},cache")
+    created = _in_a_new_process(folder, f"{key}|{MARKS[0]}", f"{key}|cache")
     assert created.returncode == 0, created.stderr
+    assert created.stderr.count("opened") == 2, created.stderr[-2000:]
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     wrong = tmp_path.parent / f"{tmp_path.name}-wrong.key"
     wrong.write_text(generate_master_key())
@@ -140,16 +147,17 @@ def test_a_refused_open_in_a_new_process_leaves_the_folder_byte_for_byte_unchang
         code = main([*args, *(["--key-file", str(key_file)] if key_file is not None else [])])
         return code, " ".join(capsys.readouterr().err.split())
 
-    refusals = [
-        (_in_a_new_process(folder, wrong.read_text(), ""), "another key"),
-        (_in_a_new_process(folder, "", ""), "is encrypted"),
-        (_in_a_new_process(folder, wrong.read_text(), "cache"), "another key"),
-        (_in_a_new_process(folder, "", "cache"), "is encrypted"),
-    ]
-    for done, said in refusals:
-        assert done.returncode != 0
-        assert said in done.stderr, done.stderr[-2000:]
-        assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    # One new process tries the four opens in turn: none gets far enough to open the folder, so each later try is
+    # still in a process that never opened it (a try that did open it would change the bytes checked below).
+    refused = _in_a_new_process(folder, f"{wrong.read_text()}|", "|", f"{wrong.read_text()}|cache", "|cache")
+    assert refused.returncode == 0, refused.stderr[-2000:]
+    outcomes = refused.stderr.split("=== attempt ")[1:]
+    assert len(outcomes) == 4, refused.stderr[-2000:]
+    for outcome, said in zip(outcomes, ["another key", "is encrypted", "another key", "is encrypted"], strict=True):
+        assert "\nrefused: " in outcome, outcome[-2000:]
+        assert "\nopened" not in outcome, outcome[-2000:]
+        assert said in outcome, outcome[-2000:]
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
     for (code, printed), said in [
         (cli("sessions", "--path", folder, "--user", "alice", key_file=wrong), "another key"),
         (cli("sessions", "--path", folder, "--user", "alice"), "is encrypted"),

@@ -58,8 +58,8 @@ def _covered(messages: list[dict[str, Any]], path: Path) -> tuple[set[str], list
     return ids, lost
 
 
-conversation = st.lists(
-    st.tuples(st.sampled_from(["words", "nospace", "code", "lines"]), st.sampled_from([1, 5, 40, 300, 2_000, 20_000])),
+conversation = st.lists(  # up to 16 times the chunker's 256 tokens (one 100k-token message is tested below)
+    st.tuples(st.sampled_from(["words", "nospace", "code", "lines"]), st.sampled_from([1, 5, 40, 300, 1_000, 4_000])),
     min_size=2,
     max_size=6,
 )
