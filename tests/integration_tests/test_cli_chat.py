@@ -81,10 +81,12 @@ def scripted_ollama() -> Iterator[OllamaLoopback]:
         yield server
 
 
-def test_two_sessions_the_second_recalls_the_first(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
+def test_two_sessions_the_second_recalls_the_first_then_forget_asks(tmp_path: Path,
+                                                                   scripted_ollama: OllamaLoopback) -> None:  # fmt: skip
     """The first session answers with the real local model (no Ollama answers); the second with a scripted one.
 
-    What the second session shows (the recalled memory, the commands) does not depend on its model's words.
+    What the second session shows (the recalled memory, the commands) does not depend on its model's words. The
+    store the chats leave (the first session's exchange) is then the one ``forget --all`` asks about on a terminal.
     """
     env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
     # The stored exchange holds the model's answer too: a short one keeps it about the user's fact (a 135M model's
@@ -116,6 +118,31 @@ def test_two_sessions_the_second_recalls_the_first(tmp_path: Path, scripted_olla
     assert "Forgot 1 chunk(s) of this session; a new one starts" in say(second, "/forget")
     ended = quit_chat(second)
     assert "forgotten chunk(s) erased from the store's files" in ended
+    _forget_asks_on_a_terminal(env, stored=1)  # the first session's exchange: the second's was forgotten
+
+
+def _forget_asks_on_a_terminal(env: dict[str, str], *, stored: int) -> None:
+    """``forget --all`` asks on a terminal: "n" keeps everything (all ``stored`` chunks are forgotten after "y")."""
+    for answer in ("n", "y"):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "langchain_session_rag", "forget", "--all"],
+            env={**os.environ, "NO_COLOR": "1", **env},
+            encoding="utf-8",
+            timeout=240,
+            use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
+        )
+        child.expect_exact("Forget EVERYTHING stored for user 'alice'")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        if answer == "n":
+            assert child.exitstatus != 0
+            assert "Forgot" not in child.before
+        else:
+            assert child.exitstatus == 0
+            # every chunk stored is still there to forget: "no" kept everything
+            assert f"Forgot {stored} chunk(s): EVERYTHING stored for user 'alice'" in child.before
 
 
 def test_ingest_a_chatgpt_export_then_chat_recalls_it_and_closing_the_terminal_after_forget_still_erases(
@@ -176,31 +203,3 @@ def test_chat_over_the_ollama_protocol(tmp_path: Path, real_embeddings: Any) -> 
         env = {**env, "OLLAMA_HOST": server.url, "SESSION_RAG_PATH": str(tmp_path / "db2")}
         missing = run("chat", "--embeddings", "ollama:nomic-embed-text", env=env, check=1).stderr
         assert "has no model 'nomic-embed-text'" in missing
-
-
-def test_forget_asks_on_a_terminal_and_no_keeps_everything(tmp_path: Path) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice"}
-    ingest = run_process("ingest", str(IMPORTS / "openai" / "chat.json"), env=env)
-    assert ingest.returncode == 0, ingest.stderr
-    stored = int(ingest.stdout.split(" chunks stored")[0].rsplit(" ", 1)[1])
-    assert stored > 0
-    for answer in ("n", "y"):
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "langchain_session_rag", "forget", "--all"],
-            env={**os.environ, "NO_COLOR": "1", **env},
-            encoding="utf-8",
-            timeout=240,
-            use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
-        )
-        child.expect_exact("Forget EVERYTHING stored for user 'alice'")
-        child.sendline(answer)
-        child.expect(pexpect.EOF)
-        child.close()
-        if answer == "n":
-            assert child.exitstatus != 0
-            assert "Forgot" not in child.before
-        else:
-            assert child.exitstatus == 0
-            # every chunk the ingest stored is still there to forget: "no" kept everything
-            assert f"Forgot {stored} chunk(s): EVERYTHING stored for user 'alice'" in child.before
