@@ -71,7 +71,23 @@ def quit_chat(child: pexpect.spawn) -> str:
     return child.before
 
 
-def test_two_sessions_the_second_recalls_the_first(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def scripted_ollama() -> Iterator[OllamaLoopback]:
+    """Ollama's API serving ``smollm2:135m`` as a scripted model, for the chats whose answer's words do not matter
+    (the real model answers in the pty in test_two_sessions_the_second_recalls_the_first's first session and in
+    test_chat_signals.py)."""
+    answers = itertools.repeat(AIMessage("I see. Tell me more."))
+    with OllamaLoopback({"smollm2:135m": GenericFakeChatModel(messages=answers)}) as server:
+        yield server
+
+
+def test_two_sessions_the_second_recalls_the_first_then_forget_asks(tmp_path: Path,
+                                                                   scripted_ollama: OllamaLoopback) -> None:  # fmt: skip
+    """The first session answers with the real local model (no Ollama answers); the second with a scripted one.
+
+    What the second session shows (the recalled memory, the commands) does not depend on its model's words. The
+    store the chats leave (the first session's exchange) is then the one ``forget --all`` asks about on a terminal.
+    """
     env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": NO_OLLAMA}
     # The stored exchange holds the model's answer too: a short one keeps it about the user's fact (a 135M model's
     # 32-token answer here can drift far enough to fall under the default 0.3 similarity).
@@ -81,10 +97,15 @@ def test_two_sessions_the_second_recalls_the_first(tmp_path: Path) -> None:
     shown = say(first, "Remember this: my bicycle is a blue Gazelle from 1998.")
     assert "(no memory recalled)" in shown
     assert "assistant> " in shown
-    ended = quit_chat(first)
-    assert "kept" in ended
+    first.expect_exact("you> ")
+    first.sendintr()  # Ctrl-C at the prompt leaves, and what was said is kept
+    expect_end(first)
+    first.close()
+    assert first.exitstatus == 0
+    assert "kept (1 exchange(s))" in first.before
 
-    second = spawn("chat", "--max-tokens", "32", env=env)
+    second = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16",
+                   env={**env, "OLLAMA_HOST": scripted_ollama.url})  # fmt: skip
     shown = say(second, "What bicycle do I ride?")
     assert "recalled [S: " in shown
     assert "my bicycle is a blue Gazelle from 1998" in shown
@@ -97,18 +118,36 @@ def test_two_sessions_the_second_recalls_the_first(tmp_path: Path) -> None:
     assert "Forgot 1 chunk(s) of this session; a new one starts" in say(second, "/forget")
     ended = quit_chat(second)
     assert "forgotten chunk(s) erased from the store's files" in ended
+    _forget_asks_on_a_terminal(env, stored=1)  # the first session's exchange: the second's was forgotten
 
 
-@pytest.fixture(scope="module")
-def scripted_ollama() -> Iterator[OllamaLoopback]:
-    """Ollama's API serving ``smollm2:135m`` as a scripted model, for the chats whose answer's words do not matter
-    (the real model answers in the pty in test_two_sessions_the_second_recalls_the_first and test_chat_signals.py)."""
-    answers = itertools.repeat(AIMessage("I see. Tell me more."))
-    with OllamaLoopback({"smollm2:135m": GenericFakeChatModel(messages=answers)}) as server:
-        yield server
+def _forget_asks_on_a_terminal(env: dict[str, str], *, stored: int) -> None:
+    """``forget --all`` asks on a terminal: "n" keeps everything (all ``stored`` chunks are forgotten after "y")."""
+    for answer in ("n", "y"):
+        child = pexpect.spawn(
+            sys.executable,
+            ["-m", "langchain_session_rag", "forget", "--all"],
+            env={**os.environ, "NO_COLOR": "1", **env},
+            encoding="utf-8",
+            timeout=240,
+            use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
+        )
+        child.expect_exact("Forget EVERYTHING stored for user 'alice'")
+        child.sendline(answer)
+        child.expect(pexpect.EOF)
+        child.close()
+        if answer == "n":
+            assert child.exitstatus != 0
+            assert "Forgot" not in child.before
+        else:
+            assert child.exitstatus == 0
+            # every chunk stored is still there to forget: "no" kept everything
+            assert f"Forgot {stored} chunk(s): EVERYTHING stored for user 'alice'" in child.before
 
 
-def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
+def test_ingest_a_chatgpt_export_then_chat_recalls_it_and_closing_the_terminal_after_forget_still_erases(
+    tmp_path: Path, scripted_ollama: OllamaLoopback
+) -> None:
     env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": scripted_ollama.url}
     ingest = run_process("ingest", str(IMPORTS / "chatgpt" / "chatgpt-export.zip"), env=env)
     assert ingest.returncode == 0, ingest.stderr
@@ -117,12 +156,15 @@ def test_ingest_a_chatgpt_export_then_chat_recalls_it(tmp_path: Path, scripted_o
     shown = say(chat, "What is my sourdough starter called?")
     assert "recalled [S: 2025-" in shown
     assert "called Bubbles" in shown
+    say(chat, "My bank PIN is ZEBRAFISH7781.")
+    assert "Forgot 2 chunk(s) of this session" in say(chat, "/forget")
     chat.expect_exact("you> ")
-    chat.sendintr()  # Ctrl-C at the prompt leaves, and what was said is kept
+    chat.kill(signal.SIGTERM)  # the terminal window closed
     expect_end(chat)
     chat.close()
-    assert chat.exitstatus == 0
-    assert "kept (1 exchange(s))" in chat.before
+    assert "forgotten chunk(s) erased from the store's files" in chat.before
+    stored = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
+    assert b"ZEBRAFISH7781" not in stored
 
 
 def test_chat_over_the_ollama_protocol(tmp_path: Path, real_embeddings: Any) -> None:
@@ -161,45 +203,3 @@ def test_chat_over_the_ollama_protocol(tmp_path: Path, real_embeddings: Any) -> 
         env = {**env, "OLLAMA_HOST": server.url, "SESSION_RAG_PATH": str(tmp_path / "db2")}
         missing = run("chat", "--embeddings", "ollama:nomic-embed-text", env=env, check=1).stderr
         assert "has no model 'nomic-embed-text'" in missing
-
-
-def test_closing_the_terminal_after_forget_still_erases(tmp_path: Path, scripted_ollama: OllamaLoopback) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice", "OLLAMA_HOST": scripted_ollama.url}
-    chat = spawn("chat", "--model", "smollm2:135m", "--max-tokens", "16", env=env)
-    say(chat, "My bank PIN is ZEBRAFISH7781.")
-    assert "Forgot 1 chunk(s) of this session" in say(chat, "/forget")
-    chat.expect_exact("you> ")
-    chat.kill(signal.SIGTERM)  # the terminal window closed
-    expect_end(chat)
-    chat.close()
-    assert "forgotten chunk(s) erased from the store's files" in chat.before
-    stored = b"".join(p.read_bytes() for p in (tmp_path / "db").rglob("*") if p.is_file())
-    assert b"ZEBRAFISH7781" not in stored
-
-
-def test_forget_asks_on_a_terminal_and_no_keeps_everything(tmp_path: Path) -> None:
-    env = {"SESSION_RAG_PATH": str(tmp_path / "db"), "SESSION_RAG_USER": "alice"}
-    ingest = run_process("ingest", str(IMPORTS / "openai" / "chat.json"), env=env)
-    assert ingest.returncode == 0, ingest.stderr
-    stored = int(ingest.stdout.split(" chunks stored")[0].rsplit(" ", 1)[1])
-    assert stored > 0
-    for answer in ("n", "y"):
-        child = pexpect.spawn(
-            sys.executable,
-            ["-m", "langchain_session_rag", "forget", "--all"],
-            env={**os.environ, "NO_COLOR": "1", **env},
-            encoding="utf-8",
-            timeout=240,
-            use_poll=True,  # not select(): a test worker may hold more than 1,024 descriptors
-        )
-        child.expect_exact("Forget EVERYTHING stored for user 'alice'")
-        child.sendline(answer)
-        child.expect(pexpect.EOF)
-        child.close()
-        if answer == "n":
-            assert child.exitstatus != 0
-            assert "Forgot" not in child.before
-        else:
-            assert child.exitstatus == 0
-            # every chunk the ingest stored is still there to forget: "no" kept everything
-            assert f"Forgot {stored} chunk(s): EVERYTHING stored for user 'alice'" in child.before

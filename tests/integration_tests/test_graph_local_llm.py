@@ -25,7 +25,7 @@ class PromptRecorder(BaseCallbackHandler):
 
 
 def test_two_sessions_with_the_real_local_model(memory: SessionVectorMemory) -> None:
-    graph = create_session_rag_graph(LocalChatModel(max_tokens=32), memory).compile()
+    graph = create_session_rag_graph(LocalChatModel(max_tokens=8), memory).compile()
     recorder = PromptRecorder()
     config = {"callbacks": [recorder]}
     first = graph.invoke({"messages": [HumanMessage("My cat is called Pixel.")]}, config,
@@ -105,8 +105,16 @@ def test_the_running_summary_over_6_turns_stays_bounded_and_reaches_the_prompt(m
 
 
 def test_the_real_local_model_writes_the_running_summary(memory: SessionVectorMemory) -> None:
-    """One fold by the real model (SmolLM2 through llama.cpp): its summary is kept and quoted in the next prompt."""
-    app = _summary_graph(LocalChatModel(max_tokens=8), LocalChatModel(max_tokens=32), memory, window_turns=1)
+    """One fold by the real model (SmolLM2 through llama.cpp): its summary is kept and quoted in the next prompt.
+
+    The answers are scripted (their words are not checked; the real model answers the graph's prompts in
+    test_two_sessions_with_the_real_local_model): the real model's words checked here are the summary's.
+    """
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    answers = GenericFakeChatModel(messages=iter([AIMessage(f"Answer {n}.") for n in range(3)]))
+    app = _summary_graph(answers, LocalChatModel(max_tokens=16), memory, window_turns=1)
     recorder = PromptRecorder()
     config: Any = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
     calls = []
