@@ -165,6 +165,9 @@ class UserReplica:
         The vectors are the records' embeddings, or row ``n`` of ``vectors`` for record ``n`` (a page streamed in).
         """
         batch = list(records)
+        if vectors is None and len({len(r.embedding) for r in batch if r.embedding}) > 1:
+            msg = "Vectors of different dimensions in one batch: one embedding model writes a store."
+            raise InvalidArgumentError(msg)
         with self.lock:
             self.drop([r.id for r in batch if r.id in self.lexical.texts])
             if vectors is None or not len(vectors):  # the records' own embeddings; one without any gets no row

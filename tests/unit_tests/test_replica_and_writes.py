@@ -16,7 +16,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding
 
 from langchain_session_rag import SessionVectorMemory
 from langchain_session_rag._faults import acting_at
-from langchain_session_rag.errors import StoreWriteError
+from langchain_session_rag.errors import InvalidArgumentError, StoreWriteError
 from langchain_session_rag.memory.admin import user_store
 from langchain_session_rag.memory.replica import ReplicaSource, UserReplica
 from langchain_session_rag.memory.writes import WriteQueue
@@ -259,6 +259,15 @@ def test_replica_select_agrees_with_the_filter_semantics(where: dict[str, Any]) 
                              message_ids=f'["m{n}"]')])  # fmt: skip
     expected = {i for i in replica.select({}) if matches(replica.record(i).metadata, where)}
     assert replica.select(where) == expected
+
+
+def test_a_batch_of_mixed_dimensions_is_refused_typed_and_the_replica_keeps_what_it_held() -> None:
+    replica = UserReplica()
+    replica.put([_record("d0", [1, 0]), _record("d1", [0, 1])])
+    with pytest.raises(InvalidArgumentError, match="different dimensions"):
+        replica.put([_record("d0", [1, 0, 0]), _record("d2", [0, 1])])
+    assert len(replica) == 2
+    assert replica.record("d0").text == "text of d0"
 
 
 def test_bm25_ignores_a_term_found_in_nearly_every_chunk() -> None:
