@@ -245,6 +245,8 @@ def test_a_child_of_a_process_with_an_embedded_store_refuses_every_embedded_stor
     assert f"forked from process {os.getpid()}" in answer
     assert "'spawn'" in answer
     assert "SessionVectorMemory.server(host, port, ...)" in answer
+    if (tmp_path / "moved").exists():  # the parent's folder back where it opened it (SQLite opens files by path)
+        (tmp_path / "moved").rename(tmp_path / "store")
     assert memory.count() == 1  # the parent goes on
     assert memory.core.read("memory") == "- parent"
 
