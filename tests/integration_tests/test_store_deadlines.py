@@ -167,7 +167,6 @@ def late_proxy(port: int, delay: float) -> Iterator[int]:
     met now and then: loopback answers that fast).
     """
     listener = socket.create_server(("127.0.0.1", 0))
-    done = threading.Event()
 
     def pump(src: socket.socket, dst: socket.socket, hold: float) -> None:
         with contextlib.suppress(OSError):
@@ -179,10 +178,10 @@ def late_proxy(port: int, delay: float) -> Iterator[int]:
                 s.shutdown(socket.SHUT_RDWR)
 
     def accept() -> None:
-        while not done.is_set():
+        while True:
             try:
                 client, _ = listener.accept()
-            except OSError:
+            except OSError:  # the listener closed: the proxy ends
                 return
             upstream = socket.create_connection(("127.0.0.1", port))
             threading.Thread(target=pump, args=(client, upstream, 0.0), daemon=True).start()
@@ -192,7 +191,8 @@ def late_proxy(port: int, delay: float) -> Iterator[int]:
     try:
         yield listener.getsockname()[1]
     finally:
-        done.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (a close alone does not, on Linux)
         listener.close()
 
 
